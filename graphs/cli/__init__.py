@@ -1,0 +1,34 @@
+"""The `harness-learn` command line. Each command group lives in its own module and registers
+itself on `app`; importing this package wires them all."""
+
+from __future__ import annotations
+
+from harnesses.offline import set_offline_switches
+
+set_offline_switches()
+
+import typer  # noqa: E402
+
+app = typer.Typer(
+    name="harness-learn",
+    help="Test-time harness adaptation: evolve the LangGraph harness around a frozen Solver.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+bench_app = typer.Typer(help="Benchmarks: print figures from one run.", no_args_is_help=True)
+index_app = typer.Typer(help="Build and query retrieval indexes.", no_args_is_help=True)
+train_app = typer.Typer(help="Train the Proposer from execution logs.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+app.add_typer(index_app, name="index")
+app.add_typer(train_app, name="train")
+
+from graphs.cli import (  # noqa: E402,F401  (each module registers its commands)
+    adapt_cmd,
+    bench_cmd,
+    index_cmd,
+    run_cmd,
+    studio_cmd,
+    train_cmd,
+)
+
+__all__ = ["app", "bench_app", "index_app", "train_app"]

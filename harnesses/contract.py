@@ -1,0 +1,53 @@
+"""The harness contract (DESIGN.md, "A harness").
+
+A harness is one Python source file defining `build_graph(tools)` that returns a LangGraph
+`StateGraph`. Its input state holds the problem's public fields (`question`, ...); its output
+state holds `answer: str`. Harness code reaches the world only through `tools`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from retrieval.passage import Passage
+
+LINE_LIMIT = 200
+"""Default maximum number of source lines of a valid harness."""
+
+TOOL_NAMES = ("llm", "search", "python")
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    """What `tools.python` returns: the program's stdout and, if it failed, the error text."""
+
+    stdout: str
+    error: str | None = None
+
+
+class Tools(Protocol):
+    """What a harness may call. Inside a sandbox worker each call crosses the bridge."""
+
+    def llm(self, messages_or_prompt: str | list[dict[str, str]], **params: Any) -> str: ...
+
+    def search(self, query: str, k: int = 5) -> list[Passage]: ...
+
+    def python(self, code: str, timeout: float = 10.0) -> ExecResult: ...
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One recorded bridge call: the unit of an execution trace."""
+
+    tool: str
+    args: dict[str, Any]
+    result: Any = None
+    error: str | None = None
+    latency_s: float = 0.0
+    tokens: int = 0
+    cached: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+__all__ = ["LINE_LIMIT", "TOOL_NAMES", "ExecResult", "Passage", "ToolCall", "Tools"]

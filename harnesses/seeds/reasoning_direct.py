@@ -1,0 +1,28 @@
+"""Seed harness, reasoning track: one Solver call that answers directly."""
+
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+
+class State(TypedDict, total=False):
+    question: str
+    answer: str
+
+
+PROMPT = """Solve the problem. Think briefly, then give the final answer on the last line
+in the form "Answer: <answer>".
+
+Problem: {question}"""
+
+
+def build_graph(tools):
+    def solve(state: State) -> dict:
+        reply = tools.llm(PROMPT.format(question=state["question"]))
+        answer = reply.rsplit("Answer:", 1)[-1].strip() if "Answer:" in reply else reply.strip()
+        return {"answer": answer}
+
+    graph = StateGraph(State)
+    graph.add_node("solve", solve)
+    graph.add_edge(START, "solve")
+    graph.add_edge("solve", END)
+    return graph
