@@ -1,0 +1,47 @@
+"""The model layer: every Solver and Proposer call goes through `ModelClient` and litellm.
+
+    from harnesses.models import get_client
+    client = get_client("local")                       # embedded SmolLM2-135M on loopback
+    client = get_client("openai/qwen@http://127.0.0.1:8000/v1?temperature=0")
+    answer = client.complete("What is 2+2?").text       # or: await client.acomplete(...)
+
+Infrastructure failures raise `InfraError`; see `ModelConfig.parse` for the spec grammar and
+`SimServer` for a simulated endpoint.
+"""
+
+from harnesses.models.cache import ResponseCache, cache_key
+from harnesses.models.client import ModelClient, is_deterministic
+from harnesses.models.completion import Completion, UsageStats
+from harnesses.models.config import LOCAL_MODEL, ModelConfig
+from harnesses.models.errors import INFRA_KINDS, InfraError, ModelRequestError
+from harnesses.models.local import (
+    LOCAL_URL_ENV,
+    LocalModelError,
+    ensure_local_server,
+    find_gguf,
+    stop_local_server,
+)
+from harnesses.models.registry import clear_clients, get_client
+from harnesses.models.simserver import SimServer
+
+__all__ = [
+    "INFRA_KINDS",
+    "LOCAL_MODEL",
+    "LOCAL_URL_ENV",
+    "Completion",
+    "InfraError",
+    "LocalModelError",
+    "ModelClient",
+    "ModelConfig",
+    "ModelRequestError",
+    "ResponseCache",
+    "SimServer",
+    "UsageStats",
+    "cache_key",
+    "clear_clients",
+    "ensure_local_server",
+    "find_gguf",
+    "get_client",
+    "is_deterministic",
+    "stop_local_server",
+]

@@ -1,0 +1,62 @@
+"""Process-wide plumbing: the lazy litellm import and the event loop behind sync calls."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from harnesses.offline import set_offline_switches
+
+T = TypeVar("T")
+_import_lock = threading.Lock()
+_litellm: Any = None
+
+
+def import_litellm() -> Any:
+    """Import litellm (~3 s) once, offline, with telemetry and logging callbacks off."""
+    global _litellm
+    if _litellm is not None:
+        return _litellm
+    with _import_lock:
+        if _litellm is None:
+            set_offline_switches()  # before the import: it fetches a cost map otherwise
+            import litellm
+
+            litellm.telemetry = False
+            litellm.suppress_debug_info = True
+            litellm.turn_off_message_logging = True
+            litellm.success_callback = []
+            litellm.failure_callback = []
+            litellm._async_success_callback = []
+            litellm._async_failure_callback = []
+            litellm.callbacks = []
+            litellm.set_verbose = False
+            _litellm = litellm
+    return _litellm
+
+
+class BackgroundLoop:
+    """An event loop on a daemon thread; sync callers submit coroutines to it, so litellm's
+    connection pools stay bound to one live loop."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="model-client-loop", daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+
+_loop_lock = threading.Lock()
+_background: BackgroundLoop | None = None
+
+
+def background_loop() -> BackgroundLoop:
+    global _background
+    with _loop_lock:
+        if _background is None:
+            _background = BackgroundLoop()
+        return _background

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from pathlib import Path
+
+from harnesses.models import ResponseCache, cache_key
+
+
+def _write_many(path: str, start: int, count: int) -> None:
+    cache = ResponseCache(path)
+    for i in range(start, start + count):
+        cache.put(f"k{i}", {"i": i})
+    cache.close()
+
+
+def test_round_trip_and_counts(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    assert cache.get("missing") is None
+    cache.put("a", {"text": "hello", "n": 3})
+    assert cache.get("a") == {"text": "hello", "n": 3}
+    assert (cache.hits, cache.misses) == (1, 1)
+    assert "a" in cache and len(cache) == 1
+
+
+def test_persists_across_instances(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "c.sqlite"
+    ResponseCache(path).put("a", {"v": 1})
+    assert ResponseCache(path).get("a") == {"v": 1}
+
+
+def test_concurrent_threads_and_processes(tmp_path: Path) -> None:
+    path = str(tmp_path / "c.sqlite")
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_write_many, args=(path, 1000 * p, 50)) for p in range(2)]
+    threads = [threading.Thread(target=_write_many, args=(path, 5000 + 100 * t, 50)) for t in range(3)]
+    for worker in [*procs, *threads]:
+        worker.start()
+    for worker in [*procs, *threads]:
+        worker.join(60)
+    assert all(p.exitcode == 0 for p in procs)
+    assert len(ResponseCache(path)) == 250
+
+
+def test_key_depends_on_model_messages_and_params() -> None:
+    msgs = [{"role": "user", "content": "hi"}]
+    base = cache_key("m", msgs, {"temperature": 0})
+    assert base == cache_key("m", [{"content": "hi", "role": "user"}], {"temperature": 0})
+    assert base != cache_key("m2", msgs, {"temperature": 0})
+    assert base != cache_key("m", msgs, {"temperature": 0, "seed": 1})
+    assert base != cache_key("m", [{"role": "user", "content": "hi!"}], {"temperature": 0})
