@@ -25,6 +25,7 @@ app.add_typer(train_app, name="train")
 from graphs.cli import (  # noqa: E402,F401  (each module registers its commands)
     adapt_cmd,
     bench_cmd,
+    demo_cmd,
     index_cmd,
     run_cmd,
     studio_cmd,

@@ -1,1 +1,103 @@
-"""CLI commands (registered on import)."""
+"""`harness-learn adapt`, `resume` and `eval`: run, continue and judge an adaptation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from graphs.cli import app
+from graphs.cli._common import console, out, print_json_last, run_async, task_options
+
+
+@app.command()
+def adapt(
+    task: Annotated[str, typer.Option(help="Task: rg:<dataset>, hotpotqa, musique or 2wiki.")],
+    run_dir: Annotated[Path, typer.Option(help="Run directory (log, versions, checkpoints).")],
+    solver: Annotated[str, typer.Option(help="Solver model ('local' or litellm string).")] = "local",
+    proposer: Annotated[str, typer.Option(help="Proposer model.")] = "local",
+    rounds: Annotated[int | None, typer.Option(help="Rounds (track default if unset).")] = None,
+    candidates: Annotated[int | None, typer.Option(help="Candidates per round.")] = None,
+    policy: Annotated[str | None, typer.Option(help="strict, best_valid or racing.")] = None,
+    edit_format: Annotated[str | None, typer.Option(help="search_replace or whole_program.")] = None,
+    feedback: Annotated[int | None, typer.Option(help="Feedback problems per round.")] = None,
+    selection: Annotated[int | None, typer.Option(help="Selection problems per round.")] = None,
+    test: Annotated[int | None, typer.Option(help="Held-out test problems (task's default).")] = None,
+    dev: Annotated[int | None, typer.Option(help="Dev pool size (task's default).")] = None,
+    data: Annotated[Path | None, typer.Option(help="QA dataset file.")] = None,
+    index: Annotated[Path | None, typer.Option(help="QA retrieval index directory.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of sampling and Proposer samples.")] = 0,
+    patience: Annotated[int | None, typer.Option(help="Stop after K rounds without gain.")] = None,
+    max_solver_calls: Annotated[int | None, typer.Option(help="Budget: Solver calls.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Budget: tokens (Solver+Proposer).")] = None,
+    concurrency: Annotated[int, typer.Option(help="Problems in flight per evaluation.")] = 8,
+    proposer_max_tokens: Annotated[int, typer.Option(help="Proposer completion limit.")] = 2048,
+    approval: Annotated[bool, typer.Option(help="Ask before adopting a candidate.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
+) -> None:
+    """Adapt a harness to TASK: evaluate, report, propose, validate, select, repeat."""
+    from graphs.adapter.config import AdaptConfig, Budget
+    from graphs.adapter.run import prepare
+
+    config = prepare(AdaptConfig(
+        task=task, run_dir=str(run_dir), solver=solver, proposer=proposer,
+        task_options=task_options(data, index, n_dev=dev, n_test=test, seed=None),
+        proposer_params={"temperature": 0.7, "max_tokens": proposer_max_tokens},
+        rounds=rounds, candidates=candidates, policy=policy, edit_format=edit_format,
+        feedback=feedback, selection=selection, seed=seed, patience=patience,
+        budget=Budget(solver_calls=max_solver_calls, tokens=max_tokens),
+        concurrency=concurrency, approval=approval))
+    _run(config, resume=False, as_json=as_json)
+
+
+@app.command()
+def resume(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by `adapt`.")],
+    as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
+) -> None:
+    """Continue a run that was stopped or killed; nothing finished is redone."""
+    from graphs.adapter.run import load_config
+
+    _run(load_config(run_dir), resume=True, as_json=as_json)
+
+
+def _run(config, *, resume: bool, as_json: bool) -> None:
+    from graphs.adapter.estimate import estimate_budget
+    from graphs.adapter.run import run_adaptation
+    from graphs.cli.live import LiveView
+
+    console.print(estimate_budget(config).describe())
+    from graphs.adapter.context import AdapterContext
+
+    with LiveView(config) as view:
+        context = AdapterContext(config, progress=view.on_progress)
+        final = run_async(run_adaptation(config, resume=resume, on_update=view.on_update,
+                                         context=context))
+    out.print(view.rounds_table(final))
+    out.print(f"stopped: {final.get('stop_reason', '?')} · current version "
+              f"{final.get('current_sha', '')[:12]}")
+    if as_json:
+        rounds = final.get("rounds", [])
+        print_json_last({"rounds": len(rounds), "current_sha": final.get("current_sha"),
+                         "best_score": final.get("best_score"),
+                         "stop_reason": final.get("stop_reason"), "spent": final.get("spent")})
+
+
+@app.command("eval")
+def eval_run(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by `adapt`.")],
+    split: Annotated[str, typer.Option(help="Only `test` is meaningful: held-out problems.")] = "test",
+    n: Annotated[int, typer.Option(help="Test problems (0 = all).")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
+) -> None:
+    """Evaluate the seed and each round's selected version on held-out test problems."""
+    from graphs.adapter.final_eval import final_evaluation
+
+    if split != "test":
+        raise typer.BadParameter("the final evaluation is on the held-out test split")
+    summary = run_async(final_evaluation(run_dir, n=n, console=console))
+    out.print(summary.table())
+    out.print(f"plot: {summary.plot_path}\ndiffs: {summary.diffs_path}")
+    if as_json:
+        print_json_last(summary.to_json())

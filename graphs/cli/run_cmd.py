@@ -1,1 +1,83 @@
-"""CLI commands (registered on import)."""
+"""`harness-learn run`: evaluate one harness on a task's problems."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from graphs.cli import app
+from graphs.cli._common import (console, out, print_json_last, read_harness, results_table,
+                                run_async, task_options)
+
+
+@app.command()
+def run(
+    task: Annotated[str, typer.Option(help="Task name: rg:<dataset>, hotpotqa, musique or 2wiki.")],
+    harness: Annotated[str, typer.Option(help="Harness file, or a seed name.")] = "",
+    split: Annotated[str, typer.Option(help="feedback (the dev pool) or test.")] = "feedback",
+    n: Annotated[int, typer.Option(help="Number of problems (0 = all of the split).")] = 10,
+    model: Annotated[str, typer.Option(help="Solver model: 'local' or a litellm model string.")] = "local",
+    data: Annotated[Path | None, typer.Option(help="QA dataset file.")] = None,
+    index: Annotated[Path | None, typer.Option(help="QA retrieval index directory.")] = None,
+    concurrency: Annotated[int, typer.Option(help="Problems in flight.")] = 4,
+    as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
+) -> None:
+    """Run a harness on N problems of a task and print per-problem results and the mean."""
+    from evals.registry import get_task
+
+    if split not in ("feedback", "test"):
+        raise typer.BadParameter("split must be feedback or test")
+    the_task = get_task(task, **task_options(data, index))
+    source = read_harness(harness or the_task.seed)
+    problems = the_task.dev() if split == "feedback" else the_task.test()
+    problems = problems[:n] if n else problems
+    summary, rows = run_async(_evaluate(the_task, source, problems, model, concurrency))
+    out.print(results_table(f"{task} · {split} · {len(rows)} problems", rows,
+                            ["id", "question", "answer", "gold", "score", "error"]))
+    out.print(f"mean score {summary['mean_score']:.3f} · completed "
+              f"{summary['completed_fraction']:.0%} · infra errors {summary['infra_errors']}")
+    if as_json:
+        print_json_last(summary)
+
+
+async def _evaluate(task, source, problems, model, concurrency):
+    from rich.progress import Progress
+
+    from evals.evaluator import evaluate
+    from harnesses.models import get_client
+    from harnesses.toolbox import Toolbox
+
+    toolbox = Toolbox(solver=get_client(model), retriever=task.retriever())
+    with Progress(console=console, transient=True) as progress:
+        bar = progress.add_task("evaluating", total=len(problems))
+        result = await evaluate(source, problems, task, toolbox, concurrency=concurrency,
+                                on_result=lambda _r: progress.advance(bar))
+    by_id = {p.id: p for p in problems}
+    rows = []
+    metric_sums: dict[str, float] = {}
+    for r in result.results:
+        problem = by_id[r.problem_id]
+        row = {"id": r.problem_id, "question": problem.question, "answer": r.answer,
+               "gold": _gold_text(problem), "score": "-" if r.score is None else f"{r.score:.2f}",
+               "error": r.error_kind or ""}
+        metrics = getattr(task, "metrics", None)
+        if metrics is not None and r.answer is not None:
+            for key, value in metrics(problem, r.answer).items():
+                metric_sums[key] = metric_sums.get(key, 0.0) + value
+        rows.append(row)
+    summary = {"mean_score": result.mean_score, "n": len(result.results),
+               "completed_fraction": result.completed_fraction,
+               "infra_errors": result.infra_errors, "tokens": result.tokens}
+    summary.update({k: v / max(1, len(result.results)) for k, v in metric_sums.items()})
+    return summary, rows
+
+
+def _gold_text(problem) -> str:
+    gold = problem.gold
+    if isinstance(gold, dict):
+        return str(gold.get("answer", ""))
+    if isinstance(gold, list | tuple):
+        return str(gold[0]) if gold else ""
+    return str(gold)

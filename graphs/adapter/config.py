@@ -1,0 +1,87 @@
+"""Settings of one adaptation run, with the paper's defaults per track."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from harnesses.contract import LINE_LIMIT
+
+Policy = Literal["strict", "best_valid", "racing"]
+EditFormat = Literal["search_replace", "whole_program"]
+
+TRACK_DEFAULTS: dict[str, dict[str, Any]] = {
+    # Paper, reasoning track: 1 candidate x 5 rounds, strict, SEARCH/REPLACE edits.
+    "reasoning": {"rounds": 5, "candidates": 1, "policy": "strict",
+                  "edit_format": "search_replace", "feedback": 25, "selection": 25},
+    # Paper, QA track: 8 candidates x 10 rounds, best_valid, whole programs, 6 + 64 per round.
+    "qa": {"rounds": 10, "candidates": 8, "policy": "best_valid",
+           "edit_format": "whole_program", "feedback": 6, "selection": 64},
+}
+
+
+@dataclass
+class Budget:
+    """Spending limits; a run stops cleanly at the first one reached (None = no limit)."""
+
+    solver_calls: int | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
+
+
+@dataclass
+class AdaptConfig:
+    """Everything that defines a run. Stored in the run directory, so `resume` needs nothing else."""
+
+    task: str
+    run_dir: str
+    task_options: dict[str, Any] = field(default_factory=dict)
+    solver: str = "local"
+    proposer: str = "local"
+    solver_params: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.0, "max_tokens": 256})
+    proposer_params: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.7, "max_tokens": 2048})
+    rounds: int | None = None
+    candidates: int | None = None
+    policy: Policy | None = None
+    edit_format: EditFormat | None = None
+    feedback: int | None = None
+    selection: int | None = None
+    seed: int = 0
+    seed_harness: str | None = None
+    line_limit: int = LINE_LIMIT
+    patience: int | None = None
+    """Stop after this many rounds without a gain in selection score."""
+    budget: Budget = field(default_factory=Budget)
+    concurrency: int = 8
+    """Problems in flight per evaluation."""
+    report_chars: int = 12_000
+    approval: bool = False
+    """Interrupt before adopting a candidate, for a person to approve or reject it."""
+
+    def with_track_defaults(self, track: str) -> AdaptConfig:
+        """Fill every unset (None) knob from the paper's defaults for `track`."""
+        values = asdict(self)
+        for key, default in TRACK_DEFAULTS[track].items():
+            if values.get(key) is None:
+                values[key] = default
+        values["budget"] = Budget(**values["budget"])
+        return AdaptConfig(**values)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> AdaptConfig:
+        data = json.loads(text)
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"run config has unknown keys {sorted(unknown)}: written by another version?")
+        data["budget"] = Budget(**data.get("budget", {}))
+        return cls(**data)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.run_dir)

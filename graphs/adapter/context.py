@@ -1,0 +1,58 @@
+"""The adapter's live resources: task, model clients, store, worker pool.
+
+They are not graph state (not serialisable); they are rebuilt from the run's config when a
+process starts or resumes, and shared by every node of that process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from evals.registry import get_task
+from evals.task import Task
+from graphs.adapter.config import AdaptConfig
+from harnesses.models import ModelClient, get_client
+from harnesses.sandbox import Limits, WorkerPool
+from harnesses.store import SQLiteLogStore
+from harnesses.toolbox import Toolbox
+
+
+@dataclass
+class AdapterContext:
+    config: AdaptConfig
+    limits: Limits = field(default_factory=Limits)
+    progress: Callable[[str, dict], None] = field(default=lambda kind, data: None)
+    """Called with ("problem", {...}) per finished evaluation and ("candidate", view)."""
+
+    @cached_property
+    def task(self) -> Task:
+        return get_task(self.config.task, **self.config.task_options)
+
+    @cached_property
+    def store(self) -> SQLiteLogStore:
+        self.config.path.mkdir(parents=True, exist_ok=True)
+        return SQLiteLogStore(self.config.path)
+
+    @cached_property
+    def solver(self) -> ModelClient:
+        return get_client(self.config.solver)
+
+    @cached_property
+    def proposer(self) -> ModelClient:
+        return get_client(self.config.proposer)
+
+    @cached_property
+    def toolbox(self) -> Toolbox:
+        return Toolbox(solver=self.solver, retriever=self.task.retriever(),
+                       solver_params=self.config.solver_params)
+
+    @cached_property
+    def pool(self) -> WorkerPool:
+        return WorkerPool(limits=self.limits)
+
+    @cached_property
+    def problems(self) -> dict:
+        """Every dev problem by id (test problems are never loaded by the loop)."""
+        return {p.id: p for p in self.task.dev()}

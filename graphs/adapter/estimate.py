@@ -1,0 +1,61 @@
+"""The budget estimate printed before a run starts: an upper-bound style count of model calls.
+
+Solver calls per problem come from the seed's source: each `tools.llm(...)` call site counts
+once, call sites inside a loop count `LOOP_GUESS` times. Evolved harnesses may call more or
+fewer; the estimate says what the seed's shape implies, and the stop rules enforce the budget.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from graphs.adapter.config import AdaptConfig
+
+LOOP_GUESS = 5
+PROMPT_TOKENS_GUESS = 400
+
+
+def llm_calls_per_problem(source: str) -> int:
+    """Static count of Solver calls one run of `source` makes (loops and conditional edges that
+    point back count LOOP_GUESS times)."""
+    tree = ast.parse(source)
+    count = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "llm":
+            count += 1
+    loops = "add_conditional_edges" in source or any(
+        isinstance(n, ast.For | ast.While) for n in ast.walk(tree))
+    return max(1, count * (LOOP_GUESS if loops else 1))
+
+
+@dataclass
+class Estimate:
+    rounds: int
+    candidates: int
+    solver_calls: int
+    proposer_calls: int
+    tokens: int
+
+    def describe(self) -> str:
+        return (f"budget estimate: {self.rounds} rounds x {self.candidates} candidates -> "
+                f"~{self.solver_calls:,} Solver calls, {self.proposer_calls} Proposer calls, "
+                f"~{self.tokens:,} tokens (upper bound; evaluations are cached and reused)")
+
+
+def estimate_budget(config: AdaptConfig, seed_source_text: str | None = None) -> Estimate:
+    from evals.registry import get_task
+    from harnesses.seeds import seed_source
+
+    if seed_source_text is None:
+        name = config.seed_harness or get_task(config.task, **config.task_options).seed
+        seed_source_text = seed_source(name)
+    per_problem = llm_calls_per_problem(seed_source_text)
+    problems_per_round = config.feedback + config.selection * (1 + config.candidates)
+    solver_calls = config.rounds * problems_per_round * per_problem
+    proposer_calls = config.rounds * config.candidates
+    solver_tokens = solver_calls * (PROMPT_TOKENS_GUESS + config.solver_params.get("max_tokens", 256))
+    proposer_tokens = proposer_calls * (3000 + config.proposer_params.get("max_tokens", 2048))
+    return Estimate(config.rounds, config.candidates, solver_calls, proposer_calls,
+                    solver_tokens + proposer_tokens)

@@ -1,0 +1,124 @@
+"""The final judgement of a run: the seed and each round's selected version on held-out test
+problems, a plot of selection and test score per round, and the diff of each adopted version."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from evals.evaluator import evaluate
+from evals.result import EvalResult
+from graphs.adapter.context import AdapterContext
+from graphs.adapter.run import load_config
+
+
+@dataclass
+class RoundScore:
+    round: int
+    sha: str
+    selection: float | None
+    test: float
+    completed: float
+
+
+@dataclass
+class FinalSummary:
+    rows: list[RoundScore]
+    plot_path: Path
+    diffs_path: Path
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def table(self) -> Table:
+        table = Table(title="held-out test score per round (round 0 = seed)")
+        for col in ("round", "version", "selection", "test", "completed"):
+            table.add_column(col)
+        for r in self.rows:
+            sel = "-" if r.selection is None else f"{r.selection:.3f}"
+            table.add_row(str(r.round), r.sha[:12], sel, f"{r.test:.3f}", f"{r.completed:.0%}")
+        return table
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seed_score": self.rows[0].test, "final_score": self.rows[-1].test,
+                "rounds": len(self.rows) - 1,
+                "per_round": [{"round": r.round, "sha": r.sha, "selection": r.selection,
+                               "test": r.test} for r in self.rows], **self.extra}
+
+
+async def _test_score(ctx: AdapterContext, sha: str, problems: list) -> EvalResult:
+    store = ctx.store
+    ids = [p.id for p in problems]
+    done = await store.aget_results(sha, ids, "test")
+    todo = [p for p in problems if p.id not in done]
+    if todo:
+        source = await store.aget_version_source(sha)
+
+        async def keep(result):
+            await store.aput_result(sha, "test", -1, result)
+
+        await evaluate(source, todo, ctx.task, ctx.toolbox, concurrency=ctx.config.concurrency,
+                       limits=ctx.limits, on_result=keep, pool=ctx.pool)
+        done = await store.aget_results(sha, ids, "test")
+    return EvalResult([done[i] for i in ids if i in done])
+
+
+async def final_evaluation(run_dir: str | Path, n: int = 0, console=None) -> FinalSummary:
+    config = load_config(run_dir)
+    ctx = AdapterContext(config)
+    problems = ctx.task.test()
+    problems = problems[:n] if n else problems
+    lineage = await ctx.store.alineage()  # [(round, sha, selection score)], round 0 = seed
+    rows: list[RoundScore] = []
+    try:
+        for round_, sha, selection in lineage:
+            if console is not None:
+                console.print(f"testing round {round_} version {sha[:12]} on {len(problems)} problems")
+            result = await _test_score(ctx, sha, problems)
+            rows.append(RoundScore(round_, sha, selection, result.mean_score,
+                                   result.completed_fraction))
+    finally:
+        await ctx.pool.aclose()
+    out_dir = Path(run_dir)
+    plot_path = plot_rounds(rows, out_dir / "scores.png")
+    diffs_path = out_dir / "adopted.diff"
+    diffs_path.write_text(await _adopted_diffs(ctx, rows), encoding="utf-8")
+    return FinalSummary(rows, plot_path, diffs_path)
+
+
+async def _adopted_diffs(ctx: AdapterContext, rows: list[RoundScore]) -> str:
+    parts = []
+    for before, after in zip(rows, rows[1:], strict=False):
+        if before.sha == after.sha:
+            continue
+        old = (await ctx.store.aget_version_source(before.sha)).splitlines(keepends=True)
+        new = (await ctx.store.aget_version_source(after.sha)).splitlines(keepends=True)
+        parts.append(f"# round {after.round}: {before.sha[:12]} -> {after.sha[:12]}\n")
+        parts.extend(difflib.unified_diff(old, new, f"round{before.round}.py", f"round{after.round}.py"))
+    return "".join(parts) or "# no version was adopted\n"
+
+
+def plot_rounds(rows: list[RoundScore], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    xs = [r.round for r in rows]
+    ax.plot(xs, [r.test for r in rows], marker="o", label="test (held out)")
+    sel = [(r.round, r.selection) for r in rows if r.selection is not None]
+    if sel:
+        ax.plot([x for x, _ in sel], [y for _, y in sel], marker="s", label="selection")
+    ax.set_xlabel("round (0 = seed)")
+    ax.set_ylabel("score")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xticks(xs)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

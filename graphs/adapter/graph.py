@@ -1,0 +1,43 @@
+"""The adapter: test-time harness adaptation as a LangGraph graph.
+
+```
+init -> sample -> evaluate_current -> candidate x N (Send) -> select -> sample ... -> finish
+```
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from graphs.adapter.config import AdaptConfig
+from graphs.adapter.context import AdapterContext
+from graphs.adapter.nodes import make_nodes, stop_reason
+from graphs.adapter.state import AdapterState
+
+
+def build_adapter_graph(config: AdaptConfig, context: AdapterContext | None = None) -> StateGraph:
+    """The uncompiled adapter graph for `config` (track defaults must already be filled)."""
+    ctx = context or AdapterContext(config)
+    nodes = make_nodes(ctx)
+
+    def route(state: AdapterState) -> str:
+        return "finish" if stop_reason(config, state) else "sample"
+
+    async def finish(state: AdapterState) -> dict:
+        reason = stop_reason(config, state) or "stopped"
+        await ctx.store.aappend_event("run_finished", {"reason": reason,
+                                                       "current_sha": state["current_sha"]})
+        return {"stop_reason": reason}
+
+    graph = StateGraph(AdapterState)
+    for name in ("init", "sample", "evaluate_current", "candidate", "select"):
+        graph.add_node(name, nodes[name])
+    graph.add_node("finish", finish)
+    graph.add_edge(START, "init")
+    graph.add_conditional_edges("init", route, ["sample", "finish"])
+    graph.add_edge("sample", "evaluate_current")
+    graph.add_conditional_edges("evaluate_current", nodes["fan_out"], ["candidate"])
+    graph.add_edge("candidate", "select")
+    graph.add_conditional_edges("select", route, ["sample", "finish"])
+    graph.add_edge("finish", END)
+    return graph

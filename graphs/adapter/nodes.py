@@ -1,0 +1,196 @@
+"""The adapter graph's nodes. Each node is idempotent against the execution log: a node re-run
+after a crash finds finished evaluations and proposals in the store and redoes none of them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.types import Send, interrupt
+
+from evals.evaluator import evaluate
+from evals.result import EvalResult, ProblemResult
+from evals.rewards import proposal_reward
+from evals.splits import sample_round
+from graphs.adapter.context import AdapterContext
+from graphs.adapter.policies import Scored, decide
+from graphs.adapter.proposer import build_proposer_messages
+from graphs.adapter.report import build_report
+from graphs.adapter.state import AdapterState, CandidateView, RoundView
+from harnesses.edits import propose_candidate
+from harnesses.runtime import HarnessInvalid, check_source
+from harnesses.seeds import seed_source
+
+DIFF_CHARS = 4000
+
+
+async def evaluate_cached(ctx: AdapterContext, sha: str, ids: list[str], purpose: str,
+                          round_: int) -> EvalResult:
+    """Evaluate version `sha` on problems `ids`, reusing every result already in the log."""
+    store = ctx.store
+    done = await store.aget_results(sha, ids, purpose)
+    todo = [ctx.problems[i] for i in ids if i not in done]
+    if todo:
+        source = await store.aget_version_source(sha)
+
+        async def keep(result: ProblemResult) -> None:
+            await store.aput_result(sha, purpose, round_, result)
+            ctx.progress("problem", {"sha": sha, "purpose": purpose, "score": result.score,
+                                     "tokens": result.tokens, "calls": len(result.calls)})
+
+        await evaluate(source, todo, ctx.task, ctx.toolbox, concurrency=ctx.config.concurrency,
+                       limits=ctx.limits, on_result=keep, pool=ctx.pool)
+        done = await store.aget_results(sha, ids, purpose)
+    return EvalResult([done[i] for i in ids if i in done])
+
+
+def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
+    cfg = ctx.config
+
+    async def init(state: AdapterState) -> dict:
+        if state.get("current_sha"):
+            return {}
+        source = seed_source(cfg.seed_harness or ctx.task.seed)
+        sha = await ctx.store.aput_version(source, parent=None, round_=0, note="seed")
+        await ctx.store.aappend_event("run_started", {"config": cfg.to_json(), "seed_sha": sha})
+        return {"task": cfg.task, "round": 1, "current_sha": sha, "best_score": None,
+                "rounds_without_gain": 0, "spent": {"solver_calls": 0, "tokens": 0},
+                "human_feedback": []}
+
+    async def sample(state: AdapterState) -> dict:
+        feedback, selection = sample_round(ctx.task.dev(), state["round"], cfg.seed,
+                                           cfg.feedback, cfg.selection)
+        return {"feedback_ids": [p.id for p in feedback], "selection_ids": [p.id for p in selection]}
+
+    async def evaluate_current(state: AdapterState) -> dict:
+        sha, round_ = state["current_sha"], state["round"]
+        fb = await evaluate_cached(ctx, sha, state["feedback_ids"], "feedback", round_)
+        sel = await evaluate_cached(ctx, sha, state["selection_ids"], "selection", round_)
+        problems = [ctx.problems[r.problem_id] for r in fb.results]
+        report = build_report(ctx.task, problems, fb, budget_chars=cfg.report_chars,
+                              human_feedback=state.get("human_feedback") or [])
+        return {"feedback_score": fb.mean_score, "current_selection_score": sel.mean_score,
+                "report": report}
+
+    def fan_out(state: AdapterState) -> list[Send]:
+        return [Send("candidate", {"round": state["round"], "index": i,
+                                   "current_sha": state["current_sha"], "report": state["report"],
+                                   "selection_ids": state["selection_ids"],
+                                   "parent_score": state["current_selection_score"]})
+                for i in range(cfg.candidates)]
+
+    async def candidate(payload: dict) -> dict:
+        return {"candidates": [await make_candidate(ctx, payload)]}
+
+    async def select(state: AdapterState) -> dict:
+        return await choose(ctx, state)
+
+    return {"init": init, "sample": sample, "evaluate_current": evaluate_current,
+            "fan_out": fan_out, "candidate": candidate, "select": select}
+
+
+async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
+    """Propose (or reuse the logged proposal), apply, validate, evaluate on selection, reward."""
+    cfg, store = ctx.config, ctx.store
+    round_, index = payload["round"], payload["index"]
+    parent_sha = payload["current_sha"]
+    parent_source = await store.aget_version_source(parent_sha)
+    proposal = await store.aget_proposal(round_, index)
+    if proposal is None:
+        messages = build_proposer_messages(ctx.task.description, parent_source, payload["report"],
+                                           cfg.edit_format, cfg.line_limit)
+        seed = cfg.seed * 100_003 + round_ * 1_009 + index
+        completion = await ctx.proposer.acomplete(messages, **{**cfg.proposer_params, "seed": seed})
+        proposal = await store.aput_proposal_draft(
+            round_=round_, index=index, messages=messages, completion=completion,
+            edit_format=cfg.edit_format, parent_sha=parent_sha)
+    edit = propose_candidate(parent_source, proposal.completion, cfg.edit_format,
+                             proposal.finish_reason)
+    view: CandidateView = {"round": round_, "index": index, "proposal_id": proposal.id,
+                           "sha": None, "parsed": edit.parsed, "applied": edit.applied,
+                           "valid": False, "invalid_reason": None, "selection_score": None,
+                           "completed_fraction": None, "reward": 0.0, "diff": edit.diff[:DIFF_CHARS]}
+    if edit.failure is not None:
+        view["invalid_reason"] = f"{edit.failure.kind}: {edit.failure.detail}"[:500]
+    else:
+        try:
+            check_source(edit.new_source, cfg.line_limit)
+        except HarnessInvalid as err:
+            view["invalid_reason"] = f"{err.kind}: {err.detail}"[:500]
+    if view["invalid_reason"] is None:
+        sha = await store.aput_version(edit.new_source, parent=parent_sha, round_=round_,
+                                       note=f"candidate {index}")
+        result = await evaluate_cached(ctx, sha, payload["selection_ids"], "selection", round_)
+        invalid = next((r for r in result.results if r.error_kind == "invalid"), None)
+        view.update(sha=sha, completed_fraction=result.completed_fraction)
+        if invalid is not None:
+            view["invalid_reason"] = invalid.error
+        else:
+            view.update(valid=True, selection_score=result.mean_score)
+    reward, parts = proposal_reward(
+        track=ctx.task.track, parsed=view["parsed"], applied=view["applied"],
+        valid=view["valid"], completed_fraction=view["completed_fraction"] or 0.0,
+        score=view["selection_score"] or 0.0, source=edit.new_source, line_limit=cfg.line_limit)
+    view["reward"] = reward
+    ctx.progress("candidate", dict(view))
+    await store.aupdate_proposal_outcome(
+        proposal.id, candidate_sha=view["sha"], parsed=view["parsed"], applied=view["applied"],
+        valid=view["valid"], invalid_reason=view["invalid_reason"],
+        completed_fraction=view["completed_fraction"], selection_score=view["selection_score"],
+        parent_score=payload["parent_score"], reward=reward, reward_parts=parts)
+    return view
+
+
+async def choose(ctx: AdapterContext, state: AdapterState) -> dict:
+    """Apply the policy to this round's candidates, ask a person if the gate is on, record."""
+    cfg, round_ = ctx.config, state["round"]
+    mine = sorted((c for c in state.get("candidates", []) if c["round"] == round_),
+                  key=lambda c: c["index"])
+    current = Scored(state["current_sha"], True, state.get("current_selection_score"), -1)
+    scored = [Scored(c["sha"] or "", c["valid"], c["selection_score"], c["index"]) for c in mine]
+    decision = decide(cfg.policy, current, scored)
+    human = list(state.get("human_feedback") or [])
+    approved = None
+    if decision.adopted and cfg.approval:
+        pick = next(c for c in mine if c["sha"] == decision.chosen_sha)
+        answer = interrupt({"round": round_, "candidate": pick["index"], "diff": pick["diff"],
+                            "selection_score": pick["selection_score"],
+                            "current_score": current.score, "question": "approve or reject?"})
+        approved = bool(answer.get("approve")) if isinstance(answer, dict) else bool(answer)
+        if not approved:
+            reason = answer.get("reason", "") if isinstance(answer, dict) else ""
+            human.append(f"Round {round_}: a reviewer rejected candidate {pick['index']}: {reason}")
+            decision = type(decision)(current.sha, False, f"rejected by reviewer: {reason}")
+    chosen_score = next((c["selection_score"] for c in mine if c["sha"] == decision.chosen_sha),
+                        current.score)
+    best = state.get("best_score")
+    gained = chosen_score is not None and (best is None or chosen_score > best)
+    await ctx.store.aput_decision(round_=round_, current_sha=current.sha,
+                                  chosen_sha=decision.chosen_sha, policy=cfg.policy,
+                                  reason=decision.reason,
+                                  scores={c["index"]: c["selection_score"] for c in mine})
+    view: RoundView = {"round": round_, "current_sha": current.sha,
+                       "feedback_score": state.get("feedback_score", 0.0),
+                       "current_selection_score": current.score, "candidates": mine,
+                       "decision": decision.reason, "chosen_sha": decision.chosen_sha,
+                       "adopted": decision.adopted, "approved": approved}
+    spent = await ctx.store.aspent()
+    return {"rounds": [view], "current_sha": decision.chosen_sha, "round": round_ + 1,
+            "best_score": chosen_score if gained else best,
+            "rounds_without_gain": 0 if gained else state.get("rounds_without_gain", 0) + 1,
+            "human_feedback": human, "spent": spent}
+
+
+def stop_reason(cfg, state: AdapterState) -> str | None:
+    """Why the run should stop after this round, or None to go on."""
+    if state["round"] > cfg.rounds:
+        return f"finished {cfg.rounds} rounds"
+    if cfg.patience is not None and state.get("rounds_without_gain", 0) >= cfg.patience:
+        return f"no gain for {cfg.patience} rounds"
+    spent, budget = state.get("spent") or {}, cfg.budget
+    if budget.solver_calls is not None and spent.get("solver_calls", 0) >= budget.solver_calls:
+        return f"solver-call budget {budget.solver_calls} reached"
+    if budget.tokens is not None and spent.get("tokens", 0) >= budget.tokens:
+        return f"token budget {budget.tokens} reached"
+    if budget.cost_usd is not None and spent.get("cost_usd", 0.0) >= budget.cost_usd:
+        return f"cost budget ${budget.cost_usd} reached"
+    return None

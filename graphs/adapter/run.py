@@ -1,0 +1,66 @@
+"""Start, resume and watch an adaptation run (the CLI's and Studio's common entry)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from graphs.adapter.config import AdaptConfig
+from graphs.adapter.context import AdapterContext
+from graphs.adapter.graph import build_adapter_graph
+
+CONFIG_FILE = "config.json"
+CHECKPOINTS_FILE = "checkpoints.sqlite"
+THREAD = {"configurable": {"thread_id": "adapt"}}
+
+OnUpdate = Callable[[str, dict[str, Any]], None]
+
+
+def prepare(config: AdaptConfig) -> AdaptConfig:
+    """Fill track defaults and write config.json; refuse to reuse a run dir for another config."""
+    ctx = AdapterContext(config)
+    full = config.with_track_defaults(ctx.task.track)
+    path = full.path / CONFIG_FILE
+    if path.exists():
+        stored = AdaptConfig.from_json(path.read_text())
+        if stored.to_json() != full.to_json():
+            raise ValueError(f"{full.path} already holds a run with another config; "
+                             "use `harness-learn resume` or a new --run-dir")
+    else:
+        full.path.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(json.loads(full.to_json()), indent=2))
+    return full
+
+
+def load_config(run_dir: str | Path) -> AdaptConfig:
+    path = Path(run_dir) / CONFIG_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: {run_dir} is not a run directory")
+    return AdaptConfig.from_json(path.read_text())
+
+
+async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
+                         on_update: OnUpdate | None = None,
+                         context: AdapterContext | None = None) -> dict[str, Any]:
+    """Run (or continue) the adapter until it stops; returns the final state."""
+    ctx = context or AdapterContext(config)
+    graph = build_adapter_graph(config, ctx)
+    async with AsyncSqliteSaver.from_conn_string(str(config.path / CHECKPOINTS_FILE)) as saver:
+        app = graph.compile(checkpointer=saver)
+        snapshot = await app.aget_state(THREAD)
+        started = bool(snapshot.values)
+        if started and not resume:
+            raise ValueError(f"{config.path} already holds a started run: resume it instead")
+        payload = None if started else {"task": config.task}
+        try:
+            async for chunk in app.astream(payload, THREAD, stream_mode="updates"):
+                for node, update in chunk.items():
+                    if on_update is not None:
+                        on_update(node, update if isinstance(update, dict) else {})
+        finally:
+            await ctx.pool.aclose()
+        return (await app.aget_state(THREAD)).values

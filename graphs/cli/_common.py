@@ -1,0 +1,56 @@
+"""Helpers shared by CLI commands: task options, harness sources, tables."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console(stderr=True)
+out = Console()
+
+
+def task_options(data: Path | None, index: Path | None, n_dev: int | None = None,
+                 n_test: int | None = None, seed: int | None = None) -> dict[str, Any]:
+    """Only the options the user gave, so each task keeps its own defaults."""
+    given = {"data": data, "index": index, "n_dev": n_dev, "n_test": n_test, "seed": seed}
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in given.items() if v is not None}
+
+
+def read_harness(harness: str) -> str:
+    """A harness given as a file path or as the name of a seed."""
+    from harnesses.seeds import SEEDS, seed_source
+
+    if harness in SEEDS:
+        return seed_source(harness)
+    path = Path(harness)
+    if not path.is_file():
+        raise SystemExit(f"harness {harness!r} is neither a file nor a seed ({', '.join(SEEDS)})")
+    return path.read_text(encoding="utf-8")
+
+
+def short(text: Any, width: int = 40) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def results_table(title: str, rows: list[dict[str, Any]], columns: list[str]) -> Table:
+    table = Table(title=title, show_lines=False)
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*[short(row.get(c, ""), 48) for c in columns])
+    return table
+
+
+def print_json_last(payload: dict[str, Any]) -> None:
+    """The machine-readable summary is always the last line printed."""
+    print(json.dumps(payload, default=str), flush=True)
+
+
+def run_async(coro):
+    return asyncio.run(coro)
