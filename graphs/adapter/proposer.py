@@ -1,0 +1,109 @@
+"""The Proposer's prompt, and sampling N proposals from it.
+
+The prompt is a pure function of its inputs (no timestamps, no randomness, no set ordering), so
+the same round state always yields the same messages and the same GRPO `group_id`. The tools API
+is rendered from `harnesses.contract.Tools`, so the prompt cannot drift from the contract.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any, Protocol
+
+from harnesses.contract import TOOL_NAMES, Tools
+from harnesses.edits import format_instructions
+from harnesses.edits.edit import check_format
+
+SYSTEM = (
+    "You improve a harness: a small Python program that wraps a frozen language model (the "
+    "Solver) to solve a task. You read the current program and a report of how it did on some "
+    "problems, find why it failed, and rewrite the program so the Solver gets more problems "
+    "right. The Solver itself cannot change; only the program around it can."
+)
+
+TOOL_NOTES = {
+    "llm": "the Solver: a prompt string or chat messages in, its reply text out",
+    "search": "the task's retriever, for tasks with a corpus: passages with .title, .text, .score",
+    "python": "a sandboxed interpreter for code the Solver writes: .stdout and .error (None on "
+    "success)",
+}
+
+
+class CompletionClient(Protocol):
+    async def acomplete(self, messages: list[dict[str, str]], **params: Any) -> Any: ...
+
+
+def _signature(name: str) -> str:
+    sig = inspect.signature(getattr(Tools, name))
+    parts = []
+    for p in sig.parameters.values():
+        if p.name == "self":
+            continue
+        ann = p.annotation if isinstance(p.annotation, str) else inspect.formatannotation(p.annotation)
+        prefix = "**" if p.kind is p.VAR_KEYWORD else ""
+        default = "" if p.default is p.empty else f" = {p.default!r}"
+        parts.append(f"{prefix}{p.name}: {ann}{default}")
+    ret = sig.return_annotation
+    ret = ret if isinstance(ret, str) else inspect.formatannotation(ret)
+    return f"tools.{name}({', '.join(parts)}) -> {ret}"
+
+
+def tools_api() -> str:
+    return "\n".join(f"    {_signature(n)}\n        {TOOL_NOTES.get(n, '')}" for n in TOOL_NAMES)
+
+
+def constraints(line_limit: int) -> str:
+    return f"""\
+- The program defines `build_graph(tools)` and returns an uncompiled LangGraph `StateGraph`.
+- Declare the state with `typing_extensions.TypedDict` (not `typing.TypedDict`). The input state
+  holds `question` (and the task's other public fields); the graph must set `answer` (a string).
+- Reach the world only through `tools`:
+{tools_api()}
+- Imports: the Python standard library, `langgraph` and `typing_extensions` only. No files,
+  network or environment variables.
+- At most {line_limit} lines in total.
+- Keep what works; change what the report shows failing."""
+
+
+def build_proposer_messages(
+    task_description: str, source: str, report: str, fmt: str, line_limit: int
+) -> list[dict[str, str]]:
+    """Chat messages asking for one edit of `source` in edit format `fmt`."""
+    check_format(fmt)
+    n_lines = len(source.splitlines())
+    user = "\n\n".join([
+        f"## Task\n{task_description.strip()}",
+        f"## Current program ({n_lines} lines)\n```python\n{source.rstrip()}\n```",
+        f"## Report on feedback problems\n{report.strip()}",
+        f"## Constraints\n{constraints(line_limit)}",
+        f"## How to answer\n{format_instructions(fmt)}",
+    ])
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+class ProposeError(Exception):
+    """Some samples failed; `completions` holds the ones that came back (None where not)."""
+
+    def __init__(self, errors: list[BaseException], completions: list[Any]) -> None:
+        super().__init__(f"{len(errors)} of {len(completions)} Proposer samples failed: {errors[0]!r}")
+        self.errors = errors
+        self.completions = completions
+
+
+async def propose(
+    client: CompletionClient, messages: list[dict[str, str]], n: int, **params: Any
+) -> list[Any]:
+    """N samples in parallel, sample i with seed `seed + i` (seed from params, default 0), in
+    order. All samples run to the end; if any failed, `ProposeError` carries the others."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    base = int(params.pop("seed", 0))
+    results = await asyncio.gather(
+        *(client.acomplete(messages, **params, seed=base + i) for i in range(n)),
+        return_exceptions=True,
+    )
+    errors = [r for r in results if isinstance(r, BaseException)]
+    if errors:
+        raise ProposeError(errors, [None if isinstance(r, BaseException) else r for r in results])
+    return list(results)

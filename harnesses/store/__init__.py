@@ -1,0 +1,51 @@
+"""The execution log (DESIGN.md, "The execution log"): versions, evaluations, proposals,
+decisions and events of one run, behind the `LogStore` interface; SQLite by default."""
+
+from harnesses.store.base import (
+    UNFINISHED_KINDS,
+    LogStore,
+    LogStoreError,
+    SchemaVersionError,
+)
+from harnesses.store.jsonl import export_run, import_run
+from harnesses.store.records import (
+    Decision,
+    Evaluation,
+    Event,
+    LineageStep,
+    Proposal,
+    ProposalGroup,
+    RunMeta,
+    Version,
+    canonical_json,
+    prompt_group_id,
+    proposal_id,
+    source_sha,
+    to_jsonable,
+)
+from harnesses.store.schema import SCHEMA_VERSION
+from harnesses.store.sqlite import SQLiteLogStore
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "UNFINISHED_KINDS",
+    "Decision",
+    "Evaluation",
+    "Event",
+    "LogStore",
+    "LineageStep",
+    "LogStoreError",
+    "Proposal",
+    "ProposalGroup",
+    "RunMeta",
+    "SQLiteLogStore",
+    "SchemaVersionError",
+    "Version",
+    "canonical_json",
+    "export_run",
+    "import_run",
+    "prompt_group_id",
+    "proposal_id",
+    "source_sha",
+    "to_jsonable",
+]

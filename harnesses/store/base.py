@@ -1,0 +1,292 @@
+"""`LogStore`: the execution log's persistence interface, shaped like LangGraph's
+`BaseCheckpointSaver` (sync methods to implement, async twins that default to a worker thread).
+
+Backends implement the abstract methods; reading helpers (`lineage`, `iter_proposal_groups`) and
+the async twins are shared. Every write method is one committed transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from harnesses.store.records import (
+    Decision,
+    Evaluation,
+    Event,
+    LineageStep,
+    Proposal,
+    ProposalGroup,
+    RunMeta,
+    Version,
+    prompt_group_id,
+    proposal_id,
+    to_jsonable,
+)
+
+UNFINISHED_KINDS = ("infra", "budget")
+"""Error kinds of evaluations that a resumed run should redo (not the harness's doing)."""
+
+
+class LogStoreError(Exception):
+    """The store cannot be opened or written as asked."""
+
+
+class SchemaVersionError(LogStoreError):
+    """The run directory was written by an incompatible schema version; nothing was changed."""
+
+
+class LogStore(ABC):
+    # -- run ---------------------------------------------------------------------------------
+    @abstractmethod
+    def init_run(self, config: dict[str, Any], run_id: str | None = None) -> RunMeta:
+        """Record the run once; a resumed run gets the stored metadata back unchanged."""
+
+    @abstractmethod
+    def get_run(self) -> RunMeta | None: ...
+
+    # -- versions ----------------------------------------------------------------------------
+    @abstractmethod
+    def put_version(
+        self, source: str, parent: str | None = None, round_: int = 0, note: str = ""
+    ) -> str:
+        """Store a source under its sha256 (idempotent: the first record of a source stays)."""
+
+    @abstractmethod
+    def get_version(self, sha: str) -> Version | None: ...
+
+    @abstractmethod
+    def iter_versions(self) -> Iterator[Version]: ...
+
+    def get_version_source(self, sha: str) -> str:
+        version = self.get_version(sha)
+        if version is None:
+            raise KeyError(f"no harness version {sha[:12]} in the log")
+        return version.source
+
+    def ancestors(self, sha: str) -> list[Version]:
+        """The version and its parents, newest first."""
+        out: list[Version] = []
+        seen: set[str] = set()
+        current: str | None = sha
+        while current and current not in seen:
+            seen.add(current)
+            version = self.get_version(current)
+            if version is None:
+                break
+            out.append(version)
+            current = version.parent_sha
+        return out
+
+    # -- evaluations -------------------------------------------------------------------------
+    @abstractmethod
+    def put_evaluations(self, evaluations: Iterable[Evaluation]) -> None:
+        """Upsert on (sha, purpose, round, problem_id): a re-run replaces the earlier row."""
+
+    def put_evaluation(self, evaluation: Evaluation) -> None:
+        self.put_evaluations([evaluation])
+
+    @abstractmethod
+    def completed_problem_ids(
+        self, sha: str, purpose: str, round: int, redo_kinds: Iterable[str] = UNFINISHED_KINDS
+    ) -> set[str]:
+        """Problems already evaluated, minus those whose error kind says to redo them."""
+
+    @abstractmethod
+    def iter_evaluations(
+        self, sha: str | None = None, purpose: str | None = None, round: int | None = None
+    ) -> Iterator[Evaluation]: ...
+
+    # -- proposals ---------------------------------------------------------------------------
+    def put_result(self, sha: str, purpose: str, round_: int, result: Any) -> None:
+        """Store an `evals.result.ProblemResult` (read by attribute: this layer cannot import it)."""
+        run = self.get_run() or self.init_run({})
+        self.put_evaluation(Evaluation(
+            run.run_id, sha, purpose, round_, result.problem_id, result.answer, result.score,
+            result.error, result.error_kind, result.traceback, to_jsonable(result.calls),
+            result.latency_s, result.tokens,
+        ))
+
+    def get_results(
+        self, sha: str, ids: Iterable[str], purpose: str, redo_kinds: Iterable[str] = UNFINISHED_KINDS
+    ) -> dict[str, Evaluation]:
+        """Finished evaluations of `sha` on `ids` for `purpose`, from any round (the latest row
+        wins). Rows whose error kind is in `redo_kinds` count as not finished. An `Evaluation` has
+        the attributes of a `ProblemResult` (`calls`, `completed`), so `EvalResult` takes them."""
+        wanted, redo = set(ids), set(redo_kinds)
+        out: dict[str, Evaluation] = {}
+        for ev in self.iter_evaluations(sha=sha, purpose=purpose):
+            if ev.problem_id in wanted and ev.error_kind not in redo:
+                out[ev.problem_id] = ev
+        return out
+
+    @abstractmethod
+    def spent(self) -> dict[str, float]:
+        """What the run has used so far: solver_calls, solver_tokens, proposer_calls,
+        proposer_tokens, tokens (both together)."""
+
+    @abstractmethod
+    def put_proposal(self, proposal: Proposal) -> str:
+        """Upsert by id; returns the id."""
+
+    @abstractmethod
+    def update_proposal(self, proposal_id: str, **fields: Any) -> None:
+        """Set some fields of a stored proposal (KeyError if there is none)."""
+
+    @abstractmethod
+    def get_proposal_by_id(self, proposal_id: str) -> Proposal | None: ...
+
+    def get_proposal(self, key: str | int, index: int | None = None) -> Proposal | None:
+        """By id, or by (round, index) for the adapter's deterministic ids."""
+        if index is not None:
+            key = proposal_id(int(key), index)
+        return self.get_proposal_by_id(str(key))
+
+    def put_proposal_draft(
+        self, round_: int, index: int, messages: Any, completion: Any, edit_format: str,
+        parent_sha: str | None = None,
+    ) -> Proposal:
+        """Log a fresh Proposer sample (a `harnesses.models.Completion`) before it is judged."""
+        proposal = Proposal(
+            id=proposal_id(round_, index), round=round_, group_id=prompt_group_id(messages),
+            prompt=to_jsonable(messages), completion=completion.text,
+            finish_reason=completion.finish_reason, model=getattr(completion, "model", ""),
+            edit_format=edit_format, prompt_tokens=getattr(completion, "prompt_tokens", 0),
+            completion_tokens=getattr(completion, "completion_tokens", 0),
+            latency_s=getattr(completion, "latency_s", 0.0),
+            logprobs=getattr(completion, "logprobs", None), parent_sha=parent_sha,
+        )
+        self.put_proposal(proposal)
+        return self.get_proposal_by_id(proposal.id) or proposal
+
+    def update_proposal_outcome(self, proposal_id: str, **fields: Any) -> None:
+        """Record how a proposal was judged (validity, scores, reward and its parts)."""
+        self.update_proposal(proposal_id, **fields)
+
+    @abstractmethod
+    def iter_proposals(self, round: int | None = None) -> Iterator[Proposal]:
+        """In insertion order."""
+
+    def iter_proposal_groups(self, round: int | None = None) -> Iterator[ProposalGroup]:
+        """Proposals grouped by the prompt they answered, groups in order of first sample."""
+        groups: dict[str, ProposalGroup] = {}
+        for p in self.iter_proposals(round):
+            group = groups.get(p.group_id)
+            if group is None:
+                group = groups[p.group_id] = ProposalGroup(p.group_id, p.round, p.prompt, [])
+            group.proposals.append(p)
+        yield from groups.values()
+
+    # -- decisions and events ----------------------------------------------------------------
+    def put_decision(self, decision: Decision | None = None, /, **fields: Any) -> None:
+        """Upsert by round. Either a `Decision` or its fields (`round_` for the round)."""
+        if decision is None:
+            if "round_" in fields:
+                fields["round"] = fields.pop("round_")
+            decision = Decision(**fields)
+        self._put_decision(decision)
+
+    @abstractmethod
+    def _put_decision(self, decision: Decision) -> None: ...
+
+    @abstractmethod
+    def iter_decisions(self) -> Iterator[Decision]: ...
+
+    def lineage(self) -> list[LineageStep]:
+        """The adopted chain: the seed (round 0), then the version in force after each decided
+        round, with its mean selection score measured in that round (None if unmeasured)."""
+        decisions = list(self.iter_decisions())
+        if decisions:
+            seed = decisions[0].current_sha
+        else:
+            seed = next((v.sha for v in self.iter_versions() if v.parent_sha is None), None)
+            if seed is None:
+                return []
+        first = decisions[0].round if decisions else 1
+        steps = [LineageStep(0, seed, self._selection_score(seed, first))]
+        steps += [LineageStep(d.round, d.chosen_sha, self._selection_score(d.chosen_sha, d.round))
+                  for d in decisions]
+        return steps
+
+    def _selection_score(self, sha: str, round_: int) -> float | None:
+        scores = [e.score for e in self.iter_evaluations(sha, "selection", round_) if e.score is not None]
+        return sum(scores) / len(scores) if scores else None
+
+    @abstractmethod
+    def append_event(self, kind: str, payload: dict[str, Any] | None = None) -> int:
+        """Append to the event stream; returns its sequence number."""
+
+    @abstractmethod
+    def iter_events(self, after_seq: int = 0, kinds: Iterable[str] | None = None) -> Iterator[Event]: ...
+
+    def close(self) -> None:  # noqa: B027 - optional for backends without resources
+        """Release resources."""
+
+    def __enter__(self) -> LogStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- async twins -------------------------------------------------------------------------
+    async def ainit_run(self, config: dict[str, Any], run_id: str | None = None) -> RunMeta:
+        return await asyncio.to_thread(self.init_run, config, run_id)
+
+    async def aput_version(
+        self, source: str, parent: str | None = None, round_: int = 0, note: str = ""
+    ) -> str:
+        return await asyncio.to_thread(self.put_version, source, parent, round_, note)
+
+    async def aget_version(self, sha: str) -> Version | None:
+        return await asyncio.to_thread(self.get_version, sha)
+
+    async def aget_version_source(self, sha: str) -> str:
+        return await asyncio.to_thread(self.get_version_source, sha)
+
+    async def aput_result(self, sha: str, purpose: str, round_: int, result: Any) -> None:
+        await asyncio.to_thread(self.put_result, sha, purpose, round_, result)
+
+    async def aget_results(
+        self, sha: str, ids: Iterable[str], purpose: str, redo_kinds: Iterable[str] = UNFINISHED_KINDS
+    ) -> dict[str, Evaluation]:
+        return await asyncio.to_thread(self.get_results, sha, list(ids), purpose, tuple(redo_kinds))
+
+    async def aspent(self) -> dict[str, float]:
+        return await asyncio.to_thread(self.spent)
+
+    async def alineage(self) -> list[LineageStep]:
+        return await asyncio.to_thread(self.lineage)
+
+    async def aput_evaluation(self, evaluation: Evaluation) -> None:
+        await asyncio.to_thread(self.put_evaluation, evaluation)
+
+    async def aput_evaluations(self, evaluations: Iterable[Evaluation]) -> None:
+        await asyncio.to_thread(self.put_evaluations, list(evaluations))
+
+    async def acompleted_problem_ids(
+        self, sha: str, purpose: str, round: int, redo_kinds: Iterable[str] = UNFINISHED_KINDS
+    ) -> set[str]:
+        return await asyncio.to_thread(self.completed_problem_ids, sha, purpose, round, tuple(redo_kinds))
+
+    async def aput_proposal(self, proposal: Proposal) -> str:
+        return await asyncio.to_thread(self.put_proposal, proposal)
+
+    async def aget_proposal(self, key: str | int, index: int | None = None) -> Proposal | None:
+        return await asyncio.to_thread(self.get_proposal, key, index)
+
+    async def aput_proposal_draft(self, **kwargs: Any) -> Proposal:
+        return await asyncio.to_thread(lambda: self.put_proposal_draft(**kwargs))
+
+    async def aupdate_proposal(self, proposal_id: str, **fields: Any) -> None:
+        await asyncio.to_thread(lambda: self.update_proposal(proposal_id, **fields))
+
+    async def aupdate_proposal_outcome(self, proposal_id: str, **fields: Any) -> None:
+        await asyncio.to_thread(lambda: self.update_proposal_outcome(proposal_id, **fields))
+
+    async def aput_decision(self, decision: Decision | None = None, /, **fields: Any) -> None:
+        await asyncio.to_thread(lambda: self.put_decision(decision, **fields))
+
+    async def aappend_event(self, kind: str, payload: dict[str, Any] | None = None) -> int:
+        return await asyncio.to_thread(self.append_event, kind, payload)

@@ -1,0 +1,172 @@
+"""The records of the execution log (DESIGN.md, "The execution log").
+
+Plain dataclasses: the store persists them, `training/` reads them back. JSON-valued fields hold
+JSON-ready Python values (dicts, lists, str, numbers); `to_jsonable` converts dataclasses such as
+`ToolCall` and `Passage` on the way in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from harnesses.contract import ToolCall
+
+
+def source_sha(source: str) -> str:
+    """Content address of a harness version."""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(to_jsonable(value), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def prompt_group_id(prompt: Any) -> str:
+    """GRPO group key: sha256 of the prompt (a string or a list of chat messages), canonicalised."""
+    text = prompt if isinstance(prompt, str) else canonical_json(prompt)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, tuples, sets and objects with `to_dict` become plain JSON values."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if hasattr(value, "to_dict") and callable(value.to_dict):
+        return to_jsonable(value.to_dict())
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return repr(value)
+
+
+@dataclass
+class RunMeta:
+    run_id: str
+    config: dict[str, Any]
+    created_at: float
+    schema_version: int
+
+
+@dataclass
+class Version:
+    sha: str
+    source: str
+    parent_sha: str | None = None
+    round: int = 0
+    note: str = ""
+    created_at: float = 0.0
+
+
+@dataclass
+class Evaluation:
+    """One problem run by one harness version, for one purpose, in one round."""
+
+    run_id: str
+    sha: str
+    purpose: str
+    """feedback | selection | test (or another name the adapter uses)."""
+    round: int
+    problem_id: str
+    answer: str | None = None
+    score: float | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    traceback: str | None = None
+    trace: list[Any] = field(default_factory=list)
+    latency_s: float = 0.0
+    tokens: int = 0
+    created_at: float = 0.0
+
+    @property
+    def completed(self) -> bool:
+        """Same meaning as `ProblemResult.completed`, so an Evaluation reads like one."""
+        return self.error_kind is None and self.answer is not None
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        """The trace as `ToolCall`s (results stay JSON: passages come back as dicts)."""
+        names = set(ToolCall.__dataclass_fields__)
+        return [ToolCall(**{k: v for k, v in c.items() if k in names}) for c in self.trace
+                if isinstance(c, dict) and "tool" in c and "args" in c]
+
+
+@dataclass
+class Proposal:
+    """One Proposer sample, created when it is generated and completed as it is judged."""
+
+    id: str
+    round: int
+    group_id: str
+    prompt: Any
+    completion: str
+    finish_reason: str | None = None
+    model: str = ""
+    edit_format: str = ""
+    parsed_edit: dict[str, Any] | None = None
+    candidate_sha: str | None = None
+    parsed: bool = False
+    applied: bool = False
+    valid: bool = False
+    invalid_reason: str | None = None
+    completed_fraction: float | None = None
+    selection_score: float | None = None
+    parent_score: float | None = None
+    reward: float | None = None
+    reward_parts: dict[str, Any] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    logprobs: list[Any] | None = None
+    parent_sha: str | None = None
+    created_at: float = 0.0
+
+
+@dataclass
+class Decision:
+    round: int
+    current_sha: str
+    chosen_sha: str
+    policy: str
+    reason: str = ""
+    scores: dict[str, Any] = field(default_factory=dict)
+    created_at: float = 0.0
+
+
+@dataclass
+class Event:
+    seq: int
+    ts: float
+    kind: str
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+class LineageStep(NamedTuple):
+    """One round of the adopted chain: the version in force after `round` (0 = the seed)."""
+
+    round: int
+    sha: str
+    selection_score: float | None
+
+
+def proposal_id(round: int, index: int) -> str:
+    """Deterministic id of candidate `index` of `round`, so a resumed round finds its samples."""
+    return f"r{round}-c{index}"
+
+
+@dataclass
+class ProposalGroup:
+    """All samples that answered one prompt: the unit GRPO compares."""
+
+    group_id: str
+    round: int
+    prompt: Any
+    proposals: list[Proposal]

@@ -1,0 +1,45 @@
+"""SQL schema of the SQLite log. Bump SCHEMA_VERSION on any incompatible change: a store opened
+by code of another version refuses to touch the file."""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+SCHEMA_TABLE = "hl_schema"
+TABLES = ("runs", "versions", "evaluations", "proposals", "decisions", "events")
+
+DDL = f"""
+CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+  run_id TEXT PRIMARY KEY, config TEXT NOT NULL, created_at REAL NOT NULL,
+  schema_version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS versions (
+  sha TEXT PRIMARY KEY, source TEXT NOT NULL, parent_sha TEXT, round INTEGER NOT NULL,
+  note TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS evaluations (
+  run_id TEXT NOT NULL, sha TEXT NOT NULL, purpose TEXT NOT NULL, round INTEGER NOT NULL,
+  problem_id TEXT NOT NULL, answer TEXT, score REAL, error TEXT, error_kind TEXT,
+  traceback TEXT, trace TEXT NOT NULL, latency_s REAL NOT NULL, tokens INTEGER NOT NULL,
+  created_at REAL NOT NULL, PRIMARY KEY (sha, purpose, round, problem_id));
+CREATE TABLE IF NOT EXISTS proposals (
+  id TEXT PRIMARY KEY, round INTEGER NOT NULL, group_id TEXT NOT NULL, prompt TEXT NOT NULL,
+  completion TEXT NOT NULL, finish_reason TEXT, model TEXT NOT NULL, edit_format TEXT NOT NULL,
+  parsed_edit TEXT, candidate_sha TEXT, parsed INTEGER NOT NULL, applied INTEGER NOT NULL,
+  valid INTEGER NOT NULL, invalid_reason TEXT, completed_fraction REAL, selection_score REAL,
+  parent_score REAL, reward REAL, reward_parts TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,
+  completion_tokens INTEGER NOT NULL, latency_s REAL NOT NULL, logprobs TEXT,
+  parent_sha TEXT, created_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS proposals_by_group ON proposals (group_id);
+CREATE INDEX IF NOT EXISTS proposals_by_round ON proposals (round);
+CREATE TABLE IF NOT EXISTS decisions (
+  round INTEGER PRIMARY KEY, current_sha TEXT NOT NULL, chosen_sha TEXT NOT NULL,
+  policy TEXT NOT NULL, reason TEXT NOT NULL, scores TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, kind TEXT NOT NULL,
+  payload TEXT NOT NULL);
+INSERT OR IGNORE INTO {SCHEMA_TABLE} VALUES ('version', '{SCHEMA_VERSION}');
+"""
+
+JSON_FIELDS = frozenset(
+    {"config", "trace", "prompt", "parsed_edit", "reward_parts", "logprobs", "scores", "payload"}
+)
+BOOL_FIELDS = frozenset({"parsed", "applied", "valid"})
