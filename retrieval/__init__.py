@@ -1,6 +1,30 @@
-"""Corpora, BM25 and Chroma indexes, one Retriever protocol. Imports no other project package."""
+"""Corpora, BM25 and Chroma indexes, one Retriever protocol. Imports no other project package.
 
+Heavy engines (bm25s, chromadb, torch) load lazily, on first use of the class that needs them.
+"""
+
+from retrieval.bm25 import BM25Index, RankBM25Index
+from retrieval.build import BuildSummary, build_index, open_index
+from retrieval.corpus import CORPUS_KINDS, iter_corpus
+from retrieval.jsonstream import CorpusError
 from retrieval.passage import Passage
 from retrieval.protocol import Retriever
 
-__all__ = ["Passage", "Retriever"]
+
+def __getattr__(name: str):
+    if name in ("ChromaIndex", "IndexMismatchError"):
+        from retrieval import chroma
+
+        return getattr(chroma, name)
+    if name == "HybridRetriever":
+        from retrieval.hybrid import HybridRetriever
+
+        return HybridRetriever
+    raise AttributeError(name)
+
+
+__all__ = [
+    "BM25Index", "BuildSummary", "CORPUS_KINDS", "ChromaIndex", "CorpusError", "HybridRetriever",
+    "IndexMismatchError", "Passage", "RankBM25Index", "Retriever", "build_index", "iter_corpus",
+    "open_index",
+]

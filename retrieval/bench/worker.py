@@ -1,0 +1,85 @@
+"""One measured step of the BM25 benchmark, run in its own process so peak RSS is honest.
+
+    python -m retrieval.bench.worker bm25 CORPUS.jsonl OUT_DIR NQ     # build + query
+    python -m retrieval.bench.worker rank-bm25 CORPUS.jsonl NQ        # the reference
+
+Prints one JSON object: timings, peak RSS and each query's top 10 (ids, scores).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+
+import numpy as np
+
+
+def _peak_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def _latencies(search, qs: list[str]) -> tuple[list[float], list]:
+    for q in qs[:5]:
+        search(q)
+    lat, tops = [], []
+    for q in qs:
+        t = time.perf_counter()
+        hits = search(q)
+        lat.append((time.perf_counter() - t) * 1000)
+        tops.append(hits)
+    return lat, tops
+
+
+def run_bm25(corpus: str, out: str, nq: int) -> dict:
+    from retrieval.bench.synthetic import queries
+    from retrieval.build import build_index, dir_size, open_index
+
+    t = time.perf_counter()
+    s = build_index("jsonl", corpus, out, "bm25", progress=False)
+    build_s = time.perf_counter() - t
+    build_peak = _peak_gib()
+    idx = open_index(out, "bm25")
+    lat, tops = _latencies(lambda q: idx.search(q, 10), queries(nq))
+    return {"passages": s.passages, "build_s": build_s, "peak_rss_gib": build_peak,
+            "index_bytes": dir_size(out), "lat_ms": lat,
+            "top10": [[[int(p.id), p.score] for p in hits] for hits in tops]}
+
+
+def run_rank_bm25(corpus: str, nq: int) -> dict:
+    from rank_bm25 import BM25Okapi
+
+    from retrieval.bench.synthetic import queries
+    from retrieval.bm25 import index_text, top_k
+    from retrieval.corpus import iter_corpus
+    from retrieval.tokenizer import Tokenizer
+
+    tok = Tokenizer()
+    t = time.perf_counter()
+    docs = [tok.terms(index_text(r["title"], r["text"])) for r in iter_corpus("jsonl", corpus)]
+    engine = BM25Okapi(docs, k1=1.5, b=0.75, epsilon=0)
+    build_s = time.perf_counter() - t
+
+    def search(q: str):
+        scores = engine.get_scores(tok.terms(q))
+        ids, vals = top_k(scores, np.flatnonzero(scores), 10)
+        return list(zip(ids.tolist(), vals.tolist(), strict=True))
+
+    lat, tops = _latencies(search, queries(nq))
+    return {"passages": len(docs), "build_s": build_s, "peak_rss_gib": _peak_gib(),
+            "lat_ms": lat, "top10": tops}
+
+
+def main(argv: list[str]) -> None:
+    if argv[0] == "bm25":
+        out = run_bm25(argv[1], argv[2], int(argv[3]))
+    elif argv[0] == "rank-bm25":
+        out = run_rank_bm25(argv[1], int(argv[2]))
+    else:
+        raise SystemExit(f"unknown step {argv[0]!r}")
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

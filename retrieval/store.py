@@ -1,0 +1,62 @@
+"""The passage store shared by every backend of an index: passage i is `[title, text]`.
+
+Two files: `passages.bin` (UTF-8 JSON records back to back) and `passages.offsets.npy` (int64
+start offsets, n + 1 of them). Both are memory-mapped, so opening a 5M-passage index costs no
+RAM and any thread can read any passage.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from pathlib import Path
+
+import numpy as np
+
+BIN, OFFSETS = "passages.bin", "passages.offsets.npy"
+
+
+class StoreWriter:
+    """Appends passages; `close()` writes the offsets."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = Path(directory)
+        self._f = open(self.dir / BIN, "wb")  # noqa: SIM115 (closed in close())
+        self._offsets = array("q", [0])
+
+    def add(self, title: str, text: str) -> int:
+        data = json.dumps([title, text], ensure_ascii=False).encode("utf-8")
+        self._f.write(data)
+        self._offsets.append(self._offsets[-1] + len(data))
+        return len(self._offsets) - 2
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def close(self) -> None:
+        self._f.close()
+        np.save(self.dir / OFFSETS, np.frombuffer(self._offsets, dtype=np.int64))
+
+
+class PassageStore:
+    """Read-only, memory-mapped random access to passages by id."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.dir = Path(directory)
+        self._offsets = np.load(self.dir / OFFSETS, mmap_mode="r")
+        size = int(self._offsets[-1])
+        self._bin = (
+            np.memmap(self.dir / BIN, dtype=np.uint8, mode="r") if size else np.zeros(0, np.uint8)
+        )
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def get(self, i: int) -> tuple[str, str]:
+        start, end = int(self._offsets[i]), int(self._offsets[i + 1])
+        title, text = json.loads(self._bin[start:end].tobytes())
+        return title, text
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self.get(i)

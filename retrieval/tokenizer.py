@@ -1,0 +1,97 @@
+"""The one tokenizer a BM25 index uses at build and at query time; its settings are saved.
+
+Words are runs of two or more word characters (bm25s' default pattern), lower-cased, stop words dropped, then stemmed
+with PyStemmer. A per-word cache makes the stemmer cost once per distinct word, which is what
+makes tokenising a million passages fast.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+PATTERN = r"(?u)\w\w+"  # a greedy run needs no \b anchors
+_STOP = -1
+
+
+def _stopword_set(name: str | None) -> frozenset[str]:
+    if not name:
+        return frozenset()
+    from bm25s import stopwords
+
+    table = {"en": "STOPWORDS_EN", "english": "STOPWORDS_EN", "en_plus": "STOPWORDS_EN_PLUS"}
+    attr = table.get(name.lower(), f"STOPWORDS_{name.upper()}")
+    if not hasattr(stopwords, attr):
+        raise ValueError(f"unknown stop-word list {name!r}")
+    return frozenset(getattr(stopwords, attr))
+
+
+@dataclass
+class Tokenizer:
+    """Text -> term strings (`terms`) or vocabulary ids (`ids`); settings round-trip via dicts."""
+
+    stemmer: str | None = "english"
+    stopwords: str | None = "en"
+    lower: bool = True
+    pattern: str = PATTERN
+    _re: re.Pattern = field(init=False, repr=False)
+    _stop: frozenset = field(init=False, repr=False)
+    _stem: object = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._re = re.compile(self.pattern)
+        self._stop = _stopword_set(self.stopwords)
+        self._stem = None
+        if self.stemmer:
+            import Stemmer
+
+            if self.stemmer not in Stemmer.algorithms():
+                raise ValueError(f"unknown stemmer {self.stemmer!r}; PyStemmer has {Stemmer.algorithms()}")
+            self._stem = Stemmer.Stemmer(self.stemmer)
+        self._term_of: dict[str, str | None] = {}
+
+    def settings(self) -> dict:
+        return {"stemmer": self.stemmer, "stopwords": self.stopwords, "lower": self.lower,
+                "pattern": self.pattern}
+
+    @classmethod
+    def from_settings(cls, d: dict) -> Tokenizer:
+        return cls(d.get("stemmer"), d.get("stopwords"), d.get("lower", True), d.get("pattern", PATTERN))
+
+    def words(self, text: str) -> list[str]:
+        return self._re.findall(text.lower() if self.lower else text)
+
+    def term(self, word: str) -> str | None:
+        """The index term for one word (None for a stop word), cached."""
+        t = self._term_of.get(word, _STOP)
+        if t is _STOP:
+            t = None if word in self._stop else (self._stem.stemWord(word) if self._stem else word)
+            self._term_of[word] = t
+        return t
+
+    def terms(self, text: str) -> list[str]:
+        return [t for t in map(self.term, self.words(text)) if t is not None]
+
+
+class IdMapper:
+    """Maps words straight to term ids for the build, growing the vocabulary as it goes."""
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tok = tokenizer
+        self.vocab: dict[str, int] = {}
+        self._id_of: dict[str, int] = {}
+
+    def _miss(self, word: str) -> int:
+        term = self.tok.term(word)
+        tid = _STOP if term is None else self.vocab.setdefault(term, len(self.vocab))
+        self._id_of[word] = tid
+        return tid
+
+    def ids(self, text: str) -> list[int]:
+        words = self.tok.words(text)
+        id_of = self._id_of
+        try:
+            out = [id_of[w] for w in words]
+        except KeyError:
+            out = [id_of[w] if w in id_of else self._miss(w) for w in words]
+        return [i for i in out if i != _STOP] if _STOP in out else out
