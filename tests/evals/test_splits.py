@@ -1,0 +1,56 @@
+"""Per-round feedback/selection draws: disjoint, reproducible, clamped with a warning."""
+
+from __future__ import annotations
+
+import pytest
+
+from evals.problem import Problem
+from evals.splits import sample_round
+
+
+def _pool(n: int) -> list[Problem]:
+    return [Problem(id=f"q{i:03d}", inputs={"question": f"question {i}"}, gold=str(i))
+            for i in range(n)]
+
+
+def test_qa_round_is_disjoint_and_sized():
+    feedback, selection = sample_round(_pool(500), 0, seed=1)
+    assert (len(feedback), len(selection)) == (6, 64)
+    assert {p.id for p in feedback}.isdisjoint(p.id for p in selection)
+
+
+def test_reproducible_and_independent_of_pool_order():
+    pool = _pool(100)
+    a = sample_round(pool, 3, seed=9, n_feedback=6, n_selection=20)
+    b = sample_round(list(reversed(pool)), 3, seed=9, n_feedback=6, n_selection=20)
+    assert [[p.id for p in part] for part in a] == [[p.id for p in part] for part in b]
+
+
+def test_rounds_and_seeds_change_the_draw():
+    pool = _pool(100)
+    r0 = sample_round(pool, 0, seed=1, n_feedback=6, n_selection=20)[1]
+    r1 = sample_round(pool, 1, seed=1, n_feedback=6, n_selection=20)[1]
+    s2 = sample_round(pool, 0, seed=2, n_feedback=6, n_selection=20)[1]
+    assert [p.id for p in r0] != [p.id for p in r1]
+    assert [p.id for p in r0] != [p.id for p in s2]
+
+
+def test_small_pool_is_clamped_with_a_warning():
+    with pytest.warns(UserWarning, match="selection: asked for 64 problems but only 54"):
+        feedback, selection = sample_round(_pool(60), 0, seed=0)
+    assert (len(feedback), len(selection)) == (6, 54)
+    assert {p.id for p in feedback}.isdisjoint(p.id for p in selection)
+
+
+def test_reasoning_track_shares_the_pool():
+    pool = _pool(25)
+    feedback, selection = sample_round(pool, 2, seed=0, n_feedback=25, n_selection=25,
+                                       disjoint=False)
+    assert {p.id for p in feedback} == {p.id for p in selection} == {p.id for p in pool}
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="duplicate problem ids"):
+        sample_round(_pool(3) + _pool(1), 0, seed=0, n_feedback=1, n_selection=1)
+    with pytest.raises(ValueError, match=">= 0"):
+        sample_round(_pool(3), 0, seed=0, n_feedback=-1, n_selection=1)
