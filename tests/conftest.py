@@ -1,20 +1,36 @@
-"""Shared fixtures. `data_dir`: the real dataset samples (env HARNESS_LEARNING_DATA, else
-<repo>/../shared/data); tests that need them are skipped cleanly when the folder is absent."""
+"""Suite-wide fixtures: the shared data directory and one local model server per test run."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    value = os.environ.get("HARNESS_LEARNING_DATA")
-    path = Path(value).expanduser() if value else REPO_ROOT.parent / "shared" / "data"
+    """Real data fixtures (`HARNESS_LEARNING_DATA`, default ../shared/data); skip if absent."""
+    path = Path(os.environ.get("HARNESS_LEARNING_DATA", REPO.parent / "shared" / "data"))
     if not path.is_dir():
-        pytest.skip(f"real data samples not found at {path} (set HARNESS_LEARNING_DATA)")
+        pytest.skip(f"data directory {path} not found (set HARNESS_LEARNING_DATA)")
     return path
+
+
+@pytest.fixture(scope="session")
+def local_model_url() -> Iterator[str]:
+    """Base URL of the real local model (SmolLM2-135M via llama-cpp-python), started once for
+    the whole run and exported in HARNESS_LEARNING_LOCAL_URL so subprocesses reuse it."""
+    from harnesses.models import LOCAL_URL_ENV, ensure_local_server
+
+    url = ensure_local_server()
+    previous = os.environ.get(LOCAL_URL_ENV)
+    os.environ[LOCAL_URL_ENV] = url
+    yield url
+    if previous is None:
+        os.environ.pop(LOCAL_URL_ENV, None)
+    else:
+        os.environ[LOCAL_URL_ENV] = previous
