@@ -146,7 +146,9 @@ class BM25Index:
             # addition is exact (and far faster than bm25s' np.add.at).
             scores[self._indices[a:b]] += self._data[a:b]
         total = sum(b - a for a, b in slices)
-        if total * 16 < self._n:
+        if not slices:  # only terms with idf 0 (in over half the passages): nothing scores
+            cand = np.zeros(0, dtype=np.int64)
+        elif total * 16 < self._n:
             cand = np.unique(np.concatenate([self._indices[a:b] for a, b in slices]))
         else:
             cand = np.flatnonzero(scores)

@@ -1,0 +1,46 @@
+"""Render the BM25 benchmark and the recall rows as plain-text tables."""
+
+from __future__ import annotations
+
+
+def scale_table(r: dict) -> str:
+    ref = r["rank_bm25"]
+    pr = r["projection"]
+    n = r["passages"]
+    lines = [
+        f"BM25 on a synthetic Zipf corpus ({n:,} passages of ~60 words, 50k vocabulary, seed 1234;"
+        f" 8-word queries)",
+        f"{'measure':<44}{'value':>16}",
+        f"{'build time (s)':<44}{r['build_s']:>16}",
+        f"{'index size on disk (GiB)':<44}{r['index_gib']:>16}",
+        f"{'peak RSS of the build process (GiB)':<44}{r['peak_rss_gib']:>16}",
+        f"{'query latency p50 / p95 (ms, top-10)':<44}{r['p50_ms']:>7} / {r['p95_ms']:<6}",
+    ]
+    for s in r["scaling"]:
+        lines.append(f"{'  at ' + format(s['passages'], ','):<20}{'build s / RSS GiB / p50 ms':<24}"
+                     f"{s['build_s']:>7} / {s['peak_rss_gib']} / {s['p50_ms']}")
+    lines += [
+        f"rank-bm25 reference on the first {ref['passages']:,} passages, {ref['queries']} queries:",
+        f"{'  build (s) / peak RSS (GiB)':<44}{ref['build_s']:>7} / {ref['peak_rss_gib']}",
+        f"{'  p50 (ms), measured':<44}{ref['p50_ms']:>16}",
+        f"{'  p50 (ms), EXTRAPOLATED linearly to ' + format(n, ','):<44}"
+        f"{ref['p50_ms_extrapolated_to_passages']:>16}",
+        f"{'  ours p50 (ms) on the same subset':<44}{ref['ours_p50_ms_same_subset']:>16}",
+        f"{'speedup per query (vs extrapolated rank-bm25)':<44}{r['speedup_vs_rank_bm25']:>15}x",
+        f"{'speedup per query (same subset, measured)':<44}{r['speedup_same_subset']:>15}x",
+        f"{'top-10 id agreement with rank-bm25':<44}{r['top10_agreement']:>16}",
+        f"{'queries with identical top-10 scores':<44}{r['top10_scores_identical']:>16}",
+        f"PROJECTION to {pr['passages']:,} passages (linear fit of the measured sizes):",
+        f"{'  build (s) / peak RSS (GiB)':<44}{pr['build_s']:>7} / {pr['peak_rss_gib']}",
+        f"{'  p50 latency (ms) / index size (GiB)':<44}{pr['p50_ms']:>7} / {pr['index_gib']}",
+    ]
+    return "\n".join(lines)
+
+
+def recall_table(rows: list[dict]) -> str:
+    head = f"{'dataset':<9}{'backend':<9}{'passages':>9}{'questions':>10}{'R@2':>7}{'R@5':>7}{'R@10':>7}"
+    out = ["Recall of gold supporting paragraphs (real samples, closed corpora)", head]
+    for r in rows:
+        out.append(f"{r['dataset']:<9}{r['backend']:<9}{r['passages']:>9}{r['questions']:>10}"
+                   f"{r['recall@2']:>7}{r['recall@5']:>7}{r['recall@10']:>7}")
+    return "\n".join(out)
