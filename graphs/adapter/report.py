@@ -12,7 +12,6 @@ the budget is the report longer than asked.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any

@@ -1,0 +1,93 @@
+"""The Proposer prompt (deterministic, complete) and parallel sampling."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from graphs.adapter.proposer import ProposeError, build_proposer_messages, propose
+from harnesses.edits import propose_candidate
+from harnesses.seeds import seed_source
+from harnesses.store import prompt_group_id
+
+SOURCE = seed_source("reasoning_direct")
+
+
+def messages(fmt: str = "search_replace", report: str = "p1 wrong", limit: int = 200):
+    return build_proposer_messages("Solve arithmetic puzzles.", SOURCE, report, fmt, limit)
+
+
+def test_same_inputs_give_the_identical_prompt_and_group():
+    assert messages() == messages()
+    assert prompt_group_id(messages()) == prompt_group_id(messages())
+    assert prompt_group_id(messages(report="p2 wrong")) != prompt_group_id(messages())
+
+
+def test_prompt_holds_task_source_report_rules_and_constraints():
+    system, user = messages(limit=150)
+    assert system["role"] == "system" and user["role"] == "user"
+    text = user["content"]
+    assert "Solve arithmetic puzzles." in text
+    assert SOURCE.strip() in text and f"({len(SOURCE.splitlines())} lines)" in text
+    assert "p1 wrong" in text
+    assert "At most 150 lines" in text
+    assert "typing_extensions.TypedDict" in text and "`answer`" in text and "build_graph(tools)" in text
+    # The tools API comes from harnesses.contract.Tools.
+    assert "tools.search(query: str, k: int = 5) -> list[Passage]" in text
+    assert "tools.python(code: str, timeout: float = 10.0) -> ExecResult" in text
+    assert "tools.llm(messages_or_prompt: str | list[dict[str, str]], **params: Any) -> str" in text
+    assert "<<<<<<< SEARCH" in text and "```python" not in text.split("## How to answer")[1]
+
+
+def test_whole_program_rules_show_a_program_that_parses():
+    text = messages("whole_program")[1]["content"]
+    rules = text.split("## How to answer")[1]
+    assert "<<<<<<< SEARCH" not in rules
+    example = rules.split("```python\n")[-1].split("```")[0]
+    compile(example, "example.py", "exec")
+    assert "def build_graph(tools)" in example
+
+
+def test_the_format_example_itself_parses_as_an_edit():
+    rules = messages()[1]["content"].split("Example (changes one line):\n")[1]
+    c = propose_candidate(SOURCE, rules, "search_replace", "stop")
+    assert c.applied, c.failure
+
+
+def test_unknown_format_is_refused():
+    with pytest.raises(ValueError, match="unknown edit format"):
+        messages("diff")
+
+
+def test_propose_samples_in_parallel_with_distinct_seeds(scripted):
+    model = scripted(lambda text, params: f"seed={params['seed']} t={params['temperature']}")
+    out = asyncio.run(propose(model, messages(), 4, seed=10, temperature=0.7))
+    assert [c.text for c in out] == [f"seed={s} t=0.7" for s in (10, 11, 12, 13)]
+    assert len(model.calls) == 4
+
+
+def test_a_failed_sample_is_reported_with_the_others(scripted):
+    def rule(text, params):
+        if params["seed"] == 1:
+            raise ConnectionError("endpoint gone")
+        return "ok"
+
+    with pytest.raises(ProposeError) as e:
+        asyncio.run(propose(scripted(rule), messages(), 3))
+    assert [c is None for c in e.value.completions] == [False, True, False]
+    assert isinstance(e.value.errors[0], ConnectionError)
+
+
+@pytest.mark.slow
+def test_real_local_model_proposals_flow_into_candidates(local_model_url):
+    from harnesses.models import get_client
+
+    client = get_client("local")
+    msgs = messages()
+    out = asyncio.run(propose(client, msgs, 2, seed=3, temperature=0.8, max_tokens=48))
+    assert len(out) == 2
+    for completion in out:
+        assert isinstance(completion.text, str) and completion.finish_reason in {"stop", "length"}
+        c = propose_candidate(SOURCE, completion.text, "search_replace", completion.finish_reason)
+        assert c.applied or c.failure is not None

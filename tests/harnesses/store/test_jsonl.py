@@ -1,0 +1,49 @@
+"""Export a whole run as JSON Lines and import it into a fresh store."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harnesses.store import Evaluation, Proposal, SQLiteLogStore, export_run, import_run
+
+
+def _fill(store):
+    run = store.init_run({"task": "t"}, run_id="run-1")
+    seed = store.put_version("a\n", note="seed")
+    store.put_version("b\n", parent=seed, round_=1)
+    store.put_evaluation(Evaluation(run.run_id, seed, "feedback", 1, "p1", "x", 0.5, trace=[{"tool": "llm", "args": {}}]))
+    store.put_proposal(Proposal("r1-c0", 1, "g", [{"role": "user", "content": "ü"}], "done", reward=0.2))
+    store.put_decision(round_=1, current_sha=seed, chosen_sha=seed, policy="strict", reason="r", scores={})
+    store.append_event("run_started", {"k": 1})
+
+
+def _dump(store):
+    strip = lambda rows: [{k: v for k, v in vars(r).items() if k not in ("created_at", "ts", "seq")} for r in rows]  # noqa: E731
+    return (store.get_run().config, strip(store.iter_versions()), strip(store.iter_evaluations()),
+            strip(store.iter_proposals()), strip(store.iter_decisions()), strip(store.iter_events()))
+
+
+def test_export_import_round_trip(tmp_path):
+    with SQLiteLogStore(tmp_path / "a") as a, SQLiteLogStore(tmp_path / "b") as b:
+        _fill(a)
+        lines = export_run(a, tmp_path / "run.jsonl")
+        assert import_run(b, tmp_path / "run.jsonl") == lines - 1
+        assert _dump(a) == _dump(b)
+        assert b.get_run().run_id == "run-1"
+
+
+def test_a_bad_line_is_named_and_nothing_is_written(tmp_path):
+    with SQLiteLogStore(tmp_path / "a") as a:
+        _fill(a)
+        export_run(a, tmp_path / "run.jsonl")
+    lines = (tmp_path / "run.jsonl").read_text(encoding="utf-8").splitlines()
+    bad = json.loads(lines[4])
+    bad["data"]["surprise"] = 1
+    lines[4] = json.dumps(bad)
+    (tmp_path / "bad.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with SQLiteLogStore(tmp_path / "b") as b:
+        with pytest.raises(ValueError, match=r"bad\.jsonl:5: .*surprise"):
+            import_run(b, tmp_path / "bad.jsonl")
+        assert b.get_run() is None and list(b.iter_versions()) == []

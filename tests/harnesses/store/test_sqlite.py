@@ -1,0 +1,179 @@
+"""SQLiteLogStore: round trips, resume queries, schema-version refusal."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import pytest
+
+from harnesses.contract import ToolCall
+from harnesses.store import (
+    Decision,
+    Evaluation,
+    LogStoreError,
+    Proposal,
+    SchemaVersionError,
+    SQLiteLogStore,
+    prompt_group_id,
+    source_sha,
+)
+from retrieval.passage import Passage
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = SQLiteLogStore(tmp_path / "run")
+    yield s
+    s.close()
+
+
+def test_run_metadata_is_recorded_once_and_returned_on_resume(tmp_path):
+    with SQLiteLogStore(tmp_path) as s:
+        meta = s.init_run({"task": "hotpotqa", "rounds": 3}, run_id="r1")
+    with SQLiteLogStore(tmp_path) as s:
+        again = s.init_run({"task": "other"})
+        assert again == meta and again.config == {"task": "hotpotqa", "rounds": 3}
+        with pytest.raises(LogStoreError, match="belongs to run 'r1'"):
+            s.init_run({}, run_id="r2")
+
+
+def test_versions_are_content_addressed_with_parents(store):
+    seed = store.put_version("a = 1\n", note="seed")
+    child = store.put_version("a = 2\n", parent=seed, round_=1, note="candidate 0")
+    assert seed == source_sha("a = 1\n")
+    assert store.put_version("a = 2\n", parent="other", round_=9) == child  # first record stays
+    assert store.get_version(child).parent_sha == seed
+    assert [v.sha for v in store.ancestors(child)] == [child, seed]
+    assert [v.sha for v in store.iter_versions()] == [seed, child]
+    assert store.get_version_source(seed) == "a = 1\n"
+    with pytest.raises(KeyError):
+        store.get_version_source("0" * 64)
+
+
+def test_evaluations_upsert_and_resume_skips_only_finished(store):
+    run = store.init_run({})
+    ev = Evaluation(run.run_id, "s", "selection", 1, "p1", "42", 1.0, trace=[{"tool": "llm"}])
+    store.put_evaluations([
+        ev,
+        Evaluation(run.run_id, "s", "selection", 1, "p2", None, None, error="down", error_kind="infra"),
+        Evaluation(run.run_id, "s", "selection", 1, "p3", None, 0.0, error="boom", error_kind="harness"),
+        Evaluation(run.run_id, "s", "selection", 2, "p4", "x", 0.0),
+    ])
+    assert store.completed_problem_ids("s", "selection", 1) == {"p1", "p3"}
+    store.put_evaluation(Evaluation(run.run_id, "s", "selection", 1, "p2", "7", 0.0))  # the retry
+    assert store.completed_problem_ids("s", "selection", 1) == {"p1", "p2", "p3"}
+    rows = list(store.iter_evaluations(sha="s", round=1))
+    assert [r.problem_id for r in rows] == ["p1", "p2", "p3"]
+    assert rows[1].answer == "7" and rows[1].error_kind is None
+
+
+def test_problem_results_round_trip_with_their_traces(store):
+    class Result:  # what evals.result.ProblemResult exposes
+        problem_id, answer, score, error, error_kind, traceback = "p1", "Paris", 1.0, None, None, None
+        latency_s, tokens = 0.5, 12
+        calls = [ToolCall("search", {"query": "capital", "k": 2}, [Passage("France", "Paris is ...", 1.5)]),
+                 ToolCall("llm", {"messages_or_prompt": "q"}, "Paris", tokens=12)]
+
+    store.put_result("sha1", "feedback", 1, Result())
+    got = store.get_results("sha1", ["p1", "p2"], "feedback")
+    assert set(got) == {"p1"}
+    ev = got["p1"]
+    assert ev.completed and ev.tokens == 12 and ev.score == 1.0
+    assert ev.calls[0].tool == "search" and ev.calls[0].result[0]["title"] == "France"
+    assert ev.calls[1] == ToolCall("llm", {"messages_or_prompt": "q"}, "Paris", tokens=12)
+    assert store.spent() == {"solver_calls": 1, "solver_tokens": 12, "proposer_calls": 0,
+                             "proposer_tokens": 0, "tokens": 12}
+
+
+def test_proposals_grouped_by_prompt_and_updated_when_judged(store):
+    prompt_a = [{"role": "user", "content": "improve A"}]
+    prompt_b = [{"role": "user", "content": "improve B"}]
+    for i, prompt in enumerate([prompt_a, prompt_b, prompt_a]):
+        store.put_proposal(Proposal(f"p{i}", 1, prompt_group_id(prompt), prompt, f"c{i}",
+                                    finish_reason="stop", logprobs=[-0.5, -1.0]))
+    store.update_proposal("p2", valid=True, reward=0.45, reward_parts={"task_score": 0.3},
+                          candidate_sha="abc")
+    groups = list(store.iter_proposal_groups())
+    assert [[p.id for p in g.proposals] for g in groups] == [["p0", "p2"], ["p1"]]
+    assert groups[0].prompt == prompt_a
+    p2 = store.get_proposal("p2")
+    assert (p2.valid, p2.reward, p2.reward_parts, p2.logprobs) == (True, 0.45, {"task_score": 0.3}, [-0.5, -1.0])
+    with pytest.raises(KeyError):
+        store.update_proposal("nope", reward=1.0)
+    with pytest.raises(ValueError, match="unknown proposal fields"):
+        store.update_proposal("p2", rewrd=1.0)
+
+
+def test_group_id_is_stable_across_key_order():
+    a = [{"role": "user", "content": "x"}]
+    b = [{"content": "x", "role": "user"}]
+    assert prompt_group_id(a) == prompt_group_id(b) != prompt_group_id([{"role": "user", "content": "y"}])
+
+
+def test_drafts_by_round_and_index(store):
+    class Completion:
+        text, finish_reason, model, prompt_tokens, completion_tokens, latency_s = "c", "length", "m", 10, 5, 0.1
+
+    messages = [{"role": "user", "content": "hi"}]
+    draft = store.put_proposal_draft(round_=2, index=3, messages=messages, completion=Completion(),
+                                     edit_format="whole_program", parent_sha="p")
+    assert store.get_proposal(2, 3) == draft
+    assert draft.finish_reason == "length" and draft.group_id == prompt_group_id(messages)
+    assert store.spent()["proposer_tokens"] == 15
+
+
+def test_decisions_events_and_lineage(store):
+    run = store.init_run({})
+    seed = store.put_version("s\n", note="seed")
+    cand = store.put_version("c\n", parent=seed, round_=1)
+    for sha, score in ((seed, 0.2), (cand, 0.6)):
+        store.put_evaluation(Evaluation(run.run_id, sha, "selection", 1, "p", "a", score))
+    store.put_decision(round_=1, current_sha=seed, chosen_sha=cand, policy="strict",
+                       reason="higher", scores={0: 0.6})
+    store.put_decision(Decision(2, cand, cand, "strict", "no candidate was better", {}))
+    assert [(s.round, s.sha, s.selection_score) for s in store.lineage()] == [
+        (0, seed, 0.2), (1, cand, 0.6), (2, cand, None)]
+    assert [d.scores for d in store.iter_decisions()] == [{"0": 0.6}, {}]
+    seqs = [store.append_event(k, {"i": i}) for i, k in enumerate(["a", "b", "a"])]
+    assert seqs == sorted(seqs)
+    assert [e.payload["i"] for e in store.iter_events(kinds=["a"])] == [0, 2]
+    assert [e.kind for e in store.iter_events(after_seq=seqs[0])] == ["b", "a"]
+
+
+def test_async_twins(store):
+    async def go():
+        sha = await store.aput_version("x\n")
+        await store.aput_result(sha, "test", -1, type("R", (), dict(
+            problem_id="p", answer="a", score=0.0, error=None, error_kind=None, traceback=None,
+            calls=[], latency_s=0.0, tokens=0))())
+        await store.aappend_event("e", {})
+        return await store.aget_results(sha, ["p"], "test"), await store.aget_version_source(sha)
+
+    results, source = asyncio.run(go())
+    assert list(results) == ["p"] and source == "x\n"
+
+
+def test_newer_schema_version_is_refused_and_left_untouched(tmp_path):
+    with SQLiteLogStore(tmp_path) as s:
+        s.append_event("hello")
+    con = sqlite3.connect(tmp_path / "log.sqlite")
+    con.execute("UPDATE hl_schema SET value='999'")
+    con.commit()
+    con.close()
+    before = (tmp_path / "log.sqlite").read_bytes()
+    with pytest.raises(SchemaVersionError, match="schema version 999"):
+        SQLiteLogStore(tmp_path)
+    assert (tmp_path / "log.sqlite").read_bytes() == before
+
+
+def test_a_file_that_is_not_sqlite_is_refused_and_left_untouched(tmp_path):
+    (tmp_path / "log.sqlite").write_bytes(b"not a database at all, just text " * 10)
+    before = (tmp_path / "log.sqlite").read_bytes()
+    with pytest.raises(LogStoreError, match="not a readable SQLite log"):
+        SQLiteLogStore(tmp_path)
+    assert (tmp_path / "log.sqlite").read_bytes() == before
+
+
+def test_journal_is_wal(store):
+    assert store._query("PRAGMA journal_mode")[0][0] == "wal"
