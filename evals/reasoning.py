@@ -25,13 +25,16 @@ showed (reasoning-gym 0.1.25):
   puzzle24, power_function...) and rubiks_cube 0.01 even to "".
 The guard, in order: a non-string or empty answer scores 0 without calling the scorer; an
 answer longer than `2 * len(gold) + 16` characters scores 0 (no real answer needs that, and
-this also keeps huge inputs away from slow parsers); an answer that contains the gold
-(case-insensitive) plus other letters or digits scores 0 (gold plus junk, or a list of
-candidates: only punctuation or brackets may surround it); scorers that verify nothing
+this also keeps huge inputs away from slow parsers); an answer that contains the gold as a
+whole token (case-insensitive) plus other letters or digits scores 0 (gold plus junk, or a list
+of candidates: only punctuation or brackets may surround it); scorers that verify nothing
 (`STRICT_MATCH`) need the normalised answer to equal the gold; any exception scores 0; the
 result is clamped to 0..1. By default the score is then binary (1.0 only for full credit: the
-accuracy the paper reports), so partial-credit leniency cannot add up; `partial_credit=True`
-keeps the package's partial values (still guarded).
+accuracy the paper reports), so partial credit (0.01 for any parsable answer, similarity
+credit) cannot add up; `partial_credit=True` keeps the package's partial values (still
+guarded). Five verifier tasks have no single gold (`answer` is None: boxnet, graph_color,
+propositional_logic, rubiks_cube, rush_hour): any answer the checker accepts counts, capped
+at `4 * len(question) + 1000` characters; a feedback report shows their example solution.
 """
 
 from __future__ import annotations
@@ -50,7 +53,24 @@ PAPER_DEV, PAPER_TEST = 25, 75
 STRICT_MATCH = frozenset({"game_of_life_halting"})
 """Tasks whose scorer accepts wrong answers outright: exact (normalised) match instead."""
 _LENGTH_SLACK = 16
+_NO_ORACLE_SLACK = 1000
+_EXAMPLE_KEYS = ("possible_answer", "example_answer", "example_correct_answer")
 _EXAMPLE_LIMIT = 1200
+
+
+def gold_answer_text(entry: dict) -> str:
+    """The gold answer as a feedback report shows it. Verifier tasks (boxnet, graph_color,
+    propositional_logic, rubiks_cube, rush_hour) have no single answer (`None`): their example
+    solution, when the entry carries one, is shown as one accepted answer among many."""
+    if entry.get("answer") is not None:
+        return str(entry["answer"])
+    meta = entry.get("metadata") or {}
+    example = next((meta[k] for k in _EXAMPLE_KEYS if meta.get(k)), None)
+    if example is None:
+        return "(no single gold answer: any answer the task's checker accepts)"
+    if not isinstance(example, str):
+        example = json.dumps(example, default=str)
+    return f"{example} (one accepted answer; the checker accepts any valid one)"
 
 
 @cache
@@ -71,13 +91,18 @@ def guarded_score(dataset: Any, answer: object, entry: dict, *, partial_credit: 
     if not isinstance(answer, str):
         return 0.0
     text = strip_answer(answer)
-    gold = str(entry.get("answer", ""))
-    if not text or len(text) > 2 * len(gold) + _LENGTH_SLACK:
-        return 0.0
-    if strict:
-        return float(_norm(text) == _norm(gold))
-    if _gold_plus_junk(text, gold):
-        return 0.0
+    oracle = entry.get("answer")
+    if oracle is None:  # a verifier task: any valid answer counts, so no gold to compare with
+        if not text or len(text) > 4 * len(str(entry.get("question", ""))) + _NO_ORACLE_SLACK:
+            return 0.0
+    else:
+        gold = str(oracle)
+        if not text or len(text) > 2 * len(gold) + _LENGTH_SLACK:
+            return 0.0
+        if strict:
+            return float(_norm(text) == _norm(gold))
+        if _gold_plus_junk(text, gold):
+            return 0.0
     try:
         value = float(dataset.score_answer(text, entry))
     except Exception:
@@ -175,7 +200,7 @@ class ReasoningTask:
             id=f"{self.task}/{split}/{index}",
             inputs={"question": str(entry["question"])},
             gold=entry,
-            meta={"answer": str(entry["answer"]), "task": self.name},
+            meta={"answer": gold_answer_text(entry), "task": self.name},
         )
 
     def dev(self) -> list[Problem]:

@@ -153,3 +153,22 @@ def test_partial_credit_option_keeps_package_values():
 def test_unknown_task_lists_known_ones():
     with pytest.raises(ValueError, match="unknown reasoning-gym task 'nope'.*leg_counting"):
         ReasoningTask("nope")
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [("graph_color", "possible_answer"), ("propositional_logic", "example_answer"),
+     ("rubiks_cube", "example_correct_answer")],
+)
+def test_verifier_tasks_without_a_single_gold(name, key):
+    import json
+
+    task, dev = _first(name)
+    for p in dev:
+        assert p.gold["answer"] is None
+        example = p.gold["metadata"][key]
+        example = example if isinstance(example, str) else json.dumps(example)
+        assert task.score(p, example) == 1.0  # any valid solution, here the example one
+        assert example in p.meta["answer"] and "one accepted answer" in p.meta["answer"]
+        assert task.score(p, "None") == 0.0
+        assert task.score(p, example + " " + "x" * (4 * len(p.question) + 1000)) == 0.0
