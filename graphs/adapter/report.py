@@ -142,7 +142,7 @@ def likely_cause(item: Item) -> str:
         return "control flow (the Solver said it, the answer extraction lost it)"
     if len(answer) > 3 * len(gold) + 20:
         return "prompt (answer not in the expected short form)"
-    if not r.calls or all(c.tool == "llm" for c in r.calls) and len(r.calls) == 1:
+    if not r.calls or (len(r.calls) == 1 and r.calls[0].tool == "llm"):
         return "missing skill (one unchecked Solver call)"
     return "solver (its own error)"
 
@@ -187,7 +187,9 @@ def _show_result(call: Any, limit: int) -> str:
     return repr(trim(res, limit)) if isinstance(res, str) else trim(res, limit)
 
 
-def _show_args(args: dict[str, Any], limit: int) -> str:
+def _show_args(args: Any, limit: int) -> str:
+    if not isinstance(args, dict):
+        return trim(args, limit)
     parts = []
     for key, value in args.items():
         if isinstance(value, list) and value and isinstance(value[-1], dict) and "content" in value[-1]:

@@ -16,18 +16,29 @@ from typing import Any, NamedTuple
 from harnesses.contract import ToolCall
 
 
+def clean_text(text: str) -> str:
+    """Text SQLite can store: lone surrogates (possible in model output decoded from JSON) become
+    U+FFFD instead of failing the write."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
 def source_sha(source: str) -> str:
-    """Content address of a harness version."""
-    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+    """Content address of a harness version (of its storable text)."""
+    return hashlib.sha256(clean_text(source).encode("utf-8")).hexdigest()
 
 
 def canonical_json(value: Any) -> str:
-    return json.dumps(to_jsonable(value), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    """Key-sorted, ASCII-only JSON: the same value always gives the same text."""
+    return json.dumps(to_jsonable(value), sort_keys=True, ensure_ascii=True, separators=(",", ":"))
 
 
 def prompt_group_id(prompt: Any) -> str:
     """GRPO group key: sha256 of the prompt (a string or a list of chat messages), canonicalised."""
-    text = prompt if isinstance(prompt, str) else canonical_json(prompt)
+    text = clean_text(prompt) if isinstance(prompt, str) else canonical_json(prompt)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

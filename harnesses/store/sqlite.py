@@ -28,6 +28,7 @@ from harnesses.store.records import (
     Proposal,
     RunMeta,
     Version,
+    clean_text,
     source_sha,
     to_jsonable,
 )
@@ -46,13 +47,15 @@ R = TypeVar("R")
 
 def _encode(name: str, value: Any) -> Any:
     if name in JSON_FIELDS:
-        return None if value is None and name in {"parsed_edit", "logprobs"} else json.dumps(
-            to_jsonable(value), ensure_ascii=False
-        )
+        if value is None and name in {"parsed_edit", "logprobs"}:
+            return None
+        return clean_text(json.dumps(to_jsonable(value), ensure_ascii=False))
     if name in BOOL_FIELDS:
         return int(bool(value))
     if isinstance(value, float) and math.isnan(value):
         return None
+    if isinstance(value, str):
+        return clean_text(value)
     return value
 
 
@@ -177,6 +180,7 @@ class SQLiteLogStore(LogStore):
     def put_version(
         self, source: str, parent: str | None = None, round_: int = 0, note: str = ""
     ) -> str:
+        source = clean_text(source)
         sha = source_sha(source)
         with self._tx() as c:
             c.execute(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evals.problem import Problem
 from evals.result import EvalResult, ProblemResult
@@ -129,3 +131,23 @@ def test_trim_traceback_keeps_last_frames_and_exception():
     assert lines[0] == "  ... 1 earlier frames"
     assert lines[-1] == "KeyError: 'notes'" and any("line 12" in x for x in lines)
     assert not any("line 30" in x for x in lines)
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows=st.lists(st.tuples(st.text(max_size=300), st.one_of(st.none(), st.text(max_size=200)),
+                               st.sampled_from([None, 0.0, 0.5, 1.0]),
+                               st.sampled_from([None, "harness", "timeout", "infra"]),
+                               st.text(max_size=200)), min_size=1, max_size=6),
+       budget=st.integers(min_value=2500, max_value=20_000))
+def test_any_results_render_within_budget(rows, budget):
+    problems, results = [], []
+    for i, (question, answer, score, kind, text) in enumerate(rows):
+        problems.append(Problem(f"x{i}", {"question": question}, text, {"answer": text}))
+        results.append(ProblemResult(f"x{i}", answer, score, error=text if kind else None, error_kind=kind,
+                                     traceback=text if kind == "harness" else None,
+                                     calls=[llm(text, prompt=question), ToolCall("search", text, [text])]))
+    report = build_report(None, problems, EvalResult(results), budget_chars=budget)
+    assert len(report) <= budget
+    for r in results:
+        if r.score is not None and r.score < 1.0:
+            assert f"{r.problem_id} |" in report

@@ -6,6 +6,8 @@ import asyncio
 import sqlite3
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harnesses.contract import ToolCall
 from harnesses.store import (
@@ -15,6 +17,7 @@ from harnesses.store import (
     Proposal,
     SchemaVersionError,
     SQLiteLogStore,
+    clean_text,
     prompt_group_id,
     source_sha,
 )
@@ -177,3 +180,20 @@ def test_a_file_that_is_not_sqlite_is_refused_and_left_untouched(tmp_path):
 
 def test_journal_is_wal(store):
     assert store._query("PRAGMA journal_mode")[0][0] == "wal"
+
+
+ANY_TEXT = st.text(alphabet=st.characters(), max_size=40)  # includes lone surrogates
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(answer=ANY_TEXT, arg=ANY_TEXT, completion=ANY_TEXT, source=ANY_TEXT)
+def test_any_text_is_stored_and_read_back(tmp_path, answer, arg, completion, source):
+    with SQLiteLogStore(tmp_path) as s:
+        sha = s.put_version(source)
+        assert s.get_version_source(sha) == clean_text(source) and sha == source_sha(source)
+        s.put_evaluation(Evaluation("r", sha, "feedback", 1, "p", answer, 0.0,
+                                    trace=[{"tool": "llm", "args": {"x": arg}, "result": answer}]))
+        ev = s.get_results(sha, ["p"], "feedback")["p"]
+        assert ev.answer == clean_text(answer) and ev.calls[0].args["x"] == clean_text(arg)
+        s.put_proposal(Proposal("x", 1, prompt_group_id([{"content": arg}]), [{"content": arg}], completion))
+        assert s.get_proposal("x").completion == clean_text(completion)
