@@ -1,0 +1,134 @@
+"""Evaluate one harness source on problems, in one sandbox worker.
+
+Only `problem.inputs` cross into the worker; gold answers stay here, where the task scores
+the answers. Problems run concurrently up to a bound, and each result is handed to
+`on_result` as soon as it is known, so a crash loses only unfinished problems.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from evals.problem import Problem
+from evals.result import EvalResult, ProblemResult
+from evals.task import Task
+from harnesses.contract import LINE_LIMIT
+from harnesses.runtime import HarnessInvalid, check_source
+from harnesses.sandbox import Limits, RunOutcome, Worker, WorkerPool
+
+OnResult = Callable[[ProblemResult], Awaitable[None] | None]
+
+
+async def evaluate(
+    source: str,
+    problems: Sequence[Problem],
+    task: Task,
+    toolbox: Any,
+    *,
+    concurrency: int = 8,
+    limits: Limits | None = None,
+    on_result: OnResult | None = None,
+    pool: WorkerPool | None = None,
+    line_limit: int = LINE_LIMIT,
+    backend: Any = None,
+) -> EvalResult:
+    """Run `source` on every problem and score the answers with `task.score`.
+
+    An invalid source gives every problem error_kind "invalid" (with the reason) without
+    running any. Infra failures and budget stops are reported unscored (score None)."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    limits = limits or Limits()
+    try:
+        check_source(source, line_limit)
+    except HarnessInvalid as exc:
+        return await _all_failed(problems, exc, on_result)
+    try:
+        if pool is not None:
+            worker = await pool.acquire(toolbox)
+        else:
+            worker = Worker(toolbox, limits, backend)
+            await worker.start()
+    except Exception as exc:  # the sandbox itself could not start: nobody's answer is wrong
+        failed = RunOutcome(error=f"the sandbox did not start: {exc}", error_kind="infra")
+        return await _all_failed(problems, failed, on_result)
+    try:
+        try:
+            await worker.load(source, line_limit)
+        except HarnessInvalid as exc:
+            return await _all_failed(problems, exc, on_result)
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(problem: Problem) -> ProblemResult:
+            async with gate:
+                outcome = await worker.run(problem.id, dict(problem.inputs), limits.problem_timeout_s)
+            result = to_result(problem, outcome, task)
+            await _emit(on_result, result)
+            return result
+
+        results = await asyncio.gather(*(one(p) for p in problems))
+    finally:
+        await worker.close()
+    return EvalResult(list(results))
+
+
+def evaluate_sync(source: str, problems: Sequence[Problem], task: Task, toolbox: Any,
+                  **kwargs: Any) -> EvalResult:
+    """`evaluate` for scripts without an event loop."""
+    return asyncio.run(evaluate(source, problems, task, toolbox, **kwargs))
+
+
+def to_result(problem: Problem, outcome: RunOutcome, task: Task) -> ProblemResult:
+    """Score a run: answers are scored, harness faults and timeouts score 0, infra and
+    budget stops stay unscored (None)."""
+    score: float | None
+    error = outcome.error
+    if outcome.error_kind in ("infra", "budget"):
+        score = None
+    elif outcome.error_kind is not None or outcome.answer is None:
+        score = 0.0
+    else:
+        score, scorer_error = guarded_score(task, problem, outcome.answer)
+        error = error or scorer_error
+    return ProblemResult(
+        problem_id=problem.id, answer=outcome.answer, score=score, error=error,
+        error_kind=outcome.error_kind, traceback=outcome.traceback, calls=outcome.calls,
+        latency_s=outcome.latency_s, tokens=outcome.tokens,
+    )
+
+
+def guarded_score(task: Task, problem: Problem, answer: str) -> tuple[float, str | None]:
+    """`task.score`, clamped to 0..1; a scorer that raises gives 0 and says why."""
+    try:
+        value = float(task.score(problem, answer))
+    except Exception as exc:
+        return 0.0, f"the scorer raised {type(exc).__name__}: {exc}"
+    if math.isnan(value):
+        return 0.0, "the scorer returned NaN"
+    return min(1.0, max(0.0, value)), None
+
+
+async def _all_failed(problems: Sequence[Problem], why: HarnessInvalid | RunOutcome,
+                      on_result: OnResult | None) -> EvalResult:
+    results = []
+    for problem in problems:
+        if isinstance(why, HarnessInvalid):
+            result = ProblemResult(problem.id, None, 0.0, error=str(why), error_kind="invalid",
+                                   traceback=why.traceback)
+        else:
+            result = ProblemResult(problem.id, None, None, error=why.error,
+                                   error_kind=why.error_kind)
+        await _emit(on_result, result)
+        results.append(result)
+    return EvalResult(results)
+
+
+async def _emit(on_result: OnResult | None, result: ProblemResult) -> None:
+    if on_result is not None:
+        maybe = on_result(result)
+        if inspect.isawaitable(maybe):
+            await maybe

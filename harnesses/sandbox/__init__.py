@@ -1,0 +1,42 @@
+"""The sandbox: worker processes that run untrusted harness code, and the tool bridge.
+
+Parent side: `Worker` (one candidate's process), `WorkerPool` (pre-started workers),
+`run_python` (`tools.python`), `sandbox_info` (which protections are active here).
+The worker side is `harnesses.sandbox.worker`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harnesses.sandbox.client import RunOutcome, ToolHandler, ToolReply, Worker
+from harnesses.sandbox.limits import Limits
+from harnesses.sandbox.pool import WorkerPool
+from harnesses.sandbox.python_exec import run_python
+
+
+def choose_backend(kind: str = "auto") -> Any:
+    """`local`, `docker`, or `auto` (Docker when an engine answers, else local)."""
+    from harnesses.sandbox.docker_backend import DockerBackend, docker_available
+    from harnesses.sandbox.local import LocalBackend
+
+    if kind == "docker" or (kind == "auto" and docker_available()):
+        return DockerBackend()
+    if kind in ("local", "auto"):
+        return LocalBackend()
+    raise ValueError(f"unknown sandbox backend {kind!r}; expected local, docker or auto")
+
+
+def sandbox_info() -> dict[str, Any]:
+    """Which protections a local worker gets on this machine, and whether Docker answers."""
+    from harnesses.sandbox.docker_backend import docker_available
+    from harnesses.sandbox.local import LocalBackend
+
+    info: dict[str, Any] = LocalBackend().protections()
+    info["docker"] = docker_available()
+    info["backend"] = "docker" if info["docker"] else "local"
+    return info
+
+
+__all__ = ["Limits", "RunOutcome", "ToolHandler", "ToolReply", "Worker", "WorkerPool",
+           "choose_backend", "run_python", "sandbox_info"]

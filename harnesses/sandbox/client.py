@@ -1,0 +1,369 @@
+"""The parent's handle on one sandbox worker: start, load a source, run problems, close.
+
+The parent owns the tools: each `call` message from the worker is served by the bound
+toolbox as its own asyncio task (calls are never serialised) and recorded with its latency;
+the records of one problem are its trace. Messages from the worker are untrusted input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harnesses.contract import LINE_LIMIT, TOOL_NAMES, ToolCall
+from harnesses.runtime import HarnessInvalid, check_source
+from harnesses.sandbox.limits import Limits
+from harnesses.sandbox.protocol import (
+    BRIDGE_FD_ENV,
+    LIMITS_ENV,
+    MAX_MESSAGE_BYTES,
+    decode,
+    encode,
+)
+
+START_TIMEOUT_S = 60.0
+LOAD_TIMEOUT_S = 60.0
+GRACE_S = 5.0
+
+
+@dataclass
+class ToolReply:
+    """What a toolbox returns for one call: a JSON-able result and what to record about it."""
+
+    result: Any
+    tokens: int = 0
+    cached: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class ToolHandler(Protocol):
+    """The parent-side implementation of the tools (see `harnesses.toolbox.Toolbox`)."""
+
+    async def call(self, tool: str, args: dict[str, Any]) -> ToolReply: ...
+
+
+@dataclass
+class RunOutcome:
+    """One problem's run: its answer or why it has none, and its trace."""
+
+    answer: str | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    traceback: str | None = None
+    calls: list[ToolCall] = field(default_factory=list)
+    latency_s: float = 0.0
+    tokens: int = 0
+
+
+def failure_kind(exc: BaseException) -> str:
+    """`infra`, `budget` or `tool` for an exception a toolbox raised. Matched by class name
+    so the sandbox needs no import of the model layer."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    if "InfraError" in names:
+        return "budget" if getattr(exc, "kind", None) == "budget" else "infra"
+    if "BudgetExceeded" in names:
+        return "budget"
+    return "tool"
+
+
+class CappedOutput:
+    """The last `cap` bytes of a stream, and how many bytes it carried in all."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.total, self.data = cap, 0, bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.data += chunk
+        if len(self.data) > self.cap:
+            del self.data[: len(self.data) - self.cap]
+
+    def text(self) -> str:
+        dropped = self.total - len(self.data)
+        head = f"[{dropped} earlier bytes dropped]\n" if dropped else ""
+        return head + self.data.decode("utf-8", "replace")
+
+
+@dataclass
+class _Run:
+    problem_id: str
+    future: asyncio.Future
+    calls: list[ToolCall] = field(default_factory=list)
+    done: bool = False
+
+
+class Worker:
+    """An async handle on one sandbox worker process. Use as `async with Worker(...) as w`."""
+
+    def __init__(self, toolbox: ToolHandler | None = None, limits: Limits | None = None,
+                 backend: Any = None) -> None:
+        self.toolbox = toolbox
+        self.limits = limits or Limits()
+        self.backend = backend or default_backend()
+        self.process: Any = None
+        self.stdout = CappedOutput(self.limits.output_bytes)
+        self.stderr = CappedOutput(self.limits.output_bytes)
+        self.info: dict[str, Any] = {}
+        self.start_s = 0.0
+        self._runs: dict[str, _Run] = {}
+        self._ids = itertools.count(1)
+        self._tasks: set[asyncio.Task] = set()
+        self._ready: asyncio.Future | None = None
+        self._loaded: asyncio.Future | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._write_lock = asyncio.Lock()
+        self._death: tuple[str, str] | None = None
+        self._closing = False
+        self._timer: asyncio.TimerHandle | None = None
+
+    async def __aenter__(self) -> Worker:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def bind(self, toolbox: ToolHandler | None) -> None:
+        self.toolbox = toolbox
+
+    def restart_clock(self) -> None:
+        """Count the candidate's wall-clock limit from now (a pooled worker waited idle)."""
+        if self._timer is not None and self._death is None:
+            self._timer.cancel()
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self.limits.candidate_timeout_s, self._expire)
+
+    @property
+    def alive(self) -> bool:
+        return self._death is None and self.process is not None
+
+    async def start(self) -> None:
+        """Spawn the worker; returns once its imports are done and it waits for `load`."""
+        t0 = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        env = {LIMITS_ENV: json.dumps(self.limits.to_dict())}
+        args = ["-m", "harnesses.sandbox.worker"]
+        if getattr(self.backend, "stdio_bridge", False):  # containers: bridge over stdin/stdout
+            env[BRIDGE_FD_ENV] = "stdio"
+            self.process = await self.backend.spawn(args, self.limits, env)
+            reader, self._writer = self.process.proc.stdout, self.process.proc.stdin
+            stdout = None
+        else:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            env[BRIDGE_FD_ENV] = str(theirs.fileno())
+            try:
+                self.process = await self.backend.spawn(args, self.limits, env,
+                                                        pass_fds=(theirs.fileno(),))
+            finally:
+                theirs.close()
+            reader, self._writer = await asyncio.open_unix_connection(
+                sock=ours, limit=MAX_MESSAGE_BYTES)
+            stdout = self.process.proc.stdout
+        self._ready = loop.create_future()
+        self._spawn(self._read_bridge(reader))
+        self._spawn(self._drain(stdout, self.stdout))
+        self._spawn(self._drain(self.process.proc.stderr, self.stderr))
+        self._timer = loop.call_later(self.limits.candidate_timeout_s, self._expire)
+        try:
+            self.info = await asyncio.wait_for(self._ready, START_TIMEOUT_S)
+        except BaseException:
+            await self.close()
+            raise
+        self.start_s = time.perf_counter() - t0
+
+    async def load(self, source: str, line_limit: int = LINE_LIMIT,
+                   timeout: float = LOAD_TIMEOUT_S) -> None:
+        """Compile `source` in the worker; raises `HarnessInvalid` with the reason. A build
+        that runs past `timeout` kills the worker."""
+        check_source(source, line_limit)
+        self._loaded = asyncio.get_running_loop().create_future()
+        await self._send({"op": "load", "source": source, "line_limit": line_limit})
+        try:
+            reply = await asyncio.wait_for(self._loaded, timeout)
+        except TimeoutError:
+            self._kill(("timeout", "building the graph did not finish"))
+            raise HarnessInvalid("build_raised", f"building the graph took over {timeout:g} s") from None
+        if isinstance(reply, tuple):  # the worker died while loading
+            raise HarnessInvalid("build_raised", f"the worker died while loading: {reply[1]}")
+        if not reply.get("ok"):
+            raise HarnessInvalid.from_dict(reply["invalid"])
+
+    async def run(self, problem_id: str, inputs: dict[str, Any],
+                  timeout: float | None = None) -> RunOutcome:
+        """Run one problem; never raises for harness faults (they are in the outcome)."""
+        timeout = self.limits.problem_timeout_s if timeout is None else timeout
+        rid = f"{problem_id}#{next(self._ids)}"
+        run = _Run(problem_id, asyncio.get_running_loop().create_future())
+        t0 = time.perf_counter()
+        if self._death is not None:
+            return RunOutcome(error=self._death[1], error_kind=self._death[0])
+        self._runs[rid] = run
+        try:
+            await self._send({"op": "run", "run": rid, "inputs": inputs, "timeout": timeout})
+            message = await asyncio.wait_for(asyncio.shield(run.future), timeout + GRACE_S)
+        except TimeoutError:
+            message = {"error": "problem wall-clock limit reached (the worker did not answer)",
+                       "error_kind": "timeout"}
+            with contextlib.suppress(Exception):
+                await self._send({"op": "cancel", "run": rid})
+        finally:
+            run.done = True
+            self._runs.pop(rid, None)
+        answer = message.get("answer")
+        outcome = RunOutcome(
+            answer=answer if isinstance(answer, str) else None,
+            error=_text(message.get("error")), error_kind=_kind(message),
+            traceback=_text(message.get("traceback")), calls=run.calls,
+            latency_s=time.perf_counter() - t0,
+        )
+        if outcome.error_kind is not None and outcome.error is None:
+            outcome.error = "the run finished without an answer"
+        outcome.tokens = sum(c.tokens for c in run.calls)
+        return outcome
+
+    async def close(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                await self._send({"op": "close"})
+            self._writer.close()
+        if self.process is not None:
+            await self.process.cleanup()
+        for task in list(self._tasks):
+            task.cancel()
+        self._fail_all(("infra", "the worker was closed"))
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        if self._writer is None or self._death is not None:
+            raise ConnectionError("the worker is not running")
+        async with self._write_lock:
+            self._writer.write(encode(message))
+            await self._writer.drain()
+
+    async def _drain(self, stream: asyncio.StreamReader | None, sink: CappedOutput) -> None:
+        if stream is None:
+            return
+        while chunk := await stream.read(65536):
+            sink.add(chunk)
+
+    async def _read_bridge(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while line := await reader.readline():
+                self._dispatch(decode(line))
+        except (ValueError, asyncio.LimitOverrunError, KeyError, TypeError) as exc:
+            self._kill(("harness", f"the worker broke the bridge protocol: {exc}"))
+        except ConnectionError:
+            pass
+        await self._on_exit()
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        op = message["op"]
+        if op == "call":
+            self._spawn(self._serve_call(message))
+        elif op == "result":
+            run = self._runs.get(str(message.get("run")))
+            if run is not None and not run.future.done():
+                run.future.set_result(message)
+        elif op == "ready" and self._ready is not None and not self._ready.done():
+            self._ready.set_result(message)
+        elif op == "loaded" and self._loaded is not None and not self._loaded.done():
+            self._loaded.set_result(message)
+
+    async def _serve_call(self, message: dict[str, Any]) -> None:
+        call_id, tool = message["id"], str(message.get("tool"))
+        args = message.get("args") if isinstance(message.get("args"), dict) else {}
+        run = self._runs.get(str(message.get("run")))
+        t0 = time.perf_counter()
+        if run is None or run.done:
+            reply: dict[str, Any] = {"ok": False, "kind": "cancelled", "error": "no such run"}
+        elif tool not in TOOL_NAMES or self.toolbox is None:
+            reply = {"ok": False, "kind": "tool", "error": f"no tool {tool!r} is available"}
+        else:
+            try:
+                out = await self.toolbox.call(tool, args)
+                reply = {"ok": True, "result": out.result}
+                record = ToolCall(tool, args, out.result, None, time.perf_counter() - t0,
+                                  out.tokens, out.cached, out.meta)
+            except Exception as exc:
+                kind = failure_kind(exc)
+                reply = {"ok": False, "kind": kind, "error": f"{type(exc).__name__}: {exc}"}
+                record = ToolCall(tool, args, None, reply["error"], time.perf_counter() - t0,
+                                  meta={"kind": kind})
+            if not run.done:
+                run.calls.append(record)
+        with contextlib.suppress(Exception):
+            await self._send({"op": "reply", "id": call_id, **reply})
+
+    def _expire(self) -> None:
+        self._kill(("timeout", f"candidate wall-clock limit ({self.limits.candidate_timeout_s:g} s) reached"))
+
+    def _kill(self, reason: tuple[str, str]) -> None:
+        if self._death is None:
+            self._death = reason
+        if self.process is not None:
+            self.process.kill()
+
+    async def _on_exit(self) -> None:
+        code = None
+        if self.process is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                code = await asyncio.wait_for(self.process.proc.wait(), 5)
+        if self._death is None and not self._closing:
+            if code == -signal.SIGXCPU or code == -signal.SIGKILL:
+                self._death = ("timeout", f"the worker was killed (CPU limit {self.limits.cpu_s} s)"
+                               if code == -signal.SIGXCPU else "the worker was killed")
+            else:
+                tail = self.stderr.text()[-2000:]
+                self._death = ("harness", f"the worker exited with code {code}: {tail}")
+        self._fail_all(self._death or ("infra", "the worker was closed"))
+
+    def _fail_all(self, reason: tuple[str, str]) -> None:
+        kind, text = reason
+        for fut in (self._ready, self._loaded):
+            if fut is not None and not fut.done():
+                if fut is self._ready:
+                    fut.set_exception(RuntimeError(f"the worker did not start: {text}\n{self.stderr.text()[-2000:]}"))
+                else:
+                    fut.set_result(reason)
+        for run in self._runs.values():
+            if not run.future.done():
+                run.future.set_result({"error": text, "error_kind": kind})
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _kind(message: dict[str, Any]) -> str | None:
+    kind = message.get("error_kind")
+    allowed = {"harness", "timeout", "infra", "budget"}
+    if kind is None and not isinstance(message.get("answer"), str):
+        return "harness"
+    return kind if kind in allowed or kind is None else "harness"
+
+
+def default_backend() -> Any:
+    """From `HARNESS_SANDBOX` (local, docker, auto; default auto: Docker when it answers)."""
+    import os
+
+    from harnesses.sandbox import choose_backend
+
+    return choose_backend(os.environ.get("HARNESS_SANDBOX", "auto"))

@@ -1,0 +1,44 @@
+"""Resource limits of one sandbox process."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a worker (or a `tools.python` process) may use.
+
+    CPU seconds, address space and file size are rlimits of the whole process (all problems of
+    a candidate together); `pids` is enforced by a pids cgroup where one is writable;
+    `problem_timeout_s` and `candidate_timeout_s` are wall-clock limits (the candidate's worker
+    is killed when its time is up); `output_bytes` caps the captured stdout and stderr.
+    """
+
+    cpu_s: int = 600
+    memory_mb: int = 3072
+    file_size_mb: int = 64
+    pids: int = 64
+    problem_timeout_s: float = 300.0
+    candidate_timeout_s: float = 3600.0
+    output_bytes: int = 64 * 1024
+    python_timeout_s: float = 10.0
+    python_memory_mb: int = 1024
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if value <= 0:
+                raise ValueError(f"Limits.{name} must be positive, got {value!r}")
+
+    def for_python(self, timeout_s: float | None = None) -> Limits:
+        """The limits of a `tools.python` process spawned on behalf of this worker."""
+        wall = min(timeout_s or self.python_timeout_s, self.problem_timeout_s)
+        return Limits(
+            cpu_s=max(1, int(wall) + 1), memory_mb=self.python_memory_mb,
+            file_size_mb=self.file_size_mb, pids=min(self.pids, 16), problem_timeout_s=wall,
+            candidate_timeout_s=wall, output_bytes=self.output_bytes,
+            python_timeout_s=wall, python_memory_mb=self.python_memory_mb,
+        )
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,201 @@
+"""The local backend: a subprocess with rlimits, bubblewrap namespaces where present, and a
+pids cgroup where writable.
+
+Filesystem view under bubblewrap: the root is an empty read-only tmpfs; only what Python needs
+is bound read-only (/usr, /lib, /lib64, /bin, a few /etc files, the interpreter's base prefix,
+the virtualenv, and the project's `harnesses` and `retrieval` package directories). We do not
+bind `/`: run directories, datasets with gold answers and /etc/shadow stay invisible. This
+matters because, started by root, the sandbox's uid maps to root outside, so any bound
+root-owned file is readable. /tmp is a small tmpfs, the scratch directory is the only
+writable host path, the network namespace holds only its own loopback, and all capabilities
+are dropped (the /tmp tmpfs is mounted before the binds, so a virtualenv under /tmp stays
+visible). rlimits are set by the sandboxed program itself before it reads untrusted input
+(no `preexec_fn`: it can deadlock a threaded parent). The pids cgroup is joined by a `sh`
+trampoline before `exec`, so every descendant is counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harnesses.offline import OFFLINE_ENV
+from harnesses.sandbox.limits import Limits
+
+CGROUP_PIDS = Path("/sys/fs/cgroup/pids")
+CGROUP_GROUP = "harness-learning"
+SCRATCH = "/scratch"
+SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group",
+             "nsswitch.conf", "hosts", "alternatives", "mime.types")
+TMPFS_BYTES = 64 * 1024 * 1024
+
+
+def project_dirs() -> list[str]:
+    """The package directories a worker imports from this project."""
+    import harnesses
+    import retrieval
+
+    return [str(Path(m.__file__).resolve().parent) for m in (harnesses, retrieval)]
+
+
+def project_root() -> str:
+    return str(Path(project_dirs()[0]).parent)
+
+
+def python_dirs() -> list[str]:
+    dirs = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), sys.prefix}
+    return sorted(d for d in dirs if os.path.isdir(d))
+
+
+def bwrap_argv(scratch: str, env: dict[str, str]) -> list[str]:
+    """The bubblewrap prefix: what is visible, what is writable, which namespaces."""
+    argv = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user",
+            "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL", "--die-with-parent",
+            "--new-session", "--clearenv", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
+    for d in SYSTEM_DIRS:
+        argv += ["--ro-bind-try", d, d]
+    for name in ETC_FILES:
+        argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    for d in python_dirs() + project_dirs():
+        argv += ["--ro-bind", d, d]
+    argv += ["--dev", "/dev", "--proc", "/proc", "--bind", scratch, SCRATCH, "--remount-ro", "/", "--chdir", SCRATCH]
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    return argv
+
+
+def base_env(home: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A scrubbed environment: nothing of the parent's, no credentials."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": "/tmp",
+           "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+           "MALLOC_ARENA_MAX": "2", "PYTHONPATH": project_root(), **OFFLINE_ENV}
+    env.update(extra or {})
+    return env
+
+
+@functools.cache
+def bwrap_works() -> bool:
+    """bubblewrap is installed and can create its namespaces here (CI containers may forbid)."""
+    if shutil.which("bwrap") is None:
+        return False
+    scratch = tempfile.mkdtemp(prefix="hl-probe-")
+    try:
+        argv = bwrap_argv(scratch, {}) + [sys.executable, "-c", "pass"]
+        return subprocess.run(argv, capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@functools.cache
+def cgroup_works() -> bool:
+    """A pids cgroup (v1) we may create children in."""
+    parent = CGROUP_PIDS / CGROUP_GROUP
+    try:
+        parent.mkdir(exist_ok=True)
+        probe = parent / f"probe-{uuid.uuid4().hex[:8]}"
+        probe.mkdir()
+        (probe / "pids.max").write_text("8")
+        probe.rmdir()
+        return True
+    except OSError:
+        return False
+
+
+@dataclass
+class LocalProcess:
+    """A started sandbox process and what must be cleaned up after it."""
+
+    proc: asyncio.subprocess.Process
+    scratch: str
+    cgroup: Path | None
+    protections: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def kill(self) -> None:
+        """Kill the process and everything it started (its cgroup, its session)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        if self.cgroup is not None:
+            with contextlib.suppress(OSError):
+                for pid in (self.cgroup / "cgroup.procs").read_text().split():
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(int(pid), signal.SIGKILL)
+
+    async def cleanup(self) -> None:
+        self.kill()
+        with contextlib.suppress(ProcessLookupError, asyncio.TimeoutError):
+            await asyncio.wait_for(self.proc.wait(), 5)
+        if self.cgroup is not None:
+            for _ in range(50):
+                try:
+                    self.cgroup.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # processes still exiting
+                    self.kill()
+                    await asyncio.sleep(0.02)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class LocalBackend:
+    """Subprocess + rlimits (+ bubblewrap, + pids cgroup when available)."""
+
+    name = "local"
+
+    def __init__(self, use_bwrap: bool | None = None, use_cgroup: bool | None = None) -> None:
+        self.use_bwrap = bwrap_works() if use_bwrap is None else use_bwrap
+        self.use_cgroup = cgroup_works() if use_cgroup is None else use_cgroup
+
+    def protections(self) -> dict[str, bool]:
+        return {"rlimits": True, "bwrap": self.use_bwrap, "network_isolated": self.use_bwrap,
+                "read_only_root": self.use_bwrap, "cgroup_pids": self.use_cgroup,
+                "scrubbed_env": True, "docker": False}
+
+    async def spawn(
+        self,
+        args: list[str],
+        limits: Limits,
+        env: dict[str, str],
+        *,
+        pass_fds: tuple[int, ...] = (),
+        stdin: int = subprocess.DEVNULL,
+    ) -> LocalProcess:
+        """Start `python <args>` in a fresh sandbox. `env` is added to the scrubbed base."""
+        scratch = tempfile.mkdtemp(prefix="hl-sbx-")
+        os.chmod(scratch, 0o777)
+        home = SCRATCH if self.use_bwrap else scratch
+        full_env = base_env(home, env)
+        argv = [sys.executable, "-s", *args]
+        if self.use_bwrap:
+            argv = bwrap_argv(scratch, full_env) + argv
+        cgroup = None
+        if self.use_cgroup:
+            cgroup = CGROUP_PIDS / CGROUP_GROUP / f"w-{uuid.uuid4().hex[:12]}"
+            cgroup.mkdir(parents=True)
+            (cgroup / "pids.max").write_text(str(limits.pids))
+            argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"',
+                    str(cgroup / "cgroup.procs"), *argv]
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            pass_fds=pass_fds, env=full_env, cwd=scratch, start_new_session=True,
+        )
+        return LocalProcess(proc, scratch, cgroup, self.protections())

@@ -1,0 +1,66 @@
+"""Pre-started workers: imports done, waiting for `load`, so a candidate starts warm."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from typing import Any
+
+from harnesses.sandbox.client import ToolHandler, Worker
+from harnesses.sandbox.limits import Limits
+
+
+class WorkerPool:
+    """Keeps `size` workers starting or ready. Workers are single-use: a worker handed out by
+    `acquire` has run (or will run) one candidate's code and is closed by its user."""
+
+    def __init__(self, size: int = 2, limits: Limits | None = None, backend: Any = None) -> None:
+        if size < 1:
+            raise ValueError(f"WorkerPool size must be >= 1, got {size}")
+        self.size = size
+        self.limits = limits or Limits()
+        self.backend = backend
+        self._starting: deque[asyncio.Task[Worker]] = deque()
+        self._closed = False
+
+    async def __aenter__(self) -> WorkerPool:
+        self.fill()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def fill(self) -> None:
+        """Start workers in the background until `size` are starting or ready."""
+        while not self._closed and len(self._starting) < self.size:
+            self._starting.append(asyncio.ensure_future(self._new()))
+
+    async def _new(self) -> Worker:
+        worker = Worker(limits=self.limits, backend=self.backend)
+        await worker.start()
+        return worker
+
+    async def acquire(self, toolbox: ToolHandler | None = None) -> Worker:
+        """A started worker (the oldest one; a replacement starts at once)."""
+        if self._closed:
+            raise RuntimeError("the pool is closed")
+        self.fill()
+        task = self._starting.popleft()
+        self.fill()
+        worker = await task
+        if not worker.alive:
+            await worker.close()
+            return await self.acquire(toolbox)
+        worker.bind(toolbox)
+        worker.restart_clock()
+        return worker
+
+    async def close(self) -> None:
+        self._closed = True
+        while self._starting:
+            task = self._starting.popleft()
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                worker = await task
+                await worker.close()

@@ -1,0 +1,60 @@
+"""The bridge protocol: newline-delimited JSON over a Unix socket inherited by the worker.
+
+Parent -> worker: `load` {source, line_limit}; `run` {run, inputs, timeout}; `reply` {id, ok,
+result | kind, error}; `cancel` {run}; `close`.
+Worker -> parent: `ready` {pid, import_s}; `loaded` {ok, invalid?}; `call` {id, run, tool,
+args}; `result` {run, answer, error, error_kind, traceback}.
+Every tool call carries an id and a run id: the parent answers calls in any order.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+"""A line longer than this is a protocol violation (the worker is killed)."""
+
+BRIDGE_FD_ENV = "HARNESS_BRIDGE_FD"
+LIMITS_ENV = "HARNESS_LIMITS"
+
+# Reply kinds: how a failed tool call reaches harness code.
+TOOL, INFRA, BUDGET, CANCELLED = "tool", "infra", "budget", "cancelled"
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One message as one line. Objects JSON cannot hold are written as their `str`."""
+    return (json.dumps(message, default=str, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    message = json.loads(line)
+    if not isinstance(message, dict) or "op" not in message:
+        raise ValueError(f"not a bridge message: {line[:200]!r}")
+    return message
+
+
+class ToolError(Exception):
+    """A tool call failed in a way harness code may handle (bad arguments, no retriever)."""
+
+
+class InfraAbort(BaseException):
+    """The infrastructure behind a tool failed. A BaseException, so a harness's
+    `except Exception` cannot swallow it: the problem is reported as an infra error."""
+
+
+class BudgetAbort(BaseException):
+    """A spending limit stopped the run; the problem is reported unscored."""
+
+
+class ProblemTimeout(BaseException):
+    """The problem ran past its wall-clock limit."""
+
+
+class Cancelled(BaseException):
+    """The parent gave up on this problem (timeout or shutdown)."""
+
+
+REPLY_ERRORS: dict[str, type[BaseException]] = {
+    TOOL: ToolError, INFRA: InfraAbort, BUDGET: BudgetAbort, CANCELLED: Cancelled,
+}

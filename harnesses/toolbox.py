@@ -1,0 +1,147 @@
+"""The parent-side tools behind the sandbox bridge: the Solver, the retriever, the interpreter.
+
+Harness code in a worker calls `tools.llm/search/python`; each call arrives here as
+`Toolbox.call(tool, args)`. Results are returned whole (reports trim later) but one result's
+size is capped, and the parameters a harness may pass to the Solver are a fixed list, so a
+harness cannot point the parent's model client somewhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from harnesses.sandbox.client import ToolReply
+from harnesses.sandbox.limits import Limits
+from harnesses.sandbox.python_exec import run_python
+
+MAX_TEXT_CHARS = 100_000
+"""Longest Solver reply passed back to a harness."""
+MAX_PASSAGE_CHARS = 20_000
+MAX_K = 50
+LLM_PARAMS = frozenset({"temperature", "top_p", "max_tokens", "stop", "seed",
+                        "presence_penalty", "frequency_penalty"})
+
+
+class SolverClient(Protocol):
+    """What `tools.llm` needs of a model client (`harnesses.models.ModelClient` fits)."""
+
+    async def acomplete(self, messages: str | list[dict[str, str]], **params: Any) -> Any: ...
+
+
+class Budget(Protocol):
+    """A spending limit shared by the calls of an evaluation."""
+
+    def check(self) -> None:
+        """Raise `BudgetExceeded` when nothing more may be spent."""
+
+    def charge(self, tokens: int, cost: float) -> None: ...
+
+
+class BudgetExceeded(Exception):
+    """A spending limit is reached: the problem is reported with error_kind `budget`."""
+
+
+class ToolInputError(ValueError):
+    """A harness called a tool with arguments it cannot take; the harness sees a ToolError."""
+
+
+@dataclass
+class TokenBudget:
+    """Stop when `max_tokens` Solver tokens (or `max_cost` dollars) are spent."""
+
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    tokens: int = 0
+    cost: float = 0.0
+
+    def check(self) -> None:
+        if self.max_tokens is not None and self.tokens >= self.max_tokens:
+            raise BudgetExceeded(f"token budget spent ({self.tokens} of {self.max_tokens})")
+        if self.max_cost is not None and self.cost >= self.max_cost:
+            raise BudgetExceeded(f"cost budget spent (${self.cost:.4f} of ${self.max_cost})")
+
+    def charge(self, tokens: int, cost: float) -> None:
+        self.tokens += tokens
+        self.cost += cost
+
+
+class Toolbox:
+    """Serves bridge calls. `solver`, `retriever` may be None (the tool then fails cleanly)."""
+
+    def __init__(self, solver: SolverClient | None = None, retriever: Any = None,
+                 python_limits: Limits | None = None, budget: Budget | None = None,
+                 *, backend: Any = None) -> None:
+        self.solver = solver
+        self.retriever = retriever
+        self.python_limits = python_limits or Limits()
+        self.budget = budget
+        self.backend = backend
+
+    async def call(self, tool: str, args: dict[str, Any]) -> ToolReply:
+        if tool == "llm":
+            return await self.llm(args.get("messages"), args.get("params") or {})
+        if tool == "search":
+            return await self.search(args.get("query"), args.get("k", 5))
+        if tool == "python":
+            return await self.python(args.get("code"), args.get("timeout"))
+        raise ToolInputError(f"unknown tool {tool!r}")
+
+    async def llm(self, messages: Any, params: dict[str, Any]) -> ToolReply:
+        if self.solver is None:
+            raise ToolInputError("no Solver model is configured")
+        check_messages(messages)
+        unknown = set(params) - LLM_PARAMS
+        if unknown:
+            raise ToolInputError(f"tools.llm does not take {sorted(unknown)}; allowed: "
+                                 f"{sorted(LLM_PARAMS)}")
+        if self.budget is not None:
+            self.budget.check()
+        completion = await self.solver.acomplete(messages, **params)
+        tokens = int(getattr(completion, "prompt_tokens", 0) or 0) + int(
+            getattr(completion, "completion_tokens", 0) or 0)
+        cost = float(getattr(completion, "cost", 0.0) or 0.0)
+        if self.budget is not None:
+            self.budget.charge(tokens, cost)
+        text = str(getattr(completion, "text", completion) or "")
+        meta = {k: getattr(completion, k, None) for k in
+                ("model", "prompt_tokens", "completion_tokens", "finish_reason", "latency_s", "cost")}
+        if len(text) > MAX_TEXT_CHARS:
+            text, meta["truncated_from"] = text[:MAX_TEXT_CHARS], len(text)
+        return ToolReply(text, tokens, bool(getattr(completion, "cached", False)), meta)
+
+    async def search(self, query: Any, k: Any) -> ToolReply:
+        if self.retriever is None:
+            raise ToolInputError("this task has no retriever: tools.search is unavailable")
+        if not isinstance(query, str) or not query.strip():
+            raise ToolInputError(f"tools.search needs a non-empty query string, got {query!r}")
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ToolInputError(f"tools.search needs k >= 1, got {k!r}")
+        passages = await asyncio.to_thread(self.retriever.search, query, min(k, MAX_K))
+        rows = []
+        for p in passages:
+            row = p.to_dict()
+            row["text"] = row["text"][:MAX_PASSAGE_CHARS]
+            rows.append(row)
+        return ToolReply(rows, meta={"k": min(k, MAX_K), "n": len(rows)})
+
+    async def python(self, code: Any, timeout: Any) -> ToolReply:
+        if not isinstance(code, str):
+            raise ToolInputError(f"tools.python needs code as a string, got {type(code).__name__}")
+        wall = float(timeout) if isinstance(timeout, int | float) and timeout > 0 else None
+        result = await run_python(code, wall, self.python_limits, backend=self.backend)
+        return ToolReply({"stdout": result.stdout, "error": result.error})
+
+
+def check_messages(messages: Any) -> None:
+    """A prompt string or a list of {role, content} messages."""
+    if isinstance(messages, str):
+        return
+    if isinstance(messages, list) and messages and all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+        for m in messages
+    ):
+        return
+    raise ToolInputError("tools.llm takes a prompt string or a non-empty list of "
+                         "{'role': str, 'content': str} messages")

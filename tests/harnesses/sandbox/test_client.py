@@ -1,0 +1,199 @@
+"""The worker and its bridge: seeds run, calls are concurrent and traced, failures are classified."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from harnesses.models import InfraError
+from harnesses.runtime import HarnessInvalid
+from harnesses.seeds import seed_source
+from harnesses.toolbox import BudgetExceeded
+
+from .conftest import ScriptedToolbox, node_harness
+
+
+def test_reasoning_seed_runs_in_a_worker(sandbox):
+    toolbox = ScriptedToolbox(lambda args: f"I think. Answer: {len(args['messages'])}")
+    outcome = sandbox.run_one(seed_source("reasoning_direct"), toolbox, inputs={"question": "2+2?"})
+    prompt = toolbox.seen[0][1]["messages"]
+    assert "2+2?" in prompt
+    assert outcome.error is None and outcome.answer == str(len(prompt))
+    assert [c.tool for c in outcome.calls] == ["llm"]
+    assert outcome.calls[0].result.endswith(outcome.answer) and outcome.tokens == 7
+    assert outcome.calls[0].latency_s > 0
+
+
+def test_multihop_seed_gets_passages_and_traces_every_call(sandbox):
+    replies = iter(["Paris is in France.\nQuery: capital of France", "It is Paris.",
+                    "Answer: Paris\nextra"])
+    outcome = sandbox.run_one(seed_source("multihop_two_hop"), ScriptedToolbox(lambda a: next(replies)),
+                      inputs={"question": "Which city?"})
+    assert outcome.answer == "Paris", outcome
+    assert [c.tool for c in outcome.calls] == ["search", "llm", "search", "llm", "llm"]
+    assert outcome.calls[2].args["query"] == "capital of France"
+    assert "[T0] about Which city?" in outcome.calls[1].args["messages"]
+
+
+def test_baseline_tool_loop_runs_python_through_the_bridge(sandbox):
+    from harnesses.toolbox import Toolbox
+
+    class Solver:
+        def __init__(self):
+            self.turn = 0
+
+        async def acomplete(self, messages, **params):
+            self.turn += 1
+            if self.turn == 1:
+                return "```python\nprint(6 * 7)\n```"
+            return f"Answer: {messages[-1]['content'].split()[-1]}"
+
+    outcome = sandbox.run_one(seed_source("baseline_tool_loop"), Toolbox(Solver()))
+    assert outcome.answer == "42", outcome
+    assert [c.tool for c in outcome.calls] == ["llm", "python", "llm"]
+    assert outcome.calls[1].result == {"stdout": "42\n", "error": None}
+
+
+def test_sixteen_problems_overlap_their_tool_calls(sandbox):
+    async def go():
+        async with sandbox.worker(ScriptedToolbox(delay_s=0.5)) as worker:
+            await worker.load(seed_source("reasoning_direct"))
+            t0 = time.perf_counter()
+            outs = await asyncio.gather(*(worker.run(f"p{i}", {"question": str(i)})
+                                          for i in range(16)))
+            return time.perf_counter() - t0, outs
+
+    elapsed, outs = sandbox.run(go())
+    assert all(o.answer == "4" for o in outs), outs
+    assert elapsed < 4.0, f"16 calls of 0.5 s took {elapsed:.2f} s: the bridge serialises"
+
+
+FAN_OUT = """
+import operator
+from typing import Annotated
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+class State(TypedDict, total=False):
+    question: str
+    parts: Annotated[list, operator.add]
+    answer: str
+
+def build_graph(tools):
+    def left(state):
+        return {"parts": [tools.llm("L " + state["question"])]}
+    def right(state):
+        return {"parts": [tools.llm("R " + state["question"])]}
+    def join(state):
+        return {"answer": "|".join(sorted(state["parts"]))}
+    g = StateGraph(State)
+    for name, fn in (("left", left), ("right", right), ("join", join)):
+        g.add_node(name, fn)
+    g.add_edge(START, "left")
+    g.add_edge(START, "right")
+    g.add_edge(["left", "right"], "join")
+    g.add_edge("join", END)
+    return g
+"""
+
+
+def test_parallel_branches_keep_their_problem_context(sandbox):
+    """LangGraph runs the two branches in executor threads: each call must still be
+    attributed to its own problem (the context variable crosses into those threads)."""
+
+    async def go():
+        async with sandbox.worker(ScriptedToolbox(lambda a: a["messages"], delay_s=0.2)) as worker:
+            await worker.load(FAN_OUT)
+            return await asyncio.gather(*(worker.run(f"p{i}", {"question": f"q{i}"})
+                                          for i in range(4)))
+
+    for i, outcome in enumerate(sandbox.run(go())):
+        assert outcome.answer == f"L q{i}|R q{i}", outcome
+        assert sorted(c.args["messages"] for c in outcome.calls) == [f"L q{i}", f"R q{i}"]
+
+
+CATCH_ALL = node_harness("""
+try:
+    answer = tools.llm("hi")
+except Exception as exc:
+    answer = "swallowed " + type(exc).__name__
+""")
+
+
+@pytest.mark.parametrize("exc, kind", [
+    (InfraError("server", "endpoint down"), "infra"),
+    (InfraError("budget", "spent"), "budget"),
+    (BudgetExceeded("token budget spent"), "budget"),
+])
+def test_infra_failures_cannot_be_swallowed(sandbox, exc, kind):
+    outcome = sandbox.run_one(CATCH_ALL, ScriptedToolbox(raises=exc))
+    assert outcome.error_kind == kind, outcome
+    assert outcome.answer is None
+    assert outcome.calls[0].error and outcome.calls[0].meta["kind"] == kind
+
+
+def test_infra_failure_wins_even_over_catch_base_exception(sandbox):
+    source = CATCH_ALL.replace("except Exception", "except BaseException")
+    outcome = sandbox.run_one(source, ScriptedToolbox(raises=InfraError("connection", "reset")))
+    assert outcome.error_kind == "infra" and "reset" in outcome.error
+
+
+def test_ordinary_tool_errors_reach_the_harness_as_exceptions(sandbox):
+    outcome = sandbox.run_one(CATCH_ALL, ScriptedToolbox(raises=ValueError("bad prompt")))
+    assert outcome.error_kind is None and outcome.answer == "swallowed ToolError"
+
+
+def test_harness_exception_is_a_harness_error_with_traceback(sandbox):
+    outcome = sandbox.run_one(node_harness("answer = {}['missing']"))
+    assert outcome.error_kind == "harness" and "KeyError" in outcome.error
+    assert "missing" in outcome.traceback and "<harness run" in outcome.traceback
+
+
+def test_missing_answer_is_a_harness_error(sandbox):
+    source = node_harness("answer = 1").replace('{"answer": str(answer)}', '{"question": "x"}')
+    outcome = sandbox.run_one(source)
+    assert outcome.error_kind == "harness" and "no_answer" in outcome.error
+
+
+def test_invalid_sources_are_rejected_with_reasons(sandbox):
+    async def load(source):
+        async with sandbox.worker() as worker:
+            with pytest.raises(HarnessInvalid) as info:
+                await worker.load(source)
+            return info.value
+
+    async def go():
+        return await asyncio.gather(
+            load("def build_graph(tools):\n    return [\n"),
+            load("def build_graph(tools):\n    raise RuntimeError('nope')\n"),
+            load("def build_graph(tools):\n    return 42\n"),
+        )
+
+    syntax, raised, not_graph = sandbox.run(go())
+    assert syntax.kind == "syntax" and syntax.line == 2
+    assert raised.kind == "build_raised" and raised.line == 2 and "nope" in raised.traceback
+    assert not_graph.kind == "not_a_graph" and "int" in not_graph.detail
+
+
+def test_problem_timeout_frees_the_worker_for_the_next_problem(sandbox):
+    source = node_harness("""
+if state["question"] == "spin":
+    while True:
+        pass
+answer = "ok"
+""")
+
+    async def go():
+        async with sandbox.worker() as worker:
+            await worker.load(source)
+            spun = await worker.run("spin", {"question": "spin"}, timeout=1.0)
+            await asyncio.sleep(0.3)
+            t0 = time.perf_counter()
+            after = await worker.run("next", {"question": "fine"})
+            return spun, after, time.perf_counter() - t0
+
+    spun, after, elapsed = sandbox.run(go())
+    assert spun.error_kind == "timeout" and spun.answer is None
+    assert after.answer == "ok" and elapsed < 1.0, (after, elapsed)
