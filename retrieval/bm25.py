@@ -75,7 +75,7 @@ class BM25Builder:
             b=np.float32(self.b),
         )
         tfc *= idf[terms]
-        indptr = np.zeros(n + 1, dtype=np.int64)
+        indptr = np.zeros(n + 1, dtype=np.int32 if len(terms) < 2**31 - 1 else np.int64)
         np.cumsum(nnz, out=indptr[1:])
         csr = sp.csr_matrix((tfc, terms, indptr), shape=(n, vocab))
         del tfc
@@ -105,9 +105,10 @@ def top_k(scores: np.ndarray, candidates: np.ndarray, k: int) -> tuple[np.ndarra
     """The k best candidates, best first, ties broken by lower id (deterministic)."""
     vals = scores[candidates]
     if len(candidates) > k:
-        part = np.argpartition(-vals, k - 1)[:k]
-        candidates, vals = candidates[part], vals[part]
-    order = np.lexsort((candidates, -vals))
+        kth = np.partition(vals, len(vals) - k)[len(vals) - k]
+        keep = vals >= kth  # every tie at the k-th place, so the id tie-break is exact
+        candidates, vals = candidates[keep], vals[keep]
+    order = np.lexsort((candidates, -vals))[:k]
     return candidates[order], vals[order]
 
 
@@ -133,8 +134,9 @@ class BM25Index:
         vocab = self._vocab
         return [vocab[t] for t in self.tokenizer.terms(query) if t in vocab]
 
-    def scores(self, query: str) -> tuple[np.ndarray, np.ndarray]:
-        """(dense scores, ids of the passages that score > 0)."""
+    def scores(self, query: str, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """(dense scores, candidate ids): every passage scoring > 0, or with k > 0 a subset
+        that surely holds the top k."""
         ids = self.term_ids(query)
         scores = np.zeros(self._n, dtype=np.float32)
         if not ids:
@@ -145,17 +147,37 @@ class BM25Index:
             # Within one term's postings each passage appears once, so plain fancy-index
             # addition is exact (and far faster than bm25s' np.add.at).
             scores[self._indices[a:b]] += self._data[a:b]
-        total = sum(b - a for a, b in slices)
-        if not slices:  # only terms with idf 0 (in over half the passages): nothing scores
-            cand = np.zeros(0, dtype=np.int64)
-        elif total * 16 < self._n:
-            cand = np.unique(np.concatenate([self._indices[a:b] for a, b in slices]))
-        else:
-            cand = np.flatnonzero(scores)
+        cand = self._candidates(scores, slices, k)
         return scores, cand
 
+    def _candidates(self, scores: np.ndarray, slices: list[tuple[int, int]], k: int) -> np.ndarray:
+        """Passages that can be in the top k, without sorting or partitioning all N scores.
+
+        The k-th best score among the rarest terms' postings is a lower bound of the true k-th
+        best, so `scores >= bound` keeps every top-k passage and few others.
+        """
+        if not slices:  # only terms with idf 0 (in over half the passages): nothing scores
+            return np.zeros(0, dtype=np.int64)
+        total = sum(b - a for a, b in slices)
+        if total * 16 < self._n:
+            return np.unique(np.concatenate([self._indices[a:b] for a, b in slices]))
+        if k > 0:
+            picked, budget = [], max(32 * k, 2048)  # any subset gives a valid bound
+            for a, b in sorted(slices, key=lambda s: s[1] - s[0]):
+                take = min(b - a, budget)
+                picked.append(self._indices[a:a + take])
+                budget -= take
+                if budget <= 0:
+                    break
+            sub = scores[np.unique(np.concatenate(picked))]
+            if len(sub) >= k:
+                bound = np.partition(sub, len(sub) - k)[len(sub) - k]
+                if bound > 0:
+                    return np.flatnonzero(scores >= bound)
+        return np.flatnonzero(scores)
+
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-        scores, cand = self.scores(query)
+        scores, cand = self.scores(query, k)
         if k <= 0 or len(cand) == 0:
             return cand[:0], scores[:0]
         return top_k(scores, cand, k)

@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from graphs.cli import index_app
 
 
-class CorpusKind(str, Enum):
+class CorpusKind(StrEnum):
     hotpotqa_wiki = "hotpotqa-wiki"
     musique = "musique"
     twowiki = "2wiki"
     jsonl = "jsonl"
 
 
-class Backend(str, Enum):
+class Backend(StrEnum):
     bm25 = "bm25"
     chroma = "chroma"
     both = "both"
@@ -35,16 +36,16 @@ def _none(value: str) -> str | None:
 
 @index_app.command("build")
 def build(
-    corpus: CorpusKind = typer.Option(..., help="Corpus layout of --input."),
-    input: Path = typer.Option(..., "--input", help="Corpus file or shard directory."),  # noqa: A002
-    out: Path = typer.Option(..., "--out", help="Index directory (replaced only on success)."),
-    backend: Backend = typer.Option(Backend.bm25, help="Which indexes to build."),
-    limit: int | None = typer.Option(None, help="Embed only the first N passages into Chroma."),
-    device: str = typer.Option("cpu", help="Embedding device: cpu, cuda, auto."),
-    chroma_url: str | None = typer.Option(None, help="Chroma server URL (`chroma run`); default: embedded."),
-    stemmer: str = typer.Option("english", help="PyStemmer language, or 'none'."),
-    stopwords: str = typer.Option("en", help="Stop-word list (en), or 'none'."),
-    batch_size: int = typer.Option(256, help="Passages per Chroma batch."),
+    corpus: Annotated[CorpusKind, typer.Option(help="Corpus layout of --input.")],
+    input: Annotated[Path, typer.Option("--input", help="Corpus file or shard directory.")],
+    out: Annotated[Path, typer.Option("--out", help="Index directory (replaced only on success).")],
+    backend: Annotated[Backend, typer.Option(help="Which indexes to build.")] = Backend.bm25,
+    limit: Annotated[int | None, typer.Option(help="Embed only the first N passages into Chroma.")] = None,
+    device: Annotated[str, typer.Option(help="Embedding device: cpu, cuda, auto.")] = "cpu",
+    chroma_url: Annotated[str | None, typer.Option(help="Chroma server URL (`chroma run`); default: embedded.")] = None,
+    stemmer: Annotated[str, typer.Option(help="PyStemmer language, or 'none'.")] = "english",
+    stopwords: Annotated[str, typer.Option(help="Stop-word list (en), or 'none'.")] = "en",
+    batch_size: Annotated[int, typer.Option(help="Passages per Chroma batch.")] = 256,
 ) -> None:
     """Build (or resume) an index and print a summary."""
     from retrieval import build_index
@@ -63,12 +64,12 @@ def build(
 
 @index_app.command("search")
 def search(
-    index_dir: Path = typer.Argument(..., help="An index directory written by `index build`."),
-    query: str = typer.Argument(...),
-    k: int = typer.Option(5, "-k", help="How many passages."),
-    backend: str = typer.Option("auto", help="auto, bm25, chroma, hybrid or rank-bm25."),
-    device: str = typer.Option("cpu", help="Query embedding device for chroma/hybrid."),
-    as_json: bool = typer.Option(False, "--json", help="Last line: a JSON list of hits."),
+    index_dir: Annotated[Path, typer.Argument(help="An index directory written by `index build`.")],
+    query: Annotated[str, typer.Argument()],
+    k: Annotated[int, typer.Option("-k", help="How many passages.")] = 5,
+    backend: Annotated[str, typer.Option(help="auto, bm25, chroma, hybrid or rank-bm25.")] = "auto",
+    device: Annotated[str, typer.Option(help="Query embedding device for chroma/hybrid.")] = "cpu",
+    as_json: Annotated[bool, typer.Option("--json", help="Last line: a JSON list of hits.")] = False,
 ) -> None:
     """Print the top-k passages for QUERY."""
     from retrieval import open_index

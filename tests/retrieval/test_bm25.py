@@ -87,3 +87,18 @@ def test_rank_bm25_backend_gives_the_same_hits(index):
         a, b = index.search(q, 10), ref.search(q, 10)
         assert [p.id for p in a] == [p.id for p in b]
         assert [p.score for p in a] == pytest.approx([p.score for p in b], rel=1e-5)
+
+
+def test_candidate_pruning_equals_a_full_sort_with_id_tie_break(tmp_path):
+    from retrieval.bench import synthetic
+
+    src = synthetic.write_jsonl(tmp_path / "syn.jsonl", 3000)
+    build_index("jsonl", src, tmp_path / "ix", "bm25", progress=False)
+    idx = open_index(tmp_path / "ix")
+    for q in synthetic.queries(100):
+        scores, _ = idx.scores(q)
+        full = np.lexsort((np.arange(len(scores)), -scores))[:10]
+        full = full[scores[full] > 0]
+        ids, vals = idx.top(q, 10)
+        assert ids.tolist() == full.tolist()
+        np.testing.assert_array_equal(vals, scores[full])
