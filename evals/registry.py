@@ -4,8 +4,9 @@
     get_task("musique", path="musique_ans_v1.0_dev.jsonl", index_dir="runs/index/musique")
 
 QA options: `path` (the dataset file; default: the real sample in the data folder, see
-`evals.settings`), `index_dir` (opened with `retrieval.open_index`) or `retriever` (any
-`Retriever`), `aliases` (2Wiki's `id_aliases.json`), `n_dev`, `n_test`, `seed`.
+`evals.settings`), `index_dir` (opened with `retrieval.open_index`, backend `index_backend`)
+or `retriever` (any `Retriever`), `aliases` (2Wiki's `id_aliases.json`), `n_dev`, `n_test`,
+`seed`.
 Reasoning options: `n_dev`, `n_test`, `seed`, `partial_credit`, `config` (the dataset's own
 settings, e.g. difficulty).
 """
@@ -41,9 +42,16 @@ def get_task(name: str, **options: Any) -> Task:
         from evals.qa.task import QATask
         from evals.settings import SAMPLE_FILES, data_dir
 
-        _check(name, options, {"path", "index_dir", "retriever", "aliases", "n_dev", "n_test",
-                               "seed"})
-        path = options.pop("path", None) or data_dir() / SAMPLE_FILES[name]
+        _check(name, options, {"path", "index_dir", "index_backend", "retriever", "aliases",
+                               "n_dev", "n_test", "seed"})
+        path = options.pop("path", None)
+        if path is None:
+            path = data_dir() / SAMPLE_FILES[name]
+            if not path.is_file():
+                raise FileNotFoundError(
+                    f"task {name!r}: no `path` given and the bundled sample {path} is absent; "
+                    f"pass path=<the dataset file> (or set HARNESS_LEARNING_DATA)"
+                )
         if name != "2wiki" and options.get("aliases") is not None:
             raise ValueError(f"task {name!r}: 'aliases' applies to 2wiki only")
         if options.get("aliases") is None:

@@ -53,6 +53,7 @@ class QATask:
         *,
         retriever: Retriever | None = None,
         index_dir: Path | str | None = None,
+        index_backend: str = "auto",
         n_dev: int | None = None,
         n_test: int | None = None,
         seed: int = 0,
@@ -65,6 +66,7 @@ class QATask:
         self.split_seed = seed
         self._retriever = retriever
         self._index_dir = Path(index_dir) if index_dir is not None else None
+        self._index_backend = index_backend
         records = [r for r in load_records(dataset, path, **load_options) if r.answerable]
         dev_default, test_default = default_sizes(len(records))
         self.n_dev = dev_default if n_dev is None else n_dev
@@ -102,12 +104,13 @@ class QATask:
             return 0.0
 
     def retriever(self) -> Retriever | None:
-        """The retriever given, else the index at `index_dir` (opened once), else None."""
+        """The retriever given, else the index at `index_dir` (opened once, with
+        `index_backend`: auto, bm25, chroma, hybrid, rank-bm25), else None."""
         if self._retriever is None and self._index_dir is not None:
             import retrieval
 
             open_index: Callable[..., Retriever] = retrieval.open_index
-            self._retriever = open_index(self._index_dir)
+            self._retriever = open_index(self._index_dir, backend=self._index_backend)
         return self._retriever
 
     @property

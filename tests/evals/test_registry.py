@@ -38,3 +38,9 @@ def test_bad_options(data_dir):
         get_task("rg:leg_counting", index_dir="x")
     with pytest.raises(ValueError, match="2wiki only"):
         get_task("musique", path=data_dir / SAMPLE_FILES["musique"], aliases="id_aliases.json")
+
+
+def test_missing_default_sample_says_what_to_do(monkeypatch, tmp_path):
+    monkeypatch.setenv("HARNESS_LEARNING_DATA", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="no `path` given.*pass path="):
+        get_task("hotpotqa")
