@@ -99,7 +99,6 @@ class LogStore(ABC):
         self, sha: str | None = None, purpose: str | None = None, round: int | None = None
     ) -> Iterator[Evaluation]: ...
 
-    # -- proposals ---------------------------------------------------------------------------
     def put_result(self, sha: str, purpose: str, round_: int, result: Any) -> None:
         """Store an `evals.result.ProblemResult` (read by attribute: this layer cannot import it)."""
         run = self.get_run() or self.init_run({})
@@ -123,10 +122,11 @@ class LogStore(ABC):
         return out
 
     @abstractmethod
-    def spent(self) -> dict[str, float]:
+    def spent(self) -> dict[str, int]:
         """What the run has used so far: solver_calls, solver_tokens, proposer_calls,
         proposer_tokens, tokens (both together)."""
 
+    # -- proposals ---------------------------------------------------------------------------
     @abstractmethod
     def put_proposal(self, proposal: Proposal) -> str:
         """Upsert by id; returns the id."""
@@ -253,7 +253,7 @@ class LogStore(ABC):
     ) -> dict[str, Evaluation]:
         return await asyncio.to_thread(self.get_results, sha, list(ids), purpose, tuple(redo_kinds))
 
-    async def aspent(self) -> dict[str, float]:
+    async def aspent(self) -> dict[str, int]:
         return await asyncio.to_thread(self.spent)
 
     async def alineage(self) -> list[LineageStep]:

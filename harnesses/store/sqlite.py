@@ -229,7 +229,7 @@ class SQLiteLogStore(LogStore):
         for row in self._query(sql + " ORDER BY rowid", params):
             yield _decode(Evaluation, row)
 
-    def spent(self) -> dict[str, float]:
+    def spent(self) -> dict[str, int]:
         solver = self._query(
             "SELECT COALESCE(SUM(tokens), 0), COALESCE(SUM((SELECT COUNT(*) FROM json_each(trace) "
             "WHERE json_extract(value, '$.tool') = 'llm')), 0) FROM evaluations"
