@@ -87,12 +87,15 @@ def _status(r: ProblemResult) -> str:
     return "partial" if r.score > 0 else "wrong"
 
 
+def gold_answer(problem: Problem) -> str:
+    """The gold answer as text: `meta["answer"]` when the task put it there, else the gold."""
+    answer = (problem.meta or {}).get("answer", problem.gold)
+    return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False, default=str)
+
+
 def gold_text(problem: Problem) -> str:
-    meta = problem.meta or {}
-    answer = meta.get("answer", problem.gold)
-    if not isinstance(answer, str):
-        answer = json.dumps(answer, ensure_ascii=False, default=str)
-    aliases = [a for a in meta.get("aliases") or [] if a != answer]
+    answer = gold_answer(problem)
+    aliases = [a for a in (problem.meta or {}).get("aliases") or [] if a != answer]
     return answer + (f" (also accepted: {'; '.join(map(str, aliases))})" if aliases else "")
 
 
@@ -105,7 +108,12 @@ def gold_titles(problem: Problem) -> list[str]:
 
 
 def _field(obj: Any, name: str, default: Any = None) -> Any:
-    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
+    """A field of a record that may have crossed the bridge as a dict or stayed an object."""
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    if isinstance(obj, str | bytes | int | float | list | tuple) or obj is None:
+        return default
+    return getattr(obj, name, default)
 
 
 def documents_read(result: ProblemResult) -> list[str]:
@@ -131,7 +139,7 @@ def likely_cause(item: Item) -> str:
         return "tool use (a tool call failed)"
     if r.error_kind in ERROR_KINDS:
         return "control flow (the harness raised)"
-    answer, gold = (r.answer or "").strip(), gold_text(item.problem).split(" (also accepted")[0]
+    answer, gold = (r.answer or "").strip(), gold_answer(item.problem)
     if not answer:
         return "control flow (no answer extracted)"
     titles = gold_titles(item.problem)

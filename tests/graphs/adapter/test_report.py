@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from evals.problem import Problem
 from evals.result import EvalResult, ProblemResult
-from graphs.adapter.report import build_report, trim, trim_traceback
+from graphs.adapter.report import build_report, documents_read, trim, trim_traceback
 from harnesses.contract import ExecResult, ToolCall
 from retrieval.passage import Passage
 
@@ -151,3 +151,12 @@ def test_any_results_render_within_budget(rows, budget):
     for r in results:
         if r.score is not None and r.score < 1.0:
             assert f"{r.problem_id} |" in report
+
+
+def test_documents_read_accepts_passages_dicts_and_ignores_junk():
+    r = ProblemResult("x", "a", 0.0, calls=[
+        ToolCall("search", {"query": "q"}, [Passage("A", "t"), {"title": "B", "text": "t"}, "C", None]),
+        ToolCall("search", {"query": "q"}, "not a list"),
+        ToolCall("search", {"query": "q"}, [{"title": "A"}]),
+    ])
+    assert documents_read(r) == ["A", "B"]
