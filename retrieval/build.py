@@ -111,6 +111,8 @@ def build_index(corpus_kind: str, input_path: str | Path, out_dir: str | Path,
     tok = Tokenizer(stemmer, stopwords)
     want_bm25, want_chroma = backend in ("bm25", "both"), backend in ("chroma", "both")
     old = _existing(out)
+    if old is None and out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"{out}: exists and is not an index directory; refusing to replace it")
     if want_chroma and old and old.embedding and (
             old.embedding.get("model"), old.embedding.get("dim")) != (MODEL_NAME, MODEL_DIM):
         raise _mismatch(out, old)

@@ -1,19 +1,18 @@
 """The passage store shared by every backend of an index: passage i is `[title, text]`.
 
-Two files: `passages.bin` (UTF-8 JSON records back to back) and `passages.offsets.npy` (int64
-start offsets, n + 1 of them). Both are memory-mapped, so opening a 5M-passage index costs no
+Three files: `passages.bin` (UTF-8 title then text, back to back), `passages.offsets.npy`
+(int64 record starts, n + 1 of them) and `passages.titles.npy` (int32 title byte lengths). Both are memory-mapped, so opening a 5M-passage index costs no
 RAM and any thread can read any passage.
 """
 
 from __future__ import annotations
 
-import json
 from array import array
 from pathlib import Path
 
 import numpy as np
 
-BIN, OFFSETS = "passages.bin", "passages.offsets.npy"
+BIN, OFFSETS, TITLES = "passages.bin", "passages.offsets.npy", "passages.titles.npy"
 
 
 class StoreWriter:
@@ -23,11 +22,14 @@ class StoreWriter:
         self.dir = Path(directory)
         self._f = open(self.dir / BIN, "wb")  # noqa: SIM115 (closed in close())
         self._offsets = array("q", [0])
+        self._titles = array("i")
 
     def add(self, title: str, text: str) -> int:
-        data = json.dumps([title, text], ensure_ascii=False).encode("utf-8")
-        self._f.write(data)
-        self._offsets.append(self._offsets[-1] + len(data))
+        tb, xb = title.encode("utf-8"), text.encode("utf-8")
+        self._f.write(tb)
+        self._f.write(xb)
+        self._titles.append(len(tb))
+        self._offsets.append(self._offsets[-1] + len(tb) + len(xb))
         return len(self._offsets) - 2
 
     def __len__(self) -> int:
@@ -36,6 +38,7 @@ class StoreWriter:
     def close(self) -> None:
         self._f.close()
         np.save(self.dir / OFFSETS, np.frombuffer(self._offsets, dtype=np.int64))
+        np.save(self.dir / TITLES, np.frombuffer(self._titles, dtype=np.int32))
 
 
 class PassageStore:
@@ -44,6 +47,7 @@ class PassageStore:
     def __init__(self, directory: str | Path) -> None:
         self.dir = Path(directory)
         self._offsets = np.load(self.dir / OFFSETS, mmap_mode="r")
+        self._titles = np.load(self.dir / TITLES, mmap_mode="r")
         size = int(self._offsets[-1])
         self._bin = (
             np.memmap(self.dir / BIN, dtype=np.uint8, mode="r") if size else np.zeros(0, np.uint8)
@@ -54,8 +58,9 @@ class PassageStore:
 
     def get(self, i: int) -> tuple[str, str]:
         start, end = int(self._offsets[i]), int(self._offsets[i + 1])
-        title, text = json.loads(self._bin[start:end].tobytes())
-        return title, text
+        raw = self._bin[start:end].tobytes()
+        cut = int(self._titles[i])
+        return raw[:cut].decode("utf-8"), raw[cut:].decode("utf-8")
 
     def __iter__(self):
         for i in range(len(self)):

@@ -9,6 +9,7 @@ Prints one JSON object: timings, peak RSS and each query's top 10 (ids, scores).
 from __future__ import annotations
 
 import json
+import os
 import resource
 import sys
 import time
@@ -18,6 +19,11 @@ import numpy as np
 
 def _peak_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def _cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def _latencies(search, qs: list[str]) -> tuple[list[float], list]:
@@ -36,13 +42,15 @@ def run_bm25(corpus: str, out: str, nq: int) -> dict:
     from retrieval.bench.synthetic import queries
     from retrieval.build import build_index, dir_size, open_index
 
-    t = time.perf_counter()
+    load = os.getloadavg()[0]
+    t, c = time.perf_counter(), _cpu_s()
     s = build_index("jsonl", corpus, out, "bm25", progress=False)
-    build_s = time.perf_counter() - t
+    build_s, build_cpu = time.perf_counter() - t, _cpu_s() - c
     build_peak = _peak_gib()
     idx = open_index(out, "bm25")
     lat, tops = _latencies(lambda q: idx.search(q, 10), queries(nq))
-    return {"passages": s.passages, "build_s": build_s, "peak_rss_gib": build_peak,
+    return {"passages": s.passages, "build_s": build_s, "build_cpu_s": build_cpu,
+            "load_avg": load, "peak_rss_gib": build_peak,
             "index_bytes": dir_size(out), "lat_ms": lat,
             "top10": [[[int(p.id), p.score] for p in hits] for hits in tops]}
 

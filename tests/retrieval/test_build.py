@@ -95,3 +95,14 @@ def test_rebuild_replaces_the_index(tmp_path):
     s = build_index("jsonl", src, out, "bm25", progress=False)
     assert s.passages == 3 and open_index(out).search("gamma YY", 5)[0].title == "Y"
     assert not out.with_name("ix.old").exists()
+
+
+def test_refuses_to_replace_a_directory_that_is_not_an_index(tmp_path):
+    src = tmp_path / "c.jsonl"
+    src.write_text(json.dumps({"title": "A", "text": "alpha beta"}) + "\n")
+    precious = tmp_path / "home"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="not an index directory"):
+        build_index("jsonl", src, precious, "bm25", progress=False)
+    assert (precious / "notes.txt").read_text() == "keep me"
