@@ -1,0 +1,153 @@
+"""The evaluator: gold stays out of the worker, results stream, failures are classified."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+from evals.evaluator import evaluate_sync, guarded_score
+from evals.problem import Problem
+from harnesses.models import InfraError
+from harnesses.sandbox import Limits
+from harnesses.seeds import seed_source
+from harnesses.toolbox import Toolbox
+
+LIMITS = Limits(memory_mb=1536, pids=32, cpu_s=120, problem_timeout_s=30.0)
+
+
+@dataclass
+class SumTask:
+    """Questions "a+b"; the gold is the sum. Counts scorer calls."""
+
+    name: str = "sum"
+    track: str = "reasoning"
+    description: str = "add"
+    seed: str = "reasoning_direct"
+    scored: list = field(default_factory=list)
+
+    def score(self, problem: Problem, answer: str) -> float:
+        self.scored.append(problem.id)
+        if answer == "raise":
+            raise ValueError("odd answer")
+        return float(answer.strip() == str(problem.gold))
+
+    def retriever(self):
+        return None
+
+
+class Adder:
+    """A scripted Solver for control flow: adds the numbers of the prompt's last line."""
+
+    def __init__(self, delay_s: float = 0.0, fail_on: str | None = None) -> None:
+        self.delay_s, self.fail_on, self.prompts = delay_s, fail_on, []
+
+    async def acomplete(self, messages, **params):
+        self.prompts.append(messages)
+        await asyncio.sleep(self.delay_s)
+        question = messages.rsplit("Problem:", 1)[-1].strip()
+        if self.fail_on and self.fail_on in question:
+            raise InfraError("server", "endpoint returned 503")
+        if question == "weird":
+            return "Answer: raise"
+        a, b = question.split("+")
+        return f"Answer: {int(a) + int(b)}"
+
+
+def problems(n: int) -> list[Problem]:
+    return [Problem(f"p{i}", {"question": f"{i}+{i}"}, gold=2 * i, meta={"secret": f"gold-{i}"})
+            for i in range(n)]
+
+
+def test_scores_and_streams_results_and_keeps_gold_out():
+    solver, task, streamed = Adder(delay_s=0.5), SumTask(), []
+    probs = problems(16)
+    probs[3] = Problem("p3", {"question": "3+3"}, gold=7)  # a wrong gold: score 0
+    t0 = time.perf_counter()
+    result = evaluate_sync(seed_source("reasoning_direct"), probs, task, Toolbox(solver),
+                           concurrency=16, limits=LIMITS, on_result=streamed.append)
+    elapsed = time.perf_counter() - t0
+    assert [r.problem_id for r in result.results] == [p.id for p in probs]
+    assert sorted(r.problem_id for r in streamed) == sorted(p.id for p in probs)
+    assert result.mean_score == pytest.approx(15 / 16) and result.completed_fraction == 1.0
+    assert all(len(r.calls) == 1 and r.latency_s > 0 for r in result.results)
+    assert not any("gold" in str(prompt) for prompt in solver.prompts)
+    assert sorted(task.scored) == sorted(p.id for p in probs)
+    assert elapsed < 4.0 + 8.0, elapsed  # generous: includes a cold worker start
+
+
+def test_invalid_source_marks_every_problem_without_running():
+    solver, streamed = Adder(), []
+    result = evaluate_sync("def build_graph(tools):\n    return (\n", problems(3), SumTask(),
+                           Toolbox(solver), limits=LIMITS, on_result=streamed.append)
+    assert [r.error_kind for r in result.results] == ["invalid"] * 3
+    assert "syntax" in result.results[0].error and len(streamed) == 3
+    assert solver.prompts == [] and result.mean_score == 0.0
+
+
+def test_build_failure_in_the_worker_is_invalid_too():
+    source = "def build_graph(tools):\n    return None\n"
+    result = evaluate_sync(source, problems(2), SumTask(), Toolbox(Adder()), limits=LIMITS)
+    assert {r.error_kind for r in result.results} == {"invalid"}
+    assert "not_a_graph" in result.results[0].error
+
+
+def test_infra_errors_are_unscored_and_harness_errors_score_zero():
+    catch_all = seed_source("reasoning_direct").replace(
+        '        reply = tools.llm(PROMPT.format(question=state["question"]))',
+        '        try:\n            reply = tools.llm(PROMPT.format(question=state["question"]))\n'
+        '        except Exception:\n            reply = "Answer: 0"')
+    probs = problems(3) + [Problem("bad", {"question": "nonsense"}, gold=1),
+                           Problem("weird", {"question": "weird"}, gold=0)]
+    result = evaluate_sync(catch_all, probs, SumTask(), Toolbox(Adder(fail_on="2+2")),
+                           limits=LIMITS)
+    by_id = {r.problem_id: r for r in result.results}
+    assert by_id["p2"].error_kind == "infra" and by_id["p2"].score is None
+    assert "503" in by_id["p2"].error
+    assert by_id["bad"].score == 0.0 and by_id["bad"].answer == "0"  # harness caught a ToolError
+    assert by_id["weird"].score == 0.0 and "scorer raised" in by_id["weird"].error
+    assert by_id["p1"].score == 1.0
+    assert result.infra_errors == 1 and len(result.scored) == 4
+
+
+def test_guarded_score_clamps():
+    class Wild(SumTask):
+        def score(self, problem, answer):
+            return {"big": 3.0, "nan": float("nan")}[answer]
+
+    p = problems(1)[0]
+    assert guarded_score(Wild(), p, "big") == (1.0, None)
+    assert guarded_score(Wild(), p, "nan")[0] == 0.0
+
+
+def test_a_crashed_worker_loses_only_unfinished_problems():
+    source = seed_source("reasoning_direct").replace(
+        '        reply = tools.llm(',
+        '        if state["question"] == "5+5":\n            import os, time\n'
+        '            time.sleep(1)\n            os._exit(3)\n        reply = tools.llm(')
+    streamed = []
+    result = evaluate_sync(source, problems(6), SumTask(), Toolbox(Adder()),
+                           concurrency=6, limits=LIMITS, on_result=streamed.append)
+    by_id = {r.problem_id: r for r in result.results}
+    assert by_id["p5"].error_kind == "harness" and "exited" in by_id["p5"].error
+    assert all(by_id[f"p{i}"].score == 1.0 for i in range(5))
+    assert len(streamed) == 6
+
+
+@pytest.mark.slow
+def test_real_local_model_through_the_sandbox():
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed")
+    from harnesses.models import get_client
+
+    client = get_client("local")
+    probs = [Problem("two", {"question": "What is 2+2?"}, gold=4)]
+    result = evaluate_sync(seed_source("reasoning_direct"), probs, SumTask(), Toolbox(client),
+                           limits=LIMITS)
+    (r,) = result.results
+    assert r.error_kind is None, r.error
+    assert r.answer and len(r.calls) == 1 and r.calls[0].tokens > 0
+    assert r.calls[0].meta["completion_tokens"] > 0 and r.score in (0.0, 1.0)

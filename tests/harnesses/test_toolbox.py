@@ -1,0 +1,107 @@
+"""The parent-side tools: argument checks, result caps, budgets, retriever and interpreter."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import pytest
+
+from harnesses.sandbox.client import failure_kind
+from harnesses.toolbox import (
+    MAX_K,
+    MAX_TEXT_CHARS,
+    BudgetExceeded,
+    TokenBudget,
+    Toolbox,
+    ToolInputError,
+)
+from retrieval.passage import Passage
+
+
+@dataclass
+class Done:
+    text: str
+    prompt_tokens: int = 5
+    completion_tokens: int = 3
+    cached: bool = False
+    cost: float = 0.01
+    model: str = "scripted"
+
+
+class Echo:
+    def __init__(self, text=None):
+        self.text, self.calls = text, []
+
+    async def acomplete(self, messages, **params):
+        self.calls.append((messages, params))
+        return Done(self.text if self.text is not None else f"echo {messages}")
+
+
+class Shelf:
+    def __init__(self):
+        self.asked = []
+
+    def search(self, query, k=5):
+        self.asked.append((query, k))
+        return [Passage(f"T{i}", "x" * 30_000, 1.0 / (i + 1), f"id{i}") for i in range(k)]
+
+    def search_batch(self, queries, k=5):
+        return [self.search(q, k) for q in queries]
+
+
+def call(box, tool, **args):
+    return asyncio.run(box.call(tool, args))
+
+
+def test_llm_records_tokens_and_passes_allowed_params():
+    solver = Echo()
+    reply = call(Toolbox(solver), "llm", messages="hi", params={"temperature": 0.5})
+    assert reply.result == "echo hi" and reply.tokens == 8 and reply.meta["model"] == "scripted"
+    assert solver.calls == [("hi", {"temperature": 0.5})]
+
+
+@pytest.mark.parametrize("messages, params", [
+    (None, {}), ([], {}), ([{"role": "user"}], {}), ("hi", {"api_base": "http://elsewhere"}),
+])
+def test_llm_rejects_bad_arguments(messages, params):
+    with pytest.raises(ToolInputError):
+        call(Toolbox(Echo()), "llm", messages=messages, params=params)
+
+
+def test_llm_caps_one_result():
+    reply = call(Toolbox(Echo("y" * (MAX_TEXT_CHARS + 10))), "llm", messages="hi")
+    assert len(reply.result) == MAX_TEXT_CHARS and reply.meta["truncated_from"] == MAX_TEXT_CHARS + 10
+
+
+def test_budget_stops_before_the_call_and_is_classified_budget():
+    budget = TokenBudget(max_tokens=10)
+    box = Toolbox(Echo(), budget=budget)
+    call(box, "llm", messages="a")
+    call(box, "llm", messages="b")
+    assert budget.tokens == 16
+    with pytest.raises(BudgetExceeded) as info:
+        call(box, "llm", messages="c")
+    assert failure_kind(info.value) == "budget"
+
+
+def test_search_caps_k_and_passage_text():
+    shelf = Shelf()
+    reply = call(Toolbox(retriever=shelf), "search", query="paris", k=500)
+    assert shelf.asked == [("paris", MAX_K)] and len(reply.result) == MAX_K
+    assert Passage.from_dict(reply.result[0]).id == "id0"
+    assert len(reply.result[0]["text"]) == 20_000
+
+
+def test_missing_parts_fail_as_tool_errors():
+    with pytest.raises(ToolInputError, match="retriever"):
+        call(Toolbox(), "search", query="x", k=3)
+    with pytest.raises(ToolInputError, match="Solver"):
+        call(Toolbox(), "llm", messages="x")
+    assert failure_kind(ToolInputError("x")) == "tool"
+
+
+def test_python_runs_in_a_fresh_sandbox_process():
+    reply = call(Toolbox(), "python", code="import os\nprint(sum(range(10)), os.getcwd() != '/')",
+                 timeout=10)
+    assert reply.result == {"stdout": "45 True\n", "error": None}
