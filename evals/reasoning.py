@@ -43,6 +43,7 @@ import hashlib
 import json
 import random
 import re
+import threading
 from functools import cache
 from typing import Any
 
@@ -54,6 +55,7 @@ STRICT_MATCH = frozenset({"game_of_life_halting"})
 """Tasks whose scorer accepts wrong answers outright: exact (normalised) match instead."""
 _LENGTH_SLACK = 16
 _NO_ORACLE_SLACK = 1000
+_GLOBAL_RNG_LOCK = threading.Lock()
 _EXAMPLE_KEYS = ("possible_answer", "example_answer", "example_correct_answer")
 _EXAMPLE_LIMIT = 1200
 
@@ -136,30 +138,43 @@ def generate_entries(name: str, seed: int, size: int, config: dict | None = None
 
     A few generators (list_functions in 0.1.25) draw from the global `random` module, so the
     same index gives a different question each call. Each item is therefore generated with the
-    global `random` (and numpy's) seeded from (name, seed, index), and their states restored.
+    global `random` (and numpy's) seeded from (name, seed, index), and their states restored
+    (under a lock, so concurrent generation stays reproducible).
     """
     import numpy as np
     import reasoning_gym
 
-    data = reasoning_gym.create_dataset(name, seed=seed, size=size, **(config or {}))
-    py_state, np_state = random.getstate(), np.random.get_state()
-    try:
-        out = []
-        for i in range(size):
-            key = f"{name}:{seed}:{i}"
-            random.seed(key)
-            np.random.seed(int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big"))
-            out.append(data[i])
-        return out
-    finally:
-        random.setstate(py_state)
-        np.random.set_state(np_state)
+    def reseed(key: str) -> None:
+        random.seed(key)
+        np.random.seed(int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big"))
+
+    with _GLOBAL_RNG_LOCK:
+        py_state, np_state = random.getstate(), np.random.get_state()
+        try:
+            reseed(f"{name}:{seed}:init")
+            data = reasoning_gym.create_dataset(name, seed=seed, size=size, **(config or {}))
+            out = []
+            for i in range(size):
+                reseed(f"{name}:{seed}:{i}")
+                out.append(data[i])
+            return out
+        finally:
+            random.setstate(py_state)
+            np.random.set_state(np_state)
 
 
 @cache
 def _generate(name: str, seed: int, size: int, config_json: str) -> tuple[dict, ...]:
     """`generate_entries`, once per process (some tasks take ~0.3 s per item)."""
     return tuple(generate_entries(name, seed, size, json.loads(config_json)))
+
+
+@cache
+def _scorer_dataset(name: str, config_json: str) -> Any:
+    """A dataset instance whose `score_answer` scores entries of `name` (any seed)."""
+    import reasoning_gym
+
+    return reasoning_gym.create_dataset(name, seed=0, size=1, **json.loads(config_json))
 
 
 class ReasoningTask:
@@ -182,18 +197,11 @@ class ReasoningTask:
         self.n_dev, self.n_test, self.split_seed = n_dev, n_test, seed
         self.partial_credit = partial_credit
         self._config_json = json.dumps(config or {}, sort_keys=True)
-        self._dataset: Any = None
         self._dev: list[Problem] | None = None
         self._test: list[Problem] | None = None
 
     def _scorer(self) -> Any:
-        if self._dataset is None:
-            import reasoning_gym
-
-            self._dataset = reasoning_gym.create_dataset(
-                self.task, seed=self.split_seed, size=1, **json.loads(self._config_json)
-            )
-        return self._dataset
+        return _scorer_dataset(self.task, self._config_json)
 
     def _problem(self, split: str, index: int, entry: dict) -> Problem:
         return Problem(

@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python scripts/probe_rg_scorers.py [--n 3] [--raw]
 
+Each line also flags `gold_not_full_credit` when the gold answer itself does not score 1.
 A scorer is *lenient* when an answer that is not the gold earns credit: the gold buried in
 junk, a long list of candidates, a huge number list. It *raises* when an odd answer (empty,
 "None", a 100k-character string, non-ASCII) makes `score_answer` throw. Without `--raw` the
@@ -65,6 +66,13 @@ def probe(name: str, n: int, raw: bool) -> tuple[dict, dict, float]:
 
     for k, entry in enumerate(entries):
         gold = str(entry["answer"])
+        if entry["answer"] is not None:
+            try:
+                full = float(score(gold, entry))
+            except Exception as exc:  # noqa: BLE001
+                full = f"{type(exc).__name__}"
+            if full != 1.0:
+                raises["gold_not_full_credit"] = str(full)
         others = [str(e["answer"]) for j, e in enumerate(entries) if j != k]
         cases = {**adversarial(gold, others), **ODD}
         for label, answer in cases.items():
