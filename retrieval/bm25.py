@@ -13,7 +13,6 @@ At query time bm25s' dense top-k (argpartition over all N scores, mostly zeros) 
 from __future__ import annotations
 
 from array import array
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,22 +34,35 @@ def index_text(title: str, text: str) -> str:
 class BM25Builder:
     """Collects (term, tf) pairs passage by passage, then writes the bm25s index."""
 
+    BATCH = 4096
+
     def __init__(self, tokenizer: Tokenizer, k1: float = 1.5, b: float = 0.75) -> None:
         self.tokenizer, self.k1, self.b = tokenizer, k1, b
         self._mapper = IdMapper(tokenizer)
         self._terms, self._tfs = array("i"), array("i")
         self._lens, self._nnz = array("i"), array("i")
+        self._pending: list[str] = []
 
     def add(self, title: str, text: str) -> None:
-        ids = self._mapper.ids(index_text(title, text))
-        counts = Counter(ids)
-        self._terms.extend(counts.keys())
-        self._tfs.extend(counts.values())
-        self._lens.append(len(ids))
-        self._nnz.append(len(counts))
+        self._pending.append(index_text(title, text))
+        if len(self._pending) >= self.BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Count (passage, term) pairs of the pending passages in one vectorised step."""
+        n = len(self._pending)
+        if not n:
+            return
+        ids, doc = self._mapper.batch_ids(self._pending)
+        self._pending = []
+        pairs, tfs = np.unique((doc << 32) | ids, return_counts=True)
+        self._terms.frombytes((pairs & 0xFFFFFFFF).astype(np.int32).tobytes())
+        self._tfs.frombytes(tfs.astype(np.int32).tobytes())
+        self._lens.frombytes(np.bincount(doc, minlength=n).astype(np.int32).tobytes())
+        self._nnz.frombytes(np.bincount(pairs >> 32, minlength=n).astype(np.int32).tobytes())
 
     def __len__(self) -> int:
-        return len(self._lens)
+        return len(self._lens) + len(self._pending)
 
     def _matrix(self):
         """The passage x term score matrix in CSC form, zeros dropped."""
@@ -86,6 +98,7 @@ class BM25Builder:
         """Write `directory/bm25/` and return the settings the manifest records."""
         import bm25s
 
+        self._flush()
         csc, n, avg_len = self._matrix()
         bm = bm25s.BM25(k1=self.k1, b=self.b, method=METHOD, idf_method=IDF_METHOD)
         bm.scores = {
