@@ -1,0 +1,32 @@
+"""Write throughput of the SQLite execution log: one committed transaction per evaluation row,
+with the default synchronous=NORMAL and with FULL (an fsync per write). Prints figures.
+
+    .venv/bin/python scripts/bench_log_store.py [rows]
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+
+from harnesses.store import Evaluation, SQLiteLogStore
+
+
+def bench(rows: int, synchronous: str) -> float:
+    with tempfile.TemporaryDirectory() as tmp, SQLiteLogStore(tmp, synchronous=synchronous) as store:
+        trace = [{"tool": "llm", "args": {"messages_or_prompt": "q " * 400}, "result": "a " * 100}] * 3
+        start = time.perf_counter()
+        for i in range(rows):
+            store.put_evaluation(Evaluation("run", "sha", "selection", 1, f"p{i}", "42", 1.0, trace=trace))
+        elapsed = time.perf_counter() - start
+        assert len(store.completed_problem_ids("sha", "selection", 1)) == rows
+    return elapsed
+
+
+if __name__ == "__main__":
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 500
+    for mode in ("NORMAL", "FULL"):
+        s = bench(n, mode)
+        print(f"synchronous={mode:6s} {n} evaluation rows (~3.6 kB each): {s:.2f} s, "
+              f"{n / s:,.0f} committed writes/s, {1000 * s / n:.2f} ms each")
