@@ -197,3 +197,15 @@ def test_any_text_is_stored_and_read_back(tmp_path, answer, arg, completion, sou
         assert ev.answer == clean_text(answer) and ev.calls[0].args["x"] == clean_text(arg)
         s.put_proposal(Proposal("x", 1, prompt_group_id([{"content": arg}]), [{"content": arg}], completion))
         assert s.get_proposal("x").completion == clean_text(completion)
+
+
+def test_concurrent_async_writes_all_land(store):
+    async def go():
+        await asyncio.gather(*(store.aput_evaluation(Evaluation("r", "s", "selection", 1, f"p{i}", "a", 1.0))
+                               for i in range(40)),
+                             *(store.aappend_event("tick", {"i": i}) for i in range(40)))
+
+    asyncio.run(go())
+    assert store.completed_problem_ids("s", "selection", 1) == {f"p{i}" for i in range(40)}
+    assert sorted(e.payload["i"] for e in store.iter_events()) == list(range(40))
+    assert store.integrity_check() == "ok"
