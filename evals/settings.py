@@ -28,6 +28,12 @@ SAMPLE_FILES = {
 """The real samples shipped in the data folder, per QA task (used when no path is given)."""
 
 SAMPLE_CORPORA = {
-    "musique": "musique/musique_train_corpus.json",
-    "2wiki": "2wikimultihopqa/2wikimultihopqa_corpus.json",
+    "hotpotqa": ("2wiki", "hotpotqa/dev_hf_slice.jsonl"),
+    "musique": ("musique", "musique/musique_train_corpus.json"),
+    "2wiki": ("2wiki", "2wikimultihopqa/train_slice.json"),
 }
+"""Per QA task, the (retrieval corpus kind, file) of a closed corpus its sample questions are
+answerable from. HotpotQA and 2Wiki use their questions' own context paragraphs (the `2wiki`
+kind reads both context layouts). `2wikimultihopqa/2wikimultihopqa_corpus.json` is the 2Wiki
+*dev* corpus: it holds the evidence of only ~2% of the train-slice questions, so it is not used
+for the sample."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evals.settings import REPO_ROOT, SAMPLE_FILES, data_dir
+from evals.settings import REPO_ROOT, SAMPLE_CORPORA, SAMPLE_FILES, data_dir
 
 
 def test_env_var_wins(monkeypatch, tmp_path):
@@ -16,5 +16,5 @@ def test_default_is_next_to_the_repo(monkeypatch):
 
 
 def test_sample_files_exist(data_dir):
-    for rel in SAMPLE_FILES.values():
+    for rel in [*SAMPLE_FILES.values(), *(path for _, path in SAMPLE_CORPORA.values())]:
         assert (data_dir / rel).is_file(), rel

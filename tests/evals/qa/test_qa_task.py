@@ -121,16 +121,19 @@ def test_any_retriever_is_bound_and_described(data_dir):
 
 
 @pytest.mark.slow
-def test_index_dir_opens_a_real_bm25_index(data_dir, tmp_path):
+@pytest.mark.parametrize("name", ["hotpotqa", "musique", "2wiki"])
+def test_index_dir_opens_a_real_bm25_index(data_dir, tmp_path, name):
     import retrieval
 
-    out = tmp_path / "musique_index"
-    retrieval.build_index("musique", data_dir / SAMPLE_CORPORA["musique"], out, progress=False)
-    task = _task(data_dir, "musique", index_dir=out)
+    kind, corpus = SAMPLE_CORPORA[name]
+    out = tmp_path / f"{name}_index"
+    retrieval.build_index(kind, data_dir / corpus, out, progress=False)
+    task = _task(data_dir, name, index_dir=out)
     retriever = task.retriever()
     assert task.retriever() is retriever  # opened once
     hits = 0
     for p in task.dev():
         titles = {x.title for x in retriever.search(p.question, 10)}
         hits += bool(titles & set(p.meta["supporting_titles"]))
-    assert hits / len(task.dev()) > 0.5  # BM25 finds a gold paragraph for most questions
+    # measured: 1.00 / 0.93 / 1.00; a corpus or binding mix-up drops this to ~0
+    assert hits / len(task.dev()) > 0.8
