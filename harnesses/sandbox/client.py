@@ -13,6 +13,7 @@ import itertools
 import json
 import signal
 import socket
+import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -145,14 +146,17 @@ class Worker:
         return self._death is None and self.process is not None
 
     async def start(self) -> None:
-        """Spawn the worker; returns once its imports are done and it waits for `load`."""
+        """Spawn the worker; returns once its imports are done and it waits for `load`.
+        A no-op for a worker already started (one from a pool)."""
+        if self.process is not None:
+            return
         t0 = time.perf_counter()
         loop = asyncio.get_running_loop()
         env = {LIMITS_ENV: json.dumps(self.limits.to_dict())}
         args = ["-m", "harnesses.sandbox.worker"]
         if getattr(self.backend, "stdio_bridge", False):  # containers: bridge over stdin/stdout
             env[BRIDGE_FD_ENV] = "stdio"
-            self.process = await self.backend.spawn(args, self.limits, env)
+            self.process = await self.backend.spawn(args, self.limits, env, stdin=subprocess.PIPE)
             reader, self._writer = self.process.proc.stdout, self.process.proc.stdin
             stdout = None
         else:
@@ -327,9 +331,11 @@ class Worker:
             with contextlib.suppress(asyncio.TimeoutError):
                 code = await asyncio.wait_for(self.process.proc.wait(), 5)
         if self._death is None and not self._closing:
-            if code == -signal.SIGXCPU or code == -signal.SIGKILL:
+            signals = {-signal.SIGXCPU, 128 + signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGKILL}
+            if code in signals:  # bubblewrap relays a signal death as 128 + signal
+                cpu = code in (-signal.SIGXCPU, 128 + signal.SIGXCPU)
                 self._death = ("timeout", f"the worker was killed (CPU limit {self.limits.cpu_s} s)"
-                               if code == -signal.SIGXCPU else "the worker was killed")
+                               if cpu else "the worker was killed (a resource limit?)")
             else:
                 tail = self.stderr.text()[-2000:]
                 self._death = ("harness", f"the worker exited with code {code}: {tail}")

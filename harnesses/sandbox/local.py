@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import os
 import shutil
 import signal
@@ -31,6 +32,7 @@ from pathlib import Path
 
 from harnesses.offline import OFFLINE_ENV
 from harnesses.sandbox.limits import Limits
+from harnesses.sandbox.protocol import LIMITS_ENV, MAX_MESSAGE_BYTES
 
 CGROUP_PIDS = Path("/sys/fs/cgroup/pids")
 CGROUP_GROUP = "harness-learning"
@@ -156,6 +158,23 @@ class LocalProcess:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
+def nproc_limit(limits: Limits, cgroup: bool) -> int | None:
+    """RLIMIT_NPROC counts every process and thread of the user on the whole machine, and does
+    not bind root at all: set it only where it is the sole bound (no cgroup, not root), as the
+    user's current count plus the sandbox's allowance."""
+    if cgroup or os.geteuid() == 0:
+        return None
+    try:
+        import psutil
+
+        uid = os.getuid()
+        current = sum(p.info["num_threads"] or 0 for p in psutil.process_iter(["uids", "num_threads"])
+                      if p.info["uids"] and p.info["uids"].real == uid)
+    except Exception:
+        return None
+    return current + limits.pids
+
+
 class LocalBackend:
     """Subprocess + rlimits (+ bubblewrap, + pids cgroup when available)."""
 
@@ -183,6 +202,11 @@ class LocalBackend:
         scratch = tempfile.mkdtemp(prefix="hl-sbx-")
         os.chmod(scratch, 0o777)
         home = SCRATCH if self.use_bwrap else scratch
+        env = dict(env)
+        if LIMITS_ENV in env:
+            settings = json.loads(env[LIMITS_ENV])
+            settings["nproc"] = nproc_limit(limits, self.use_cgroup)
+            env[LIMITS_ENV] = json.dumps(settings)
         full_env = base_env(home, env)
         argv = [sys.executable, "-s", *args]
         if self.use_bwrap:
@@ -197,5 +221,6 @@ class LocalBackend:
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             pass_fds=pass_fds, env=full_env, cwd=scratch, start_new_session=True,
+            limit=MAX_MESSAGE_BYTES,
         )
         return LocalProcess(proc, scratch, cgroup, self.protections())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import deque
 from typing import Any
 
@@ -57,10 +56,11 @@ class WorkerPool:
         return worker
 
     async def close(self) -> None:
+        """Close the idle workers. Starting ones are awaited, not cancelled: a start cut
+        short could leave a process nobody reaps."""
         self._closed = True
-        while self._starting:
-            task = self._starting.popleft()
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                worker = await task
-                await worker.close()
+        tasks = list(self._starting)
+        self._starting.clear()
+        for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+            if isinstance(outcome, Worker):
+                await outcome.close()

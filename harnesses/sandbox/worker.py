@@ -49,7 +49,8 @@ def apply_limits(limits: dict[str, Any]) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limits["memory_mb"] * mb,) * 2)
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_mb"] * mb,) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_NPROC, (limits["pids"],) * 2)  # binds non-root users
+    if limits.get("nproc"):  # set by the backend only where no pids cgroup bounds processes
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits["nproc"],) * 2)
 
 
 @dataclass

@@ -9,10 +9,12 @@ import pytest
 
 from harnesses.models import InfraError
 from harnesses.runtime import HarnessInvalid
+from harnesses.sandbox import Worker
+from harnesses.sandbox.local import LocalBackend
 from harnesses.seeds import seed_source
 from harnesses.toolbox import BudgetExceeded
 
-from .conftest import ScriptedToolbox, node_harness
+from .conftest import TEST_LIMITS, ScriptedToolbox, node_harness
 
 
 def test_reasoning_seed_runs_in_a_worker(sandbox):
@@ -197,3 +199,22 @@ answer = "ok"
     spun, after, elapsed = sandbox.run(go())
     assert spun.error_kind == "timeout" and spun.answer is None
     assert after.answer == "ok" and elapsed < 1.0, (after, elapsed)
+
+
+class StdioLocal(LocalBackend):
+    """The local sandbox speaking the bridge over stdin/stdout, as containers do."""
+
+    stdio_bridge = True
+
+
+def test_stdio_bridge_keeps_prints_off_the_bridge(sandbox):
+    source = node_harness('print("noise " * 5000)\nanswer = tools.llm("x")')
+
+    async def go():
+        async with Worker(ScriptedToolbox(), TEST_LIMITS, backend=StdioLocal()) as worker:
+            await worker.load(source)
+            return await worker.run("p", {"question": "q"}), worker.stderr.text()
+
+    outcome, stderr = sandbox.run(go())
+    assert outcome.answer == "Answer: 4", outcome
+    assert "noise noise" in stderr
