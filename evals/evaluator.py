@@ -39,7 +39,8 @@ async def evaluate(
     """Run `source` on every problem and score the answers with `task.score`.
 
     An invalid source gives every problem error_kind "invalid" (with the reason) without
-    running any. Infra failures and budget stops are reported unscored (score None)."""
+    running any. Infra failures and budget stops are reported unscored (score None). With a
+    `pool`, its workers' limits apply; `limits` then sets only the per-problem timeout."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     limits = limits or Limits()
@@ -61,6 +62,9 @@ async def evaluate(
             await worker.load(source, line_limit)
         except HarnessInvalid as exc:
             return await _all_failed(problems, exc, on_result)
+        except OSError as exc:  # the worker vanished before the source arrived
+            failed = RunOutcome(error=f"the sandbox failed: {exc}", error_kind="infra")
+            return await _all_failed(problems, failed, on_result)
         gate = asyncio.Semaphore(concurrency)
 
         async def one(problem: Problem) -> ProblemResult:

@@ -217,6 +217,9 @@ class Worker:
                        "error_kind": "timeout"}
             with contextlib.suppress(Exception):
                 await self._send({"op": "cancel", "run": rid})
+        except OSError as exc:  # the worker went away between runs
+            kind, text = self._death or ("infra", f"the worker is unreachable: {exc}")
+            message = {"error": text, "error_kind": kind}
         finally:
             run.done = True
             self._runs.pop(rid, None)
@@ -292,7 +295,9 @@ class Worker:
             self._loaded.set_result(message)
 
     async def _serve_call(self, message: dict[str, Any]) -> None:
-        call_id, tool = message["id"], str(message.get("tool"))
+        call_id, tool = message.get("id"), str(message.get("tool"))
+        if not isinstance(call_id, int):
+            return
         args = message.get("args") if isinstance(message.get("args"), dict) else {}
         run = self._runs.get(str(message.get("run")))
         t0 = time.perf_counter()

@@ -189,3 +189,36 @@ answer = "sent"
 """)
     outcome = sandbox.run_one(source)
     assert outcome.error_kind in (None, "harness"), outcome
+
+
+def test_file_size_limit(sandbox):
+    source = node_harness(f"""
+try:
+    with open("big.bin", "wb") as f:
+        for _ in range({TEST_LIMITS.file_size_mb + 8}):
+            f.write(b"x" * (1 << 20))
+    answer = "wrote it all"
+except OSError as exc:
+    answer = f"stopped: {{exc.strerror}}"
+""")
+    outcome = sandbox.run_one(source)
+    assert outcome.answer == "stopped: File too large", outcome
+
+
+def test_cpu_limit_kills_a_worker_stuck_in_c_code():
+    """`sum(range(...))` runs in C, where no exception can be raised: only the CPU rlimit
+    (or the candidate's wall clock) ends it."""
+    import asyncio
+
+    from harnesses.sandbox import Limits, Worker
+
+    from .conftest import ScriptedToolbox
+
+    async def go():
+        limits = Limits(cpu_s=6, memory_mb=1536, pids=32, problem_timeout_s=60.0)
+        async with Worker(ScriptedToolbox(), limits) as worker:
+            await worker.load(node_harness("answer = sum(range(10 ** 13))"))
+            return await worker.run("spin", {"question": "q"})
+
+    outcome = asyncio.run(go())
+    assert outcome.error_kind == "timeout" and "CPU limit" in outcome.error, outcome
