@@ -72,8 +72,11 @@ class Toolbox:
 
     def __init__(self, solver: SolverClient | None = None, retriever: Any = None,
                  python_limits: Limits | None = None, budget: Budget | None = None,
-                 *, backend: Any = None) -> None:
+                 *, solver_params: dict[str, Any] | None = None, backend: Any = None) -> None:
         self.solver = solver
+        self.solver_params = dict(solver_params or {})
+        """Defaults of every Solver call (the run's configuration); a harness may override
+        the ones in `LLM_PARAMS`."""
         self.retriever = retriever
         self.python_limits = python_limits or Limits()
         self.budget = budget
@@ -98,7 +101,7 @@ class Toolbox:
                                  f"{sorted(LLM_PARAMS)}")
         if self.budget is not None:
             self.budget.check()
-        completion = await self.solver.acomplete(messages, **params)
+        completion = await self.solver.acomplete(messages, **{**self.solver_params, **params})
         tokens = int(getattr(completion, "prompt_tokens", 0) or 0) + int(
             getattr(completion, "completion_tokens", 0) or 0)
         cost = float(getattr(completion, "cost", 0.0) or 0.0)

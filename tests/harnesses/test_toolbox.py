@@ -61,6 +61,13 @@ def test_llm_records_tokens_and_passes_allowed_params():
     assert solver.calls == [("hi", {"temperature": 0.5})]
 
 
+def test_configured_solver_params_are_defaults_a_harness_may_override():
+    solver = Echo()
+    box = Toolbox(solver, solver_params={"temperature": 0.0, "max_tokens": 64})
+    call(box, "llm", messages="a", params={"temperature": 0.7})
+    assert solver.calls == [("a", {"temperature": 0.7, "max_tokens": 64})]
+
+
 @pytest.mark.parametrize("messages, params", [
     (None, {}), ([], {}), ([{"role": "user"}], {}), ("hi", {"api_base": "http://elsewhere"}),
 ])
