@@ -12,6 +12,7 @@ import asyncio
 import os
 import threading
 import time
+import warnings
 import weakref
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -21,7 +22,8 @@ from harnesses.models.completion import Completion, UsageStats
 from harnesses.models.config import LOCAL_MODEL, ModelConfig
 from harnesses.models.errors import InfraError, ModelRequestError
 from harnesses.models.failures import backoff_s, classify
-from harnesses.models.runtime import background_loop, import_litellm
+from harnesses.models.local import LOCAL_API_KEY, LOCAL_LITELLM_MODEL, ensure_local_server
+from harnesses.models.runtime import background_loop, import_litellm, litellm_if_imported
 
 Messages = str | list[dict[str, Any]]
 _RESERVED = frozenset({"model", "messages", "api_base", "base_url", "api_key", "stream"})
@@ -95,7 +97,7 @@ class ModelClient:
         if self.cache is not None:
             hit = await asyncio.to_thread(self.cache.get, key)
             if hit is not None:
-                self.stats.add(calls=1, cache_hits=1)
+                self.stats.add(cache_hits=1)
                 return replace(Completion.from_dict(hit), cached=True, cost=0.0,
                                latency_s=time.perf_counter() - started)  # fmt: skip
         state = self._state()
@@ -118,7 +120,9 @@ class ModelClient:
         raise RuntimeError("ModelClient.complete() inside a running event loop: await acomplete()")
 
     # -- internals --------------------------------------------------------------------------
-    async def _fetch_and_store(self, key: str, msgs: list[dict[str, Any]], params: dict[str, Any]) -> Completion:
+    async def _fetch_and_store(
+        self, key: str, msgs: list[dict[str, Any]], params: dict[str, Any]
+    ) -> Completion:
         completion = await self._fetch(msgs, params)
         if self.cache is not None:
             await asyncio.to_thread(self.cache.put, key, completion.to_dict())
@@ -135,8 +139,12 @@ class ModelClient:
                     self.stats.error(err.kind)
                     if attempt == 0:
                         raise
-                    raise InfraError(err.kind, f"{err.message} (gave up after {attempt + 1} attempts)") from err
-                wait = backoff_s(attempt, self.config.backoff_s, self.config.max_backoff_s, err.retry_after_s)
+                    raise InfraError(
+                        err.kind, f"{err.message} (gave up after {attempt + 1} attempts)"
+                    ) from err
+                wait = backoff_s(
+                    attempt, self.config.backoff_s, self.config.max_backoff_s, err.retry_after_s
+                )
                 self.stats.add(retries=1)
                 await asyncio.sleep(wait)
                 attempt += 1
@@ -145,7 +153,7 @@ class ModelClient:
             return completion
 
     async def _request(self, msgs: list[dict[str, Any]], params: dict[str, Any]) -> Completion:
-        litellm = await asyncio.to_thread(import_litellm) if not _litellm_ready() else import_litellm()
+        litellm = litellm_if_imported() or await asyncio.to_thread(import_litellm)
         target = await self._resolve()
         state = self._state()
         if len(target.endpoints) > 1 and state.router is None:
@@ -215,8 +223,6 @@ class ModelClient:
     def _make_target(self) -> _Target:
         cfg = self.config
         if cfg.model == LOCAL_MODEL:
-            from harnesses.models.local import LOCAL_API_KEY, LOCAL_LITELLM_MODEL, ensure_local_server
-
             return _Target(LOCAL_LITELLM_MODEL, (ensure_local_server(),), LOCAL_API_KEY)
         key = cfg.api_key
         if key is None and cfg.endpoints and cfg.model.startswith("openai/"):
@@ -240,22 +246,25 @@ class ModelClient:
             {
                 "model_name": "replicas",
                 "litellm_params": {
-                    "model": target.model, "api_base": base, "api_key": target.api_key,
-                    "max_parallel_requests": self.config.max_concurrency, "max_retries": 0,
+                    "model": target.model,
+                    "api_base": base,
+                    "api_key": target.api_key,
+                    "max_parallel_requests": self.config.max_concurrency,
+                    "max_retries": 0,
                 },
             }  # fmt: skip
             for base in target.endpoints
         ]
-        return litellm.Router(model_list=deployments, num_retries=0, routing_strategy="least-busy")
+        with warnings.catch_warnings():  # litellm's own pydantic schema warnings
+            warnings.simplefilter("ignore", UserWarning)
+            return litellm.Router(
+                model_list=deployments, num_retries=0, routing_strategy="least-busy"
+            )
 
 
-def _litellm_ready() -> bool:
-    import sys
-
-    return "litellm" in sys.modules and hasattr(sys.modules["litellm"], "acompletion")
-
-
-def _forget(inflight: dict[str, asyncio.Task[Completion]], key: str, task: asyncio.Task[Completion]) -> None:
+def _forget(
+    inflight: dict[str, asyncio.Task[Completion]], key: str, task: asyncio.Task[Completion]
+) -> None:
     if inflight.get(key) is task:
         del inflight[key]
     if not task.cancelled():

@@ -31,9 +31,10 @@ class Completion:
 
 @dataclass
 class UsageStats:
-    """Counters of one client. `calls` counts answers returned, `requests` HTTP attempts,
-    `cache_hits` persistent-cache answers, `shared` answers taken from an identical in-flight
-    call; tokens and cost count only requests actually made."""
+    """Counters of one client. `calls` counts answers obtained from the model (after any
+    retries), `requests` HTTP attempts, `cache_hits` answers from the persistent cache,
+    `shared` answers taken from an identical in-flight call; tokens, latency and cost count
+    only requests actually made."""
 
     calls: int = 0
     requests: int = 0

@@ -20,9 +20,7 @@ INFRA_KINDS = (
 )
 """`config` (not retried): the endpoint rejected who we are or what we named (401/403/404)."""
 
-RETRYABLE_KINDS = frozenset(
-    {"timeout", "rate_limit", "server", "connection", "empty", "malformed"}
-)
+RETRYABLE_KINDS = frozenset({"timeout", "rate_limit", "server", "connection", "empty", "malformed"})
 
 
 class InfraError(Exception):

@@ -40,7 +40,7 @@ def classify(exc: BaseException, litellm: Any) -> InfraError | ModelRequestError
         return InfraError("config", text)
     if isinstance(exc, litellm.BadRequestError | litellm.UnprocessableEntityError):
         return ModelRequestError(text)
-    if isinstance(exc, litellm.APIConnectionError | ConnectionError | OSError):
+    if isinstance(exc, litellm.APIConnectionError) or _lost_connection(exc):
         return InfraError("connection", text)
     if isinstance(status, int) and status >= 500:
         return InfraError("server", text)
@@ -49,6 +49,25 @@ def classify(exc: BaseException, litellm: Any) -> InfraError | ModelRequestError
     if "No deployments available" in text:  # every replica cooling down after failures
         return InfraError("rate_limit", text, retry_after_s=retry_after(exc))
     return None
+
+
+_CONNECTION_ERROR_NAMES = frozenset(
+    {"APIConnectionError", "ConnectError", "ClientConnectorError", "ServerDisconnectedError",
+     "RemoteProtocolError", "ReadError", "ClientOSError"}
+)  # fmt: skip
+
+
+def _lost_connection(exc: BaseException) -> bool:
+    """True when the cause chain shows the endpoint was unreachable or hung up (litellm
+    reports some of these as a 500 "Connection error.")."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ConnectionError) or type(cause).__name__ in _CONNECTION_ERROR_NAMES:
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def retry_after(exc: BaseException) -> float | None:

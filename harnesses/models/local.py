@@ -142,7 +142,9 @@ class LocalServer:
                 return
             time.sleep(0.2)
         self.stop()
-        raise LocalModelError(f"the local model server was not ready in {timeout_s:.0f}s:\n{self.log_tail()}")
+        raise LocalModelError(
+            f"the local model server was not ready in {timeout_s:.0f}s:\n{self.log_tail()}"
+        )
 
     def log_tail(self, chars: int = 2000) -> str:
         if self.log_path is None or not self.log_path.exists():

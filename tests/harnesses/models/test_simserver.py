@@ -15,7 +15,9 @@ from harnesses.models import SimServer
 from harnesses.models.simserver import default_reply
 
 
-def _post(url: str, body: dict[str, Any], timeout: float = 10.0) -> tuple[int, dict[str, str], bytes]:
+def _post(
+    url: str, body: dict[str, Any], timeout: float = 10.0
+) -> tuple[int, dict[str, str], bytes]:
     request = urllib.request.Request(
         f"{url}/chat/completions", data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json"},
@@ -28,7 +30,9 @@ def _post(url: str, body: dict[str, Any], timeout: float = 10.0) -> tuple[int, d
 
 
 def _ask(url: str, prompt: str, **extra: Any) -> dict[str, Any]:
-    status, _, body = _post(url, {"model": "sim", "messages": [{"role": "user", "content": prompt}], **extra})
+    status, _, body = _post(
+        url, {"model": "sim", "messages": [{"role": "user", "content": prompt}], **extra}
+    )
     assert status == 200, body
     return json.loads(body)
 
@@ -36,7 +40,7 @@ def _ask(url: str, prompt: str, **extra: Any) -> dict[str, Any]:
 def test_arithmetic_rule_and_usage(sim: SimServer) -> None:
     reply = _ask(sim.url, "Question: What is 12 * 3?")
     assert reply["choices"][0]["message"]["content"] == "Answer: 36"
-    assert reply["usage"]["prompt_tokens"] == 5
+    assert reply["usage"]["prompt_tokens"] == 6  # whitespace words
     assert reply["usage"]["completion_tokens"] == 2
     assert sim.stats.served == 1
 
@@ -56,8 +60,6 @@ def test_custom_rules_and_max_tokens() -> None:
         short = _ask(url, "echo tulip", max_tokens=2)
         assert short["choices"][0]["message"]["content"] == "you said"
         assert short["choices"][0]["finish_reason"] == "length"
-
-
 
 
 def test_slots_bound_active_requests() -> None:
@@ -94,9 +96,9 @@ def test_injected_errors(kind: str) -> None:
 
 
 def test_timeout_kind_hangs_until_the_client_gives_up() -> None:
-    with SimServer(latency_s=0, fail_first=1, error_kinds=("timeout",), hang_s=30) as url:
-        with pytest.raises(TimeoutError):
-            _post(url, {"messages": [{"role": "user", "content": "hi"}]}, timeout=0.3)
+    server = SimServer(latency_s=0, fail_first=1, error_kinds=("timeout",), hang_s=30)
+    with server as url, pytest.raises(TimeoutError):
+        _post(url, {"messages": [{"role": "user", "content": "hi"}]}, timeout=0.3)
 
 
 def test_seeded_error_rate_is_reproducible() -> None:
@@ -145,9 +147,11 @@ def test_command_line_server() -> None:
         assert url == f"http://127.0.0.1:{port}/v1"
         with urllib.request.urlopen(f"{url}/models", timeout=5) as resp:
             assert json.loads(resp.read())["data"][0]["id"] == "sim"
-        assert _ask(url, "capital of Spain?")["choices"][0]["message"]["content"] == "Answer: Spainville"
+        assert (
+            _ask(url, "capital of Spain?")["choices"][0]["message"]["content"]
+            == "Answer: Spainville"
+        )
         assert _ask(url, "What is 2 + 2")["choices"][0]["message"]["content"] == "Answer: 4"
     finally:
         proc.terminate()
         proc.wait(10)
-
