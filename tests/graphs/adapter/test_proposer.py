@@ -6,10 +6,11 @@ import asyncio
 
 import pytest
 
+from evals.rewards import group_advantages, proposal_reward
 from graphs.adapter.proposer import ProposeError, build_proposer_messages, propose
 from harnesses.edits import propose_candidate
 from harnesses.seeds import seed_source
-from harnesses.store import prompt_group_id
+from harnesses.store import SQLiteLogStore, prompt_group_id
 
 SOURCE = seed_source("reasoning_direct")
 
@@ -80,14 +81,28 @@ def test_a_failed_sample_is_reported_with_the_others(scripted):
 
 
 @pytest.mark.slow
-def test_real_local_model_proposals_flow_into_candidates(local_model_url):
+def test_real_local_model_proposals_flow_into_candidates_log_and_rewards(local_model_url, tmp_path):
+    """Real samples -> candidates -> execution log -> rewards -> one GRPO group."""
     from harnesses.models import get_client
 
     client = get_client("local")
     msgs = messages()
-    out = asyncio.run(propose(client, msgs, 2, seed=3, temperature=0.8, max_tokens=48))
+    out = asyncio.run(propose(client, msgs, 2, seed=3, temperature=0.8, max_tokens=16))
     assert len(out) == 2
-    for completion in out:
-        assert isinstance(completion.text, str) and completion.finish_reason in {"stop", "length"}
-        c = propose_candidate(SOURCE, completion.text, "search_replace", completion.finish_reason)
-        assert c.applied or c.failure is not None
+    with SQLiteLogStore(tmp_path) as store:
+        for index, completion in enumerate(out):
+            assert isinstance(completion.text, str) and completion.finish_reason in {"stop", "length"}
+            draft = store.put_proposal_draft(round_=1, index=index, messages=msgs, completion=completion,
+                                             edit_format="search_replace")
+            c = propose_candidate(SOURCE, draft.completion, "search_replace", draft.finish_reason)
+            assert c.applied or c.failure is not None
+            reward, parts = proposal_reward(track="reasoning", parsed=c.parsed, applied=c.applied,
+                                            valid=c.applied, completed_fraction=0.0, score=0.0,
+                                            source=c.new_source)
+            store.update_proposal_outcome(draft.id, parsed=c.parsed, applied=c.applied, reward=reward,
+                                          reward_parts=parts,
+                                          invalid_reason=c.failure and c.failure.kind)
+        (group,) = store.iter_proposal_groups()
+    assert group.prompt == msgs and [p.completion for p in group.proposals] == [c.text for c in out]
+    assert all(p.reward is not None and p.reward >= 0 for p in group.proposals)
+    assert len(group_advantages([p.reward for p in group.proposals])) == 2
