@@ -22,6 +22,7 @@ def bench_bm25(
     recall: _Annotated[bool, _typer.Option("--recall/--no-recall", help="Recall on the real samples.")] = True,
     chroma: _Annotated[bool, _typer.Option("--chroma/--no-chroma", help="Chroma and hybrid rows.")] = True,
     device: _Annotated[str, _typer.Option(help="Embedding device for the recall rows.")] = "cpu",
+    cache: _Annotated[str | None, _typer.Option(help="Keep/reuse the recall indexes here.")] = None,
     as_json: _Annotated[bool, _typer.Option("--json", help="Last line: a JSON object of figures.")] = False,
 ) -> None:
     """BM25 at scale vs rank-bm25, a 5.23M projection, and recall@k on MuSiQue and 2Wiki."""
@@ -37,7 +38,8 @@ def bench_bm25(
         data = _os.environ.get("HARNESS_LEARNING_DATA") or str(
             _Path(__file__).resolve().parents[3] / "shared" / "data")
         backends = ("bm25", "chroma", "hybrid") if chroma else ("bm25",)
-        figures["recall"] = recall_bench.run(data, backends, device=device, log=log)
+        figures["recall"] = recall_bench.run(data, backends, device=device, cache=cache,
+                                             log=log)
         print(report.recall_table(figures["recall"]))
     if as_json:
         print(_json.dumps(figures))

@@ -40,10 +40,15 @@ def recall(kind: str, hits_per_q: list, golds: list[set], k: int) -> float:
 
 
 def run(data_dir: str | Path, backends: tuple[str, ...] = ("bm25", "chroma", "hybrid"),
-        device: str = "cpu", log=print) -> list[dict]:
-    """One row per (dataset, backend): passages, questions and recall@2/5/10."""
+        device: str = "cpu", cache: str | Path | None = None, log=print) -> list[dict]:
+    """One row per (dataset, backend): passages, questions and recall@2/5/10.
+
+    With `cache`, indexes live in `cache/<dataset>` and a re-run reuses them (the build is
+    resumable, so Chroma embeds nothing twice); CPU embedding is the slow part.
+    """
     rows = []
     with tempfile.TemporaryDirectory(prefix="recall-") as tmp:
+        tmp = cache or tmp
         for kind, rel in DATASETS.items():
             path = Path(data_dir) / rel
             need_chroma = any(b in ("chroma", "hybrid") for b in backends)

@@ -20,8 +20,8 @@ def twowiki_file(data_dir: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def musique_small(musique_file: Path, tmp_path_factory) -> Path:
-    """The first 10 MuSiQue questions: a ~200-passage closed corpus (small enough for Chroma)."""
-    records = json.loads(musique_file.read_text(encoding="utf-8"))[:10]
-    path = tmp_path_factory.mktemp("musique_small") / "musique10.json"
+    """The first 5 MuSiQue questions: a ~100-passage closed corpus (small enough for Chroma)."""
+    records = json.loads(musique_file.read_text(encoding="utf-8"))[:5]
+    path = tmp_path_factory.mktemp("musique_small") / "musique5.json"
     path.write_text(json.dumps(records), encoding="utf-8")
     return path

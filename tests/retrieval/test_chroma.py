@@ -1,4 +1,4 @@
-"""Chroma with the offline MiniLM embedding, on a ~200-passage real closed corpus."""
+"""Chroma with the offline MiniLM embedding, on a ~100-passage real closed corpus."""
 
 import json
 import shutil
@@ -13,36 +13,26 @@ import numpy as np
 import pytest
 
 from retrieval import ChromaIndex, HybridRetriever, build_index, open_index
-from retrieval import chroma as chroma_mod
-from retrieval.embedding import MODEL_DIM, make_embedding_function
+from retrieval.embedding import MODEL_DIM, _ef_class, make_embedding_function
 from retrieval.manifest import Manifest
 
 pytestmark = pytest.mark.slow
-
-
-class _Counting:
-    """Wraps the real embedding function to count what a build embeds."""
-
-    def __init__(self, inner, seen):
-        self.inner, self.seen = inner, seen
-
-    def __call__(self, docs):
-        self.seen.append(len(docs))
-        return self.inner(docs)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
 
 
 @pytest.fixture(scope="module")
 def built(musique_small, tmp_path_factory):
     out = tmp_path_factory.mktemp("chroma") / "ix"
     seen: list[int] = []
-    real = chroma_mod.make_embedding_function
+    cls = _ef_class()
+    real = cls.__call__
+
+    def counting(self, input):  # noqa: A002 (Chroma checks this exact signature)
+        seen.append(len(input))
+        return real(self, input)
+
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(chroma_mod, "make_embedding_function",
-                   lambda *a, **k: _Counting(real(*a, **k), seen))
-        first = build_index("musique", musique_small, out, "both", limit=80, progress=False)
+        mp.setattr(cls, "__call__", counting)
+        first = build_index("musique", musique_small, out, "both", limit=40, progress=False)
         first_embedded = sum(seen)
         seen.clear()
         second = build_index("musique", musique_small, out, "both", progress=False)
@@ -51,9 +41,9 @@ def built(musique_small, tmp_path_factory):
 
 def test_ingestion_is_resumable(built):
     out, first, first_embedded, second, second_embedded = built
-    assert first.chroma_count == first_embedded == 80
-    assert second.chroma_count == second.passages > 80
-    assert second_embedded == second.passages - 80  # the stored 80 were skipped
+    assert first.chroma_count == first_embedded == 40
+    assert second.chroma_count == second.passages > 40
+    assert second_embedded == second.passages - 40  # the stored 40 were skipped
     m = Manifest.load(out)
     assert m.backends == ["bm25", "chroma"] and m.embedding["dim"] == MODEL_DIM
 
@@ -71,13 +61,13 @@ def _questions(path):
 def test_dense_search_finds_supporting_paragraphs(built, musique_small):
     idx = open_index(built[0], "chroma")
     assert isinstance(idx, ChromaIndex)
-    found = 0
-    for rec in _questions(musique_small):
+    found, recs = 0, _questions(musique_small)
+    for rec in recs:
         gold = {p["paragraph_text"] for p in rec["paragraphs"] if p["is_supporting"]}
         hits = idx.search(rec["question"], 5)
         assert len(hits) == 5 and hits[0].score >= hits[-1].score
         found += bool(gold & {p.text for p in hits})
-    assert found >= 5
+    assert found >= len(recs) / 2
 
 
 def test_hybrid_and_batch_and_threads(built, musique_small):
@@ -115,9 +105,9 @@ def test_http_client_against_chroma_run(musique_small, tmp_path):
                 if time.time() > deadline or server.poll() is not None:
                     pytest.fail("chroma run did not start")
                 time.sleep(0.5)
-        s = build_index("musique", musique_small, tmp_path / "ix", "chroma", limit=40,
+        s = build_index("musique", musique_small, tmp_path / "ix", "chroma", limit=20,
                         chroma_url=url, progress=False)
-        assert s.chroma_count == 40 and not (tmp_path / "ix" / "chroma").exists()
+        assert s.chroma_count == 20 and not (tmp_path / "ix" / "chroma").exists()
         hits = open_index(tmp_path / "ix").search("journal", 3)
         assert len(hits) == 3
     finally:

@@ -47,7 +47,8 @@ def _wiki_shards(root, data_dir):
         d = root / "wiki" / ("AA" if n < 2 else "AB")
         d.mkdir(parents=True, exist_ok=True)
         body = "".join(json.dumps({"id": str(i), "url": f"https://en.wikipedia.org/wiki?curid={i}",
-                                   "title": t, "text": s}) + "\n" for i, (t, s) in enumerate(shard))
+                                   "title": t, "text": s, "charoffset": [],
+                                   "text_with_links": s}) + "\n" for i, (t, s) in enumerate(shard))
         (d / f"wiki_{n:02d}.bz2").write_bytes(bz2.compress(body.encode()))
     return root / "wiki", dict(items)
 
