@@ -141,13 +141,17 @@ def test_a_crashed_worker_loses_only_unfinished_problems():
 def test_real_local_model_through_the_sandbox():
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python is not installed")
-    from harnesses.models import get_client
+    from harnesses.models import ensure_local_server, get_client
 
-    client = get_client("local")
+    ensure_local_server()  # started here, so the problem's time limit measures the run only
     probs = [Problem("two", {"question": "What is 2+2?"}, gold=4)]
-    result = evaluate_sync(seed_source("reasoning_direct"), probs, SumTask(), Toolbox(client),
-                           limits=LIMITS)
+    toolbox = Toolbox(get_client("local"), solver_params={"max_tokens": 48})
+    limits = Limits(memory_mb=1536, pids=32, cpu_s=120, problem_timeout_s=180.0)
+    result = evaluate_sync(seed_source("reasoning_direct"), probs, SumTask(), toolbox,
+                           limits=limits)
     (r,) = result.results
     assert r.error_kind is None, r.error
-    assert r.answer and len(r.calls) == 1 and r.calls[0].tokens > 0
-    assert r.calls[0].meta["completion_tokens"] > 0 and r.score in (0.0, 1.0)
+    assert r.answer is not None and len(r.calls) == 1 and r.calls[0].tokens > 0
+    assert 0 < r.calls[0].meta["completion_tokens"] <= 48
+    assert r.calls[0].result.rsplit("Answer:", 1)[-1].strip() == r.answer or "Answer:" not in r.calls[0].result
+    assert r.score in (0.0, 1.0)

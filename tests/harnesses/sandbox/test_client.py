@@ -116,89 +116,110 @@ def test_parallel_branches_keep_their_problem_context(sandbox):
         assert sorted(c.args["messages"] for c in outcome.calls) == [f"L q{i}", f"R q{i}"]
 
 
-CATCH_ALL = node_harness("""
-try:
-    answer = tools.llm("hi")
-except Exception as exc:
-    answer = "swallowed " + type(exc).__name__
+BEHAVIOURS = node_harness("""
+q = state["question"]
+if q == "raise":
+    answer = {}["missing"]
+elif q == "none":
+    return {"question": q}
+elif q == "spin":
+    while True:
+        pass
+elif q.startswith("catch-base:"):
+    try:
+        answer = tools.llm(q)
+    except BaseException as exc:
+        answer = "swallowed " + type(exc).__name__
+elif q.startswith("catch:"):
+    try:
+        answer = tools.llm(q)
+    except Exception as exc:
+        answer = "swallowed " + type(exc).__name__
+else:
+    answer = tools.llm(q)
 """)
+FAILURES = {"infra": InfraError("server", "endpoint down"), "budget": InfraError("budget", "spent"),
+            "budget2": BudgetExceeded("token budget spent"), "reset": InfraError("connection", "reset"),
+            "tool": ValueError("bad prompt")}
 
 
-@pytest.mark.parametrize("exc, kind", [
-    (InfraError("server", "endpoint down"), "infra"),
-    (InfraError("budget", "spent"), "budget"),
-    (BudgetExceeded("token budget spent"), "budget"),
+class RoutedToolbox(ScriptedToolbox):
+    """Fails with FAILURES[suffix] for prompts "catch...:suffix"."""
+
+    async def call(self, tool, args):
+        suffix = str(args.get("messages", "")).rpartition(":")[2]
+        self.raises = FAILURES.get(suffix)
+        return await super().call(tool, args)
+
+
+@pytest.fixture(scope="module")
+def behaving(sandbox):
+    """One worker with a harness whose behaviour the question picks, shared by the
+    control-flow tests of this module (each problem is its own run)."""
+
+    async def start():
+        worker = await sandbox.pool.acquire(RoutedToolbox())
+        await worker.load(BEHAVIOURS)
+        return worker
+
+    worker = sandbox.run(start())
+    yield lambda question, timeout=None: sandbox.run(worker.run(question, {"question": question},
+                                                                timeout))
+    sandbox.run(worker.close())
+
+
+@pytest.mark.parametrize("question, kind", [
+    ("catch:infra", "infra"), ("catch:budget", "budget"), ("catch:budget2", "budget"),
+    ("catch-base:reset", "infra"),
 ])
-def test_infra_failures_cannot_be_swallowed(sandbox, exc, kind):
-    outcome = sandbox.run_one(CATCH_ALL, ScriptedToolbox(raises=exc))
+def test_infra_failures_cannot_be_swallowed(behaving, question, kind):
+    outcome = behaving(question)
     assert outcome.error_kind == kind, outcome
-    assert outcome.answer is None
+    assert outcome.answer is None and str(FAILURES[question.split(":")[1]].args[-1]) in outcome.error
     assert outcome.calls[0].error and outcome.calls[0].meta["kind"] == kind
 
 
-def test_infra_failure_wins_even_over_catch_base_exception(sandbox):
-    source = CATCH_ALL.replace("except Exception", "except BaseException")
-    outcome = sandbox.run_one(source, ScriptedToolbox(raises=InfraError("connection", "reset")))
-    assert outcome.error_kind == "infra" and "reset" in outcome.error
-
-
-def test_ordinary_tool_errors_reach_the_harness_as_exceptions(sandbox):
-    outcome = sandbox.run_one(CATCH_ALL, ScriptedToolbox(raises=ValueError("bad prompt")))
+def test_ordinary_tool_errors_reach_the_harness_as_exceptions(behaving):
+    outcome = behaving("catch:tool")
     assert outcome.error_kind is None and outcome.answer == "swallowed ToolError"
 
 
-def test_harness_exception_is_a_harness_error_with_traceback(sandbox):
-    outcome = sandbox.run_one(node_harness("answer = {}['missing']"))
+def test_harness_exception_is_a_harness_error_with_traceback(behaving):
+    outcome = behaving("raise")
     assert outcome.error_kind == "harness" and "KeyError" in outcome.error
     assert "missing" in outcome.traceback and "<harness run" in outcome.traceback
 
 
-def test_missing_answer_is_a_harness_error(sandbox):
-    source = node_harness("answer = 1").replace('{"answer": str(answer)}', '{"question": "x"}')
-    outcome = sandbox.run_one(source)
+def test_missing_answer_is_a_harness_error(behaving):
+    outcome = behaving("none")
     assert outcome.error_kind == "harness" and "no_answer" in outcome.error
 
 
-def test_invalid_sources_are_rejected_with_reasons(sandbox):
-    async def load(source):
-        async with sandbox.worker() as worker:
-            with pytest.raises(HarnessInvalid) as info:
-                await worker.load(source)
-            return info.value
+def test_problem_timeout_frees_the_worker_for_the_next_problem(behaving):
+    spun = behaving("spin", timeout=1.0)
+    time.sleep(0.3)
+    t0 = time.perf_counter()
+    after = behaving("plain")
+    assert spun.error_kind == "timeout" and spun.answer is None
+    assert after.answer == "Answer: 4" and time.perf_counter() - t0 < 1.0, after
 
+
+def test_invalid_sources_are_rejected_with_reasons(sandbox):
     async def go():
-        return await asyncio.gather(
-            load("def build_graph(tools):\n    return [\n"),
-            load("def build_graph(tools):\n    raise RuntimeError('nope')\n"),
-            load("def build_graph(tools):\n    return 42\n"),
-        )
+        reasons = []
+        async with sandbox.worker() as worker:  # a failed load leaves the worker unloaded
+            for source in ("def build_graph(tools):\n    return [\n",
+                           "def build_graph(tools):\n    raise RuntimeError('nope')\n",
+                           "def build_graph(tools):\n    return 42\n"):
+                with pytest.raises(HarnessInvalid) as info:
+                    await worker.load(source)
+                reasons.append(info.value)
+        return reasons
 
     syntax, raised, not_graph = sandbox.run(go())
     assert syntax.kind == "syntax" and syntax.line == 2
     assert raised.kind == "build_raised" and raised.line == 2 and "nope" in raised.traceback
     assert not_graph.kind == "not_a_graph" and "int" in not_graph.detail
-
-
-def test_problem_timeout_frees_the_worker_for_the_next_problem(sandbox):
-    source = node_harness("""
-if state["question"] == "spin":
-    while True:
-        pass
-answer = "ok"
-""")
-
-    async def go():
-        async with sandbox.worker() as worker:
-            await worker.load(source)
-            spun = await worker.run("spin", {"question": "spin"}, timeout=1.0)
-            await asyncio.sleep(0.3)
-            t0 = time.perf_counter()
-            after = await worker.run("next", {"question": "fine"})
-            return spun, after, time.perf_counter() - t0
-
-    spun, after, elapsed = sandbox.run(go())
-    assert spun.error_kind == "timeout" and spun.answer is None
-    assert after.answer == "ok" and elapsed < 1.0, (after, elapsed)
 
 
 class StdioLocal(LocalBackend):
