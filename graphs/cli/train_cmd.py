@@ -13,6 +13,7 @@ import json
 import typing
 from collections.abc import Callable
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -83,10 +84,10 @@ _register("grpo-online", GRPOOnlineConfig, "training.grpo_online:train_grpo_onli
 
 @train_app.command("serve")
 def serve(
-    checkpoint: Path = typer.Argument(..., help="A checkpoint written by a train command."),
-    host: str = typer.Option("127.0.0.1", help="Address to bind."),
-    port: int = typer.Option(8011, help="Port of the OpenAI-compatible endpoint."),
-    name: str = typer.Option("proposer", help="Model name the endpoint answers to."),
+    checkpoint: Annotated[Path, typer.Argument(help="A checkpoint written by a train command.")],
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port of the OpenAI-compatible endpoint.")] = 8011,
+    name: Annotated[str, typer.Option(help="Model name the endpoint answers to.")] = "proposer",
 ) -> None:
     """Serve a trained checkpoint as an OpenAI-compatible endpoint on CPU (transformers), for
     use as the Proposer; on GPUs use `vllm serve CHECKPOINT` instead."""

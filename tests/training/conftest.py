@@ -1,0 +1,97 @@
+"""Fixtures for training tests: SmolLM2's tokenizer saved once per session, a tiny random Llama
+with it, and a run directory whose execution log holds groups of proposals."""
+
+from __future__ import annotations
+
+import pytest
+
+from harnesses.offline import set_offline_switches
+
+set_offline_switches()
+
+
+@pytest.fixture(scope="session")
+def tokenizer_dir(tmp_path_factory):
+    """SmolLM2's tokenizer read from the bundled GGUF once, saved as a plain tokenizer dir."""
+    from training.models import load_tokenizer
+
+    out = tmp_path_factory.mktemp("tokenizer")
+    load_tokenizer("smollm2").save_pretrained(str(out))
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(tokenizer_dir, tmp_path_factory):
+    """A tiny random Llama checkpoint (hidden 32, 2 layers) with SmolLM2's tokenizer."""
+    from transformers import AutoTokenizer
+
+    from training.models import tiny_llama
+
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    out = tmp_path_factory.mktemp("tiny")
+    tiny_llama(tok, seed=0).save_pretrained(str(out))
+    tok.save_pretrained(str(out))
+    return out
+
+
+EDITS = [
+    # applies and completes: a better answer extraction
+    ('        answer = reply.rsplit("Answer:", 1)[-1].strip() if "Answer:" in reply else '
+     'reply.strip()',
+     '        answer = reply.rsplit("Answer:", 1)[-1].strip().rstrip(".") if "Answer:" in reply '
+     'else reply.strip()'),
+    # applies: a different instruction
+    ("Solve the problem. Think briefly, then give the final answer on the last line",
+     "Solve the problem step by step, then give the final answer on the last line"),
+    # parses but does not apply (SEARCH text absent)
+    ("    return graph.compile()", "    return graph"),
+]
+
+
+def _block(search: str, replace: str) -> str:
+    return f"<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n"
+
+
+def write_store_run(run_dir, rounds: int = 3):
+    """A run directory written through the store's API with reasoning-track proposals: each
+    completion is parsed and applied for real (harnesses.edits) and rewarded by evals.rewards;
+    selection scores vary by round so every group has a reward spread."""
+    from evals.rewards import RewardInputs, reasoning_reward
+    from harnesses.edits import propose_candidate
+    from harnesses.seeds import seed_source
+    from harnesses.store import Proposal, SQLiteLogStore, prompt_group_id
+
+    source = seed_source("reasoning_direct")
+    store = SQLiteLogStore(run_dir)
+    store.init_run({"task": "rg:basic_arithmetic", "edit_format": "search_replace"})
+    seed_sha = store.put_version(source, None, 0, "seed")
+    completions = [_block(*EDITS[0]), _block(*EDITS[1]), _block(*EDITS[2]), "I would not change it."]
+    for r in range(1, rounds + 1):
+        messages = [{"role": "system", "content": "You improve harness programs."},
+                    {"role": "user", "content": f"Task: rg:basic_arithmetic (round {r}).\n\n{source}\n\n"
+                     f"Report: 2 of 5 wrong."}]
+        for i, text in enumerate(completions + completions[:1]):  # one duplicate per group
+            edit = propose_candidate(source, text, "search_replace", "stop")
+            score = [0.6, 0.4, 0.0, 0.0][i % 4] * r / rounds
+            sha = (store.put_version(edit.new_source, seed_sha, r)
+                   if edit.applied else None)
+            reward, parts = reasoning_reward(RewardInputs(
+                selection_score=score if edit.applied else 0.0, parsed=edit.parsed,
+                applied=edit.applied, completed_fraction=1.0 if edit.applied else 0.0))
+            store.put_proposal(Proposal(
+                id=f"r{r}-{i}", round=r, group_id=prompt_group_id(messages), prompt=messages,
+                completion=text, finish_reason="stop", model="smollm2",
+                edit_format="search_replace", candidate_sha=sha, parent_sha=seed_sha,
+                parsed=edit.parsed, applied=edit.applied,
+                valid=edit.applied, completed_fraction=1.0 if edit.applied else 0.0,
+                selection_score=score if edit.applied else None, parent_score=0.2,
+                reward=reward, reward_parts=parts))
+    store.close()
+    return seed_sha
+
+
+@pytest.fixture(scope="session")
+def logged_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("run")
+    write_store_run(run_dir)
+    return run_dir

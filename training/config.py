@@ -1,0 +1,155 @@
+"""One config dataclass per trainer, TRL style: every field carries its help text in
+`field(metadata={"help": ...})`, which the CLI turns into `--option` help."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+@dataclass
+class DataConfig:
+    """How groups of proposals are read from execution logs and filtered."""
+
+    min_group_size: int = field(
+        default=2, metadata={"help": "Drop groups with fewer distinct completions than this."}
+    )
+    drop_flat_groups: bool = field(
+        default=True,
+        metadata={"help": "Drop groups whose rewards are all equal: they carry no GRPO signal."},
+    )
+    fold_duplicates: bool = field(
+        default=True,
+        metadata={"help": "Fold identical completions within a group into one (mean reward)."},
+    )
+    scale_by_std: bool = field(
+        default=False,
+        metadata={"help": "Divide group advantages by the group's reward std (GRPO); else only "
+                  "mean-centre them (Dr. GRPO)."},
+    )
+
+
+@dataclass
+class TrainConfig(DataConfig):
+    """What every trainer shares: the model, where to write, the optimiser, LoRA."""
+
+    model: str = field(
+        default="smollm2",
+        metadata={"help": "Model to train: 'smollm2' (the bundled GGUF, rebuilt as a plain "
+                  "Llama), a .gguf path, a local Hugging Face directory, or 'tiny' (a random "
+                  "2-layer Llama with SmolLM2's tokenizer, for smoke runs)."},
+    )
+    out: str = field(default="runs/train", metadata={"help": "Output directory."})
+    learning_rate: float = field(default=1e-5, metadata={"help": "AdamW learning rate."})
+    max_steps: int = field(default=10, metadata={"help": "Optimizer steps to run."})
+    batch_size: int = field(
+        default=4, metadata={"help": "Sequences (prompt + completion) per optimizer step."}
+    )
+    max_length: int = field(
+        default=2048,
+        metadata={"help": "Truncate prompt + completion to this many tokens (prompt cut on the "
+                  "left, completion kept)."},
+    )
+    max_grad_norm: float = field(default=1.0, metadata={"help": "Gradient clipping norm."})
+    lora: bool = field(default=True, metadata={"help": "Train LoRA adapters (peft) instead of "
+                                                 "all weights."})
+    lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha."})
+    lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout."})
+    seed: int = field(default=0, metadata={"help": "Random seed."})
+    save: bool = field(
+        default=True,
+        metadata={"help": "Save the trained model (LoRA merged) under OUT/checkpoint, servable "
+                  "by vllm or transformers."},
+    )
+
+
+@dataclass
+class SFTTrainConfig(TrainConfig):
+    """Warm start: supervised fine-tuning on successful edits (valid, scored above parent)."""
+
+    learning_rate: float = field(default=2e-5, metadata={"help": "AdamW learning rate."})
+    num_epochs: float = field(
+        default=1.0, metadata={"help": "Epochs over the SFT set (max_steps wins when > 0)."}
+    )
+    min_group_size: int = field(
+        default=1, metadata={"help": "SFT reads single proposals too: groups of any size."}
+    )
+    drop_flat_groups: bool = field(
+        default=False, metadata={"help": "SFT keeps groups whose rewards are all equal."}
+    )
+
+
+@dataclass
+class GRPOOfflineConfig(TrainConfig):
+    """Offline GRPO on logged groups with a token-level clipped policy-gradient loss."""
+
+    epsilon: float = field(default=0.2, metadata={"help": "Lower clip range of the ratio."})
+    epsilon_high: float = field(
+        default=0.28, metadata={"help": "Upper clip range of the ratio (DAPO clip-higher)."}
+    )
+    beta: float = field(
+        default=0.0,
+        metadata={"help": "KL coefficient to the reference (the model before training); 0 skips "
+                  "the reference model."},
+    )
+    recompute_logprobs: bool = field(
+        default=False,
+        metadata={"help": "Ignore logged completion log-probs and recompute them from the base "
+                  "model at the start (always done when the log lacks them)."},
+    )
+
+
+@dataclass
+class GRPOOnlineConfig(TrainConfig):
+    """Online GRPO with TRL's GRPOTrainer: completions are applied and evaluated in the sandbox."""
+
+    task: str = field(
+        default="",
+        metadata={"help": "Task the harnesses are evaluated on (evals.registry name); empty: the "
+                  "task recorded in the log."},
+    )
+    num_generations: int = field(
+        default=4, metadata={"help": "Completions per prompt (the GRPO group size)."}
+    )
+    max_completion_length: int = field(
+        default=256, metadata={"help": "Tokens generated per completion."}
+    )
+    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature."})
+    beta: float = field(default=0.0, metadata={"help": "KL coefficient (TRL's beta)."})
+    loss_type: str = field(default="dapo", metadata={"help": "TRL loss type (dapo, grpo, dr_grpo, bnpo)."})
+    num_problems: int = field(
+        default=4, metadata={"help": "Selection problems each candidate is evaluated on."}
+    )
+    concurrency: int = field(
+        default=4, metadata={"help": "Candidate evaluations run at once (async)."}
+    )
+    eval_timeout_s: float = field(
+        default=120.0, metadata={"help": "Wall-clock limit per candidate evaluation."}
+    )
+    solver: str = field(
+        default="local",
+        metadata={"help": "Solver model spec the evaluated harnesses call (harnesses.models; "
+                  "'local' is the embedded SmolLM2 server)."},
+    )
+    use_vllm: bool = field(
+        default=False, metadata={"help": "Generate with vLLM (GPU machines; TRL's use_vllm)."}
+    )
+    log_dir: str = field(
+        default="",
+        metadata={"help": "Run directory whose execution log receives each online group "
+                  "(default OUT/log)."},
+    )
+
+
+def help_of(cls: type, name: str) -> str:
+    """The help text of one config field."""
+    for f in fields(cls):
+        if f.name == name:
+            return str(f.metadata.get("help", ""))
+    raise KeyError(f"{cls.__name__} has no field {name!r}")
+
+
+def as_dict(config: Any) -> dict[str, Any]:
+    """A JSON-able dict of a config (written next to every run's metrics)."""
+    return {f.name: getattr(config, f.name) for f in fields(config)}

@@ -1,0 +1,279 @@
+"""Datasets from execution logs: groups of proposals that answered the same prompt.
+
+Reads run directories only through the store's reading API (`SQLiteLogStore.iter_proposal_groups`).
+A group is every proposal whose prompt (task description + harness code + report) hashes to the
+same `group_id`, across all the runs given. Rewards are the ones the adapter logged (computed by
+`evals.rewards` per the paper); advantages come from `evals.rewards.group_advantages`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evals.rewards import group_advantages
+from training.config import DataConfig
+
+
+class LogError(ValueError):
+    """A record in an execution log cannot be used; the message names the run and record."""
+
+
+@dataclass
+class Proposal:
+    """What training needs of one logged proposal."""
+
+    id: str
+    run: str
+    group_id: str
+    prompt: Any
+    """Text, or a list of chat messages, as the Proposer was sent it."""
+    completion: str
+    reward: float
+    valid: bool
+    finish_reason: str | None = None
+    selection_score: float | None = None
+    parent_score: float | None = None
+    logprobs: list[float] | None = None
+    model: str | None = None
+    folded: int = 1
+
+
+@dataclass
+class Group:
+    group_id: str
+    prompt: Any
+    proposals: list[Proposal]
+
+    @property
+    def rewards(self) -> list[float]:
+        return [p.reward for p in self.proposals]
+
+
+@dataclass
+class FilterReport:
+    """How many groups and proposals each filter removed (printed by the CLI)."""
+
+    runs: int = 0
+    groups_read: int = 0
+    proposals_read: int = 0
+    unjudged: int = 0
+    duplicates_folded: int = 0
+    dropped_small: int = 0
+    dropped_flat: int = 0
+    groups_kept: int = 0
+    proposals_kept: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _get(record: Any, name: str, default: Any = None) -> Any:
+    if isinstance(record, dict):
+        return record.get(name, default)
+    return getattr(record, name, default)
+
+
+def _logprobs(raw: Any, where: str) -> list[float] | None:
+    if raw in (None, "", []):
+        return None
+    values = json.loads(raw) if isinstance(raw, str) else raw
+    if isinstance(values, dict):  # OpenAI layout: {"content": [{"token", "logprob"}, ...]}
+        values = values.get("content") or []
+    out = [float(v["logprob"] if isinstance(v, dict) else v) for v in values]
+    if not all(math.isfinite(v) and v <= 0 for v in out):
+        raise LogError(f"{where}: completion log-probs must be finite and <= 0")
+    return out
+
+
+def _proposal(record: Any, run: str) -> Proposal | None:
+    """Training's view of one logged proposal; None when it was never judged (no reward yet,
+    e.g. the run stopped mid-round)."""
+    pid = str(_get(record, "id"))
+    where = f"{run}/log.sqlite: proposal {pid}"
+    reward = _get(record, "reward")
+    if reward is None:
+        return None
+    if not isinstance(reward, int | float) or not math.isfinite(reward) or reward < 0:
+        raise LogError(f"{where}: reward {reward!r} is not a finite number >= 0 "
+                       "(rewards are never negative)")
+    for name in ("group_id", "completion"):
+        if not isinstance(_get(record, name), str):
+            raise LogError(f"{where}: field {name!r} is missing or not text")
+    if not isinstance(_get(record, "prompt"), str | list):
+        raise LogError(f"{where}: prompt is neither text nor a list of chat messages")
+    return Proposal(
+        id=pid, run=run, group_id=_get(record, "group_id"), prompt=_get(record, "prompt"),
+        completion=_get(record, "completion"), reward=float(reward),
+        valid=bool(_get(record, "valid", False)), finish_reason=_get(record, "finish_reason"),
+        selection_score=_get(record, "selection_score"),
+        parent_score=_get(record, "parent_score"),
+        logprobs=_logprobs(_get(record, "logprobs"), where), model=_get(record, "model"),
+    )
+
+
+def read_proposals(run_dirs: Sequence[str | Path], report: FilterReport | None = None
+                   ) -> list[Proposal]:
+    """Every judged proposal of every run, in log order (unjudged ones are counted in
+    `report.unjudged`)."""
+    from harnesses.store import SQLiteLogStore
+
+    out: list[Proposal] = []
+    for run_dir in run_dirs:
+        path = Path(run_dir)
+        if not (path / "log.sqlite").is_file():
+            raise LogError(f"{path}: no execution log (log.sqlite) in this run directory")
+        store = SQLiteLogStore(path)
+        try:
+            for group in store.iter_proposal_groups():
+                for record in group.proposals:
+                    proposal = _proposal(record, str(path))
+                    if proposal is not None:
+                        out.append(proposal)
+                    elif report is not None:
+                        report.unjudged += 1
+        finally:
+            close = getattr(store, "close", None)
+            if close is not None:
+                close()
+    return out
+
+
+def group_proposals(proposals: Iterable[Proposal]) -> list[Group]:
+    """Groups by prompt hash, merged across runs, in first-seen order."""
+    groups: dict[str, Group] = {}
+    for p in proposals:
+        group = groups.setdefault(p.group_id, Group(p.group_id, p.prompt, []))
+        if p.prompt != group.prompt:
+            raise LogError(f"{p.run}: proposal {p.id} shares group_id {p.group_id[:12]} with a "
+                           "different prompt")
+        group.proposals.append(p)
+    return list(groups.values())
+
+
+def fold_duplicates(group: Group) -> int:
+    """Fold identical completions into one proposal with their mean reward; returns how many
+    were folded away."""
+    seen: dict[str, Proposal] = {}
+    sums: dict[str, float] = {}
+    for p in group.proposals:
+        key = p.completion.strip()
+        if key in seen:
+            seen[key].folded += 1
+            sums[key] += p.reward
+        else:
+            seen[key], sums[key] = p, p.reward
+    before = len(group.proposals)
+    for key, p in seen.items():
+        p.reward = sums[key] / p.folded
+    group.proposals = list(seen.values())
+    return before - len(group.proposals)
+
+
+def filter_groups(groups: list[Group], config: DataConfig) -> tuple[list[Group], FilterReport]:
+    """Apply the filters of `config` in order: fold duplicates, minimum size, reward spread."""
+    report = FilterReport(groups_read=len(groups),
+                          proposals_read=sum(len(g.proposals) for g in groups))
+    kept: list[Group] = []
+    for group in groups:
+        if config.fold_duplicates:
+            report.duplicates_folded += fold_duplicates(group)
+        if len(group.proposals) < config.min_group_size:
+            report.dropped_small += 1
+            continue
+        if config.drop_flat_groups and max(group.rewards) - min(group.rewards) <= 1e-12:
+            report.dropped_flat += 1
+            continue
+        kept.append(group)
+    report.groups_kept = len(kept)
+    report.proposals_kept = sum(len(g.proposals) for g in kept)
+    return kept, report
+
+
+def as_messages(prompt: Any) -> list[dict[str, str]]:
+    """A logged prompt as chat messages: a list (or JSON list) of {role, content} is used as
+    is, any other text becomes one user message."""
+    if isinstance(prompt, list):
+        return [{"role": str(m["role"]), "content": str(m["content"])} for m in prompt]
+    text = prompt.strip()
+    if text.startswith("["):
+        try:
+            messages = json.loads(text)
+        except json.JSONDecodeError:
+            messages = None
+        if isinstance(messages, list) and all(
+            isinstance(m, dict) and {"role", "content"} <= m.keys() for m in messages
+        ):
+            return [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+    return [{"role": "user", "content": prompt}]
+
+
+def grpo_rows(groups: list[Group], scale_by_std: bool = False) -> list[dict[str, Any]]:
+    """One row per completion, with its group-relative advantage."""
+    rows: list[dict[str, Any]] = []
+    for group in groups:
+        advantages = group_advantages(group.rewards, scale_by_std=scale_by_std)
+        for p, adv in zip(group.proposals, advantages, strict=True):
+            rows.append({
+                "group_id": group.group_id, "proposal_id": p.id, "run": p.run,
+                "prompt": as_messages(group.prompt), "completion": p.completion,
+                "finish_reason": p.finish_reason or "", "reward": p.reward,
+                "advantage": float(adv), "group_size": len(group.proposals),
+                "old_logprobs": p.logprobs or [],
+            })
+    return rows
+
+
+def load_groups(run_dirs: Sequence[str | Path], config: DataConfig
+                ) -> tuple[list[Group], FilterReport]:
+    first = FilterReport()
+    groups = group_proposals(read_proposals(run_dirs, first))
+    kept, report = filter_groups(groups, config)
+    report.runs, report.unjudged = len(run_dirs), first.unjudged
+    return kept, report
+
+
+def grpo_dataset(run_dirs: Sequence[str | Path], config: DataConfig) -> tuple[Any, FilterReport]:
+    """The GRPO set as a Hugging Face `datasets.Dataset` (one row per completion)."""
+    from datasets import Dataset
+
+    groups, report = load_groups(run_dirs, config)
+    if not groups:
+        raise LogError(f"no usable groups in {list(map(str, run_dirs))}: {report}")
+    return Dataset.from_list(grpo_rows(groups, config.scale_by_std)), report
+
+
+def is_success(p: Proposal) -> bool:
+    """A successful edit: valid and scored above its parent on the selection problems."""
+    return (p.valid and p.selection_score is not None and p.parent_score is not None
+            and float(p.selection_score) > float(p.parent_score))
+
+
+def sft_rows(proposals: Iterable[Proposal]) -> list[dict[str, Any]]:
+    """Conversational prompt/completion rows of successful edits, duplicates folded."""
+    rows, seen = [], set()
+    for p in proposals:
+        key = (p.group_id, p.completion.strip())
+        if not is_success(p) or key in seen:
+            continue
+        seen.add(key)
+        rows.append({
+            "prompt": as_messages(p.prompt),
+            "completion": [{"role": "assistant", "content": p.completion}],
+            "group_id": p.group_id, "proposal_id": p.id, "run": p.run, "reward": p.reward,
+            "gain": float(p.selection_score) - float(p.parent_score),
+        })
+    return rows
+
+
+def sft_dataset(run_dirs: Sequence[str | Path]) -> Any:
+    """The SFT set as a Hugging Face `datasets.Dataset` (TRL conversational prompt-completion)."""
+    from datasets import Dataset
+
+    rows = sft_rows(read_proposals(run_dirs))
+    if not rows:
+        raise LogError(f"no successful edits (valid, scored above parent) in "
+                       f"{list(map(str, run_dirs))}")
+    return Dataset.from_list(rows)

@@ -1,0 +1,244 @@
+"""Online GRPO with TRL's GRPOTrainer.
+
+Prompts are the Proposer prompts of logged groups (task description + harness + report). The
+reward function applies each sampled completion to its prompt's harness (harnesses.edits),
+checks it, evaluates it in sandbox workers through the evaluator (async, `concurrency` at once)
+and rewards it per the paper (evals.rewards). Every group is written back to an execution log
+in the adapter's format, so online runs feed offline training too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from harnesses.offline import set_offline_switches
+
+set_offline_switches()
+
+from training.config import GRPOOnlineConfig, as_dict  # noqa: E402
+from training.data import LogError, as_messages  # noqa: E402
+from training.grpo_offline import TrainResult  # noqa: E402
+from training.metrics import MetricsLog, metrics_callback  # noqa: E402
+
+
+@dataclass
+class PromptSet:
+    """Distinct logged prompts with the harness each one shows, and the run's task."""
+
+    rows: list[dict[str, Any]]
+    task: str
+    task_options: dict[str, Any] = field(default_factory=dict)
+
+
+def _parent_source(store: Any, group: Any) -> str | None:
+    """The harness a group's prompt showed: the parent of any candidate it produced."""
+    for p in group.proposals:
+        sha = getattr(p, "parent_sha", None)
+        if sha is None and p.candidate_sha:
+            version = store.get_version(p.candidate_sha)
+            sha = version.parent_sha if version is not None else None
+        parent = store.get_version(sha) if sha else None
+        if parent is not None:
+            return parent.source
+    return None
+
+
+def logged_prompts(run_dirs: Sequence[str | Path]) -> PromptSet:
+    """One row per distinct logged prompt whose harness the log can give back."""
+    from harnesses.store import SQLiteLogStore
+
+    rows, seen, task, options = [], set(), "", {}
+    for run_dir in run_dirs:
+        with SQLiteLogStore(Path(run_dir)) as store:
+            run = store.get_run()
+            config = run.config if run is not None else {}
+            task = task or str(config.get("task", ""))
+            options = options or dict(config.get("task_options") or {})
+            for group in store.iter_proposal_groups():
+                source = _parent_source(store, group)
+                if group.group_id in seen or source is None:
+                    continue
+                seen.add(group.group_id)
+                rows.append({"prompt": as_messages(group.prompt), "source": source,
+                             "edit_format": group.proposals[0].edit_format or "search_replace"})
+    if not rows:
+        raise LogError(f"no logged prompt with a recoverable harness in {list(map(str, run_dirs))}")
+    return PromptSet(rows, task, options)
+
+
+@dataclass
+class Judged:
+    reward: float
+    parts: dict[str, Any]
+    parsed: bool = False
+    applied: bool = False
+    valid: bool = False
+    invalid_reason: str | None = None
+    completed_fraction: float | None = None
+    selection_score: float | None = None
+    new_source: str | None = None
+
+
+class HarnessReward:
+    """TRL reward function: apply, check, evaluate in the sandbox, reward; log each group."""
+
+    __name__ = "harness_reward"
+
+    def __init__(self, config: GRPOOnlineConfig, task: Any, problems: list[Any],
+                 log_dir: Path) -> None:
+        self.config, self.task, self.problems = config, task, problems
+        self.log_dir = log_dir
+        self.step = 0
+        self._parent_scores: dict[str, float] = {}
+
+    @cached_property
+    def store(self) -> Any:
+        from harnesses.store import SQLiteLogStore
+
+        store = SQLiteLogStore(self.log_dir)
+        store.init_run({"task": self.config.task, "source": "grpo-online",
+                        "model": self.config.model})
+        return store
+
+    @cached_property
+    def toolbox(self) -> Any:
+        from harnesses.models import get_client
+        from harnesses.toolbox import Toolbox
+
+        return Toolbox(solver=get_client(self.config.solver), retriever=self.task.retriever())
+
+    async def evaluate(self, source: str) -> Any:
+        from evals.evaluator import evaluate
+
+        return await asyncio.wait_for(
+            evaluate(source, self.problems, self.task, self.toolbox,
+                     concurrency=self.config.concurrency),
+            timeout=self.config.eval_timeout_s)
+
+    async def judge(self, source: str, text: str, fmt: str, finish: str) -> Judged:
+        from evals.rewards import proposal_reward
+        from harnesses.edits import propose_candidate
+        from harnesses.runtime import HarnessInvalid, check_source
+
+        edit = propose_candidate(source, text, fmt, finish)
+        out = Judged(0.0, {}, edit.parsed, edit.applied, new_source=edit.new_source)
+        if edit.failure is not None:
+            out.invalid_reason = f"{edit.failure.kind}: {edit.failure.detail}"[:500]
+        else:
+            try:
+                check_source(edit.new_source)
+                result = await self.evaluate(edit.new_source)
+                out.completed_fraction = result.completed_fraction
+                out.valid = all(r.error_kind != "invalid" for r in result.results)
+                out.selection_score = result.mean_score if out.valid else None
+            except HarnessInvalid as err:
+                out.invalid_reason = f"{err.kind}: {err.detail}"[:500]
+            except TimeoutError:
+                out.invalid_reason = f"timeout: evaluation over {self.config.eval_timeout_s}s"
+        out.reward, out.parts = proposal_reward(
+            track=self.task.track, parsed=out.parsed, applied=out.applied, valid=out.valid,
+            completed_fraction=out.completed_fraction or 0.0, score=out.selection_score or 0.0,
+            source=edit.new_source)
+        return out
+
+    async def parent_score(self, source: str) -> float:
+        if source not in self._parent_scores:
+            self._parent_scores[source] = (await self.evaluate(source)).mean_score
+        return self._parent_scores[source]
+
+    async def __call__(self, prompts: list, completions: list, completion_ids: list,
+                       source: list[str], edit_format: list[str], **_: Any) -> list[float]:
+        limit = self.config.max_completion_length
+        texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
+        finish = ["length" if len(ids) >= limit else "stop" for ids in completion_ids]
+        sem = asyncio.Semaphore(self.config.concurrency)
+
+        async def one(i: int) -> Judged:
+            async with sem:
+                return await self.judge(source[i], texts[i], edit_format[i], finish[i])
+
+        judged = await asyncio.gather(*(one(i) for i in range(len(texts))))
+        parents = {s: await self.parent_score(s) for s in set(source)}
+        self.step += 1
+        self.log(prompts, texts, finish, source, edit_format, judged, parents)
+        return [j.reward for j in judged]
+
+    def log(self, prompts: list, texts: list[str], finish: list[str], source: list[str],
+            fmts: list[str], judged: list[Judged], parents: dict[str, float]) -> None:
+        """Write every completion as a proposal of the adapter's log format."""
+        from harnesses.store import Proposal, prompt_group_id
+
+        for i, j in enumerate(judged):
+            parent_sha = self.store.put_version(source[i], None, 0)
+            sha = (self.store.put_version(j.new_source, parent_sha, self.step)
+                   if j.new_source else None)
+            self.store.put_proposal(Proposal(
+                id=uuid.uuid4().hex, round=self.step, group_id=prompt_group_id(prompts[i]),
+                prompt=prompts[i], completion=texts[i], finish_reason=finish[i],
+                model=self.config.model, edit_format=fmts[i], candidate_sha=sha, parent_sha=parent_sha,
+                parsed=j.parsed, applied=j.applied, valid=j.valid,
+                invalid_reason=j.invalid_reason, completed_fraction=j.completed_fraction,
+                selection_score=j.selection_score, parent_score=parents[source[i]],
+                reward=j.reward, reward_parts=j.parts))
+
+
+def grpo_args(config: GRPOOnlineConfig, out: Path, progress: bool) -> Any:
+    from trl import GRPOConfig
+
+    from training.sft import trl_common
+
+    if config.batch_size % config.num_generations:
+        raise ValueError(f"batch_size {config.batch_size} must be a multiple of num_generations "
+                         f"{config.num_generations} (whole groups per step)")
+    return GRPOConfig(
+        **trl_common(config, out), num_generations=config.num_generations,
+        max_completion_length=config.max_completion_length, temperature=config.temperature,
+        beta=config.beta, loss_type=config.loss_type, use_vllm=config.use_vllm,
+        vllm_mode="colocate", scale_rewards="group" if config.scale_by_std else "none",
+        disable_tqdm=not progress, log_completions=False,
+    )
+
+
+def train_grpo_online(run_dirs: Sequence[str | Path], config: GRPOOnlineConfig,
+                      progress: bool = True) -> TrainResult:
+    """Online GRPO from the prompts of `run_dirs`; writes metrics, a PNG, a checkpoint and the
+    execution log of every sampled group (OUT/log unless `log_dir`)."""
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    from evals.registry import get_task
+    from evals.splits import sample_round
+    from training.models import load_model, load_tokenizer, lora_config, save_checkpoint
+
+    out = Path(config.out)
+    prompts = logged_prompts(run_dirs)
+    config.task = config.task or prompts.task
+    if not config.task:
+        raise LogError("the logs name no task: pass --task")
+    task = get_task(config.task, **prompts.task_options)
+    _, problems = sample_round(task.dev(), 0, config.seed, 0, config.num_problems)
+    reward = HarnessReward(config, task, problems, Path(config.log_dir or out / "log"))
+    tokenizer = load_tokenizer(config.model)
+    model = load_model(config.model, tokenizer, config.seed)
+    log = MetricsLog(out)
+    (out / "config.json").write_text(json.dumps({**as_dict(config), "logs": list(map(
+        str, run_dirs))}, indent=1))
+    trainer = GRPOTrainer(
+        model=model, reward_funcs=[reward], args=grpo_args(config, out, progress),
+        train_dataset=Dataset.from_list(prompts.rows), processing_class=tokenizer,
+        peft_config=lora_config(config.lora_r, config.lora_alpha, config.lora_dropout)
+        if config.lora else None,
+        callbacks=[metrics_callback(log)],
+    )
+    trainer.train()
+    png = log.plot(f"online GRPO: {config.model}")
+    ckpt = (save_checkpoint(trainer.model, tokenizer, out / "checkpoint")
+            if config.save else None)
+    return TrainResult(out, log.path, png, ckpt, log.summary())

@@ -1,0 +1,63 @@
+"""SFT warm start: TRL's SFTTrainer on successful edits (valid, scored above their parent).
+
+The set is conversational prompt-completion, so the loss falls on the completion only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from harnesses.offline import set_offline_switches
+
+set_offline_switches()
+
+import torch  # noqa: E402
+
+from training.config import SFTTrainConfig, as_dict  # noqa: E402
+from training.data import sft_dataset  # noqa: E402
+from training.grpo_offline import TrainResult  # noqa: E402
+from training.metrics import MetricsLog, metrics_callback  # noqa: E402
+from training.models import load_model, load_tokenizer, lora_config, save_checkpoint  # noqa: E402
+
+
+def trl_common(config, out: Path) -> dict:
+    """Arguments every TRL config of ours shares (CPU needs use_cpu, else bf16 fails)."""
+    cpu = not torch.cuda.is_available()
+    return dict(
+        output_dir=str(out / "trainer"), max_steps=config.max_steps,
+        per_device_train_batch_size=config.batch_size, learning_rate=config.learning_rate,
+        max_grad_norm=config.max_grad_norm, logging_steps=1, save_strategy="no",
+        report_to=[], seed=config.seed, use_cpu=cpu, bf16=not cpu,
+        gradient_checkpointing=not cpu, dataloader_num_workers=0,
+    )
+
+
+def train_sft(run_dirs: Sequence[str | Path], config: SFTTrainConfig,
+              progress: bool = True) -> TrainResult:
+    """Fine-tune on the SFT set of `run_dirs`; writes metrics, a PNG and a checkpoint."""
+    from trl import SFTConfig, SFTTrainer
+
+    out = Path(config.out)
+    dataset = sft_dataset(run_dirs).select_columns(["prompt", "completion"])
+    tokenizer = load_tokenizer(config.model)
+    model = load_model(config.model, tokenizer, config.seed)
+    args = SFTConfig(
+        **trl_common(config, out), num_train_epochs=config.num_epochs,
+        max_length=config.max_length, disable_tqdm=not progress, dataset_num_proc=None,
+    )
+    log = MetricsLog(out)
+    (out / "config.json").write_text(json.dumps({**as_dict(config), "logs": list(map(
+        str, run_dirs))}, indent=1))
+    trainer = SFTTrainer(
+        model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+        peft_config=lora_config(config.lora_r, config.lora_alpha, config.lora_dropout)
+        if config.lora else None,
+        callbacks=[metrics_callback(log)],
+    )
+    trainer.train()
+    png = log.plot(f"SFT: {config.model}")
+    ckpt = (save_checkpoint(trainer.model, tokenizer, out / "checkpoint")
+            if config.save else None)
+    return TrainResult(out, log.path, png, ckpt, log.summary())
