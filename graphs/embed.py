@@ -1,0 +1,384 @@
+"""Embed a harness in your own app: `load_harness(...)` returns a compiled LangGraph graph.
+
+    from graphs.embed import load_harness
+    harness = load_harness("runs/rg-arith")            # the run's current version, sandboxed
+    harness.invoke({"question": "What is 3 + 4?"})     # {"answer": "7", "calls": [...], ...}
+    chain = prompt | to_question | harness | pick_answer   # LCEL; or add it as a subgraph node
+    tool = harness.as_tool(name="solve", description="...")
+
+A harness an LLM wrote is untrusted, so by default it runs inside a sandbox worker (the same
+`harnesses.sandbox.Worker` the adapter uses) behind a thin outer graph whose one node sends the
+problem to the worker; the worker's tool calls come back over the bridge to a `Toolbox` in
+this process, which owns the model client. The source is never executed here. Running in
+process needs an explicit `sandboxed=False, reviewed=True`: only for code a person has read.
+
+Workers live on one background event loop (the model layer's), so a graph built here can be
+called from sync code, from any event loop, and concurrently; the loaded worker is reused
+across calls and restarted when it dies or has been idle for `IDLE_CLOSE_S`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import hashlib
+import itertools
+import threading
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NotRequired
+
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from typing_extensions import TypedDict
+
+from harnesses.contract import LINE_LIMIT
+from harnesses.runtime import HarnessInvalid, check_source
+from harnesses.sandbox import Limits, RunOutcome, Worker
+
+IDLE_CLOSE_S = 300.0
+"""A warm worker nobody used for this long is closed (the next call starts a fresh one)."""
+TRACE_CHARS = 2_000
+"""Longest tool argument or result kept in a run's `calls` (the full trace is the bridge's)."""
+
+
+class HarnessInput(TypedDict):
+    """What a served harness takes: the problem's question (the public field every task has)."""
+
+    question: str
+
+
+class HarnessOutput(TypedDict):
+    """What it returns: the answer and the run's tool calls (the execution trace)."""
+
+    answer: str
+    calls: NotRequired[list[dict[str, Any]]]
+    latency_s: NotRequired[float]
+    version: NotRequired[str]
+
+
+class HarnessState(HarnessInput, HarnessOutput):
+    pass
+
+
+class HarnessRunError(RuntimeError):
+    """The harness produced no answer: its own fault, a timeout, or the model was unreachable."""
+
+    def __init__(self, kind: str, error: str, traceback: str | None = None) -> None:
+        tail = f"\n{traceback}" if traceback else ""
+        super().__init__(f"harness run failed ({kind}): {error}{tail}")
+        self.kind, self.error, self.traceback = kind, error, traceback
+
+
+@dataclass(frozen=True)
+class HarnessSource:
+    """A harness's source text and where it came from (a run directory knows its task and models)."""
+
+    source: str
+    origin: str
+    task: str | None = None
+    task_options: dict[str, Any] = field(default_factory=dict)
+    solver: str | None = None
+
+    @property
+    def sha(self) -> str:
+        return hashlib.sha256(self.source.encode("utf-8")).hexdigest()
+
+
+def resolve_harness(ref: str | Path, version: str = "current") -> HarnessSource:
+    """A seed name, a harness file, or a run directory (its `version`: `current` = the one the
+    adapter holds now, `best` = the highest selection score of the adopted chain, or a sha
+    prefix of any stored version)."""
+    from harnesses.seeds import SEEDS, seed_source
+
+    if isinstance(ref, str) and ref in SEEDS:
+        return HarnessSource(seed_source(ref), f"seed {ref}")
+    path = Path(ref).expanduser()
+    if path.is_dir():
+        return _from_run_dir(path, version)
+    if path.is_file():
+        return HarnessSource(path.read_text(encoding="utf-8"), f"file {path}")
+    raise FileNotFoundError(f"harness {str(ref)!r} is not a seed ({', '.join(SEEDS)}), "
+                            "a harness file or a run directory")
+
+
+def _from_run_dir(path: Path, version: str) -> HarnessSource:
+    from graphs.adapter.run import load_config
+    from harnesses.store import SQLiteLogStore
+
+    config = load_config(path)  # raises, naming config.json, if this is no run directory
+    with SQLiteLogStore(path) as store:
+        lineage = store.lineage()
+        if version in ("current", "best"):
+            if not lineage:
+                raise LookupError(f"run directory {path} holds no harness version yet")
+            step = lineage[-1] if version == "current" else max(
+                lineage, key=lambda s: (s.selection_score if s.selection_score is not None
+                                        else -1.0, s.round))
+            sha, label = step.sha, f"round {step.round}"
+        else:
+            found = [v.sha for v in store.iter_versions() if v.sha.startswith(version)]
+            if len(found) != 1:
+                raise LookupError(f"run directory {path}: version {version!r} matches "
+                                  f"{len(found)} stored versions (want exactly one)")
+            sha, label = found[0], "by sha"
+        source = store.get_version_source(sha)
+    return HarnessSource(source, f"run {path} version {sha[:12]} ({label})", config.task,
+                         dict(config.task_options), config.solver)
+
+
+# -- the sandboxed runner --------------------------------------------------------------------
+
+def _loop() -> asyncio.AbstractEventLoop:
+    from harnesses.models.runtime import background_loop
+
+    return background_loop().loop
+
+
+class SandboxedHarness:
+    """One harness source served from a warm sandbox worker on the background loop."""
+
+    def __init__(self, source: str, *, model: str = "local", task: Any = None,
+                 limits: Limits | None = None, line_limit: int = LINE_LIMIT,
+                 solver_params: dict[str, Any] | None = None) -> None:
+        check_source(source, line_limit)  # static: a broken file fails here, naming the line
+        self.source, self.model, self.task_ref = source, model, task
+        self.limits, self.line_limit = limits or Limits(), line_limit
+        self.solver_params = dict(solver_params or {})
+        self._worker: Worker | None = None
+        self._lock: asyncio.Lock | None = None
+        self._idle: asyncio.TimerHandle | None = None
+        self._ids = itertools.count(1)
+        self._busy = 0
+        _LIVE.add(self)
+
+    def toolbox(self) -> Any:
+        return make_toolbox(self.model, self.task_ref, self.solver_params)
+
+    async def _arun(self, inputs: dict[str, Any]) -> RunOutcome:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        self._busy += 1
+        try:
+            async with self._lock:
+                if self._idle is not None:
+                    self._idle.cancel()
+                    self._idle = None
+                if self._worker is None or not self._worker.alive:
+                    try:
+                        await self._start()
+                    except HarnessInvalid as exc:  # compiling it failed inside the worker
+                        return RunOutcome(error=str(exc), error_kind="invalid",
+                                          traceback=exc.traceback)
+                    except RuntimeError as exc:  # the sandbox itself did not start
+                        return RunOutcome(error=str(exc), error_kind="infra")
+                worker = self._worker
+            return await worker.run(f"q{next(self._ids)}", inputs, self.limits.problem_timeout_s)
+        finally:
+            self._busy -= 1
+            if self._busy == 0 and self._worker is not None:
+                self._idle = asyncio.get_running_loop().call_later(IDLE_CLOSE_S, self._on_idle)
+
+    async def _start(self) -> None:
+        if self._worker is not None:
+            await self._worker.close()
+            self._worker = None
+        worker = Worker(await asyncio.to_thread(self.toolbox), self.limits)
+        await worker.start()
+        try:
+            await worker.load(self.source, self.line_limit)
+        except BaseException:
+            await worker.close()
+            raise
+        self._worker = worker
+
+    def _on_idle(self) -> None:
+        if self._busy == 0:
+            asyncio.ensure_future(self.aclose())
+
+    async def arun(self, inputs: dict[str, Any]) -> RunOutcome:
+        """Run one problem in the worker (from any event loop)."""
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._arun(inputs), _loop()))
+
+    def run(self, inputs: dict[str, Any]) -> RunOutcome:
+        return asyncio.run_coroutine_threadsafe(self._arun(inputs), _loop()).result()
+
+    async def aclose(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            await worker.close()
+
+    def close(self) -> None:
+        """Stop the warm worker (it also stops by itself when idle or when this process exits)."""
+        if self._worker is not None:
+            asyncio.run_coroutine_threadsafe(self.aclose(), _loop()).result(timeout=30)
+
+
+_LIVE: weakref.WeakSet[SandboxedHarness] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for harness in list(_LIVE):
+        with contextlib.suppress(Exception):  # exiting anyway; workers die with their parent
+            harness.close()
+
+
+def make_toolbox(model: str = "local", task: Any = None,
+                 solver_params: dict[str, Any] | None = None) -> Any:
+    """The parent-side tools: the shared client of `model` (with `solver_params` as its
+    defaults) and the retriever of `task` (a name, {"name", "options"}, a Task, or None)."""
+    from harnesses.models import ModelConfig, get_client
+    from harnesses.toolbox import Toolbox
+
+    task = _task(task)
+    config = ModelConfig.coerce(model)
+    if solver_params:
+        config = config.with_(params={**config.params, **solver_params})
+    return Toolbox(solver=get_client(config),
+                   retriever=task.retriever() if task is not None else None)
+
+
+def _task(task: Any) -> Any:
+    if task is None or not isinstance(task, str | dict):
+        return task
+    from evals.registry import get_task
+
+    if isinstance(task, dict):
+        return get_task(task["name"], **task.get("options", {}))
+    return get_task(task)
+
+
+def _output(outcome: RunOutcome, version: str) -> dict[str, Any]:
+    if outcome.answer is None:
+        raise HarnessRunError(outcome.error_kind or "harness", outcome.error or "no answer",
+                              outcome.traceback)
+    calls = [{"tool": c.tool, "args": _trim(c.args), "result": _trim(c.result), "error": c.error,
+              "latency_s": round(c.latency_s, 4), "tokens": c.tokens} for c in outcome.calls]
+    return {"answer": outcome.answer, "calls": calls, "latency_s": round(outcome.latency_s, 4),
+            "version": version}
+
+
+def _trim(value: Any) -> Any:
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= TRACE_CHARS:
+        return value
+    return text[:TRACE_CHARS] + f"... [{len(text) - TRACE_CHARS} more chars]"
+
+
+def served_graph(runner: SandboxedHarness, name: str = "harness", version: str = "") -> Any:
+    """The thin outer graph: question in, answer (and trace) out; the work happens in the worker."""
+    from langgraph.graph import END, START, StateGraph
+
+    version = version or hashlib.sha256(runner.source.encode()).hexdigest()[:12]
+
+    def run(state: HarnessInput, config: RunnableConfig) -> dict[str, Any]:
+        return _output(runner.run({"question": state["question"]}), version)
+
+    async def arun(state: HarnessInput, config: RunnableConfig) -> dict[str, Any]:
+        return _output(await runner.arun({"question": state["question"]}), version)
+
+    graph = StateGraph(HarnessState, input_schema=HarnessInput, output_schema=HarnessOutput)
+    graph.add_node("run_in_sandbox", RunnableLambda(run, afunc=arun, name="run_in_sandbox"))
+    graph.add_edge(START, "run_in_sandbox")
+    graph.add_edge("run_in_sandbox", END)
+    compiled = graph.compile(name=name)
+    compiled.harness_runner = runner  # so callers can `close()` it early
+    return compiled
+
+
+_shared: OrderedDict[tuple, SandboxedHarness] = OrderedDict()
+SHARED_RUNNERS = 8
+
+
+def shared_runner(source: str, model: str = "local", task: Any = None) -> SandboxedHarness:
+    """One warm runner per (source, model, task) for servers and tools that are asked for the
+    same harness again and again; the least recently used beyond `SHARED_RUNNERS` is closed."""
+    key = (source, model, repr(task))
+    with _shared_lock:
+        runner = _shared.pop(key, None) or SandboxedHarness(source, model=model, task=task)
+        _shared[key] = runner
+        evicted = [_shared.popitem(last=False)[1] for _ in range(len(_shared) - SHARED_RUNNERS)]
+    for old in evicted:
+        old.close()
+    return runner
+
+
+_shared_lock = threading.Lock()
+
+
+def serve(harness: str | Path, *, model: str | None = None, task: Any = None,
+          version: str = "current", name: str = "harness") -> Any:
+    """Like `load_harness` (sandboxed), re-resolving `harness` on each call (a run directory's
+    current version may have changed) and reusing the warm worker of an unchanged source."""
+    found = resolve_harness(harness, version)
+    model = model or found.solver or "local"
+    if task is None and found.task is not None:
+        task = {"name": found.task, "options": found.task_options}
+    return served_graph(shared_runner(found.source, model, task), name=name,
+                        version=found.sha[:12])
+
+
+# -- in process (reviewed code only) ---------------------------------------------------------
+
+class InProcessTools:
+    """`tools` for a reviewed harness compiled in this process: the same Toolbox as the
+    sandbox bridge, called synchronously through the background loop."""
+
+    def __init__(self, toolbox: Any) -> None:
+        self._toolbox = toolbox
+
+    def _call(self, coro: Any) -> Any:
+        if threading.current_thread().name == "model-client-loop":
+            raise RuntimeError("a harness tool was called on the model client's own loop")
+        return asyncio.run_coroutine_threadsafe(coro, _loop()).result().result
+
+    def llm(self, messages_or_prompt: Any, **params: Any) -> str:
+        return str(self._call(self._toolbox.llm(messages_or_prompt, params)) or "")
+
+    def search(self, query: str, k: int = 5) -> list:
+        from retrieval.passage import Passage
+
+        return [Passage.from_dict(r) for r in self._call(self._toolbox.search(query, k)) or []]
+
+    def python(self, code: str, timeout: float = 10.0) -> Any:
+        from harnesses.contract import ExecResult
+
+        row = self._call(self._toolbox.python(code, timeout)) or {}
+        return ExecResult(str(row.get("stdout", "")), row.get("error"))
+
+
+def load_harness(harness: str | Path, *, sandboxed: bool = True, reviewed: bool = False,
+                 model: str | None = None, task: Any = None, version: str = "current",
+                 limits: Limits | None = None, line_limit: int = LINE_LIMIT,
+                 solver_params: dict[str, Any] | None = None, name: str = "harness") -> Any:
+    """A compiled graph running `harness` (a seed name, a .py file, or a run directory).
+
+    `model`: the Solver (default: the run's Solver for a run directory, else `local`).
+    `task`: a task name or `Task` whose retriever backs `tools.search` (default: the run's task
+    for a run directory, else none). In process only with `sandboxed=False, reviewed=True`."""
+    found = resolve_harness(harness, version)
+    model = model or found.solver or "local"
+    if task is None and found.task is not None:
+        task = {"name": found.task, "options": found.task_options}
+    if not sandboxed:
+        if not reviewed:
+            raise PermissionError(
+                f"refusing to run {found.origin} in this process: harness code may have been "
+                "written by a model. Keep sandboxed=True, or pass reviewed=True once a person "
+                "has read it")
+        from harnesses.runtime import compile_harness
+
+        tools = InProcessTools(make_toolbox(model, task, solver_params))
+        return compile_harness(found.source, tools, line_limit, trusted=True,
+                               filename=f"<harness {found.sha[:12]}>")
+    runner = SandboxedHarness(found.source, model=model, task=task, limits=limits,
+                              line_limit=line_limit, solver_params=solver_params)
+    return served_graph(runner, name=name, version=found.sha[:12])
+
+
+__all__ = ["HarnessInput", "HarnessOutput", "HarnessRunError", "HarnessSource", "InProcessTools",
+           "SandboxedHarness", "load_harness", "make_toolbox", "resolve_harness", "serve",
+           "served_graph", "shared_runner"]
