@@ -82,6 +82,17 @@ def build_proposer_messages(
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
+def report_budget(
+    task_description: str, source: str, fmt: str, line_limit: int, *, context_tokens: int,
+    max_tokens: int, chars_per_token: float = 3.0,
+) -> int:
+    """Characters left for the report once the rest of the prompt and the completion's
+    `max_tokens` fit in a `context_tokens` window (0 when nothing is left). `chars_per_token` is
+    a conservative average for English text and code; tokenizers vary."""
+    fixed = sum(len(m["content"]) for m in build_proposer_messages(task_description, source, "", fmt, line_limit))
+    return max(int((context_tokens - max_tokens) * chars_per_token) - fixed, 0)
+
+
 class ProposeError(Exception):
     """Some samples failed; `completions` holds the ones that came back (None where not)."""
 

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from evals.rewards import group_advantages, proposal_reward
-from graphs.adapter.proposer import ProposeError, build_proposer_messages, propose
+from graphs.adapter.proposer import ProposeError, build_proposer_messages, propose, report_budget
 from harnesses.edits import propose_candidate
 from harnesses.seeds import seed_source
 from harnesses.store import SQLiteLogStore, prompt_group_id
@@ -106,3 +106,11 @@ def test_real_local_model_proposals_flow_into_candidates_log_and_rewards(local_m
     assert group.prompt == msgs and [p.completion for p in group.proposals] == [c.text for c in out]
     assert all(p.reward is not None and p.reward >= 0 for p in group.proposals)
     assert len(group_advantages([p.reward for p in group.proposals])) == 2
+
+
+def test_report_budget_leaves_room_for_the_rest_of_the_prompt_and_the_answer():
+    args = ("Solve arithmetic puzzles.", SOURCE, "search_replace", 200)
+    budget = report_budget(*args, context_tokens=8192, max_tokens=1024)
+    prompt = build_proposer_messages(*args[:2], "r" * budget, *args[2:])
+    assert sum(len(m["content"]) for m in prompt) <= (8192 - 1024) * 3.0
+    assert budget > 0 and report_budget(*args, context_tokens=2048, max_tokens=2048) == 0
