@@ -22,7 +22,6 @@ from harnesses.models.local import (
     stop_local_server,
 )
 from harnesses.models.registry import clear_clients, get_client
-from harnesses.models.simserver import SimServer
 
 __all__ = [
     "INFRA_KINDS",
@@ -45,3 +44,12 @@ __all__ = [
     "is_deterministic",
     "stop_local_server",
 ]
+
+
+def __getattr__(name: str):
+    # Lazy, so `python -m harnesses.models.simserver` does not import its module twice.
+    if name == "SimServer":
+        from harnesses.models.simserver import SimServer
+
+        return SimServer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

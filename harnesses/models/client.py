@@ -205,6 +205,9 @@ class ModelClient:
 
     def _cost(self, response: Any, litellm: Any) -> float | None:
         """litellm's price for the call, or None for models it has no price for."""
+        hidden = getattr(response, "_hidden_params", None) or {}
+        if isinstance(hidden.get("response_cost"), int | float):
+            return float(hidden["response_cost"])
         if self._cost_unknown:
             return None
         try:

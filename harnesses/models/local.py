@@ -98,7 +98,7 @@ def is_healthy(base_url: str, timeout_s: float = 2.0) -> bool:
 class LocalServer:
     """One llama-cpp-python server process serving the GGUF under the alias `smollm2`."""
 
-    def __init__(self, gguf: Path | None = None, n_ctx: int = 2048) -> None:
+    def __init__(self, gguf: Path | None = None, n_ctx: int = 8192) -> None:
         self.gguf = gguf or find_gguf()
         self.n_ctx = n_ctx
         self.port: int | None = None
