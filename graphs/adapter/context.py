@@ -56,3 +56,6 @@ class AdapterContext:
     def problems(self) -> dict:
         """Every dev problem by id (test problems are never loaded by the loop)."""
         return {p.id: p for p in self.task.dev()}
+
+    def dev_problems(self, ids: list[str]) -> list:
+        return [self.problems[i] for i in ids]

@@ -10,9 +10,8 @@ from typing import Any
 
 from rich.table import Table
 
-from evals.evaluator import evaluate
-from evals.result import EvalResult
 from graphs.adapter.context import AdapterContext
+from graphs.adapter.nodes import evaluate_cached
 from graphs.adapter.run import load_config
 
 
@@ -48,23 +47,6 @@ class FinalSummary:
                                "test": r.test} for r in self.rows], **self.extra}
 
 
-async def _test_score(ctx: AdapterContext, sha: str, problems: list) -> EvalResult:
-    store = ctx.store
-    ids = [p.id for p in problems]
-    done = await store.aget_results(sha, ids, "test")
-    todo = [p for p in problems if p.id not in done]
-    if todo:
-        source = await store.aget_version_source(sha)
-
-        async def keep(result):
-            await store.aput_result(sha, "test", -1, result)
-
-        await evaluate(source, todo, ctx.task, ctx.toolbox, concurrency=ctx.config.concurrency,
-                       limits=ctx.limits, on_result=keep, pool=ctx.pool)
-        done = await store.aget_results(sha, ids, "test")
-    return EvalResult([done[i] for i in ids if i in done])
-
-
 async def final_evaluation(run_dir: str | Path, n: int = 0, console=None) -> FinalSummary:
     config = load_config(run_dir)
     ctx = AdapterContext(config)
@@ -76,11 +58,11 @@ async def final_evaluation(run_dir: str | Path, n: int = 0, console=None) -> Fin
         for round_, sha, selection in lineage:
             if console is not None:
                 console.print(f"testing round {round_} version {sha[:12]} on {len(problems)} problems")
-            result = await _test_score(ctx, sha, problems)
+            result = await evaluate_cached(ctx, sha, problems, "test", -1)
             rows.append(RoundScore(round_, sha, selection, result.mean_score,
                                    result.completed_fraction))
     finally:
-        await ctx.pool.aclose()
+        await ctx.pool.close()
     out_dir = Path(run_dir)
     plot_path = plot_rounds(rows, out_dir / "scores.png")
     diffs_path = out_dir / "adopted.diff"

@@ -3,12 +3,15 @@ after a crash finds finished evaluations and proposals in the store and redoes n
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 from langgraph.types import Send, interrupt
 
 from evals.evaluator import evaluate
-from evals.result import EvalResult, ProblemResult
+from evals.problem import Problem
+from evals.result import UNSCORED, EvalResult, ProblemResult
 from evals.rewards import proposal_reward
 from evals.splits import sample_round
 from graphs.adapter.context import AdapterContext
@@ -23,24 +26,47 @@ from harnesses.seeds import seed_source
 DIFF_CHARS = 4000
 
 
-async def evaluate_cached(ctx: AdapterContext, sha: str, ids: list[str], purpose: str,
-                          round_: int) -> EvalResult:
-    """Evaluate version `sha` on problems `ids`, reusing every result already in the log."""
+class InfraStop(RuntimeError):
+    """Problems kept failing for infrastructure reasons: the run stops so that no infra error is
+    scored as a wrong answer; `harness-learn resume` continues once the endpoint is back."""
+
+
+async def evaluate_cached(ctx: AdapterContext, sha: str, problems: list[Problem], purpose: str,
+                          round_: int, attempts: int = 2) -> EvalResult:
+    """Evaluate version `sha` on `problems`, reusing every result already in the log.
+
+    Results with infrastructure errors are never stored: they are retried, and if they still
+    fail the run stops with `InfraStop` (a resumed run retries them again)."""
     store = ctx.store
+    ids = [p.id for p in problems]
+    infra: list[str] = []
+
+    async def keep(result: ProblemResult) -> None:
+        if result.error_kind in UNSCORED:
+            infra.append(f"{result.problem_id}: {result.error}")
+            return
+        await store.aput_result(sha, purpose, round_, result)
+        ctx.progress("problem", {"sha": sha, "purpose": purpose, "score": result.score,
+                                 "tokens": result.tokens, "calls": len(result.calls)})
+
     done = await store.aget_results(sha, ids, purpose)
-    todo = [ctx.problems[i] for i in ids if i not in done]
-    if todo:
+    for _ in range(attempts):
+        todo = [p for p in problems if p.id not in done]
+        if not todo:
+            break
         source = await store.aget_version_source(sha)
-
-        async def keep(result: ProblemResult) -> None:
-            await store.aput_result(sha, purpose, round_, result)
-            ctx.progress("problem", {"sha": sha, "purpose": purpose, "score": result.score,
-                                     "tokens": result.tokens, "calls": len(result.calls)})
-
         await evaluate(source, todo, ctx.task, ctx.toolbox, concurrency=ctx.config.concurrency,
-                       limits=ctx.limits, on_result=keep, pool=ctx.pool)
+                       limits=ctx.limits, on_result=keep, pool=ctx.pool,
+                       line_limit=ctx.config.line_limit)
         done = await store.aget_results(sha, ids, purpose)
-    return EvalResult([done[i] for i in ids if i in done])
+    missing = [i for i in ids if i not in done]
+    if missing:
+        await store.aappend_event("infra_stop", {"sha": sha, "purpose": purpose,
+                                                 "missing": missing, "errors": infra[-5:]})
+        raise InfraStop(f"{len(missing)} problem(s) failed for infrastructure reasons "
+                        f"{attempts} times (last: {infra[-1] if infra else '?'}); nothing "
+                        "finished is lost: fix the endpoint and run `harness-learn resume`")
+    return EvalResult([done[i] for i in ids])
 
 
 def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
@@ -50,6 +76,7 @@ def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
         if state.get("current_sha"):
             return {}
         source = seed_source(cfg.seed_harness or ctx.task.seed)
+        await asyncio.to_thread(ctx.store.init_run, json.loads(cfg.to_json()))
         sha = await ctx.store.aput_version(source, parent=None, round_=0, note="seed")
         await ctx.store.aappend_event("run_started", {"config": cfg.to_json(), "seed_sha": sha})
         return {"task": cfg.task, "round": 1, "current_sha": sha, "best_score": None,
@@ -57,14 +84,18 @@ def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
                 "human_feedback": []}
 
     async def sample(state: AdapterState) -> dict:
+        # Paper: the reasoning track draws feedback and selection from one 25-problem pool;
+        # QA samples disjoint feedback and selection questions from its dev pool each round.
         feedback, selection = sample_round(ctx.task.dev(), state["round"], cfg.seed,
-                                           cfg.feedback, cfg.selection)
+                                           cfg.feedback, cfg.selection,
+                                           disjoint=ctx.task.track == "qa")
         return {"feedback_ids": [p.id for p in feedback], "selection_ids": [p.id for p in selection]}
 
     async def evaluate_current(state: AdapterState) -> dict:
         sha, round_ = state["current_sha"], state["round"]
-        fb = await evaluate_cached(ctx, sha, state["feedback_ids"], "feedback", round_)
-        sel = await evaluate_cached(ctx, sha, state["selection_ids"], "selection", round_)
+        fb = await evaluate_cached(ctx, sha, ctx.dev_problems(state["feedback_ids"]), "feedback", round_)
+        sel = await evaluate_cached(ctx, sha, ctx.dev_problems(state["selection_ids"]), "selection",
+                                    round_)
         problems = [ctx.problems[r.problem_id] for r in fb.results]
         report = build_report(ctx.task, problems, fb, budget_chars=cfg.report_chars,
                               human_feedback=state.get("human_feedback") or [])
@@ -119,12 +150,11 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
     if view["invalid_reason"] is None:
         sha = await store.aput_version(edit.new_source, parent=parent_sha, round_=round_,
                                        note=f"candidate {index}")
-        result = await evaluate_cached(ctx, sha, payload["selection_ids"], "selection", round_)
-        invalid = next((r for r in result.results if r.error_kind == "invalid"), None)
+        result = await evaluate_cached(ctx, sha, ctx.dev_problems(payload["selection_ids"]),
+                                       "selection", round_)
         view.update(sha=sha, completed_fraction=result.completed_fraction)
-        if invalid is not None:
-            view["invalid_reason"] = invalid.error
-        else:
+        view["invalid_reason"] = incomplete_reason(result)
+        if view["invalid_reason"] is None:
             view.update(valid=True, selection_score=result.mean_score)
     reward, parts = proposal_reward(
         track=ctx.task.track, parsed=view["parsed"], applied=view["applied"],
@@ -136,8 +166,22 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
         proposal.id, candidate_sha=view["sha"], parsed=view["parsed"], applied=view["applied"],
         valid=view["valid"], invalid_reason=view["invalid_reason"],
         completed_fraction=view["completed_fraction"], selection_score=view["selection_score"],
-        parent_score=payload["parent_score"], reward=reward, reward_parts=parts)
+        parent_score=payload["parent_score"], reward=reward, reward_parts=parts,
+        parsed_edit=edit.edit.to_dict() if edit.edit is not None else None)
     return view
+
+
+def incomplete_reason(result: EvalResult) -> str | None:
+    """Why an evaluation does not count as completed (DESIGN.md: a valid harness "completes an
+    evaluation"): it never compiled, or not one problem ran to an answer."""
+    invalid = next((r for r in result.results if r.error_kind == "invalid"), None)
+    if invalid is not None:
+        return (invalid.error or "invalid")[:500]
+    if result.results and result.completed_fraction == 0.0:
+        first = next((r for r in result.results if r.error), None)
+        detail = f"{first.error_kind}: {first.error}" if first else "no answer produced"
+        return f"did not complete the evaluation: {detail}"[:500]
+    return None
 
 
 async def choose(ctx: AdapterContext, state: AdapterState) -> dict:

@@ -49,6 +49,7 @@ async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
     """Run (or continue) the adapter until it stops; returns the final state."""
     ctx = context or AdapterContext(config)
     graph = build_adapter_graph(config, ctx)
+    config.path.mkdir(parents=True, exist_ok=True)
     async with AsyncSqliteSaver.from_conn_string(str(config.path / CHECKPOINTS_FILE)) as saver:
         app = graph.compile(checkpointer=saver)
         snapshot = await app.aget_state(THREAD)
@@ -62,5 +63,5 @@ async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
                     if on_update is not None:
                         on_update(node, update if isinstance(update, dict) else {})
         finally:
-            await ctx.pool.aclose()
+            await ctx.pool.close()
         return (await app.aget_state(THREAD)).values

@@ -8,8 +8,15 @@ from typing import Annotated
 import typer
 
 from graphs.cli import app
-from graphs.cli._common import (console, out, print_json_last, read_harness, results_table,
-                                run_async, task_options)
+from graphs.cli._common import (
+    console,
+    out,
+    print_json_last,
+    read_harness,
+    results_table,
+    run_async,
+    task_options,
+)
 
 
 @app.command()

@@ -1,0 +1,131 @@
+"""The adapter end to end with a scripted Solver and Proposer: one known-better edit among bad
+ones (unparseable, non-applying, crashing, slower and worse); each policy must adopt what it
+should. Harness code runs in real sandbox workers; only the models are scripted."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+
+from evals.problem import Problem
+from graphs.adapter.config import AdaptConfig
+from graphs.adapter.context import AdapterContext
+from graphs.adapter.run import run_adaptation
+
+QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
+
+
+class SumTask:
+    """Sums; the scripted Solver gets odd first terms wrong unless told to be careful."""
+
+    name, track, seed = "sums", "reasoning", "reasoning_direct"
+    description = "Questions 'What is A + B?'. Answer with the number only. Exact match."
+
+    def dev(self):
+        return [Problem(f"d{i}", {"question": f"What is {i} + {i + 3}?"}, str(2 * i + 3))
+                for i in range(1, 7)]
+
+    def test(self):
+        return [Problem(f"t{i}", {"question": f"What is {i} + 1?"}, str(i + 1)) for i in range(4)]
+
+    def score(self, problem, answer):
+        return float(answer.strip() == problem.gold)
+
+    def retriever(self):
+        return None
+
+
+def solver_rule(prompt: str, params: dict) -> str:
+    match = QUESTION.search(prompt)
+    if not match:
+        return "Answer: ?"
+    a, b = int(match.group(1)), int(match.group(2))
+    right = "CAREFULLY" in prompt or a % 2 == 0
+    return f"Answer: {a + b if right else a + b + 1}"
+
+
+def block(search: str, replace: str) -> str:
+    return f"<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n"
+
+
+EDITS = [
+    "The harness looks fine to me.",                                            # unparseable
+    block("    this line is not in the source", "    pass"),                    # does not apply
+    block("        reply = tools.llm(PROMPT.format(question=state[\"question\"]))",
+          "        raise RuntimeError(\"boom\")"),                               # crashes
+    block("        return {\"answer\": answer}",
+          "        tools.llm(\"think again\")\n        return {\"answer\": \"nothing\"}"),  # worse
+    block('PROMPT = """Solve the problem. Think briefly, then give the final answer on the last line',
+          'PROMPT = """Solve the problem CAREFULLY. Think briefly, then give the final answer on the last line'),  # better
+]
+
+
+def proposer_rule(prompt: str, params: dict) -> str:
+    return EDITS[params["seed"] % 1009]
+
+
+def run(root, scripted, policy: str, candidates: int):
+    config = AdaptConfig(task="sums", run_dir=str(root / f"{policy}-{candidates}"), rounds=1,
+                         candidates=candidates, policy=policy, edit_format="search_replace",
+                         feedback=6, selection=6, concurrency=6).with_track_defaults("reasoning")
+    ctx = AdapterContext(config)
+    ctx.task = SumTask()
+    ctx.solver, ctx.proposer = scripted(solver_rule), scripted(proposer_rule)
+    final = asyncio.run(run_adaptation(config, context=ctx))
+    return final, ctx
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, scripted):
+    """Each (policy, candidates) run once for the module: every run is a real adapter run."""
+    root, done = tmp_path_factory.mktemp("runs"), {}
+
+    def get(policy: str, candidates: int):
+        if (policy, candidates) not in done:
+            done[policy, candidates] = run(root, scripted, policy, candidates)
+        return done[policy, candidates]
+
+    return get
+
+
+@pytest.mark.parametrize("policy", ["strict", "best_valid"])
+def test_each_policy_adopts_the_better_edit(runs, policy):
+    final, ctx = runs(policy, 5)
+    (round1,) = final["rounds"]
+    by_index = {c["index"]: c for c in round1["candidates"]}
+    assert not by_index[0]["parsed"] and not by_index[0]["valid"]
+    assert by_index[1]["parsed"] and not by_index[1]["applied"]
+    assert "unmatched" in by_index[1]["invalid_reason"]
+    assert by_index[2]["applied"] and not by_index[2]["valid"]
+    assert "did not complete" in by_index[2]["invalid_reason"]
+    assert by_index[3]["valid"] and by_index[3]["selection_score"] == 0.0
+    assert by_index[4]["valid"] and by_index[4]["selection_score"] == 1.0
+    assert round1["current_selection_score"] == pytest.approx(0.5)
+    assert round1["adopted"] and final["current_sha"] == by_index[4]["sha"]
+    assert "CAREFULLY" in ctx.store.get_version_source(final["current_sha"])
+
+
+def test_strict_keeps_current_when_every_valid_edit_is_worse(runs):
+    final, _ = runs("strict", 4)
+    (round1,) = final["rounds"]
+    assert not round1["adopted"]
+    assert final["current_sha"] == round1["current_sha"]
+
+
+def test_best_valid_adopts_the_best_valid_edit_even_if_worse(runs):
+    final, _ = runs("best_valid", 4)
+    (round1,) = final["rounds"]
+    worse = next(c for c in round1["candidates"] if c["index"] == 3)
+    assert round1["adopted"] and final["current_sha"] == worse["sha"]
+
+
+def test_proposals_table_rewards_follow_the_papers_rules(runs):
+    _, ctx = runs("strict", 5)
+    rewards = {p.id: p.reward for p in ctx.store.iter_proposals()}
+    assert rewards["r1-c0"] == 0.0                    # does not parse: no bonus at all
+    assert rewards["r1-c1"] == pytest.approx(0.05)    # parses, does not apply
+    assert rewards["r1-c2"] == pytest.approx(0.15)    # parses + applies, no run completes
+    assert rewards["r1-c3"] == pytest.approx(0.30)    # valid, score 0, every run completes
+    assert rewards["r1-c4"] == pytest.approx(1.30)    # valid, score 1, every run completes
