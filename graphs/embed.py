@@ -230,14 +230,11 @@ def make_toolbox(model: str = "local", task: Any = None,
                  solver_params: dict[str, Any] | None = None) -> Any:
     """The parent-side tools: the shared client of `model` (with `solver_params` as its
     defaults) and the retriever of `task` (a name, {"name", "options"}, a Task, or None)."""
-    from harnesses.models import ModelConfig, get_client
+    from harnesses.models import get_client
     from harnesses.toolbox import Toolbox
 
     task = _task(task)
-    config = ModelConfig.coerce(model)
-    if solver_params:
-        config = config.with_(params={**config.params, **solver_params})
-    return Toolbox(solver=get_client(config),
+    return Toolbox(solver=get_client(model), solver_params=solver_params,
                    retriever=task.retriever() if task is not None else None)
 
 
