@@ -96,10 +96,10 @@ class ModelClient:
         started = time.perf_counter()
         if self.cache is not None:
             hit = await asyncio.to_thread(self.cache.get, key)
-            if hit is not None:
+            stored = _stored_completion(hit)
+            if stored is not None:
                 self.stats.add(cache_hits=1)
-                return replace(Completion.from_dict(hit), cached=True, cost=0.0,
-                               latency_s=time.perf_counter() - started)  # fmt: skip
+                return replace(stored, cached=True, cost=0.0, latency_s=time.perf_counter() - started)
         state = self._state()
         task = state.inflight.get(key)
         if task is not None:
@@ -135,6 +135,8 @@ class ModelClient:
             try:
                 completion = await self._request(msgs, params)
             except InfraError as err:
+                if err.kind == "connection" and self.config.model == LOCAL_MODEL:
+                    self._target = None  # the local server died: the next try restarts it
                 if not err.retryable or attempt >= self.config.max_retries:
                     self.stats.error(err.kind)
                     if attempt == 0:
@@ -263,6 +265,16 @@ class ModelClient:
             return litellm.Router(
                 model_list=deployments, num_retries=0, routing_strategy="least-busy"
             )
+
+
+def _stored_completion(data: dict[str, Any] | None) -> Completion | None:
+    """A cached completion, or None for a miss or an entry written by an incompatible version."""
+    if data is None:
+        return None
+    try:
+        return Completion.from_dict(data)
+    except (KeyError, TypeError):
+        return None
 
 
 def _forget(

@@ -13,6 +13,7 @@ from harnesses.models import (
     Completion,
     InfraError,
     ModelClient,
+    ModelConfig,
     ModelRequestError,
     SimServer,
     get_client,
@@ -194,3 +195,51 @@ def test_infra_error_keeps_its_kind_across_pickling() -> None:
     assert (err.kind, err.message, err.retry_after_s) == ("rate_limit", "slow down", 2.0)
     with pytest.raises(ValueError):
         InfraError("bogus", "x")
+
+
+def test_sync_calls_from_many_threads_share_the_bound(sim: SimServer, sim_config: Any) -> None:
+    sim.configure(latency_s=0.05)
+    client = ModelClient(sim_config(sim, max_concurrency=3))
+    results: dict[int, str] = {}
+
+    def work(i: int) -> None:
+        results[i] = client.complete(f"What is {i} + 2").text
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert results == {i: f"Answer: {i + 2}" for i in range(12)}
+    assert sim.stats.max_concurrency <= 3
+
+
+def test_router_routes_around_a_dead_replica(sim_config: Any) -> None:
+    servers = [SimServer(latency_s=0.01), SimServer(latency_s=0.01)]
+    for server in servers:
+        server.start()
+    servers[0].stop()
+    try:
+        client = ModelClient(sim_config(servers, max_retries=5, params={"temperature": 0.5}))
+        results = asyncio.run(_gather(client, [f"What is {i} + 1" for i in range(10)]))
+    finally:
+        servers[1].stop()
+    assert [r.text for r in results] == [f"Answer: {i + 1}" for i in range(10)]
+    assert servers[1].stats.served == 10
+
+
+def test_local_alias_finds_its_restarted_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Stand-ins for two lives of the local server: the client must ask for the URL again.
+    servers = [SimServer(latency_s=0), SimServer(latency_s=0)]
+    for server in servers:
+        server.start()
+    urls = iter([servers[0].url, servers[1].url])
+    monkeypatch.setattr("harnesses.models.client.ensure_local_server", lambda: next(urls))
+    try:
+        client = ModelClient(ModelConfig("local", backoff_s=0.01))
+        assert client.complete("What is 1 + 1").text == "Answer: 2"
+        servers[0].stop()
+        assert client.complete("What is 2 + 2").text == "Answer: 4"
+    finally:
+        servers[1].stop()
+    assert servers[1].stats.served == 1 and client.stats.errors_by_kind == {}
