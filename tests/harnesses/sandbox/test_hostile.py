@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from harnesses.runtime import HarnessInvalid
+from harnesses.sandbox import Worker, run_python
 
-from .conftest import TEST_LIMITS, node_harness
+from .conftest import TEST_LIMITS, ScriptedToolbox, node_harness
 
 pytestmark = pytest.mark.reliability
 
@@ -112,7 +113,7 @@ answer = ",".join(results)""")
 
 def test_secret_in_parent_environment_is_invisible(sandbox, protections, monkeypatch):
     secret = f"sk-test-{os.getpid()}-{time.time_ns()}"
-    monkeypatch.setenv("HARNESS_TEST_API_KEY", secret)
+    monkeypatch.setenv("HARNESS_TEST_API_KEY", secret)  # planted before the worker starts
     source = node_harness(f"""
 found = [k for k, v in os.environ.items() if {secret!r} in v]
 for pid in os.listdir("/proc"):
@@ -124,9 +125,18 @@ for pid in os.listdir("/proc"):
         pass
 answer = "found " + ",".join(found) if found else "clean"
 """)
-    outcome = sandbox.run_one(source)
+
+    async def go():
+        async with Worker(ScriptedToolbox(), TEST_LIMITS) as worker:
+            await worker.load(source)
+            outcome = await worker.run("p", {"question": "q"})
+        python = await run_python(f"import os\nprint(any({secret!r} in v for v in os.environ.values()))")
+        return outcome, python
+
+    outcome, python = sandbox.run(go())
     assert outcome.answer == "clean" or not protections["bwrap"], outcome
-    assert "HARNESS_TEST_API_KEY" not in (outcome.answer or "")
+    assert "HARNESS_TEST_API_KEY" not in outcome.answer  # never in its own environment
+    assert python.stdout == "False\n", python
 
 
 def test_socket_to_host_loopback_connects_to_nothing(sandbox, need_bwrap):
@@ -210,9 +220,7 @@ def test_cpu_limit_kills_a_worker_stuck_in_c_code():
     (or the candidate's wall clock) ends it."""
     import asyncio
 
-    from harnesses.sandbox import Limits, Worker
-
-    from .conftest import ScriptedToolbox
+    from harnesses.sandbox import Limits
 
     async def go():
         limits = Limits(cpu_s=6, memory_mb=1536, pids=32, problem_timeout_s=60.0)
