@@ -23,6 +23,7 @@ def bench_bm25(
     chroma: _Annotated[bool, _typer.Option("--chroma/--no-chroma", help="Chroma and hybrid rows.")] = True,
     device: _Annotated[str, _typer.Option(help="Embedding device for the recall rows.")] = "cpu",
     cache: _Annotated[str | None, _typer.Option(help="Keep/reuse the recall indexes here.")] = None,
+    recall_questions: _Annotated[int | None, _typer.Option(help="Recall on the first N questions only (their closed corpus).")] = None,
     as_json: _Annotated[bool, _typer.Option("--json", help="Last line: a JSON object of figures.")] = False,
 ) -> None:
     """BM25 at scale vs rank-bm25, a 5.23M projection, and recall@k on MuSiQue and 2Wiki."""
@@ -39,7 +40,7 @@ def bench_bm25(
             _Path(__file__).resolve().parents[3] / "shared" / "data")
         backends = ("bm25", "chroma", "hybrid") if chroma else ("bm25",)
         figures["recall"] = recall_bench.run(data, backends, device=device, cache=cache,
-                                             log=log)
+                                             questions=recall_questions, log=log)
         print(report.recall_table(figures["recall"]))
     if as_json:
         print(_json.dumps(figures))

@@ -8,6 +8,7 @@ averaged over questions.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -39,18 +40,32 @@ def recall(kind: str, hits_per_q: list, golds: list[set], k: int) -> float:
     return total / max(len(golds), 1)
 
 
+def _head(path: Path, n: int, out: Path) -> Path:
+    """The first n question records of a dataset file, as a JSON list."""
+    records = [rec for _, (_, rec) in zip(range(n), iter_json_records(path), strict=False)]
+    body = json.dumps(records)
+    if not out.is_file() or out.read_text(encoding="utf-8") != body:  # keep the cache's key
+        out.write_text(body, encoding="utf-8")
+    return out
+
+
 def run(data_dir: str | Path, backends: tuple[str, ...] = ("bm25", "chroma", "hybrid"),
-        device: str = "cpu", cache: str | Path | None = None, log=print) -> list[dict]:
+        device: str = "cpu", cache: str | Path | None = None, questions: int | None = None,
+        log=print) -> list[dict]:
     """One row per (dataset, backend): passages, questions and recall@2/5/10.
 
     With `cache`, indexes live in `cache/<dataset>` and a re-run reuses them (the build is
-    resumable, so Chroma embeds nothing twice); CPU embedding is the slow part.
+    resumable, so Chroma embeds nothing twice); CPU embedding is the slow part. With
+    `questions`, only the first N questions and their own closed corpus are used.
     """
     rows = []
     with tempfile.TemporaryDirectory(prefix="recall-") as tmp:
-        tmp = cache or tmp
+        tmp = Path(cache or tmp)
+        tmp.mkdir(parents=True, exist_ok=True)
         for kind, rel in DATASETS.items():
             path = Path(data_dir) / rel
+            if questions:
+                path = _head(path, questions, Path(tmp) / f"{kind}-first{questions}.json")
             need_chroma = any(b in ("chroma", "hybrid") for b in backends)
             log(f"indexing the {kind} closed corpus ({'bm25+chroma' if need_chroma else 'bm25'}) ...")
             s = build_index(kind, path, Path(tmp) / kind, "both" if need_chroma else "bm25",
