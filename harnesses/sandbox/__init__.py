@@ -7,12 +7,25 @@ The worker side is `harnesses.sandbox.worker`.
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from harnesses.sandbox.client import RunOutcome, ToolHandler, ToolReply, Worker
-from harnesses.sandbox.limits import Limits
-from harnesses.sandbox.pool import WorkerPool
-from harnesses.sandbox.python_exec import run_python
+if TYPE_CHECKING:
+    from harnesses.sandbox.client import RunOutcome, ToolHandler, ToolReply, Worker
+    from harnesses.sandbox.limits import Limits
+    from harnesses.sandbox.pool import WorkerPool
+    from harnesses.sandbox.python_exec import run_python
+
+_LAZY = {"RunOutcome": "client", "ToolHandler": "client", "ToolReply": "client",
+         "Worker": "client", "Limits": "limits", "WorkerPool": "pool", "run_python": "python_exec"}
+
+
+def __getattr__(name: str) -> Any:
+    """Parent-side names load on first use: the worker process imports this package too and
+    should not pay for asyncio and the client at its start."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"harnesses.sandbox.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def choose_backend(kind: str = "auto") -> Any:

@@ -294,6 +294,8 @@ def main() -> None:
     import langgraph.graph  # noqa: F401  (warm: the import is most of a cold start)
     import typing_extensions  # noqa: F401
 
+    import harnesses.contract  # noqa: F401  (Passage, ExecResult for tool results)
+
     try:
         serve(read_fd, write_fd, time.perf_counter() - t0)
     finally:
