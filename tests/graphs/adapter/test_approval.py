@@ -63,9 +63,6 @@ def test_approve_once_reject_once(tmp_path, scripted) -> None:
     golds = {p.question: str(p.gold["answer"]) for p in ctx.task.dev()}
     ctx.solver = scripted(make_solver_rule(golds))
     ctx.proposer = proposer = scripted(proposer_rule)
-    from harnesses.toolbox import Toolbox
-
-    ctx.toolbox = Toolbox(solver=ctx.solver)
     app = build_adapter_graph(config, ctx).compile(checkpointer=InMemorySaver())
     thread = {"configurable": {"thread_id": "approval"}}
 

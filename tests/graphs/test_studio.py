@@ -1,0 +1,170 @@
+"""`langgraph dev` serving langgraph.json, driven through `langgraph_sdk` like Studio drives it:
+a seed harness run, a one-round adapter run (streamed), its state schema, and the run
+directory's version served by the `harness` graph. The models are a simulated OpenAI server
+(real HTTP, real litellm) so this stays quick; the real local model is covered in test_embed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from graphs.cli.studio_cmd import REPO_ROOT, dev_command, offline_env
+from graphs.studio import MODEL_ENV, RUNS_ENV
+from harnesses.models import SimServer
+from harnesses.models.simserver import ARITHMETIC_RULE
+
+pytestmark = pytest.mark.timeout(240)
+
+EDIT = """I will ask the Solver to be careful.
+<<<<<<< SEARCH
+PROMPT = \"\"\"Solve the problem. Think briefly, then give the final answer on the last line
+=======
+PROMPT = \"\"\"Solve the problem carefully. Think briefly, then give the final answer on the last line
+>>>>>>> REPLACE"""
+GRAPHS = {"adapter", "harness", "reasoning_direct", "multihop_two_hop", "baseline_tool_loop"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_ready(url: str, proc: subprocess.Popen, log: Path, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"langgraph dev exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/ok", timeout=2) as resp:
+            if resp.status == 200:
+                return
+        time.sleep(0.3)
+    raise AssertionError(f"langgraph dev not ready after {timeout} s:\n{log.read_text()[-4000:]}")
+
+
+@pytest.fixture(scope="module")
+def sim():
+    rules = [(r"## How to answer", lambda m: EDIT), ARITHMETIC_RULE]
+    with SimServer(latency_s=0.01, rules=rules) as url:
+        yield f"openai/sim@{url}"
+
+
+@pytest.fixture(scope="module")
+def server(sim, tmp_path_factory):
+    port = free_port()
+    runs = tmp_path_factory.mktemp("studio-runs")
+    log = runs / "server.log"
+    env = offline_env()
+    env.pop("LANGSMITH_API_KEY", None)
+    env.update({RUNS_ENV: str(runs), MODEL_ENV: sim})
+    with log.open("w") as sink:
+        proc = subprocess.Popen(dev_command(port, jobs=3), cwd=REPO_ROOT, env=env, stdout=sink,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url, proc, log)
+        yield url, runs, log
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode is not None
+
+
+def test_graphs_and_adapter_state_schema(server) -> None:
+    from langgraph_sdk import get_client
+
+    url, _, _ = server
+
+    async def go():
+        client = get_client(url=url)
+        assistants = await client.assistants.search(limit=50)
+        by_graph = {a["graph_id"]: a["assistant_id"] for a in assistants}
+        schemas = await client.assistants.get_schemas(by_graph["adapter"])
+        harness = await client.assistants.get_schemas(by_graph["reasoning_direct"])
+        return by_graph, schemas, harness
+
+    by_graph, schemas, harness = asyncio.run(go())
+    assert set(by_graph) >= GRAPHS
+    state = schemas["state_schema"]
+    assert {"rounds", "candidates", "current_sha", "best_score", "report"} <= set(state["properties"])
+    defs = state.get("$defs") or state.get("definitions") or {}
+    candidate = defs["CandidateView"]["properties"]
+    assert {"diff", "valid", "selection_score", "reward", "invalid_reason"} <= set(candidate)
+    assert {"decision", "adopted", "approved"} <= set(defs["RoundView"]["properties"])
+    assert harness["input_schema"]["required"] == ["question"]
+    assert "answer" in harness["output_schema"]["properties"]
+
+
+def test_seed_harness_run_streams_an_answer(server, sim) -> None:
+    from langgraph_sdk import get_client
+
+    url, _, log = server
+
+    async def go():
+        client = get_client(url=url)
+        thread = await client.threads.create()
+        events = [e async for e in client.runs.stream(
+            thread["thread_id"], "reasoning_direct", input={"question": "What is 17 + 25?"},
+            config={"configurable": {"model": sim}}, stream_mode="updates")]
+        state = await client.threads.get_state(thread["thread_id"])
+        return events, state["values"]
+
+    events, values = asyncio.run(go())
+    updates = [e.data for e in events if e.event == "updates"]
+    assert updates and "run_in_sandbox" in updates[-1], f"{events}\n{log.read_text()[-3000:]}"
+    assert values["answer"] == "42"  # the simulated Solver's arithmetic, through the sandbox
+    assert values["calls"][0]["tool"] == "llm" and "17 + 25" in values["calls"][0]["args"]["messages"]
+
+
+def test_adapter_run_then_serve_its_version(server, sim, tmp_path) -> None:
+    from langgraph_sdk import get_client
+
+    url, _, log = server
+    run_dir = tmp_path / "run"
+    configurable = {"task": "rg:basic_arithmetic", "solver": sim, "proposer": sim,
+                    "task_options": {"n_dev": 4, "n_test": 1}, "rounds": 1, "candidates": 1,
+                    "policy": "best_valid", "feedback": 2, "selection": 2, "concurrency": 2,
+                    "run_dir": str(run_dir)}
+
+    async def go():
+        client = get_client(url=url)
+        thread = await client.threads.create()
+        tid = thread["thread_id"]
+        events = [e async for e in client.runs.stream(
+            tid, "adapter", input={}, config={"configurable": configurable},
+            stream_mode=["updates", "values"])]
+        final = (await client.threads.get_state(tid))["values"]
+        served = await client.runs.wait(None, "harness", input={"question": "What is 2 + 2?"},
+                                        config={"configurable": {"run_dir": str(run_dir),
+                                                                 "model": sim}})
+        return events, final, served
+
+    events, final, served = asyncio.run(go())
+    errors = [e.data for e in events if e.event == "error"]
+    assert not errors, f"{errors}\n{log.read_text()[-3000:]}"
+    nodes = [next(iter(e.data)) for e in events if e.event == "updates"]
+    assert nodes[:3] == ["init", "sample", "evaluate_current"]
+    assert {"candidate", "select", "finish"} <= set(nodes)
+    assert final["stop_reason"] == "finished 1 rounds"
+    (round1,) = final["rounds"]
+    (cand,) = round1["candidates"]
+    assert cand["valid"] and cand["sha"] and "+PROMPT = \"\"\"Solve the problem carefully." in cand["diff"]
+    assert 0.0 <= cand["selection_score"] <= 1.0
+    assert round1["adopted"] and final["current_sha"] == cand["sha"]  # best_valid adopts it
+    assert (run_dir / "config.json").exists()
+    # The `harness` graph serves what the run holds now, in the sandbox.
+    assert served["version"] == final["current_sha"][:12]
+    assert served["answer"] == "4"
