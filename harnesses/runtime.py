@@ -105,13 +105,20 @@ def harness_module(source: str, filename: str | None = None) -> Iterator[types.M
         code = compile(source, filename, "exec")
         exec(code, module.__dict__)
         yield module
+    except BaseException as exc:  # format while the source lines are still readable
+        exc.harness_traceback = harness_traceback(exc)  # type: ignore[attr-defined]
+        raise
     finally:
         sys.modules.pop(name, None)
         linecache.cache.pop(filename, None)
 
 
 def harness_traceback(exc: BaseException, filename_prefix: str = "<harness") -> tuple[str, int | None]:
-    """The formatted traceback and the innermost line number inside harness code."""
+    """The formatted traceback and the innermost line number inside harness code (as first
+    formatted inside `harness_module`, where the source lines are still known)."""
+    captured = getattr(exc, "harness_traceback", None)
+    if isinstance(captured, tuple):
+        return captured
     text = "".join(traceback.format_exception(exc))
     line = None
     for frame, lineno in traceback.walk_tb(exc.__traceback__):

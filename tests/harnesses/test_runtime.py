@@ -131,3 +131,9 @@ def test_invalid_round_trips_through_a_dict():
     assert (again.kind, again.detail, again.line, again.traceback) == ("build_raised", "boom", 3, "tb")
     with pytest.raises(ValueError):
         HarnessInvalid("nonsense", "x")
+
+
+def test_module_level_traceback_shows_the_harness_source_line():
+    exc = invalid("x = 1\ny = [][3]  # the faulty line\ndef build_graph(tools):\n    pass\n")
+    assert exc.kind == "build_raised" and exc.line == 2
+    assert "the faulty line" in exc.traceback

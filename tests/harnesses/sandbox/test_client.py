@@ -187,7 +187,8 @@ def test_ordinary_tool_errors_reach_the_harness_as_exceptions(behaving):
 def test_harness_exception_is_a_harness_error_with_traceback(behaving):
     outcome = behaving("raise")
     assert outcome.error_kind == "harness" and "KeyError" in outcome.error
-    assert "missing" in outcome.traceback and "<harness run" in outcome.traceback
+    assert "<harness run" in outcome.traceback
+    assert 'answer = {}["missing"]' in outcome.traceback  # the source line itself is shown
 
 
 def test_missing_answer_is_a_harness_error(behaving):
