@@ -10,7 +10,8 @@ class Limits:
     """What a worker (or a `tools.python` process) may use.
 
     CPU seconds, address space and file size are rlimits of the whole process (all problems of
-    a candidate together); `pids` is enforced by a pids cgroup where one is writable;
+    a candidate together); `pids` bounds processes *and threads* (each concurrent problem is a
+    thread, LangGraph adds pool threads), enforced by a pids cgroup where one is writable;
     `problem_timeout_s` and `candidate_timeout_s` are wall-clock limits (the candidate's worker
     is killed when its time is up); `output_bytes` caps the captured stdout and stderr.
     """
@@ -18,7 +19,7 @@ class Limits:
     cpu_s: int = 600
     memory_mb: int = 3072
     file_size_mb: int = 64
-    pids: int = 64
+    pids: int = 256
     problem_timeout_s: float = 300.0
     candidate_timeout_s: float = 3600.0
     output_bytes: int = 64 * 1024
