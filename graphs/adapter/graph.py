@@ -1,8 +1,10 @@
 """The adapter: test-time harness adaptation as a LangGraph graph.
 
 ```
-init -> sample -> evaluate_current -> candidate x N (Send) -> select -> sample ... -> finish
+init -> sample -> evaluate_current -> candidate x N (Send) -> race -> select -> sample ... -> finish
 ```
+`race` passes through unless the policy is "racing": then the candidates only propose and
+validate, and `race` evaluates the valid ones together in stages (graphs/adapter/racing.py).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from langgraph.graph import END, START, StateGraph
 from graphs.adapter.config import AdaptConfig
 from graphs.adapter.context import AdapterContext
 from graphs.adapter.nodes import make_nodes, stop_reason
+from graphs.adapter.race_round import make_race_node
 from graphs.adapter.state import AdapterState
 
 
@@ -32,12 +35,14 @@ def build_adapter_graph(config: AdaptConfig, context: AdapterContext | None = No
     graph = StateGraph(AdapterState)
     for name in ("init", "sample", "evaluate_current", "candidate", "select"):
         graph.add_node(name, nodes[name])
+    graph.add_node("race", make_race_node(ctx))
     graph.add_node("finish", finish)
     graph.add_edge(START, "init")
     graph.add_conditional_edges("init", route, ["sample", "finish"])
     graph.add_edge("sample", "evaluate_current")
     graph.add_conditional_edges("evaluate_current", nodes["fan_out"], ["candidate"])
-    graph.add_edge("candidate", "select")
+    graph.add_edge("candidate", "race")
+    graph.add_edge("race", "select")
     graph.add_conditional_edges("select", route, ["sample", "finish"])
     graph.add_edge("finish", END)
     return graph

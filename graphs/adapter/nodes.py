@@ -110,7 +110,9 @@ def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
                 for i in range(cfg.candidates)]
 
     async def candidate(payload: dict) -> dict:
-        return {"candidates": [await make_candidate(ctx, payload)]}
+        view = await make_candidate(ctx, payload)
+        # Racing: a valid candidate waits in "drafts" for the race node (race_round.py).
+        return {"drafts" if view.get("pending") else "candidates": [view]}
 
     async def select(state: AdapterState) -> dict:
         return await choose(ctx, state)
@@ -150,6 +152,9 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
     if view["invalid_reason"] is None:
         sha = await store.aput_version(edit.new_source, parent=parent_sha, round_=round_,
                                        note=f"candidate {index}")
+        if cfg.policy == "racing":  # evaluated with the round's others by the race node
+            view.update(sha=sha, pending=True)
+            return view
         result = await evaluate_cached(ctx, sha, ctx.dev_problems(payload["selection_ids"]),
                                        "selection", round_)
         view.update(sha=sha, completed_fraction=result.completed_fraction)
@@ -190,7 +195,8 @@ async def choose(ctx: AdapterContext, state: AdapterState) -> dict:
     mine = sorted((c for c in state.get("candidates", []) if c["round"] == round_),
                   key=lambda c: c["index"])
     current = Scored(state["current_sha"], True, state.get("current_selection_score"), -1)
-    scored = [Scored(c["sha"] or "", c["valid"], c["selection_score"], c["index"]) for c in mine]
+    scored = [Scored(c["sha"] or "", c["valid"], c["selection_score"], c["index"],
+                     raced_out=bool(c.get("raced_out"))) for c in mine]
     decision = decide(cfg.policy, current, scored)
     human = list(state.get("human_feedback") or [])
     approved = None

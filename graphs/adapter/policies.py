@@ -3,8 +3,9 @@
 - `strict` (paper, reasoning track): replace only on a strictly higher selection score.
 - `best_valid` (paper, QA track): take the best valid candidate of the round even if it scores
   lower than the current; keep the current only when every candidate failed.
-- `racing` is a budget-aware variant of `best_valid` that evaluates candidates in stages; its
-  stopping rule lives in `graphs.adapter.racing`, the final choice is the same as `best_valid`'s.
+- `racing` is a budget-aware variant of `best_valid`: the `race` node evaluates candidates in
+  stages and drops those that cannot win (rule: `graphs.adapter.racing`); the choice is
+  `best_valid`'s among the survivors.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ class Scored:
     valid: bool
     score: float | None
     index: int = 0
+    raced_out: bool = False
+    """Dropped by a race before its last stage: its score covers fewer problems."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,14 @@ def best_valid(current: Scored, candidates: Sequence[Scored]) -> Decision:
     return Decision(best.sha, True, f"best valid candidate {best.index} scored {best.score:.3f}")
 
 
-POLICIES = {"strict": strict, "best_valid": best_valid, "racing": best_valid}
+def racing(current: Scored, candidates: Sequence[Scored]) -> Decision:
+    """`best_valid` among the race's survivors (a dropped candidate's mean covers fewer
+    problems, so it is not comparable with theirs)."""
+    decision = best_valid(current, [c for c in candidates if not c.raced_out])
+    return Decision(decision.chosen_sha, decision.adopted, f"racing: {decision.reason}")
+
+
+POLICIES = {"strict": strict, "best_valid": best_valid, "racing": racing}
 
 
 def decide(policy: str, current: Scored, candidates: Sequence[Scored]) -> Decision:

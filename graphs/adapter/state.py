@@ -25,6 +25,11 @@ class CandidateView(TypedDict, total=False):
     completed_fraction: float | None
     reward: float
     diff: str
+    pending: bool
+    """Racing only: valid and stored, waiting for the race node to evaluate it."""
+    raced_out: bool
+    """Racing only: dropped before the last stage (its score covers `evaluated` problems)."""
+    evaluated: int
 
 
 class RoundView(TypedDict, total=False):
@@ -50,6 +55,8 @@ class AdapterState(TypedDict, total=False):
     current_selection_score: float | None
     report: str
     candidates: Annotated[list[CandidateView], operator.add]
+    drafts: Annotated[list[CandidateView], operator.add]
+    """Racing only: the valid candidates the race node evaluates together."""
     rounds: Annotated[list[RoundView], operator.add]
     rounds_without_gain: int
     spent: dict[str, Any]

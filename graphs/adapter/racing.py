@@ -1,0 +1,154 @@
+"""Racing: evaluate a round's candidates in stages and stop those that cannot win.
+
+Full evaluation (`best_valid`) runs every valid candidate on every selection problem. Racing
+runs them on the same problems in the same order (paired) in stages of growing size, and after
+each stage drops candidates, so the Solver calls go to the ones still in contention:
+
+1. stages are cumulative prefixes of the round's selection problems (already in a random order):
+   by default 1/8, 1/4, 1/2 and all of them (8, 16, 32, 64 for the QA track's 64);
+2. after a stage, on the problems every live candidate has now run, the leader is the best mean
+   (ties to the earliest sample); a candidate whose paired deficit to the leader is larger than
+   `z` standard errors of the paired differences cannot catch up and is dropped ("early stop");
+3. successive halving: of the candidates that entered the stage, at most half (rounded up) go on;
+4. the race ends when one candidate is left or the last stage is run; the winner is the best
+   survivor. A dropped candidate keeps the mean of the problems it ran as its selection score,
+   but only survivors can be chosen (`Standing.raced_out`).
+
+The rule is pure (`RaceRule.step`), so the adapter's node and the policy simulation in
+`graphs.bench.racing` share it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class RaceRule:
+    """The schedule and the stopping rule of a race."""
+
+    fractions: tuple[float, ...] = (0.125, 0.25, 0.5, 1.0)
+    """Cumulative fractions of the problems run by the end of each stage; the last must be 1."""
+    z: float = 1.64
+    """A candidate behind the leader by more than z standard errors (paired) is dropped."""
+    halving: bool = True
+    """Keep at most half (rounded up) of the candidates that entered a stage."""
+    min_stage: int = 4
+    """No stage ends before this many problems (tiny pools are raced in fewer stages)."""
+
+    def __post_init__(self) -> None:
+        f = self.fractions
+        if not f or any(b <= a for a, b in zip(f, f[1:], strict=False)) or f[-1] != 1.0 or f[0] <= 0:
+            raise ValueError(f"RaceRule.fractions must rise strictly to 1.0, got {f}")
+        if self.z < 0 or self.min_stage < 1:
+            raise ValueError("RaceRule needs z >= 0 and min_stage >= 1")
+
+    def stage_ends(self, n: int) -> list[int]:
+        """How many problems have run at the end of each stage, for a pool of `n`."""
+        ends: list[int] = []
+        for fraction in self.fractions:
+            end = min(n, max(self.min_stage, math.ceil(fraction * n)))
+            if not ends or end > ends[-1]:
+                ends.append(end)
+        return ends
+
+    def step(self, scores: dict[K, Sequence[float]], order: Sequence[K]) -> dict[K, str]:
+        """Which of the live candidates to drop after a stage, with the reason of each.
+
+        `scores[k]` holds candidate k's scores on the problems run so far (same problems, same
+        order for every k); `order` ranks the candidates for ties (earlier wins)."""
+        rank = {k: i for i, k in enumerate(order)}
+        means = {k: sum(v) / len(v) for k, v in scores.items()}
+        ranked = sorted(scores, key=lambda k: (-means[k], rank[k]))
+        leader = ranked[0]
+        dropped: dict[K, str] = {}
+        for k in ranked[1:]:
+            gap, se = paired_gap(scores[leader], scores[k])
+            if gap > 0 and gap > self.z * se:
+                dropped[k] = (f"behind the leader by {gap:.3f} (> {self.z:g} x {se:.3f} s.e.) "
+                              f"after {len(scores[k])} problems")
+        if self.halving:
+            keep = math.ceil(len(ranked) / 2)
+            for k in ranked[keep:]:
+                dropped.setdefault(k, f"not in the better half after {len(scores[k])} problems "
+                                      f"(mean {means[k]:.3f})")
+        return dropped
+
+
+def paired_gap(leader: Sequence[float], other: Sequence[float]) -> tuple[float, float]:
+    """Mean of (leader - other) over paired problems and its standard error."""
+    diffs = [a - b for a, b in zip(leader, other, strict=True)]
+    m = len(diffs)
+    mean = sum(diffs) / m
+    if m < 2:
+        return mean, math.inf
+    var = sum((d - mean) ** 2 for d in diffs) / (m - 1)
+    return mean, math.sqrt(var / m)
+
+
+@dataclass
+class Standing(Generic[K]):
+    """One candidate's race: its scores so far and, if dropped, when and why."""
+
+    key: K
+    scores: list[float] = field(default_factory=list)
+    raced_out: bool = False
+    reason: str | None = None
+
+    @property
+    def mean(self) -> float:
+        return sum(self.scores) / len(self.scores) if self.scores else 0.0
+
+
+@dataclass
+class RaceResult(Generic[K]):
+    standings: dict[K, Standing[K]]
+    stages: list[dict]
+    """Per stage: problems run by its end and the candidates live after it."""
+
+    @property
+    def winner(self) -> K | None:
+        live = [s for s in self.standings.values() if not s.raced_out]
+        order = list(self.standings)
+        best = max(live, key=lambda s: (s.mean, -order.index(s.key)), default=None)
+        return None if best is None else best.key
+
+    @property
+    def problems_run(self) -> int:
+        return sum(len(s.scores) for s in self.standings.values())
+
+
+RunSlice = Callable[[K, int, int], Awaitable[Sequence[float]]]
+"""`run(key, start, end)`: the candidate's scores on problems [start, end) of the pool, in order."""
+
+
+async def race(keys: Sequence[K], n_problems: int, run: RunSlice[K],
+               rule: RaceRule | None = None) -> RaceResult[K]:
+    """Race `keys` over a pool of `n_problems`; the live candidates of a stage run concurrently."""
+    rule = rule or RaceRule()
+    standings = {k: Standing(k) for k in keys}
+    stages: list[dict] = []
+    live = list(keys)
+    start = 0
+    for end in rule.stage_ends(n_problems) if live else []:
+        slices = await asyncio.gather(*(run(k, start, end) for k in live))
+        for k, got in zip(live, slices, strict=True):
+            if len(got) != end - start:
+                raise ValueError(f"candidate {k!r}: {len(got)} scores for problems {start}..{end}")
+            standings[k].scores.extend(float(s) for s in got)
+        start = end
+        if end < n_problems and len(live) > 1:
+            dropped = rule.step({k: standings[k].scores for k in live}, keys)
+            for k, why in dropped.items():
+                standings[k].raced_out, standings[k].reason = True, why
+            live = [k for k in live if k not in dropped]
+        stages.append({"problems": end, "live": list(live)})
+        if len(live) <= 1:
+            break
+    return RaceResult(standings, stages)

@@ -1,0 +1,145 @@
+"""The racing rule (stages, early stop, halving, the winner) and the `race` node in a real
+adapter run (real sandbox workers; scripted models, as in test_policies_e2e)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+
+from evals.problem import Problem
+from graphs.adapter.config import AdaptConfig
+from graphs.adapter.context import AdapterContext
+from graphs.adapter.policies import Scored, decide
+from graphs.adapter.racing import RaceRule, paired_gap, race
+from graphs.adapter.run import run_adaptation
+
+
+def run_race(table: dict[str, list[float]], rule: RaceRule | None = None):
+    asked: list[tuple[str, int, int]] = []
+
+    async def run(key: str, start: int, end: int) -> list[float]:
+        asked.append((key, start, end))
+        return table[key][start:end]
+
+    n = len(next(iter(table.values())))
+    return asyncio.run(race(list(table), n, run, rule)), asked
+
+
+def test_stage_ends_are_cumulative_and_end_at_the_pool():
+    assert RaceRule().stage_ends(64) == [8, 16, 32, 64]
+    assert RaceRule().stage_ends(6) == [4, 6]
+    assert RaceRule(fractions=(0.5, 1.0)).stage_ends(3) == [3]
+    with pytest.raises(ValueError, match="rise strictly to 1.0"):
+        RaceRule(fractions=(0.5, 0.9))
+
+
+def test_paired_gap_uses_the_differences():
+    gap, se = paired_gap([1, 1, 0, 1], [1, 0, 0, 1])
+    assert gap == pytest.approx(0.25) and se == pytest.approx(0.25)
+
+
+def test_a_clear_loser_stops_after_the_first_stage_and_the_best_wins():
+    table = {"a": [0.0] * 64, "b": [1.0] * 64, "c": [1.0, 0.0] * 32}
+    result, asked = run_race(table, RaceRule(halving=False))
+    assert result.winner == "b"
+    assert result.standings["a"].raced_out and len(result.standings["a"].scores) == 8
+    assert "behind the leader" in result.standings["a"].reason
+    # c is behind b on every other problem: dropped once the evidence is strong enough
+    assert result.standings["c"].raced_out
+    assert ("a", 8, 16) not in asked and result.problems_run < 3 * 64
+
+
+def test_ties_are_never_stopped_by_the_paired_test():
+    same = [1.0, 0.0, 1.0, 1.0] * 16
+    result, _ = run_race({"x": same, "y": list(same)}, RaceRule(halving=False))
+    assert not any(s.raced_out for s in result.standings.values())
+    assert result.problems_run == 128 and result.winner == "x"  # tie goes to the earlier one
+
+
+def test_halving_keeps_the_better_half_of_each_stage():
+    rng = __import__("random").Random(3)
+    table = {f"k{i}": [float(rng.random() < 0.5) for _ in range(64)] for i in range(8)}
+    result, _ = run_race(table, RaceRule(z=100.0))  # no early stop: halving alone
+    assert [len(s["live"]) for s in result.stages] == [4, 2, 1]
+    live_after_first = set(result.stages[0]["live"])
+    means = {k: sum(v[:8]) / 8 for k, v in table.items()}
+    assert min(means[k] for k in live_after_first) >= max(
+        means[k] for k in table if k not in live_after_first)
+
+
+def test_racing_policy_never_picks_a_dropped_candidate():
+    current = Scored("cur", True, 0.5, -1)
+    dropped = Scored("early", True, 0.9, 0, raced_out=True)
+    survivor = Scored("late", True, 0.6, 1)
+    assert decide("racing", current, [dropped, survivor]).chosen_sha == "late"
+    assert decide("best_valid", current, [dropped, survivor]).chosen_sha == "early"
+
+
+# -- the race node in a real adapter run ------------------------------------------------------
+QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
+SEED_LINE = 'PROMPT = """Solve the problem. Think briefly, then give the final answer on the last line'
+
+
+class SumTask:
+    name, track, seed = "sums", "reasoning", "reasoning_direct"
+    description = "Questions 'What is A + B?'. Answer with the number only. Exact match."
+
+    def dev(self):
+        return [Problem(f"d{i}", {"question": f"What is {i} + {i + 3}?"}, str(2 * i + 3))
+                for i in range(1, 9)]
+
+    def test(self):
+        return []
+
+    def score(self, problem, answer):
+        return float(answer.strip() == problem.gold)
+
+    def retriever(self):
+        return None
+
+
+def solver_rule(prompt: str, params: dict) -> str:
+    a, b = map(int, QUESTION.search(prompt).groups())
+    right = "CAREFULLY" in prompt or a % 2 == 0
+    return f"Answer: {a + b if right else a + b + 1}"
+
+
+def block(search: str, replace: str) -> str:
+    return f"<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n"
+
+
+EDITS = [
+    "no edit here",                                                             # unparseable
+    block('        return {"answer": answer}', '        return {"answer": "0"}'),  # always wrong
+    block(SEED_LINE, SEED_LINE.replace("Solve", "Solve CAREFULLY")),            # better
+    block(SEED_LINE, SEED_LINE.replace("Solve the problem.", "Solve it.")),     # same as parent
+]
+
+
+def test_race_node_evaluates_in_stages_and_adopts_the_better_edit(tmp_path, scripted):
+    config = AdaptConfig(task="sums", run_dir=str(tmp_path / "race"), rounds=1, candidates=4,
+                         policy="racing", edit_format="search_replace", feedback=8, selection=8,
+                         concurrency=8).with_track_defaults("reasoning")
+    ctx = AdapterContext(config)
+    ctx.task = SumTask()
+    ctx.solver = scripted(solver_rule)
+    ctx.proposer = scripted(lambda prompt, params: EDITS[params["seed"] % 1009])
+    final = asyncio.run(run_adaptation(config, context=ctx))
+    (round1,) = final["rounds"]
+    by_index = {c["index"]: c for c in round1["candidates"]}
+    assert set(by_index) == {0, 1, 2, 3} and not by_index[0]["valid"]
+    assert by_index[2]["valid"] and not by_index[2].get("raced_out")
+    # after stage 1 (4 of 8 problems) both others are behind by more than z s.e.: race over
+    for loser in (1, 3):
+        assert by_index[loser]["raced_out"] and by_index[loser]["evaluated"] == 4
+    assert by_index[2]["evaluated"] == 4 and by_index[2]["selection_score"] == 1.0
+    assert round1["adopted"] and final["current_sha"] == by_index[2]["sha"]
+    stored = {r.problem_id for r in ctx.store.get_results(by_index[1]["sha"],
+                                                          [f"d{i}" for i in range(1, 9)],
+                                                          "selection").values()}
+    assert len(stored) == 4  # the dropped candidate's other problems were never run
+    proposal = ctx.store.get_proposal(1, 1)
+    assert proposal.reward_parts["raced_out"] and proposal.selection_score == 0.0
+    assert any(e.kind == "race" for e in ctx.store.iter_events())
