@@ -133,8 +133,9 @@ class LocalProcess:
         """Kill the process and everything it started (its cgroup, its session)."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
+        if self.proc.returncode is None:  # not Popen.kill: its poll() reaps behind asyncio's back
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.proc.pid, signal.SIGKILL)
         if self.cgroup is not None:
             with contextlib.suppress(OSError):
                 for pid in (self.cgroup / "cgroup.procs").read_text().split():
