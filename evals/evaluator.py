@@ -46,6 +46,8 @@ async def evaluate(
     limits = limits or Limits()
     try:
         check_source(source, line_limit)
+        if not problems:
+            return EvalResult([])
     except HarnessInvalid as exc:
         return await _all_failed(problems, exc, on_result)
     try:
