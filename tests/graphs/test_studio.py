@@ -129,7 +129,9 @@ def test_seed_harness_run_streams_an_answer(server, sim) -> None:
     assert values["calls"][0]["tool"] == "llm" and "17 + 25" in values["calls"][0]["args"]["messages"]
 
 
-def test_adapter_run_then_serve_its_version(server, sim, tmp_path) -> None:
+def test_adapter_run_with_approval_then_serve_its_version(server, sim, tmp_path) -> None:
+    """As in Studio: the run pauses before adopting; a person approves; the run finishes; the
+    `harness` graph then serves the adopted version."""
     from langgraph_sdk import get_client
 
     url, _, log = server
@@ -137,33 +139,39 @@ def test_adapter_run_then_serve_its_version(server, sim, tmp_path) -> None:
     configurable = {"task": "rg:basic_arithmetic", "solver": sim, "proposer": sim,
                     "task_options": {"n_dev": 4, "n_test": 1}, "rounds": 1, "candidates": 1,
                     "policy": "best_valid", "feedback": 2, "selection": 2, "concurrency": 2,
-                    "run_dir": str(run_dir)}
+                    "approval": True, "run_dir": str(run_dir)}
+    config = {"configurable": configurable}
 
     async def go():
         client = get_client(url=url)
-        thread = await client.threads.create()
-        tid = thread["thread_id"]
+        tid = (await client.threads.create())["thread_id"]
         events = [e async for e in client.runs.stream(
-            tid, "adapter", input={}, config={"configurable": configurable},
-            stream_mode=["updates", "values"])]
+            tid, "adapter", input={}, config=config, stream_mode=["updates", "values"])]
+        paused = await client.threads.get_state(tid)
+        events += [e async for e in client.runs.stream(
+            tid, "adapter", command={"resume": {"approve": True}}, config=config,
+            stream_mode="updates")]
         final = (await client.threads.get_state(tid))["values"]
         served = await client.runs.wait(None, "harness", input={"question": "What is 2 + 2?"},
                                         config={"configurable": {"run_dir": str(run_dir),
                                                                  "model": sim}})
-        return events, final, served
+        return events, paused, final, served
 
-    events, final, served = asyncio.run(go())
+    events, paused, final, served = asyncio.run(go())
     errors = [e.data for e in events if e.event == "error"]
     assert not errors, f"{errors}\n{log.read_text()[-3000:]}"
     nodes = [next(iter(e.data)) for e in events if e.event == "updates"]
     assert nodes[:3] == ["init", "sample", "evaluate_current"]
-    assert {"candidate", "select", "finish"} <= set(nodes)
+    assert {"candidate", "__interrupt__", "select", "finish"} <= set(nodes)
+    (question,) = [i["value"] for task in paused["tasks"] for i in task["interrupts"]]
+    assert question["round"] == 1 and "Solve the problem carefully." in question["diff"]
+    assert paused["next"] == ["select"] and "stop_reason" not in paused["values"]
     assert final["stop_reason"] == "finished 1 rounds"
     (round1,) = final["rounds"]
     (cand,) = round1["candidates"]
-    assert cand["valid"] and cand["sha"] and "+PROMPT = \"\"\"Solve the problem carefully." in cand["diff"]
+    assert cand["valid"] and cand["sha"] and '+PROMPT = """Solve the problem carefully.' in cand["diff"]
     assert 0.0 <= cand["selection_score"] <= 1.0
-    assert round1["adopted"] and final["current_sha"] == cand["sha"]  # best_valid adopts it
+    assert round1["approved"] is True and round1["adopted"] and final["current_sha"] == cand["sha"]
     assert (run_dir / "config.json").exists()
     # The `harness` graph serves what the run holds now, in the sandbox.
     assert served["version"] == final["current_sha"][:12]
