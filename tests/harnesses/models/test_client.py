@@ -48,7 +48,8 @@ def test_transient_failures_are_retried(kind: str, sim_config: Any) -> None:
         latency_s=0.01, fail_first=2, error_kinds=(kind,), retry_after_s=0.3, hang_s=10
     )
     with server:
-        client = ModelClient(sim_config(server, timeout_s=0.5))
+        # a hang must outlast the client's timeout; a good answer must not, even on a busy CI box
+        client = ModelClient(sim_config(server, timeout_s=1.5 if kind == "timeout" else 10.0))
         started = time.monotonic()
         result = client.complete("What is 5 + 5")
         elapsed = time.monotonic() - started
