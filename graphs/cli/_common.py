@@ -17,7 +17,7 @@ out = Console()
 def task_options(data: Path | None, index: Path | None, n_dev: int | None = None,
                  n_test: int | None = None, seed: int | None = None) -> dict[str, Any]:
     """Only the options the user gave, so each task keeps its own defaults."""
-    given = {"data": data, "index": index, "n_dev": n_dev, "n_test": n_test, "seed": seed}
+    given = {"path": data, "index_dir": index, "n_dev": n_dev, "n_test": n_test, "seed": seed}
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in given.items() if v is not None}
 
 

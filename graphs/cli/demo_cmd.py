@@ -12,6 +12,9 @@ from graphs.cli import app
 from graphs.cli._common import console, out, run_async
 
 DEMO_TASK = "rg:basic_arithmetic"
+# One-digit sums: the 135M model gets some right, so scores move and every stage has work.
+DEMO_CONFIG = {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1,
+               "operators": ["+"], "allow_parentheses": False, "allow_negation": False}
 
 
 @app.command()
@@ -30,9 +33,9 @@ def demo(
         shutil.rmtree(run_dir)
     config = prepare(AdaptConfig(
         task=DEMO_TASK, run_dir=str(run_dir), solver="local", proposer="local",
-        task_options={"n_dev": 12, "n_test": 12},
+        task_options={"n_dev": 12, "n_test": 12, "config": DEMO_CONFIG},
         solver_params={"temperature": 0.0, "max_tokens": 96},
-        proposer_params={"temperature": 0.7, "max_tokens": 384},
+        proposer_params={"temperature": 0.7, "max_tokens": 384}, report_chars=2500,
         rounds=2, candidates=2, policy="best_valid", edit_format="search_replace",
         feedback=4, selection=8, concurrency=4))
     console.print(f"[bold]demo[/bold]: {DEMO_TASK}, Solver and Proposer = SmolLM2-135M (local)")
