@@ -20,6 +20,7 @@ from typing import Any
 from harnesses.models.cache import ResponseCache, cache_key
 from harnesses.models.completion import Completion, UsageStats
 from harnesses.models.config import LOCAL_MODEL, ModelConfig
+from harnesses.models.direct import DirectTransport
 from harnesses.models.errors import InfraError, ModelRequestError
 from harnesses.models.failures import backoff_s, classify
 from harnesses.models.local import LOCAL_API_KEY, LOCAL_LITELLM_MODEL, ensure_local_server
@@ -52,6 +53,7 @@ class _LoopState:
 
     semaphore: asyncio.Semaphore
     router: Any = None
+    direct: DirectTransport | None = None
     inflight: dict[str, asyncio.Task[Completion]] = field(default_factory=dict)
 
 
@@ -155,6 +157,8 @@ class ModelClient:
             return completion
 
     async def _request(self, msgs: list[dict[str, Any]], params: dict[str, Any]) -> Completion:
+        if self.config.transport == "direct":
+            return await self._request_direct(msgs, params)
         litellm = litellm_if_imported() or await asyncio.to_thread(import_litellm)
         target = await self._resolve()
         state = self._state()
@@ -181,6 +185,25 @@ class ModelClient:
             latency = time.perf_counter() - started
         self.stats.add(requests=1)
         return self._to_completion(response, latency, litellm)
+
+    async def _request_direct(self, msgs: list[dict[str, Any]], params: dict[str, Any]
+                              ) -> Completion:
+        """One plain-HTTP request (transport "direct"); same bound, errors and stats."""
+        target = await self._resolve()
+        state = self._state()
+        if state.direct is None:
+            state.direct = DirectTransport(limit=self.config.max_concurrency)
+        async with state.semaphore:
+            try:
+                completion = await state.direct.chat(
+                    target.endpoints[0], target.api_key, target.model, msgs, params,
+                    self.config.timeout_s)
+            finally:
+                self.stats.add(requests=1)
+        self.stats.add(prompt_tokens=completion.prompt_tokens,
+                       completion_tokens=completion.completion_tokens,
+                       latency_s=completion.latency_s)  # fmt: skip
+        return completion
 
     def _to_completion(self, response: Any, latency: float, litellm: Any) -> Completion:
         try:

@@ -25,29 +25,41 @@ class ModelConfig:
     `api_base` is one URL or several: several URLs are replicas of the same model, balanced
     with litellm's Router. `params` are default completion parameters (temperature, max_tokens,
     seed, ...) that each call may override. `max_concurrency` bounds in-flight requests per
-    endpoint. `cache` is the path of a persistent SQLite response cache, or None.
+    endpoint (llama-cpp-python's server answers one request at a time, so `local` defaults to 1:
+    queueing in the client keeps timeouts about generation, not about waiting in line). `cache` is the path of a persistent SQLite response cache, or None.
     """
 
     model: str
     api_base: str | list[str] | None = None
     api_key: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
-    max_concurrency: int = 8
+    max_concurrency: int | None = None  # None: 8, or 1 for `local` (it serves one at a time)
     timeout_s: float = 120.0
     max_retries: int = 3
     backoff_s: float = 0.5
     max_backoff_s: float = 30.0
     cache: str | Path | None = None
+    transport: str = "litellm"
+    """`litellm`, or `direct`: plain HTTP to one OpenAI-compatible endpoint, for rounds whose
+    call rate makes litellm's client CPU the bottleneck (see `harnesses.models.direct`)."""
 
     def __post_init__(self) -> None:
         if not self.model or not isinstance(self.model, str):
             raise ValueError(f"ModelConfig.model must be a non-empty string, got {self.model!r}")
+        if self.max_concurrency is None:
+            self.max_concurrency = 1 if self.model == LOCAL_MODEL else 8
         if self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
         if self.max_retries < 0 or self.timeout_s <= 0:
             raise ValueError("max_retries must be >= 0 and timeout_s > 0")
         if isinstance(self.api_base, list | tuple):
             self.api_base = [str(b) for b in self.api_base] or None
+        if self.transport not in ("litellm", "direct"):
+            raise ValueError(f"transport must be 'litellm' or 'direct', got {self.transport!r}")
+        if self.transport == "direct" and (
+            not self.model.startswith("openai/") or len(self.endpoints) != 1
+        ):
+            raise ValueError("transport 'direct' needs an 'openai/NAME' model and one api_base URL")
         if self.model == LOCAL_MODEL:
             self.params = {**LOCAL_DEFAULT_PARAMS, **self.params}
 
@@ -76,7 +88,7 @@ class ModelConfig:
         ``local``, ``openai/qwen@http://127.0.0.1:8000/v1``,
         ``openai/qwen@http://h1:8000/v1,http://h2:8000/v1?temperature=0&max_tokens=64``.
         URLs must start with http:// or https://. Query keys that name a `ModelConfig` field
-        (max_concurrency, timeout_s, max_retries, api_key, cache) set that field; any other key
+        (max_concurrency, timeout_s, max_retries, api_key, cache, transport) set that field; any other key
         is a completion parameter. Values are read as JSON when they parse (0, 0.7, true) and as
         text otherwise. Keyword `overrides` win over the string.
         """
@@ -122,6 +134,7 @@ _FIELD_OPTIONS = {
     "backoff_s",
     "max_backoff_s",
     "cache",
+    "transport",
 }
 
 

@@ -119,6 +119,7 @@ class LocalServer:
             "--host", "127.0.0.1", "--port", str(self.port),
             "--n_threads", "1", "--n_threads_batch", "1",  # 2 threads collapse on shared cores
             "--n_ctx", str(self.n_ctx),
+            "--interrupt_requests", "False",  # a new request must not cut a streamed one short
         ]  # fmt: skip
         with os.fdopen(fd, "wb") as log_file:
             self.process = subprocess.Popen(

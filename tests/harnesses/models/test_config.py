@@ -58,3 +58,9 @@ def test_equal_configs_have_equal_keys() -> None:
 def test_coerce_rejects_other_types() -> None:
     with pytest.raises(TypeError):
         ModelConfig.coerce(42)  # type: ignore[arg-type]
+
+
+def test_concurrency_defaults_to_one_for_the_single_slot_local_server() -> None:
+    assert ModelConfig("local").max_concurrency == 1
+    assert ModelConfig("local", max_concurrency=3).max_concurrency == 3
+    assert ModelConfig("openai/x").max_concurrency == 8
