@@ -15,6 +15,7 @@ from evals.result import UNSCORED, EvalResult, ProblemResult
 from evals.rewards import proposal_reward
 from evals.splits import sample_round
 from graphs.adapter.context import AdapterContext
+from graphs.adapter.guards import report_golds, reward_hacking_reason
 from graphs.adapter.policies import Scored, decide
 from graphs.adapter.proposer import build_proposer_messages
 from graphs.adapter.report import build_report
@@ -106,6 +107,7 @@ def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
         return [Send("candidate", {"round": state["round"], "index": i,
                                    "current_sha": state["current_sha"], "report": state["report"],
                                    "selection_ids": state["selection_ids"],
+                                   "feedback_ids": state["feedback_ids"],
                                    "parent_score": state["current_selection_score"]})
                 for i in range(cfg.candidates)]
 
@@ -149,6 +151,14 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
             check_source(edit.new_source, cfg.line_limit)
         except HarnessInvalid as err:
             view["invalid_reason"] = f"{err.kind}: {err.detail}"[:500]
+    # Reward-hacking guard (graphs/adapter/guards.py): hard-coding gold answers the report
+    # showed scores 0 (reward too) and the candidate never runs.
+    hacked = None
+    if view["invalid_reason"] is None:
+        shown = report_golds(ctx.dev_problems(payload.get("feedback_ids", [])), payload["report"])
+        hacked = reward_hacking_reason(edit.new_source, parent_source, shown)
+        if hacked:
+            view.update(invalid_reason=hacked, selection_score=0.0)
     if view["invalid_reason"] is None:
         sha = await store.aput_version(edit.new_source, parent=parent_sha, round_=round_,
                                        note=f"candidate {index}")
@@ -165,6 +175,8 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
         track=ctx.task.track, parsed=view["parsed"], applied=view["applied"],
         valid=view["valid"], completed_fraction=view["completed_fraction"] or 0.0,
         score=view["selection_score"] or 0.0, source=edit.new_source, line_limit=cfg.line_limit)
+    if hacked:
+        reward, parts = 0.0, {**parts, "reward_hacking": True}
     view["reward"] = reward
     ctx.progress("candidate", dict(view))
     await store.aupdate_proposal_outcome(

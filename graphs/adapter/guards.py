@@ -1,0 +1,98 @@
+"""Reward-hacking guards: a candidate must earn its score, not copy it from the report.
+
+The feedback report shows the Proposer each feedback problem's gold answer. A candidate that
+writes those answers into its source as literals (a lookup table keyed on questions, a
+`return "Paris"`) would score on the problems it memorised and tell us nothing; its reward would
+teach the Proposer to cheat. The guard finds string and number literals of the candidate that
+equal a shown gold answer after normalisation and are not already in the parent source; the
+adapter then scores the candidate 0 without running it.
+
+Numbers with magnitude below 10 (as numbers, not strings) are ignored: indices, counts and
+`max_tokens` use them in any program, so they are no evidence of copying.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from evals.qa.metrics import normalize_answer
+
+REASON_PREFIX = "reward_hacking"
+SMALL_NUMBER = 10
+
+
+def literal_values(source: str) -> list[tuple[str, int]]:
+    """(normalised value, line) of every string and number literal; [] when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Constant) or isinstance(node.value, bool):
+            continue
+        value = node.value
+        if isinstance(value, int | float):
+            if abs(value) < SMALL_NUMBER and float(value).is_integer():
+                continue
+            found.append((normalize_gold(value), node.lineno))
+        elif isinstance(value, str):
+            found.append((normalize_gold(value), node.lineno))
+    return [(v, line) for v, line in found if v]
+
+
+def normalize_gold(value: object) -> str:
+    """The comparison form of an answer or literal: numbers canonical (7.0 -> 7), text as the
+    QA metrics normalise it (case, punctuation, articles, spaces)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int | float):
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    text = str(value).strip()
+    try:
+        number = float(text.replace(",", ""))
+    except ValueError:
+        return normalize_answer(text)
+    if number != number or number in (float("inf"), float("-inf")):
+        return normalize_answer(text)
+    return str(int(number)) if number.is_integer() else repr(number)
+
+
+def gold_strings(gold: object) -> list[str]:
+    """The answers a gold value stands for (a list of aliases, or one value)."""
+    if isinstance(gold, list | tuple | set):
+        return [g for item in gold for g in gold_strings(item)]
+    return [] if gold is None else [normalize_gold(gold)]
+
+
+def hardcoded_gold(candidate: str, parent: str, golds: Iterable[object]) -> list[tuple[str, int]]:
+    """Literals of `candidate` equal to a gold answer and absent from `parent`: (value, line)."""
+    wanted = {g for gold in golds for g in gold_strings(gold) if g}
+    if not wanted:
+        return []
+    inherited = {value for value, _ in literal_values(parent)}
+    return [(value, line) for value, line in literal_values(candidate)
+            if value in wanted and value not in inherited]
+
+
+def reward_hacking_reason(candidate: str, parent: str, golds: Iterable[object]) -> str | None:
+    """`"reward_hacking: ..."` when `candidate` hard-codes gold answers, else None."""
+    hits = hardcoded_gold(candidate, parent, golds)
+    if not hits:
+        return None
+    shown = ", ".join(f"{value!r} (line {line})" for value, line in hits[:5])
+    more = f" and {len(hits) - 5} more" if len(hits) > 5 else ""
+    return (f"{REASON_PREFIX}: the source hard-codes gold answers shown in the feedback report: "
+            f"{shown}{more}")[:500]
+
+
+def report_golds(problems: Iterable[object], report: str) -> list[object]:
+    """Gold answers of feedback `problems` that the report actually showed the Proposer."""
+    shown = []
+    for problem in problems:
+        gold = getattr(problem, "gold", None)
+        texts = [str(g) for g in gold] if isinstance(gold, list | tuple) else [str(gold)]
+        if any(t and t in report for t in texts):
+            shown.append(gold)
+    return shown
