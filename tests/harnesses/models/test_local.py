@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -47,3 +51,37 @@ def test_unreachable_reuse_url_is_a_clear_error(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv(LOCAL_URL_ENV, "http://127.0.0.1:9/v1")
     with pytest.raises(LocalModelError, match=LOCAL_URL_ENV):
         ensure_local_server()
+
+
+def _gone(pid: int, within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.parametrize("ending", ["exit", "killed"])
+def test_server_ends_with_the_process_that_started_it(ending: str) -> None:
+    code = (
+        "import os, sys\n"
+        "from harnesses.models import local\n"
+        "url = local.ensure_local_server()\n"
+        "print(local._server.process.pid, url, flush=True)\n"
+        "sys.stdin.readline()\n"
+        + ("os.kill(os.getpid(), 9)\n" if ending == "killed" else "")
+    )
+    env = {k: v for k, v in os.environ.items() if k != LOCAL_URL_ENV}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    pid_text, url = proc.stdout.readline().split()
+    assert is_healthy(url)
+    proc.stdin.write("\n")
+    proc.stdin.flush()
+    proc.wait(60)
+    assert _gone(int(pid_text), within_s=15)
