@@ -14,7 +14,7 @@ runs, without a restart:
 
 Harness graphs run the harness source in a sandbox worker (see `graphs.embed`); configurable
 `model` picks the Solver (default: the run's Solver, else `$HARNESS_LEARNING_STUDIO_MODEL`, else
-`local`) and `task` the retriever behind `tools.search`.
+`local`) and `task` (with `task_options`, e.g. `index_dir`) the retriever behind `tools.search`.
 """
 
 from __future__ import annotations
@@ -98,7 +98,10 @@ async def _serve(ref: str | Path, config: RunnableConfig | None, name: str) -> A
 
 
 def _serve_now(ref: str | Path, conf: dict[str, Any], name: str) -> Any:
-    return serve(ref, model=conf.get("model") or _default_model(ref), task=conf.get("task"),
+    task = conf.get("task")
+    if task is not None:  # e.g. {"task": "hotpotqa", "task_options": {"index_dir": "..."}}
+        task = {"name": task, "options": dict(conf.get("task_options") or {})}
+    return serve(ref, model=conf.get("model") or _default_model(ref), task=task,
                  version=str(conf.get("version") or "current"), name=name)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -83,5 +82,7 @@ def studio(
     argv = dev_command(port, host, jobs, reload, config)
     console.print(f"serving on http://{host}:{port} (API docs /docs); Studio: "
                   f"https://smith.langchain.com/studio/?baseUrl=http://{host}:{port}")
-    code = subprocess.call(argv, env=env, cwd=REPO_ROOT)
-    raise typer.Exit(code)
+    # Replace this process: Ctrl-C and kill reach the server itself, no orphan is left behind.
+    # The working directory is the repo, so the server's state stays in its ignored .langgraph_api/.
+    os.chdir(REPO_ROOT)
+    os.execve(argv[0], argv, env)
