@@ -13,10 +13,12 @@ from functools import cached_property
 from evals.registry import get_task
 from evals.task import Task
 from graphs.adapter.config import AdaptConfig
-from harnesses.models import ModelClient, get_client
+from harnesses.models import ModelClient, ModelConfig, get_client
 from harnesses.sandbox import Limits, WorkerPool
 from harnesses.store import SQLiteLogStore
 from harnesses.toolbox import Toolbox
+
+SOLVER_CACHE = "solver_cache.sqlite"
 
 
 @dataclass
@@ -37,7 +39,12 @@ class AdapterContext:
 
     @cached_property
     def solver(self) -> ModelClient:
-        return get_client(self.config.solver)
+        """One response cache per run (unless the spec names one): identical deterministic
+        Solver calls of different candidates and rounds, and of a resumed run, are made once."""
+        config = ModelConfig.coerce(self.config.solver)
+        if config.cache is None:
+            config = config.with_(cache=str(self.config.path / SOLVER_CACHE))
+        return get_client(config)
 
     @cached_property
     def proposer(self) -> ModelClient:
@@ -50,7 +57,9 @@ class AdapterContext:
 
     @cached_property
     def pool(self) -> WorkerPool:
-        return WorkerPool(limits=self.limits)
+        """As many warm workers as a round has candidates: they start while the current version
+        is evaluated, so the candidate fan-out finds them ready."""
+        return WorkerPool(size=max(2, self.config.candidates or 2), limits=self.limits)
 
     @cached_property
     def problems(self) -> dict:

@@ -44,3 +44,42 @@ def bench_bm25(
         print(report.recall_table(figures["recall"]))
     if as_json:
         print(_json.dumps(figures))
+
+
+# --- bench round, bench racing (adapter) -------------------------------------------------
+@_bench_app.command("round")
+def bench_round(
+    latency: _Annotated[list[float] | None, _typer.Option(help="Seconds per call; the first is the main point, the last the stress point.")] = None,
+    candidates: _Annotated[int, _typer.Option(help="Candidates of the round.")] = 8,
+    problems: _Annotated[int, _typer.Option(help="Selection problems per candidate.")] = 64,
+    slots: _Annotated[int, _typer.Option(help="Concurrent requests the simulated endpoint serves.")] = 64,
+    transport: _Annotated[str, _typer.Option(help="Solver transport: direct or litellm.")] = "direct",
+    as_json: _Annotated[bool, _typer.Option("--json", help="Last line: a JSON object of figures.")] = False,
+) -> None:
+    """One QA-shaped round (8 x 64 x 5 Solver calls) through the real stack against the simulated endpoint."""
+    from graphs.bench import round as round_bench
+
+    def log(msg: str) -> None:
+        print(msg, file=_sys.stderr, flush=True)
+
+    figures = round_bench.run(tuple(latency or (1.0, 0.1)), candidates, problems, slots,
+                              transport=transport, log=log)
+    print(round_bench.table(figures), flush=True)
+    if as_json:
+        print(_json.dumps(figures))
+
+
+@_bench_app.command("racing")
+def bench_racing(
+    seeds: _Annotated[int, _typer.Option(help="Simulated rounds per scenario.")] = 4000,
+    problems: _Annotated[int, _typer.Option(help="Selection problems per round.")] = 64,
+    rho: _Annotated[float, _typer.Option(help="Correlation of candidates' outcomes on a problem.")] = 0.5,
+    as_json: _Annotated[bool, _typer.Option("--json", help="Last line: a JSON object of figures.")] = False,
+) -> None:
+    """Racing vs full evaluation on simulated candidates with known accuracies: calls and P(best)."""
+    from graphs.bench import racing as racing_bench
+
+    figures = racing_bench.simulate(seeds=seeds, problems=problems, rho=rho)
+    print(racing_bench.table(figures), flush=True)
+    if as_json:
+        print(_json.dumps(figures))

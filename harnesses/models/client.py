@@ -113,6 +113,13 @@ class ModelClient:
         task.add_done_callback(lambda t: _forget(state.inflight, key, t))
         return await asyncio.shield(task)
 
+    async def aclose(self) -> None:
+        """Close this event loop's HTTP connections (transport "direct"; litellm owns its own)."""
+        state = self._loops.get(asyncio.get_running_loop())
+        if state is not None and state.direct is not None:
+            direct, state.direct = state.direct, None
+            await direct.close()
+
     def complete(self, messages: Messages, **params: Any) -> Completion:
         """Blocking form of `acomplete` (runs on a shared background event loop)."""
         try:
