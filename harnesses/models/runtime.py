@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -56,6 +58,25 @@ class BackgroundLoop:
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Cancel what still runs on the loop (litellm's logging worker) and stop it."""
+        if self.loop.is_closed():
+            return
+
+        async def cancel_rest() -> None:
+            current = asyncio.current_task()
+            rest = [t for t in asyncio.all_tasks() if t is not current]
+            for task in rest:
+                task.cancel()
+            await asyncio.gather(*rest, return_exceptions=True)
+
+        with contextlib.suppress(Exception):  # closing anyway; nothing left to report to
+            asyncio.run_coroutine_threadsafe(cancel_rest(), self.loop).result(timeout_s)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout_s)
+        if not self.thread.is_alive():
+            self.loop.close()
+
 
 _loop_lock = threading.Lock()
 _background: BackgroundLoop | None = None
@@ -66,4 +87,5 @@ def background_loop() -> BackgroundLoop:
     with _loop_lock:
         if _background is None:
             _background = BackgroundLoop()
+            atexit.register(_background.close)
         return _background
