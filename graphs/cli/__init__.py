@@ -26,6 +26,7 @@ from graphs.cli import (  # noqa: E402,F401  (each module registers its commands
     adapt_cmd,
     bench_cmd,
     demo_cmd,
+    experiment_cmd,
     index_cmd,
     run_cmd,
     studio_cmd,

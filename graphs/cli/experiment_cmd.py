@@ -1,0 +1,50 @@
+"""`harness-learn experiment CONFIG --out DIR [--smoke]` and `harness-learn experiment report DIR`:
+a paper track as one command, and its tables rebuilt from the run logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from graphs.cli import app
+from graphs.cli._common import console, out, run_async
+
+
+@app.command()
+def experiment(
+    target: Annotated[str, typer.Argument(
+        help="An experiment config (experiments/*.toml), or `report` to rewrite DIR's report.")],
+    report_dir: Annotated[Path | None, typer.Argument(
+        help="With `report`: the experiment's output directory.", show_default=False)] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Output directory.")] = None,
+    smoke: Annotated[bool, typer.Option(help="The config's [smoke] scale (CPU, minutes).")] = False,
+    trained_proposer: Annotated[str | None, typer.Option(
+        help="Model string of a trained Proposer (overrides the config's).")] = None,
+) -> None:
+    """Run every method of a track (baselines, untrained and trained Proposer, single-step
+    against relay, repeated seeds) and write OUT/report.md; finished runs are reused."""
+    from graphs.experiments.report import write_report
+
+    if target == "report":
+        if report_dir is None:
+            raise typer.BadParameter("`experiment report` needs the output directory")
+        if not (report_dir / "runs").is_dir():
+            raise typer.BadParameter(f"{report_dir} holds no runs/ directory")
+        path = write_report(report_dir)
+        out.print(path.read_text(encoding="utf-8"))
+        console.print(f"report: {path}")
+        return
+    if out_dir is None:
+        raise typer.BadParameter("--out DIR is required")
+    from graphs.experiments.config import load_spec
+    from graphs.experiments.runner import run_experiment
+
+    spec = load_spec(target, "smoke" if smoke else "paper")
+    if trained_proposer is not None:
+        spec.trained_proposer = trained_proposer
+    run_async(run_experiment(spec, out_dir, log=console.print))
+    path = write_report(out_dir)
+    out.print(path.read_text(encoding="utf-8"))
+    console.print(f"report: {path}")
