@@ -134,7 +134,15 @@ def _from_run_dir(path: Path, version: str) -> HarnessSource:
 def _loop() -> asyncio.AbstractEventLoop:
     from harnesses.models.runtime import background_loop
 
-    return background_loop().loop
+    global _exit_hook
+    loop = background_loop().loop
+    if not _exit_hook:  # registered after the loop's own hook, so it runs first (LIFO)
+        atexit.register(_close_all)
+        _exit_hook = True
+    return loop
+
+
+_exit_hook = False
 
 
 class SandboxedHarness:
@@ -212,14 +220,18 @@ class SandboxedHarness:
 
     def close(self) -> None:
         """Stop the warm worker (it also stops by itself when idle or when this process exits)."""
-        if self._worker is not None:
-            asyncio.run_coroutine_threadsafe(self.aclose(), _loop()).result(timeout=30)
+        if self._worker is None:
+            return
+        loop = _loop()
+        if loop.is_running():
+            asyncio.run_coroutine_threadsafe(self.aclose(), loop).result(timeout=30)
+        elif self._worker.process is not None:  # at exit, after the loop stopped
+            self._worker.process.kill()
 
 
 _LIVE: weakref.WeakSet[SandboxedHarness] = weakref.WeakSet()
 
 
-@atexit.register
 def _close_all() -> None:
     for harness in list(_LIVE):
         with contextlib.suppress(Exception):  # exiting anyway; workers die with their parent
