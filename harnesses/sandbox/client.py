@@ -98,6 +98,24 @@ class _Run:
     future: asyncio.Future
     calls: list[ToolCall] = field(default_factory=list)
     done: bool = False
+    inflight: int = 0
+    paused_since: float = 0.0
+    paused_total: float = 0.0
+
+    def pause(self) -> None:
+        """Time spent serving the problem's tool calls does not count against its limit."""
+        if self.inflight == 0:
+            self.paused_since = time.perf_counter()
+        self.inflight += 1
+
+    def unpause(self) -> None:
+        self.inflight -= 1
+        if self.inflight == 0:
+            self.paused_total += time.perf_counter() - self.paused_since
+
+    def paused_s(self) -> float:
+        ongoing = time.perf_counter() - self.paused_since if self.inflight else 0.0
+        return self.paused_total + ongoing
 
 
 class Worker:
@@ -211,7 +229,7 @@ class Worker:
         self._runs[rid] = run
         try:
             await self._send({"op": "run", "run": rid, "inputs": inputs, "timeout": timeout})
-            message = await asyncio.wait_for(asyncio.shield(run.future), timeout + GRACE_S)
+            message = await self._wait(run, t0, timeout + GRACE_S)
         except TimeoutError:
             message = {"error": "problem wall-clock limit reached (the worker did not answer)",
                        "error_kind": "timeout"}
@@ -234,6 +252,19 @@ class Worker:
             outcome.error = "the run finished without an answer"
         outcome.tokens = sum(c.tokens for c in run.calls)
         return outcome
+
+    @staticmethod
+    async def _wait(run: _Run, t0: float, limit: float) -> dict[str, Any]:
+        """The run's result, or TimeoutError once its own time (wall time less the time its
+        tool calls spent in the parent) passes `limit`."""
+        while True:
+            left = limit + run.paused_s() - (time.perf_counter() - t0)
+            if left <= 0 and not run.inflight:
+                raise TimeoutError
+            try:
+                return await asyncio.wait_for(asyncio.shield(run.future), max(left, 1.0))
+            except TimeoutError:
+                continue
 
     async def close(self) -> None:
         if self._closing:
@@ -306,6 +337,7 @@ class Worker:
         elif tool not in TOOL_NAMES or self.toolbox is None:
             reply = {"ok": False, "kind": "tool", "error": f"no tool {tool!r} is available"}
         else:
+            run.pause()
             try:
                 out = await self.toolbox.call(tool, args)
                 reply = {"ok": True, "result": out.result}
@@ -316,6 +348,8 @@ class Worker:
                 reply = {"ok": False, "kind": kind, "error": f"{type(exc).__name__}: {exc}"}
                 record = ToolCall(tool, args, None, reply["error"], time.perf_counter() - t0,
                                   meta={"kind": kind})
+            finally:
+                run.unpause()
             if not run.done:
                 run.calls.append(record)
         with contextlib.suppress(Exception):

@@ -63,6 +63,27 @@ class RunState:
     abort: tuple[str, str] | None = None
     pending: set[int] = field(default_factory=set)
     injected: int = 0
+    paused_since: float | None = None
+    clock: threading.Lock = field(default_factory=threading.Lock)
+
+    def pause(self, call_id: int) -> None:
+        """The problem's clock stops while it waits on the parent: a slow or busy model
+        endpoint is not the harness's fault (the candidate's wall limit still bounds it)."""
+        with self.clock:
+            if not self.pending:
+                self.paused_since = time.monotonic()
+            self.pending.add(call_id)
+
+    def unpause(self, call_id: int) -> None:
+        with self.clock:
+            self.pending.discard(call_id)
+            if not self.pending and self.paused_since is not None:
+                self.deadline += time.monotonic() - self.paused_since
+                self.paused_since = None
+
+    def late(self, now: float) -> bool:
+        with self.clock:
+            return not self.done and not self.pending and now > self.deadline
 
 
 class Bridge:
@@ -91,12 +112,12 @@ class Bridge:
         call_id = next(self.ids)
         event, slot = threading.Event(), []
         self.waiting[call_id] = (event, slot)
-        run.pending.add(call_id)
+        run.pause(call_id)
         try:
             self.send({"op": "call", "id": call_id, "run": run.rid, "tool": tool, "args": args})
             event.wait()
         finally:
-            run.pending.discard(call_id)
+            run.unpause(call_id)
             self.waiting.pop(call_id, None)
         reply = slot[0]
         if reply.get("ok"):
@@ -223,7 +244,7 @@ class Worker:
             with self.lock:
                 runs = list(self.runs.values())
             for run in runs:
-                if not run.done and now > run.deadline:
+                if run.late(now):
                     self.finish(run, {"error": "problem wall-clock limit reached",
                                       "error_kind": "timeout"})
                 if run.done and run.injected < 100 and interrupt(run.filename):
