@@ -1,0 +1,126 @@
+"""What the reliability scenarios share: a tiny arithmetic task the simulated server answers
+correctly, model specs for it, and outside checks of a run directory."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+from evals.problem import Problem
+
+LOG_FILE = "log.sqlite"
+CHECKPOINTS_FILE = "checkpoints.sqlite"
+
+
+class SumTask:
+    """'What is A + B?' problems. The simulated server's arithmetic rule answers them right, so
+    with the seed harness every scored problem scores 1: a stored 0 means an infrastructure
+    error was scored as a wrong answer."""
+
+    name, track, seed = "sums", "reasoning", "reasoning_direct"
+    description = "Questions 'What is A + B?'. Answer with the number only. Exact match."
+
+    def __init__(self, n_dev: int = 6, n_test: int = 2) -> None:
+        self.n_dev, self.n_test = n_dev, n_test
+
+    def dev(self) -> list[Problem]:
+        return [Problem(f"d{i}", {"question": f"What is {i} + {i + 3}?"}, str(2 * i + 3))
+                for i in range(1, self.n_dev + 1)]
+
+    def test(self) -> list[Problem]:
+        return [Problem(f"t{i}", {"question": f"What is {i} + 1?"}, str(i + 1))
+                for i in range(self.n_test)]
+
+    def score(self, problem: Problem, answer: str) -> float:
+        return float(str(answer).strip() == problem.gold)
+
+    def retriever(self):
+        return None
+
+
+def sim_spec(url: str, **options: object) -> str:
+    """A `ModelConfig.parse` string for the simulated server at `url`."""
+    query = "&".join(f"{k}={v}" for k, v in options.items())
+    return f"openai/sim@{url}" + (f"?{query}" if query else "")
+
+
+def integrity(path: Path) -> str:
+    """`PRAGMA integrity_check` of an SQLite file ('ok' when sound; 'absent' when missing)."""
+    if not path.exists():
+        return "absent"
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    try:
+        return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def evaluation_keys(run_dir: Path) -> set[tuple]:
+    """(sha, purpose, round, problem_id) of every stored evaluation (empty before the log)."""
+    path = Path(run_dir) / LOG_FILE
+    if not path.exists():
+        return set()
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    try:
+        rows = conn.execute("SELECT sha, purpose, round, problem_id FROM evaluations").fetchall()
+    except sqlite3.OperationalError:  # killed before the schema was written
+        rows = []
+    finally:
+        conn.close()
+    return {tuple(r) for r in rows}
+
+
+def stored_scores(run_dir: Path) -> list[tuple]:
+    """(problem_id, score, error_kind, error) of every stored evaluation."""
+    conn = sqlite3.connect(f"file:{Path(run_dir) / LOG_FILE}?mode=ro", uri=True, timeout=30)
+    try:
+        return conn.execute("SELECT problem_id, score, error_kind, error FROM evaluations").fetchall()
+    finally:
+        conn.close()
+
+
+def decisions(run_dir: Path) -> list[tuple]:
+    """(round, current_sha, chosen_sha, reason) of every round decision."""
+    conn = sqlite3.connect(f"file:{Path(run_dir) / LOG_FILE}?mode=ro", uri=True, timeout=30)
+    try:
+        return conn.execute("SELECT round, current_sha, chosen_sha, reason FROM decisions "
+                            "ORDER BY round").fetchall()
+    finally:
+        conn.close()
+
+
+def file_hashes(root: Path) -> dict[str, str]:
+    """sha256 of every file under `root` (to show that nothing was overwritten)."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(Path(root).rglob("*")) if p.is_file()}
+
+
+def sandbox_leftovers() -> list[int]:
+    """Pids of sandbox workers still running under this process."""
+    import psutil
+
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "harnesses.sandbox.worker" in " ".join(child.cmdline()):
+                found.append(child.pid)
+        except psutil.Error:
+            continue
+    return found
+
+
+REVISION_ANCHOR = "    graph = StateGraph(State)"
+
+
+def revision_rule() -> tuple[str, object]:
+    """A simulated-server rule that answers the Proposer's prompt with a SEARCH/REPLACE edit
+    adding one `# revision N` comment, N one more than the program in the prompt holds: every
+    round gets a new, valid, deterministic candidate (a pure function of the prompt)."""
+
+    def reply(match) -> str:
+        n = match.string.count("# revision") + 1
+        return (f"<<<<<<< SEARCH\n{REVISION_ANCHOR}\n=======\n    # revision {n}\n"
+                f"{REVISION_ANCHOR}\n>>>>>>> REPLACE\n")
+
+    return r"## Current program", reply
