@@ -30,7 +30,7 @@ def trl_common(config, out: Path) -> dict:
         per_device_train_batch_size=config.batch_size, learning_rate=config.learning_rate,
         max_grad_norm=config.max_grad_norm, logging_steps=1, save_strategy="no",
         report_to=[], seed=config.seed, use_cpu=cpu, bf16=not cpu,
-        gradient_checkpointing=not cpu, dataloader_num_workers=0,
+        activation_checkpointing=not cpu, dataloader_num_workers=0,
     )
 
 

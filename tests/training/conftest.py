@@ -10,6 +10,18 @@ from harnesses.offline import set_offline_switches
 set_offline_switches()
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """One intra-op thread: on a shared 2-core machine more threads spin against each other
+    (a tiny model's step is ~10x slower with 2 threads under load)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def tokenizer_dir(tmp_path_factory):
     """SmolLM2's tokenizer read from the bundled GGUF once, saved as a plain tokenizer dir."""
@@ -88,6 +100,13 @@ def write_store_run(run_dir, rounds: int = 3):
                 reward=reward, reward_parts=parts))
     store.close()
     return seed_sha
+
+
+@pytest.fixture(scope="session")
+def completions():
+    """Three Proposer answers to the reasoning seed: an edit that applies, one that parses but
+    does not apply, and no edit."""
+    return [_block(*EDITS[1]), _block(*EDITS[2]), "I would not change it."]
 
 
 @pytest.fixture(scope="session")

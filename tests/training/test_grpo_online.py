@@ -1,0 +1,101 @@
+"""Online GRPO: one TRL step whose rewards come from sandboxed evaluations of sampled edits."""
+
+import json
+import math
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from training.config import GRPOOnlineConfig
+from training.grpo_online import logged_prompts
+
+
+def test_logged_prompts_recover_each_groups_harness(logged_run):
+    from harnesses.seeds import seed_source
+
+    prompts = logged_prompts([logged_run])
+    assert prompts.task == "rg:basic_arithmetic"
+    assert len(prompts.rows) == 3
+    assert all(r["source"] == seed_source("reasoning_direct") for r in prompts.rows)
+    assert all(r["edit_format"] == "search_replace" for r in prompts.rows)
+
+
+@pytest.fixture
+def short_run(tmp_path, completions):
+    """A run whose one group answered a short prompt with three different completions (an edit
+    that applies, one that parses but does not apply, none), so a tiny model learns them fast."""
+    from evals.rewards import proposal_reward
+    from harnesses.edits import propose_candidate
+    from harnesses.seeds import seed_source
+    from harnesses.store import Proposal, SQLiteLogStore, prompt_group_id
+
+    source = seed_source("reasoning_direct")
+    prompt = [{"role": "user", "content": "Improve the harness for rg:basic_arithmetic."}]
+    with SQLiteLogStore(tmp_path / "short") as store:
+        store.init_run({"task": "rg:basic_arithmetic", "task_options": {"n_dev": 4, "n_test": 1}})
+        seed = store.put_version(source, None, 0, "seed")
+        for i, text in enumerate(completions):
+            edit = propose_candidate(source, text, "search_replace", "stop")
+            reward, parts = proposal_reward(
+                track="reasoning", parsed=edit.parsed, applied=edit.applied, valid=edit.applied,
+                completed_fraction=1.0, score=0.0, source=edit.new_source)
+            store.put_proposal(Proposal(
+                id=f"p{i}", round=1, group_id=prompt_group_id(prompt), prompt=prompt,
+                completion=text, finish_reason="stop", edit_format="search_replace",
+                parsed=edit.parsed, applied=edit.applied, valid=edit.applied, parent_sha=seed,
+                reward=reward, reward_parts=parts))
+    return tmp_path / "short"
+
+
+def _warm_on_group(tiny_dir, run, out, steps=60):
+    """A tiny Llama taught, by NLL steps on the logged group, to answer with any of its
+    completions: its samples then differ (edit that applies / does not apply / none)."""
+    from transformers import AutoTokenizer
+
+    from training.data import grpo_dataset
+    from training.grpo_offline import completion_logprobs, encode
+    from training.models import load_model, save_checkpoint
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_dir))
+    ds, _ = grpo_dataset([run], GRPOOnlineConfig())
+    items = [encode(tok, row, 1024) for row in ds]
+    torch.manual_seed(0)
+    model = load_model(str(tiny_dir))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for _ in range(steps):  # every completion in every step: a balanced mixture
+        loss = -sum(completion_logprobs(model, e, "cpu").mean() for e in items)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return save_checkpoint(model, tok, out)
+
+
+@pytest.mark.slow
+def test_one_online_step_rewards_from_sandboxed_evaluations(short_run, tiny_dir, tmp_path,
+                                                            local_model_url):
+    from harnesses.store import SQLiteLogStore
+    from training.grpo_online import train_grpo_online
+
+    warm = _warm_on_group(tiny_dir, short_run, tmp_path / "warm")
+    cfg = GRPOOnlineConfig(
+        model=str(warm), out=str(tmp_path / "online"), max_steps=1, num_generations=8,
+        batch_size=8, max_completion_length=64, max_length=1024, num_problems=2,
+        concurrency=2, lora=False, learning_rate=1e-2, temperature=1.5, seed=3,
+    )
+    result = train_grpo_online([short_run], cfg, progress=False)
+    with SQLiteLogStore(tmp_path / "online" / "log") as store:
+        logged = list(store.iter_proposals())
+        versions = {v.sha for v in store.iter_versions()}
+    assert len(logged) == 8
+    rewards = [p.reward for p in logged]
+    assert max(rewards) > min(rewards), f"no reward spread: {rewards}"
+    applied = [p for p in logged if p.applied]
+    assert applied and all(p.completed_fraction is not None for p in applied)
+    assert all(p.candidate_sha in versions for p in applied)
+    assert all(p.parent_score is not None for p in logged)
+    rows = [json.loads(line) for line in result.metrics.read_text().splitlines()]
+    assert rows and all(math.isfinite(r.get("loss", 0.0)) for r in rows)
+    before = load_file(str(warm / "model.safetensors"))
+    after = load_file(str(result.checkpoint / "model.safetensors"))
+    assert any(not torch.equal(before[k], after[k]) for k in before)
