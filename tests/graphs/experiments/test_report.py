@@ -1,0 +1,132 @@
+"""A tiny experiment end to end with scripted Solver and Proposer (harness code runs in real
+sandbox workers): the report is rebuilt from the logs alone with identical tables, a finished
+experiment reruns nothing, and the single-step count follows the scripted edits."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+
+from evals.problem import Problem
+from graphs.adapter.context import AdapterContext
+from graphs.experiments.collect import collect
+from graphs.experiments.config import ExperimentSpec, Tasks
+from graphs.experiments.report import CURVES, REPORT, write_report
+from graphs.experiments.runner import run_experiment
+from harnesses.models import Completion
+
+QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
+LINE = 'PROMPT = """Solve the problem{}. Think briefly, then give the final answer on the last line'
+BETTER = f"<<<<<<< SEARCH\n{LINE.format('')}\n=======\n{LINE.format(' CAREFULLY')}\n>>>>>>> REPLACE\n"
+
+
+class SumTask:
+    name, track, seed = "sums", "reasoning", "reasoning_direct"
+    description = "Questions 'What is A + B?'. Answer with the number only."
+
+    def dev(self):
+        return [Problem(f"d{i}", {"question": f"What is {i} + {i + 3}?"}, str(2 * i + 3))
+                for i in range(1, 5)]
+
+    def test(self):
+        return [Problem(f"t{i}", {"question": f"What is {i} + 2?"}, str(i + 2)) for i in range(4)]
+
+    def score(self, problem, answer):
+        return float(answer.strip() == problem.gold)
+
+    def retriever(self):
+        return None
+
+
+class Scripted:
+    def __init__(self, rule):
+        self.rule, self.calls = rule, 0
+
+    async def acomplete(self, messages, **params):
+        self.calls += 1
+        text = messages if isinstance(messages, str) else "\n".join(
+            str(m.get("content", "")) for m in messages)
+        reply = self.rule(text, params)
+        return Completion(text=reply, prompt_tokens=len(text) // 4, completion_tokens=len(reply) // 4,
+                          latency_s=0.0, finish_reason="stop", cached=False, model="scripted")
+
+
+def solver_rule(prompt, params):
+    match = QUESTION.search(prompt)
+    if not match:
+        return "Answer: ?"
+    a, b = int(match.group(1)), int(match.group(2))
+    return f"Answer: {a + b if 'CAREFULLY' in prompt or a % 2 == 0 else a + b + 1}"
+
+
+def proposer_rule(prompt, params):
+    # Even sample seeds get the better edit, odd ones a non-edit (invalid).
+    return BETTER if params["seed"] % 2 == 0 else "Looks fine."
+
+
+SPEC = ExperimentSpec(name="tiny", track="reasoning", seeds=[0, 1], rounds=2, candidates=1,
+                      compare_candidates=2, feedback=4, selection=4, concurrency=4,
+                      tasks=Tasks(test=["sums"], hard=["sums"]))
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory):
+    out = tmp_path_factory.mktemp("exp")
+    proposers: list[Scripted] = []
+
+    def make_context(config):
+        ctx = AdapterContext(config)
+        ctx.task = SumTask()
+        ctx.solver = Scripted(solver_rule)
+        ctx.proposer = Scripted(proposer_rule)
+        proposers.append(ctx.proposer)
+        return ctx
+
+    def run():
+        proposers.clear()
+        asyncio.run(run_experiment(SPEC, out, make_context, task_options=lambda t: {},
+                                   log=lambda m: None))
+        return sum(p.calls for p in proposers)
+
+    first_calls = run()
+    return out, first_calls, run
+
+
+def test_report_is_rebuilt_identically_from_the_logs(experiment):
+    out, _, _ = experiment
+    first = write_report(out).read_text()
+    (out / REPORT).unlink()
+    (out / CURVES).unlink()
+    again = write_report(out).read_text()
+    assert again == first
+    assert (out / CURVES).stat().st_size > 0
+    assert "seed harness (no adaptation)" in first and "fixed tool loop" in first
+    assert "not trained" in first and "ORACLE" in first
+
+
+def test_single_step_counts_edits_that_beat_the_seed(experiment):
+    out, _, _ = experiment
+    text = write_report(out).read_text()
+    # single-step sample seeds: seed 0 -> 1009, 1010; seed 1 -> 101012, 101013: one better each.
+    row = next(line for line in text.splitlines() if line.startswith("| single-step: 1 round x 2"))
+    assert "2/4 = 50%" in row and "| 2/4 |" in row
+
+
+def test_scores_follow_the_scripted_solver(experiment):
+    out, _, _ = experiment
+    records, unfinished = collect(out)
+    assert not unfinished
+    by = {(r.method, r.meta["seed"]): r for r in records}
+    # the seed gets odd first terms wrong: t0..t3 -> 2 of 4 right; CAREFULLY gets all right.
+    assert by["seed", 0].final == pytest.approx(0.5)
+    assert by["single_step", 0].final == pytest.approx(1.0)
+    assert by["single_step", 0].oracle == pytest.approx(1.0)
+    assert {m for m, _ in by} == {"seed", "tool_loop", "untrained", "single_step"}
+
+
+def test_a_finished_experiment_reruns_nothing(experiment):
+    _, first_calls, run = experiment
+    assert first_calls > 0
+    assert run() == 0
