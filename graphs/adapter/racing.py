@@ -82,14 +82,15 @@ class RaceRule:
 
 
 def paired_gap(leader: Sequence[float], other: Sequence[float]) -> tuple[float, float]:
-    """Mean of (leader - other) over paired problems and its standard error."""
+    """Mean of (leader - other) over paired problems and its standard error. The error is
+    at least that of a fair coin's (0.5 / sqrt(m)): a few identical differences are no proof."""
     diffs = [a - b for a, b in zip(leader, other, strict=True)]
     m = len(diffs)
     mean = sum(diffs) / m
     if m < 2:
         return mean, math.inf
     var = sum((d - mean) ** 2 for d in diffs) / (m - 1)
-    return mean, math.sqrt(var / m)
+    return mean, max(math.sqrt(var / m), 0.5 / math.sqrt(m))
 
 
 @dataclass

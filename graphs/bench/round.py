@@ -21,7 +21,7 @@ from pathlib import Path
 from evals.problem import Problem
 from graphs.adapter.config import AdaptConfig
 from graphs.adapter.context import AdapterContext
-from graphs.adapter.nodes import evaluate_cached
+from graphs.adapter.nodes import InfraStop, evaluate_cached
 from harnesses.models import ModelClient
 from harnesses.sandbox import Limits, Worker, WorkerPool
 from harnesses.sandbox.bench import PING, Instant
@@ -149,21 +149,33 @@ async def run_round(url: str, latency: float, candidates: int, problems: int, sl
     ctx.pool.fill()  # in the adapter the workers start while the current version is evaluated
     await asyncio.gather(*ctx.pool._starting)
     cold_s = time.perf_counter() - started
+    before = solver.stats.snapshot()
     cpu0, t0 = time.process_time(), time.perf_counter()
+
+    per_call: list[float] = []
 
     async def one(index: int) -> float:
         await ctx.proposer.acomplete("Propose an edit.", temperature=0.7, seed=index)
         sha = await ctx.store.aput_version(candidate_source(index), parent=None, round_=1,
                                            note=f"candidate {index}")
         result = await evaluate_cached(ctx, sha, items, "selection", 1)
+        for r in result.results:  # the problem's wall time not spent serving its calls
+            if r.calls:
+                per_call.append((r.latency_s - sum(c.latency_s for c in r.calls)) / len(r.calls))
         return result.mean_score
 
-    scores = await asyncio.gather(*(one(i) for i in range(candidates)))
+    got = await asyncio.gather(*(one(i) for i in range(candidates)), return_exceptions=True)
+    stops = [g for g in got if isinstance(g, BaseException)]
+    if stops and not all(isinstance(g, InfraStop) for g in stops):
+        raise next(g for g in stops if not isinstance(g, InfraStop))
+    scores = [None if isinstance(g, BaseException) else g for g in got]
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     await ctx.pool.close()
     await solver.aclose()
     await ctx.proposer.aclose()
-    stats = solver.stats.snapshot()
+    after = solver.stats.snapshot()
+    stats = {k: after[k] - before[k] for k in ("calls", "requests", "cache_hits", "shared",
+                                                "retries", "infra_errors", "latency_s")}
     harness_calls = candidates * problems * CALLS
     sent = stats["calls"]
     per_call_latency = stats["latency_s"] / max(1, stats["requests"])
@@ -176,15 +188,18 @@ async def run_round(url: str, latency: float, candidates: int, problems: int, sl
             "infra_errors": stats["infra_errors"], "parent_cpu_s": cpu,
             "worker_start_ms": [w * 1000 for w in ctx.pool.waits],
             "pool_cold_start_s": cold_s,
-            "scores": scores, "per_call_latency_s": per_call_latency}
+            "scores": scores, "infra_stops": len(stops), "per_call_latency_s": per_call_latency,
+            "bridge_in_round_ms_p50": 1000 * statistics.median(per_call) if per_call else None}
 
 
 async def measure(latency: float, candidates: int, problems: int, slots: int,
-                  calibration_calls: int, transport: str) -> dict:
-    proc, url = start_server(latency, slots)
+                  calibration_calls: int, transport: str, error_rate: float = 0.0) -> dict:
+    proc, url = start_server(latency, slots, error_rate)
     try:
         with tempfile.TemporaryDirectory(prefix="bench-round-") as tmp:
             row = await run_round(url, latency, candidates, problems, slots, Path(tmp), transport)
+            if error_rate:
+                return row | await stored_results(Path(tmp), candidates * problems)
         for name in ("direct", "litellm"):
             row[f"client_cpu_ms_{name}"] = 1000 * await client_cpu_per_call(
                 url, calibration_calls, slots, name)
@@ -200,14 +215,33 @@ async def measure(latency: float, candidates: int, problems: int, slots: int,
     return row
 
 
+async def stored_results(run_dir: Path, expected: int) -> dict:
+    """What the run's log holds: results kept, and infra errors scored (must be none)."""
+    from harnesses.store import SQLiteLogStore
+
+    store = SQLiteLogStore(run_dir)
+    rows = list(store.iter_evaluations())
+    store.close()
+    return {"expected_results": expected, "stored_results": len(rows),
+            "infra_scored": sum(1 for r in rows if r.error_kind in ("infra", "budget")
+                                and r.score is not None)}
+
+
 def run(latencies=(1.0, 0.1), candidates: int = 8, problems: int = 64, slots: int = 64,
-        calibration_calls: int = 320, transport: str = "direct", log=print) -> dict:
+        calibration_calls: int = 320, transport: str = "direct", error_rate: float = 0.2,
+        log=print) -> dict:
     rows = []
     for latency in latencies:
         log(f"round at {latency:g} s per call ...")
         rows.append(asyncio.run(measure(latency, candidates, problems, slots, calibration_calls,
                                         transport)))
-    laps = asyncio.run(bridge_laps(problems, CALLS))
+    faults = None
+    if error_rate:
+        log(f"round at {latencies[-1]:g} s per call with {error_rate:.0%} endpoint errors ...")
+        faults = asyncio.run(measure(latencies[-1], candidates, problems, slots, 0, transport,
+                                     error_rate))
+    alone = asyncio.run(bridge_laps(1, 200))
+    laps = asyncio.run(bridge_laps(problems, 20))
     first, last = rows[0], rows[-1]
     starts = first["worker_start_ms"]
     return {
@@ -218,13 +252,15 @@ def run(latencies=(1.0, 0.1), candidates: int = 8, problems: int = 64, slots: in
         "cache_hits": first["cache_hits"],
         "worker_start_ms": statistics.median(starts),
         "worker_start_ms_max": max(starts),
-        "bridge_p50_ms": 1000 * laps[len(laps) // 2],
-        "bridge_p90_ms": 1000 * laps[int(len(laps) * 0.9)],
+        "bridge_p50_ms": first["bridge_in_round_ms_p50"],
+        "bridge_alone_ms_p50": 1000 * alone[len(alone) // 2],
+        "bridge_saturated_ms_p50": 1000 * laps[len(laps) // 2],
         "overhead_cpu_ms_per_call": first["overhead_cpu_ms_per_call"],
         "client_cpu_ms_per_request": first["client_cpu_ms_per_request"],
         "client_cpu_ms_litellm": first["client_cpu_ms_litellm"],
         "client_cpu_ms_direct": first["client_cpu_ms_direct"],
         "pool_cold_start_s": first["pool_cold_start_s"], "transport": transport,
+        "faults": faults,
     }
 
 
@@ -243,18 +279,28 @@ def table(f: dict) -> str:
             f"{r['sent']:>5} {r['cache_hits']:>5} "
             f"{1000 * r['parent_cpu_s'] / r['harness_calls']:>11.2f} "
             f"{r['client_cpu_ms_per_request']:>13.2f} {r['overhead_cpu_ms_per_call']:>12.2f} "
-            f"{sum(r['scores']) / len(r['scores']):>5.2f}")
+            f"{statistics.mean(x for x in r['scores'] if x is not None):>5.2f}")
     lines += [
         "ideal = calls sent / slots x latency + critical path (1 Proposer + 5 Solver calls); "
         "* naive = a sequential loop, computed: measured latency per call x all calls",
         f"worker start per candidate (pool acquire): median {f['worker_start_ms']:.0f} ms, "
-        f"max {f['worker_start_ms_max']:.0f} ms; bridge round trip (instant tool, "
-        f"{f['problems']} problems in flight): p50 {f['bridge_p50_ms']:.2f} ms, "
-        f"p90 {f['bridge_p90_ms']:.2f} ms",
+        f"max {f['worker_start_ms_max']:.0f} ms",
+        f"bridge + worker overhead per call in the round (problem wall - parent handler time) "
+        f"p50 {f['bridge_p50_ms']:.2f} ms; instant-tool round trip p50: one call in flight "
+        f"{f['bridge_alone_ms_p50']:.2f} ms, {f['problems']} problems calling back to back "
+        f"(saturated) {f['bridge_saturated_ms_p50']:.2f} ms",
         "ours ms/call = (parent CPU - client CPU per request x requests) / harness calls; "
         f"client CPU per request (calibrated here): litellm {f['client_cpu_ms_litellm']:.2f} ms, "
         f"direct {f['client_cpu_ms_direct']:.2f} ms",
         f"pool of {f['candidates']} workers started cold in {f['pool_cold_start_s']:.1f} s "
         "(in the adapter: while the current version is evaluated)",
     ]
+    if f.get("faults"):
+        x, clean = f["faults"], f["rows"][-1]
+        lines.append(
+            f"with endpoint errors at {x['latency_s']:g} s: {x['stored_results']}/"
+            f"{x['expected_results']} results kept, {x['retries']} retries, "
+            f"{x['infra_errors']} calls failed after retries, {x['infra_stops']} evaluations "
+            f"stopped (InfraStop), {x['infra_scored']} infra errors scored, scores equal to the error-free run: {x['scores'] == clean['scores']}, "
+            f"wall {x['wall_s']:.1f} s")
     return "\n".join(lines)

@@ -38,6 +38,8 @@ def test_stage_ends_are_cumulative_and_end_at_the_pool():
 def test_paired_gap_uses_the_differences():
     gap, se = paired_gap([1, 1, 0, 1], [1, 0, 0, 1])
     assert gap == pytest.approx(0.25) and se == pytest.approx(0.25)
+    gap, se = paired_gap([1.0] * 4, [0.0] * 4)  # no spread: the fair-coin floor, not zero
+    assert gap == 1.0 and se == pytest.approx(0.25)
 
 
 def test_a_clear_loser_stops_after_the_first_stage_and_the_best_wins():
