@@ -201,7 +201,12 @@ def open_index(path: str | Path, backend: str = "auto", *, device: str = "cpu",
         raise _mismatch(path, m)
     parts: list[Retriever] = []
     if "bm25" in need[backend]:
-        parts.append(BM25Index(path, tok))
+        index = BM25Index(path, tok)
+        if len(index) != m.passages or len(index.store) != m.passages:  # files of another build
+            raise ValueError(f"{path}: the manifest lists {m.passages} passages but the BM25 "
+                             f"index holds {len(index)} and the passage store {len(index.store)}: "
+                             "rebuild the index")
+        parts.append(index)
     if "chroma" in need[backend]:
         from retrieval.chroma import ChromaIndex
 

@@ -52,6 +52,11 @@ class PassageStore:
         self._bin = (
             np.memmap(self.dir / BIN, dtype=np.uint8, mode="r") if size else np.zeros(0, np.uint8)
         )
+        # A truncated or mismatched file would otherwise serve cut or shifted passages silently.
+        if len(self._bin) != size or len(self._titles) != len(self._offsets) - 1:
+            raise ValueError(f"{self.dir}: corrupted passage store ({BIN} holds {len(self._bin)} "
+                             f"bytes, its offsets say {size}; {len(self._titles)} titles for "
+                             f"{len(self._offsets) - 1} passages): rebuild the index")
 
     def __len__(self) -> int:
         return len(self._offsets) - 1
