@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from graphs.cli import app
-from graphs.cli._common import console, out, run_async
+from graphs.cli._common import console, run_async
 
 
 @app.command()
@@ -22,6 +22,9 @@ def experiment(
     smoke: Annotated[bool, typer.Option(help="The config's [smoke] scale (CPU, minutes).")] = False,
     trained_proposer: Annotated[str | None, typer.Option(
         help="Model string of a trained Proposer (overrides the config's).")] = None,
+    solver: Annotated[str | None, typer.Option(help="Solver model (overrides the config's).")] = None,
+    proposer: Annotated[str | None, typer.Option(
+        help="Untrained Proposer model (overrides the config's).")] = None,
 ) -> None:
     """Run every method of a track (baselines, untrained and trained Proposer, single-step
     against relay, repeated seeds) and write OUT/report.md; finished runs are reused."""
@@ -33,7 +36,7 @@ def experiment(
         if not (report_dir / "runs").is_dir():
             raise typer.BadParameter(f"{report_dir} holds no runs/ directory")
         path = write_report(report_dir)
-        out.print(path.read_text(encoding="utf-8"))
+        typer.echo(path.read_text(encoding="utf-8"))  # plain: markdown is not rich markup
         console.print(f"report: {path}")
         return
     if out_dir is None:
@@ -42,9 +45,11 @@ def experiment(
     from graphs.experiments.runner import run_experiment
 
     spec = load_spec(target, "smoke" if smoke else "paper")
-    if trained_proposer is not None:
-        spec.trained_proposer = trained_proposer
+    for key, value in {"trained_proposer": trained_proposer, "solver": solver,
+                       "proposer": proposer}.items():
+        if value is not None:
+            setattr(spec, key, value)
     run_async(run_experiment(spec, out_dir, log=console.print))
     path = write_report(out_dir)
-    out.print(path.read_text(encoding="utf-8"))
+    typer.echo(path.read_text(encoding="utf-8"))
     console.print(f"report: {path}")

@@ -32,6 +32,7 @@ class RunRecord:
     adopted: list[Structure] = field(default_factory=list)
     """Distinct versions adopted after the seed (those that parse)."""
     seed_structure: Structure | None = None
+    seed_sha: str | None = None
 
     @property
     def method(self) -> str:
@@ -75,7 +76,8 @@ def read_run(run_dir: Path) -> RunRecord | None:
                 p.valid and p.selection_score is not None and p.parent_score is not None
                 and p.selection_score > p.parent_score for p in proposals),
             adopted=adopted,
-            seed_structure=analyze(store.get_version_source(seed_sha)) if seed_sha else None)
+            seed_structure=analyze(store.get_version_source(seed_sha)) if seed_sha else None,
+            seed_sha=seed_sha)
     finally:
         store.close()
 

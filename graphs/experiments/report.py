@@ -22,7 +22,9 @@ REPORT, CURVES = "report.md", "curves.png"
 
 
 def label(method: str, runs: list[RunRecord]) -> str:
-    m = runs[0].meta if runs else {}
+    if not runs:
+        return method.replace("_", " ") if method != "trained" else "trained Proposer"
+    m = runs[0].meta
     shape = f"{m.get('candidates')} cand x {m.get('rounds')} rounds, {m.get('policy')}"
     return {"seed": "seed harness (no adaptation)",
             "tool_loop": "fixed tool loop (baseline_tool_loop)",
@@ -181,6 +183,12 @@ def render(out: str | Path) -> str:
              f"{sorted({r.meta['seed'] for r in records})}.", ""]
     if unfinished:
         lines += [f"Unfinished (left out): {', '.join(unfinished)}", ""]
+    for task in tasks:
+        seeds = {r.seed_sha for r in tested if r.meta["task"] == task and r.method != "tool_loop"}
+        if len(seeds) > 1:
+            lines += [f"WARNING: the runs on {task} started from {len(seeds)} different seed "
+                      f"sources ({', '.join(sorted(s[:12] for s in seeds if s))}): the seed "
+                      "harness file changed between runs, so their rows are not comparable.", ""]
     lines += scores_section(by, tasks, hard) + compare_section(by, tasks)
     lines += oracle_section(by, tasks) + curves_section(by)
     lines += structure_section(by) + cost_section(by)
