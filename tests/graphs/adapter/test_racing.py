@@ -28,7 +28,8 @@ def run_race(table: dict[str, list[float]], rule: RaceRule | None = None):
 
 
 def test_stage_ends_are_cumulative_and_end_at_the_pool():
-    assert RaceRule().stage_ends(64) == [8, 16, 32, 64]
+    assert RaceRule().stage_ends(64) == [16, 32, 64]
+    assert RaceRule(fractions=(0.125, 0.25, 0.5, 1.0)).stage_ends(64) == [8, 16, 32, 64]
     assert RaceRule().stage_ends(6) == [4, 6]
     assert RaceRule(fractions=(0.5, 1.0)).stage_ends(3) == [3]
     with pytest.raises(ValueError, match="rise strictly to 1.0"):
@@ -46,11 +47,11 @@ def test_a_clear_loser_stops_after_the_first_stage_and_the_best_wins():
     table = {"a": [0.0] * 64, "b": [1.0] * 64, "c": [1.0, 0.0] * 32}
     result, asked = run_race(table, RaceRule(halving=False))
     assert result.winner == "b"
-    assert result.standings["a"].raced_out and len(result.standings["a"].scores) == 8
+    assert result.standings["a"].raced_out and len(result.standings["a"].scores) == 16
     assert "behind the leader" in result.standings["a"].reason
     # c is behind b on every other problem: dropped once the evidence is strong enough
     assert result.standings["c"].raced_out
-    assert ("a", 8, 16) not in asked and result.problems_run < 3 * 64
+    assert ("a", 16, 32) not in asked and result.problems_run < 3 * 64
 
 
 def test_ties_are_never_stopped_by_the_paired_test():
@@ -64,9 +65,11 @@ def test_halving_keeps_the_better_half_of_each_stage():
     rng = __import__("random").Random(3)
     table = {f"k{i}": [float(rng.random() < 0.5) for _ in range(64)] for i in range(8)}
     result, _ = run_race(table, RaceRule(z=100.0))  # no early stop: halving alone
-    assert [len(s["live"]) for s in result.stages] == [4, 2, 1]
+    assert [len(s["live"]) for s in result.stages] == [4, 2, 2]  # the last stage decides
+    final = result.stages[-1]["live"]
+    assert result.winner == max(final, key=lambda k: (sum(table[k]), -int(k[1:])))
     live_after_first = set(result.stages[0]["live"])
-    means = {k: sum(v[:8]) / 8 for k, v in table.items()}
+    means = {k: sum(v[:16]) / 16 for k, v in table.items()}
     assert min(means[k] for k in live_after_first) >= max(
         means[k] for k in table if k not in live_after_first)
 
