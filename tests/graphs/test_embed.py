@@ -116,7 +116,7 @@ def test_run_directory_versions(tmp_path, sim) -> None:
     (run / "config.json").write_text(json.dumps(json.loads(AdaptConfig(
         task="rg:basic_arithmetic", run_dir=str(run), solver=sim).to_json())))
     seed_text = seed_source("reasoning_direct")
-    evolved = seed_text.replace("Think briefly", "Think step by step")
+    evolved = seed_text.replace('PROMPT = """', 'PROMPT = """Think step by step. ', 1)
     with SQLiteLogStore(run) as store:
         seed_sha = store.put_version(seed_text, None, 0, "seed")
         new_sha = store.put_version(evolved, seed_sha, 1, "candidate 0")

@@ -21,15 +21,14 @@ from graphs.cli.studio_cmd import REPO_ROOT, dev_command, offline_env
 from graphs.studio import MODEL_ENV, RUNS_ENV
 from harnesses.models import SimServer
 from harnesses.models.simserver import ARITHMETIC_RULE
+from harnesses.seeds import seed_source
 
 pytestmark = pytest.mark.timeout(240)
 
-EDIT = """I will ask the Solver to be careful.
-<<<<<<< SEARCH
-PROMPT = \"\"\"Solve the problem. Think briefly, then give the final answer on the last line
-=======
-PROMPT = \"\"\"Solve the problem carefully. Think briefly, then give the final answer on the last line
->>>>>>> REPLACE"""
+SEED_LINE = next(line for line in seed_source("reasoning_direct").splitlines()
+                 if line.startswith('PROMPT = """'))
+NEW_LINE = SEED_LINE.replace('PROMPT = """', 'PROMPT = """Be careful. ', 1)
+EDIT = f"I will ask the Solver to be careful.\n<<<<<<< SEARCH\n{SEED_LINE}\n=======\n{NEW_LINE}\n>>>>>>> REPLACE"
 GRAPHS = {"adapter", "harness", "reasoning_direct", "multihop_two_hop", "baseline_tool_loop"}
 
 
@@ -164,12 +163,12 @@ def test_adapter_run_with_approval_then_serve_its_version(server, sim, tmp_path)
     assert nodes[:3] == ["init", "sample", "evaluate_current"]
     assert {"candidate", "__interrupt__", "select", "finish"} <= set(nodes)
     (question,) = [i["value"] for task in paused["tasks"] for i in task["interrupts"]]
-    assert question["round"] == 1 and "Solve the problem carefully." in question["diff"]
+    assert question["round"] == 1 and f"+{NEW_LINE}" in question["diff"]
     assert paused["next"] == ["select"] and "stop_reason" not in paused["values"]
     assert final["stop_reason"] == "finished 1 rounds"
     (round1,) = final["rounds"]
     (cand,) = round1["candidates"]
-    assert cand["valid"] and cand["sha"] and '+PROMPT = """Solve the problem carefully.' in cand["diff"]
+    assert cand["valid"] and cand["sha"] and f"+{NEW_LINE}" in cand["diff"]
     assert 0.0 <= cand["selection_score"] <= 1.0
     assert round1["approved"] is True and round1["adopted"] and final["current_sha"] == cand["sha"]
     assert (run_dir / "config.json").exists()

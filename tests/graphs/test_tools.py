@@ -11,14 +11,14 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from graphs.tools import AdaptHarness, EvaluateHarness, RunHarness, harness_tools
 from harnesses.models import SimServer
 from harnesses.models.simserver import ARITHMETIC_RULE
+from harnesses.seeds import seed_source
 
 pytestmark = pytest.mark.timeout(180)
 
-EDIT = """<<<<<<< SEARCH
-PROMPT = \"\"\"Solve the problem. Think briefly, then give the final answer on the last line
-=======
-PROMPT = \"\"\"Solve the problem. Check your arithmetic, then give the final answer on the last line
->>>>>>> REPLACE"""
+SEED_LINE = next(line for line in seed_source("reasoning_direct").splitlines()
+                 if line.startswith('PROMPT = """'))
+NEW_LINE = SEED_LINE.replace('PROMPT = """', 'PROMPT = """Check your arithmetic. ', 1)
+EDIT = f"<<<<<<< SEARCH\n{SEED_LINE}\n=======\n{NEW_LINE}\n>>>>>>> REPLACE"
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,11 @@ from langgraph.types import Command
 from graphs.adapter.config import AdaptConfig
 from graphs.adapter.context import AdapterContext
 from graphs.adapter.graph import build_adapter_graph
+from harnesses.seeds import seed_source
 
 REASON = "prompt marker B is not allowed by our style guide"
-LINE = "Solve the problem. Think briefly, then give the final answer on the last line"
+LINE = next(line for line in seed_source("reasoning_direct").splitlines()
+            if line.startswith('PROMPT = """')).removeprefix('PROMPT = """')
 EDIT = ('<<<<<<< SEARCH\nPROMPT = """{old}' + LINE + '\n=======\nPROMPT = """{new}' + LINE
         + "\n>>>>>>> REPLACE")
 
@@ -81,7 +83,7 @@ def test_approve_once_reject_once(tmp_path, scripted) -> None:
 
     # Round 1: the gate showed the marked candidate with its diff and scores.
     assert len(first) == 1 and first[0].value["round"] == 1
-    assert "+PROMPT = \"\"\"MARK-A Solve" in first[0].value["diff"]
+    assert f'+PROMPT = """MARK-A {LINE}' in first[0].value["diff"]
     assert first[0].value["selection_score"] == 1.0
     assert first[0].value["current_score"] == 0.0
     # Round 2: asked again (best_valid adopts B), this time rejected.
