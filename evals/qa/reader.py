@@ -30,7 +30,10 @@ def iter_json_records(path: Path | str) -> Iterator[tuple[int, dict]]:
     if not path.is_file():
         raise FileNotFoundError(f"dataset file not found: {path}")
     with path.open(encoding="utf-8") as fh:
-        head = fh.read(_CHUNK)
+        try:
+            head = fh.read(_CHUNK)
+        except UnicodeDecodeError as exc:  # name the file: the bare error does not
+            raise RecordError(path, 0, None, f"not UTF-8 text: {exc}") from None
         first = head.lstrip(_WS + "\ufeff")[:1]
         if first == "[":
             yield from _iter_array(fh, head, path)
