@@ -40,7 +40,10 @@ def load_config(run_dir: str | Path) -> AdaptConfig:
     path = Path(run_dir) / CONFIG_FILE
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: {run_dir} is not a run directory")
-    return AdaptConfig.from_json(path.read_text())
+    try:
+        return AdaptConfig.from_json(path.read_text())
+    except (ValueError, TypeError) as exc:  # name the file (JSON errors do not)
+        raise ValueError(f"{path}: unreadable run config: {exc}") from exc
 
 
 async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
@@ -48,6 +51,7 @@ async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
                          context: AdapterContext | None = None) -> dict[str, Any]:
     """Run (or continue) the adapter until it stops; returns the final state."""
     ctx = context or AdapterContext(config)
+    _ = ctx.store  # opening the log checks its schema: refuse another version's run dir first
     graph = build_adapter_graph(config, ctx)
     config.path.mkdir(parents=True, exist_ok=True)
     async with AsyncSqliteSaver.from_conn_string(str(config.path / CHECKPOINTS_FILE)) as saver:
