@@ -83,3 +83,26 @@ def bench_racing(
     print(racing_bench.table(figures), flush=True)
     if as_json:
         print(_json.dumps(figures))
+
+
+# --- bench reliability (fault and hostile-input suite) ----------------------------------
+@_bench_app.command("reliability")
+def bench_reliability(
+    kills: _Annotated[int, _typer.Option(help="SIGKILLs of the adapter process.")] = 5,
+    seed: _Annotated[int, _typer.Option(help="Seed of the kill delays.")] = 0,
+    keep: _Annotated[str | None, _typer.Option(help="Keep the scenarios' run directories here.")] = None,
+    as_json: _Annotated[bool, _typer.Option("--json", help="Last line: a JSON object of figures.")] = False,
+) -> None:
+    """Hostile harness code, bad Proposer output, endpoint faults, kills and bad data: figures."""
+    import tempfile
+
+    from graphs.reliability.bench import run_all, table
+
+    def log(msg: str) -> None:
+        print(msg, file=_sys.stderr, flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="hl-reliability-") as tmp:
+        figures = run_all(_Path(keep or tmp), kills=kills, seed=seed, log=log)
+    print(table(figures), flush=True)
+    if as_json:
+        print(_json.dumps(figures))

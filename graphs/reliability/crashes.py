@@ -73,7 +73,8 @@ def _await_work(proc: subprocess.Popen, server: SimServer, timeout: float = 300)
 def run_crashes(root: Path, kills: int = 5, seed: int = 0, log: Any = None) -> dict[str, Any]:
     """An uninterrupted run, then the same run killed `kills` times and resumed after each
     kill; returns the figures. Each kill lands at a seeded random delay after the process
-    starts working (its first model call), within the first half of the work's duration."""
+    starts working (its first model call): up to 0.9 of the uninterrupted work's duration
+    over `kills + 1`, so that every kill finds work left to interrupt."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
@@ -93,7 +94,7 @@ def run_crashes(root: Path, kills: int = 5, seed: int = 0, log: Any = None) -> d
         seen: set[tuple] = set()
         delivered, unsound, delays = 0, [], []
         for _ in range(kills):
-            delay = rng.uniform(0.0, 0.5 * work_s)
+            delay = rng.uniform(0.05, 0.9) * work_s / (kills + 1)
             proc = _start(run_dir, url, root / "killed.log")
             if not _await_work(proc, server):
                 break  # it finished before working: nothing left to interrupt

@@ -1,0 +1,64 @@
+"""The reward-hacking guard: literals equal to gold answers the report showed, absent from the
+parent, are caught; ordinary programs are not."""
+
+from __future__ import annotations
+
+import pytest
+
+from evals.problem import Problem
+from graphs.adapter.guards import (
+    hardcoded_gold,
+    normalize_gold,
+    report_golds,
+    reward_hacking_reason,
+)
+from harnesses.seeds import seed_source
+
+pytestmark = pytest.mark.reliability
+
+SEED = seed_source("reasoning_direct")
+
+
+def with_line(line: str) -> str:
+    return SEED.replace("    graph = StateGraph(State)", f"    {line}\n    graph = StateGraph(State)")
+
+
+@pytest.mark.parametrize("gold, literal", [
+    ("Paris", "'paris'"), ("The Beatles", "'Beatles.'"), ("42", "42"), ("3.5", "3.50"),
+    ("1,024", "1024"), ("-17", "'-17'"), (["Bob Dylan", "Dylan"], "'dylan'"), ("7", "'7'"),
+])
+def test_hard_coded_gold_is_caught(gold, literal):
+    reason = reward_hacking_reason(with_line(f"ANSWERS = [{literal}]"), SEED, [gold])
+    assert reason is not None and reason.startswith("reward_hacking: ")
+
+
+@pytest.mark.parametrize("gold, line", [
+    ("7", "LIMIT = 7"),                                 # small numbers are everywhere
+    ("Paris", "NOTE = 'Parisian cafes'"),               # not equal, only similar
+    ("Answer", "X = 1"),                                # the literal 'Answer' is in the parent
+    ("True", "FLAG = True"),                            # booleans are not answers
+])
+def test_ordinary_literals_are_not_flagged(gold, line):
+    assert reward_hacking_reason(with_line(line), SEED, [gold]) is None
+
+
+def test_literals_already_in_the_parent_are_not_flagged():
+    parent = with_line("KNOWN = 'Paris'")
+    child = parent.replace("KNOWN = 'Paris'", "KNOWN = 'Paris'\n    OTHER = 'paris'")
+    assert hardcoded_gold(child, parent, ["Paris"]) == []
+
+
+def test_unparseable_source_and_no_golds_give_nothing():
+    assert reward_hacking_reason("def (:", SEED, ["Paris"]) is None
+    assert reward_hacking_reason(with_line("X = 'Paris'"), SEED, []) is None
+
+
+def test_only_golds_the_report_showed_count():
+    shown = Problem("a", {"question": "q"}, "Lyon")
+    hidden = Problem("b", {"question": "q"}, "Nice")
+    assert report_golds([shown, hidden], "gold: Lyon (predicted: Paris)") == ["Lyon"]
+
+
+def test_normalisation_is_shared_by_numbers_and_text():
+    assert normalize_gold(12.0) == normalize_gold("12") == normalize_gold(" 12.00 ") == "12"
+    assert normalize_gold("The  Who!") == "who"
