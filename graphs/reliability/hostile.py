@@ -27,6 +27,7 @@ from graphs.reliability.hostile_cases import CASES, Case
 from harnesses.sandbox import Limits, WorkerPool
 from harnesses.sandbox.local import LocalBackend
 
+SECRET_ENV = "HL_RELIABILITY_API_KEY"
 LIMITS = Limits(cpu_s=30, memory_mb=1536, file_size_mb=8, pids=32, problem_timeout_s=5.0,
                 candidate_timeout_s=60.0)
 
@@ -127,6 +128,7 @@ class HostileEnv:
         store.put_result(sha, "selection", 1, ProblemResult("secret", self.gold, 1.0))
         store.close()
         self.sentinel = subprocess.Popen(["sleep", "3600"])
+        os.environ[SECRET_ENV] = self.token  # before any worker starts: it must not inherit it
         self.host_hashes = self.snapshot()
         self.store_rows = self.rows()
         site = next(p for p in sys.path if p.endswith("site-packages"))
@@ -136,7 +138,8 @@ class HostileEnv:
                 "udp_port": self.listeners.udp.getsockname()[1], "abstract": self.listeners.abstract,
                 "host_ip": host_ip(), "sentinel": self.sentinel.pid, "parent": os.getpid(),
                 "contract": contract.__file__, "site": site, "marker": self.marker,
-                "token": self.token, "project_root": str(Path(contract.__file__).parents[1])}
+                "token": self.token, "secret_env": SECRET_ENV,
+                "sim_port": self.server.port, "project_root": str(Path(contract.__file__).parents[1])}
 
     def snapshot(self) -> dict[str, str]:
         import harnesses.contract as contract
@@ -158,6 +161,7 @@ class HostileEnv:
             conn.close()
 
     def close(self) -> None:
+        os.environ.pop(SECRET_ENV, None)
         self.listeners.close()
         if self.sentinel is not None:
             self.sentinel.kill()
@@ -206,6 +210,8 @@ CHECKS: dict[str, Any] = {
                                       "this process kept < 48 MiB of the flood"),
     "no_huge_request": lambda r, e, d: (max(map(len, e.server.prompts), default=0) < 1 << 20,
                                         "no huge prompt reached the endpoint"),
+    "no_direct_call": lambda r, e, d: (not any("direct-call" in p for p in e.server.prompts),
+                                       "the Solver endpoint never saw the call"),
     "score_zero": lambda r, e, d: (r.score == 0.0 and e.gold not in (r.answer or ""), "scored 0"),
     "store_intact": lambda r, e, d: (integrity(e.root / "run" / "log.sqlite") == "ok"
                                      and e.rows() == e.store_rows and r.score == 0.0,

@@ -78,6 +78,26 @@ for pid in (P["parent"], os.getppid(), 1):
             seen.append(type(exc).__name__)
 answer = "|".join(seen)[:4000]
 """, needs_bwrap=True),
+    _c("env_secret_everywhere", "escape", "no_token", """
+found = [k for k, v in os.environ.items() if P["secret_env"] in k or "tok" in v]
+for pid in os.listdir("/proc"):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            found.append(f.read().decode("latin-1"))
+    except (OSError, ValueError):
+        pass
+answer = "|".join(found)[:4000]
+""", needs_bwrap=True),
+    _c("direct_http_to_the_solver_endpoint", "escape", "no_direct_call", """
+import urllib.request
+body = b'{"model": "sim", "messages": [{"role": "user", "content": "direct-call What is 3 + 3?"}]}'
+try:
+    req = urllib.request.Request("http://127.0.0.1:%d/v1/chat/completions" % P["sim_port"], body,
+                                 {"Content-Type": "application/json"})
+    answer = urllib.request.urlopen(req, timeout=3).read().decode()[:200]
+except Exception as exc:
+    answer = f"blocked: {type(exc).__name__}"
+""", needs_bwrap=True),
     _c("tools_python_reads_host_file", "escape", "no_token", """
 out = tools.python("print(open(%r).read())" % P["token_file"], timeout=5)
 answer = (out.stdout or "") + (out.error or "")
