@@ -38,7 +38,7 @@ CLI = str(Path(sys.executable).parent / "harness-learn")
 def adapt_argv(run_dir: Path, url: str) -> list[str]:
     spec = sim_spec(url, max_retries=3, timeout_s=10, backoff_s=0.05)
     return [CLI, "adapt", "--task", "rg:basic_arithmetic", "--run-dir", str(run_dir),
-            "--solver", spec, "--proposer", spec, "--rounds", "2", "--candidates", "1",
+            "--solver", spec, "--proposer", spec, "--rounds", "3", "--candidates", "1",
             "--policy", "best_valid", "--edit-format", "search_replace", "--feedback", "2",
             "--selection", "2", "--dev", "4", "--test", "2", "--concurrency", "2", "--seed", "3"]
 
