@@ -43,7 +43,8 @@ def run(
     summary, rows = run_async(_evaluate(the_task, source, problems, model, concurrency))
     out.print(results_table(f"{task} · {split} · {len(rows)} problems", rows,
                             ["id", "question", "answer", "gold", "score", "error"]))
-    out.print(f"mean score {summary['mean_score']:.3f} · completed "
+    metrics = "".join(f" · {k.upper()} {summary[k]:.3f}" for k in ("em", "f1") if k in summary)
+    out.print(f"mean score {summary['mean_score']:.3f}{metrics} · completed "
               f"{summary['completed_fraction']:.0%} · infra errors {summary['infra_errors']}")
     if as_json:
         print_json_last(summary)
