@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,8 +155,8 @@ def train_grpo_offline(run_dirs: Sequence[str | Path], config: GRPOOfflineConfig
         sums = train_step(model, batch, config, device)
         grad_norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
         optimizer.step()
-        rewards = torch.tensor([e.reward for e in batch])
-        log.log(step, reward_mean=rewards.mean(), reward_std=rewards.std(unbiased=False),
+        rewards = [e.reward for e in batch]
+        log.log(step, reward_mean=statistics.fmean(rewards), reward_std=statistics.pstdev(rewards),
                 grad_norm=grad_norm, **sums)
     png = log.plot(f"offline GRPO: {config.model}")
     ckpt = save_checkpoint(model, tokenizer, out / "checkpoint") if config.save else None

@@ -50,6 +50,17 @@ def _parent_source(store: Any, group: Any) -> str | None:
     return None
 
 
+def _run_config(store: Any) -> dict[str, Any]:
+    """The run's config: its run record, else the adapter's `run_started` event."""
+    run = store.get_run()
+    if run is not None and run.config:
+        return dict(run.config)
+    for event in store.iter_events(kinds=["run_started"]):
+        config = event.payload.get("config") or {}
+        return json.loads(config) if isinstance(config, str) else dict(config)
+    return {}
+
+
 def logged_prompts(run_dirs: Sequence[str | Path]) -> PromptSet:
     """One row per distinct logged prompt whose harness the log can give back."""
     from harnesses.store import SQLiteLogStore
@@ -57,8 +68,7 @@ def logged_prompts(run_dirs: Sequence[str | Path]) -> PromptSet:
     rows, seen, task, options = [], set(), "", {}
     for run_dir in run_dirs:
         with SQLiteLogStore(Path(run_dir)) as store:
-            run = store.get_run()
-            config = run.config if run is not None else {}
+            config = _run_config(store)
             task = task or str(config.get("task", ""))
             options = options or dict(config.get("task_options") or {})
             for group in store.iter_proposal_groups():

@@ -53,8 +53,8 @@ EDITS = [
      '        answer = reply.rsplit("Answer:", 1)[-1].strip().rstrip(".") if "Answer:" in reply '
      'else reply.strip()'),
     # applies: a different instruction
-    ("Solve the problem. Think briefly, then give the final answer on the last line",
-     "Solve the problem step by step, then give the final answer on the last line"),
+    ('PROMPT = """Solve the problem. Think briefly, then give the final answer on the last line',
+     'PROMPT = """Solve the problem step by step, then give the final answer on the last line'),
     # parses but does not apply (SEARCH text absent)
     ("    return graph.compile()", "    return graph"),
 ]
@@ -109,8 +109,92 @@ def completions():
     return [_block(*EDITS[1]), _block(*EDITS[2]), "I would not change it."]
 
 
+class SumTask:
+    """Sums; the scripted Solver gets odd first terms wrong unless told to be careful."""
+
+    name, track, seed = "sums", "reasoning", "reasoning_direct"
+    description = "Questions 'What is A + B?'. Answer with the number only. Exact match."
+
+    def dev(self):
+        from evals.problem import Problem
+
+        return [Problem(f"d{i}", {"question": f"What is {i} + {i + 3}?"}, str(2 * i + 3))
+                for i in range(1, 7)]
+
+    def test(self):
+        return []
+
+    def score(self, problem, answer):
+        return float(answer.strip() == problem.gold)
+
+    def retriever(self):
+        return None
+
+
+class Scripted:
+    """A chat model answering by rule (unit tests of control flow only)."""
+
+    def __init__(self, rule):
+        self.rule = rule
+
+    async def acomplete(self, messages, **params):
+        from harnesses.models import Completion
+
+        text = messages if isinstance(messages, str) else "\n".join(
+            str(m.get("content", "")) for m in messages)
+        reply = self.rule(text, params)
+        return Completion(text=reply, prompt_tokens=len(text) // 4,
+                          completion_tokens=len(reply) // 4, latency_s=0.0,
+                          finish_reason="stop", cached=False, model="scripted")
+
+
+ADAPTER_EDITS = [
+    "The harness looks fine to me.",                                  # does not parse
+    _block("    this line is not in the source", "    pass"),         # does not apply
+    _block('        return {"answer": answer}',
+           '        tools.llm("think again")\n        return {"answer": "nothing"}'),  # worse
+    _block('PROMPT = """Solve the problem. Think briefly, then give the final answer on the '
+           'last line',
+           'PROMPT = """Solve the problem CAREFULLY. Think briefly, then give the final answer '
+           'on the last line'),                                       # better
+]
+
+
+def write_adapter_run(run_dir, rounds: int = 2):
+    """A real adapter run (real sandbox workers, store, rewards) with scripted Solver and
+    Proposer: each round's group holds an unparseable, a non-applying, a worse and a better
+    edit."""
+    import asyncio
+    import re
+
+    from graphs.adapter.config import AdaptConfig
+    from graphs.adapter.context import AdapterContext
+    from graphs.adapter.run import run_adaptation
+
+    question = re.compile(r"What is (\d+) \+ (\d+)\?")
+
+    def solver(prompt, params):
+        m = question.search(prompt)
+        if not m:
+            return "Answer: ?"
+        a, b = int(m.group(1)), int(m.group(2))
+        return f"Answer: {a + b if 'CAREFULLY' in prompt or a % 2 == 0 else a + b + 1}"
+
+    def proposer(prompt, params):
+        return ADAPTER_EDITS[params["seed"] % 1009 % len(ADAPTER_EDITS)]
+
+    config = AdaptConfig(task="sums", run_dir=str(run_dir), rounds=rounds,
+                         candidates=len(ADAPTER_EDITS), policy="best_valid",
+                         edit_format="search_replace", feedback=3, selection=6,
+                         concurrency=4).with_track_defaults("reasoning")
+    ctx = AdapterContext(config)
+    ctx.task = SumTask()
+    ctx.solver, ctx.proposer = Scripted(solver), Scripted(proposer)
+    asyncio.run(run_adaptation(config, context=ctx))
+    return run_dir
+
+
 @pytest.fixture(scope="session")
 def logged_run(tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("run")
-    write_store_run(run_dir)
-    return run_dir
+    """Execution log of a real short adapter run."""
+    return write_adapter_run(tmp_path_factory.mktemp("adapter-run"))

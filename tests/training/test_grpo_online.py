@@ -13,11 +13,17 @@ from training.grpo_online import logged_prompts
 
 def test_logged_prompts_recover_each_groups_harness(logged_run):
     from harnesses.seeds import seed_source
+    from harnesses.store import SQLiteLogStore
 
     prompts = logged_prompts([logged_run])
-    assert prompts.task == "rg:basic_arithmetic"
-    assert len(prompts.rows) == 3
-    assert all(r["source"] == seed_source("reasoning_direct") for r in prompts.rows)
+    assert prompts.task == "sums"
+    with SQLiteLogStore(logged_run) as store:
+        groups = list(store.iter_proposal_groups())
+        sources = {v.source for v in store.iter_versions()}
+    assert len(prompts.rows) == len(groups) == 2
+    assert prompts.rows[0]["source"] == seed_source("reasoning_direct")
+    assert prompts.rows[1]["source"] != prompts.rows[0]["source"]  # round 2 shows the adopted
+    assert all(r["source"] in sources for r in prompts.rows)
     assert all(r["edit_format"] == "search_replace" for r in prompts.rows)
 
 
