@@ -22,6 +22,7 @@ from evals.problem import Problem
 from graphs.adapter.config import AdaptConfig
 from graphs.adapter.context import AdapterContext
 from graphs.adapter.nodes import InfraStop, evaluate_cached
+from graphs.adapter.run import freeze_imports
 from harnesses.models import ModelClient
 from harnesses.sandbox import Limits, Worker, WorkerPool
 from harnesses.sandbox.bench import PING, Instant
@@ -145,6 +146,7 @@ async def run_round(url: str, latency: float, candidates: int, problems: int, sl
     solver = ctx.solver
     await ctx.proposer.acomplete("warm up", temperature=0.7)  # imports litellm, opens the pool
     await solver.acomplete("warm up", temperature=0.7)
+    freeze_imports()  # as run_adaptation does
     started = time.perf_counter()
     ctx.pool.fill()  # in the adapter the workers start while the current version is evaluated
     await asyncio.gather(*ctx.pool._starting)
