@@ -42,6 +42,13 @@ def train_sft(run_dirs: Sequence[str | Path], config: SFTTrainConfig,
     out = Path(config.out)
     dataset = sft_dataset(run_dirs).select_columns(["prompt", "completion"])
     tokenizer = load_tokenizer(config.model)
+    lengths = [len(tokenizer(tokenizer.apply_chat_template(
+        row["prompt"] + row["completion"], tokenize=False))["input_ids"]) for row in dataset]
+    too_long = [n for n in lengths if n > config.max_length]
+    if len(too_long) == len(dataset):
+        raise ValueError(f"every SFT example is longer than --max-length {config.max_length} "
+                         "tokens; TRL truncates on the right, which would cut off every "
+                         "completion: raise --max-length")
     model = load_model(config.model, tokenizer, config.seed)
     args = SFTConfig(
         **trl_common(config, out), num_train_epochs=config.num_epochs,

@@ -54,9 +54,9 @@ def short_run(tmp_path, completions):
     return tmp_path / "short"
 
 
-def _warm_on_group(tiny_dir, run, out, steps=60):
-    """A tiny Llama taught, by NLL steps on the logged group, to answer with any of its
-    completions: its samples then differ (edit that applies / does not apply / none)."""
+def _warm_on_group(tiny_dir, run, out, steps=80):
+    """A tiny Llama taught, by NLL steps on the logged group, to answer with its edits: its
+    samples then differ (an edit that applies and is evaluated / one that does not apply)."""
     from transformers import AutoTokenizer
 
     from training.data import grpo_dataset
@@ -65,7 +65,9 @@ def _warm_on_group(tiny_dir, run, out, steps=60):
 
     tok = AutoTokenizer.from_pretrained(str(tiny_dir))
     ds, _ = grpo_dataset([run], GRPOOnlineConfig())
-    items = [encode(tok, row, 1024) for row in ds]
+    # the two edits share "<<<<<<< SEARCH" and part at the SEARCH line: once learnt, samples
+    # are either the edit that applies or the one that does not, about half and half
+    items = [encode(tok, row, 1024) for row in ds if row["completion"].startswith("<<<<<<<")]
     torch.manual_seed(0)
     model = load_model(str(tiny_dir))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
@@ -87,7 +89,7 @@ def test_one_online_step_rewards_from_sandboxed_evaluations(short_run, tiny_dir,
     cfg = GRPOOnlineConfig(
         model=str(warm), out=str(tmp_path / "online"), max_steps=1, num_generations=8,
         batch_size=8, max_completion_length=64, max_length=1024, num_problems=2,
-        concurrency=2, lora=False, learning_rate=1e-2, temperature=1.5, seed=3,
+        concurrency=2, lora=False, learning_rate=1e-2, temperature=1.0, seed=3,
     )
     result = train_grpo_online([short_run], cfg, progress=False)
     with SQLiteLogStore(tmp_path / "online" / "log") as store:

@@ -29,7 +29,7 @@ def test_checkpoint_serves_through_model_layer(tiny_dir):
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", port).start()
         try:
-            client = ModelClient(f"openai/proposer@http://127.0.0.1:{port}/v1?cache=false")
+            client = ModelClient(f"openai/proposer@http://127.0.0.1:{port}/v1")
             return await client.acomplete([{"role": "user", "content": "Improve the harness."}],
                                           max_tokens=8, temperature=0)
         finally:

@@ -20,7 +20,7 @@ def test_sft_set_holds_only_edits_that_beat_their_parent(logged_run):
 
 def test_two_sft_steps_move_weights(logged_run, tiny_dir, tmp_path):
     cfg = SFTTrainConfig(model=str(tiny_dir), out=str(tmp_path / "sft"), max_steps=2,
-                         batch_size=2, lora=False, learning_rate=1e-2, max_length=512)
+                         batch_size=2, lora=False, learning_rate=1e-2, max_length=4096)
     result = train_sft([logged_run], cfg, progress=False)
     rows = [json.loads(line) for line in result.metrics.read_text().splitlines()]
     losses = [r["loss"] for r in rows if "loss" in r]
