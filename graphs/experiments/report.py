@@ -214,6 +214,7 @@ def plot(series: dict[str, list[tuple[int, float]]], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for method, pts in series.items():
@@ -221,6 +222,7 @@ def plot(series: dict[str, list[tuple[int, float]]], path: Path) -> None:
     ax.set_xlabel("round (0 = seed)")
     ax.set_ylabel("test score")
     ax.set_ylim(-0.02, 1.02)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     if series:
         ax.legend()
