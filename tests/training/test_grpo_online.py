@@ -54,7 +54,7 @@ def short_run(tmp_path, completions):
     return tmp_path / "short"
 
 
-def _warm_on_group(tiny_dir, run, out, steps=80):
+def _warm_on_group(tiny_dir, run, out, steps=120):
     """A tiny Llama taught, by NLL steps on the logged group, to answer with its edits: its
     samples then differ (an edit that applies and is evaluated / one that does not apply)."""
     from transformers import AutoTokenizer
@@ -89,7 +89,7 @@ def test_one_online_step_rewards_from_sandboxed_evaluations(short_run, tiny_dir,
     cfg = GRPOOnlineConfig(
         model=str(warm), out=str(tmp_path / "online"), max_steps=1, num_generations=8,
         batch_size=8, max_completion_length=64, max_length=1024, num_problems=2,
-        concurrency=2, lora=False, learning_rate=1e-2, temperature=1.0, seed=3,
+        concurrency=2, lora=False, learning_rate=1e-2, temperature=0.7, seed=3,
     )
     result = train_grpo_online([short_run], cfg, progress=False)
     with SQLiteLogStore(tmp_path / "online" / "log") as store:

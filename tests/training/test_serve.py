@@ -31,7 +31,7 @@ def test_checkpoint_serves_through_model_layer(tiny_dir):
         try:
             client = ModelClient(f"openai/proposer@http://127.0.0.1:{port}/v1")
             return await client.acomplete([{"role": "user", "content": "Improve the harness."}],
-                                          max_tokens=8, temperature=0)
+                                          max_tokens=8, temperature=1.0)
         finally:
             await runner.cleanup()
 
