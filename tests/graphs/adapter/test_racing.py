@@ -148,3 +148,52 @@ def test_race_node_evaluates_in_stages_and_adopts_the_better_edit(tmp_path, scri
     proposal = ctx.store.get_proposal(1, 1)
     assert proposal.reward_parts["raced_out"] and proposal.selection_score == 0.0
     assert any(e.kind == "race" for e in ctx.store.iter_events())
+
+
+@pytest.mark.slow
+def test_race_node_with_the_real_local_solver(local_model_url, tmp_path):
+    """The race over two stored candidates, their problems answered by the real local model:
+    stages run, results land in the log, and each candidate is settled with its own count."""
+    from graphs.adapter.race_round import race_candidates
+    from graphs.adapter.racing import RaceRule
+    from harnesses.edits import propose_candidate
+    from harnesses.models import Completion
+    from harnesses.seeds import seed_source
+
+    config = AdaptConfig(task="sums", run_dir=str(tmp_path / "real"), rounds=1, candidates=2,
+                         policy="racing", edit_format="search_replace", feedback=2, selection=8,
+                         concurrency=8, solver_params={"temperature": 0.0, "max_tokens": 24},
+                         ).with_track_defaults("reasoning")
+    ctx = AdapterContext(config)
+    ctx.task = SumTask()
+    store = ctx.store
+    store.init_run({"test": "racing"})
+    seed = seed_source("reasoning_direct")
+    parent = store.put_version(seed, parent=None, round_=0, note="seed")
+    drafts = []
+    for index, edit in enumerate(EDITS[2:]):
+        done = Completion(text=edit, prompt_tokens=0, completion_tokens=0, latency_s=0.0,
+                          finish_reason="stop", cached=False, model="fixed edit")
+        store.put_proposal_draft(round_=1, index=index, messages="edit it", completion=done,
+                                 edit_format="search_replace", parent_sha=parent)
+        new = propose_candidate(seed, edit, "search_replace", "stop").new_source
+        drafts.append({"round": 1, "index": index, "parsed": True, "applied": True, "diff": "",
+                       "sha": store.put_version(new, parent=parent, round_=1, note="c")})
+    ids = [p.id for p in SumTask().dev()]
+
+    async def go():
+        try:
+            return await race_candidates(ctx, drafts, ids, 1, RaceRule())
+        finally:
+            await ctx.pool.close()
+
+    settled = asyncio.run(go())
+    assert ctx.solver.stats.calls > 0  # the real model answered
+    for view in settled:
+        stored = store.get_results(view["sha"], ids, "selection")
+        assert len(stored) == view["evaluated"] and view["evaluated"] in (4, 8)
+        assert view["valid"] and 0.0 <= view["selection_score"] <= 1.0
+        assert store.get_proposal(1, view["index"]).reward_parts["evaluated"] == view["evaluated"]
+    # two candidates run the same stages; a drop after the first ends the race for both
+    (count,) = {v["evaluated"] for v in settled}
+    assert sum(v["raced_out"] for v in settled) == (1 if count == 4 else 0)
