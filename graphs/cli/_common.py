@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-console = Console(stderr=True)
-out = Console()
+# Piped output (CI logs, `| tee`) gets 140 columns rather than rich's 80, so tables stay readable.
+console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
+out = Console(width=None if sys.stdout.isatty() else 140)
 
 
 def task_options(data: Path | None, index: Path | None, n_dev: int | None = None,
