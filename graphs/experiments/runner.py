@@ -129,6 +129,7 @@ async def execute(plan: RunPlan, info: dict[str, Any], make_context: ContextFact
     ctx = make_context(plan.config)
     if finished(ctx):
         log(f"done already: {plan.config.run_dir}")
+        ctx.store.close()
         return
     log(f"run: {plan.method} on {plan.task} (seed {plan.seed}) -> {plan.config.run_dir}")
     start = time.perf_counter()
