@@ -35,17 +35,17 @@ from harnesses.models.simserver import ARITHMETIC_RULE
 CLI = str(Path(sys.executable).parent / "harness-learn")
 
 
-def adapt_argv(run_dir: Path, url: str) -> list[str]:
+def adapt_argv(run_dir: Path, url: str, rounds: int) -> list[str]:
     spec = sim_spec(url, max_retries=3, timeout_s=10, backoff_s=0.05)
     return [CLI, "adapt", "--task", "rg:basic_arithmetic", "--run-dir", str(run_dir),
-            "--solver", spec, "--proposer", spec, "--rounds", "3", "--candidates", "1",
+            "--solver", spec, "--proposer", spec, "--rounds", str(rounds), "--candidates", "1",
             "--policy", "best_valid", "--edit-format", "search_replace", "--feedback", "2",
             "--selection", "2", "--dev", "4", "--test", "2", "--concurrency", "2", "--seed", "3"]
 
 
-def _start(run_dir: Path, url: str, log_path: Path) -> subprocess.Popen:
+def _start(run_dir: Path, url: str, log_path: Path, rounds: int) -> subprocess.Popen:
     argv = ([CLI, "resume", str(run_dir)] if (run_dir / "config.json").exists()
-            else adapt_argv(run_dir, url))
+            else adapt_argv(run_dir, url, rounds))
     out = log_path.open("ab")
     return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=str(run_dir.parent),
                             env={**os.environ, "COLUMNS": "120"})
@@ -60,21 +60,24 @@ def _finish(proc: subprocess.Popen, timeout: float) -> int:
         return -9
 
 
-def _await_work(proc: subprocess.Popen, server: SimServer, timeout: float = 300) -> bool:
-    """Wait until the process calls the model (its imports are done); False if it ended."""
-    start, deadline = server.stats.requests, time.time() + timeout
-    while server.stats.requests == start and time.time() < deadline:
+def _await_progress(proc: subprocess.Popen, run_dir: Path, target: int,
+                    timeout: float = 300) -> bool:
+    """Wait until the run's log holds `target` evaluations; False if the process ended first."""
+    deadline = time.time() + timeout
+    while len(evaluation_keys(run_dir)) < target and time.time() < deadline:
         if proc.poll() is not None:
             return False
         time.sleep(0.05)
     return proc.poll() is None
 
 
-def run_crashes(root: Path, kills: int = 5, seed: int = 0, log: Any = None) -> dict[str, Any]:
+def run_crashes(root: Path, kills: int = 5, seed: int = 0, rounds: int = 4,
+                log: Any = None) -> dict[str, Any]:
     """An uninterrupted run, then the same run killed `kills` times and resumed after each
-    kill; returns the figures. Each kill lands at a seeded random delay after the process
-    starts working (its first model call): up to 0.9 of the uninterrupted work's duration
-    over `kills + 1`, so that every kill finds work left to interrupt."""
+    kill; returns the figures. Kill moments are seeded and spread over the work: each lands a
+    random fraction of a second after the log gains a random number of evaluations (at most
+    the uninterrupted run's count over `kills + 1`, so every kill finds work left), i.e.
+    during the next evaluation, a proposal, a checkpoint or a log write."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
@@ -82,47 +85,43 @@ def run_crashes(root: Path, kills: int = 5, seed: int = 0, log: Any = None) -> d
     with server as url:
         clean_dir = root / "uninterrupted"
         clean_dir.mkdir()
-        proc = _start(clean_dir, url, root / "uninterrupted.log")
-        _await_work(proc, server)
-        t0 = time.perf_counter()
-        rc = _finish(proc, 600)
-        work_s = time.perf_counter() - t0
+        rc = _finish(_start(clean_dir, url, root / "uninterrupted.log", rounds), 600)
+        total = len(evaluation_keys(clean_dir))
         if rc != 0:
             raise RuntimeError(f"the uninterrupted run failed (exit {rc}); see {root / 'uninterrupted.log'}")
         run_dir = root / "killed"
         run_dir.mkdir()
         seen: set[tuple] = set()
-        delivered, unsound, delays = 0, [], []
+        delivered, unsound, moments = 0, [], []
         for _ in range(kills):
-            delay = rng.uniform(0.05, 0.9) * work_s / (kills + 1)
-            proc = _start(run_dir, url, root / "killed.log")
-            if not _await_work(proc, server):
-                break  # it finished before working: nothing left to interrupt
-            try:
-                proc.wait(delay)
-                break  # it finished before the kill
-            except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGKILL)
-                proc.wait()
+            n, extra = rng.randint(1, max(1, total // (kills + 1))), rng.uniform(0.0, 0.5)
+            proc = _start(run_dir, url, root / "killed.log", rounds)
+            if not _await_progress(proc, run_dir, len(seen) + n):
+                break  # it finished first: nothing left to interrupt
+            time.sleep(extra)
+            if proc.poll() is not None:
+                break
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
             delivered += 1
-            delays.append(round(delay, 2))
+            moments.append(f"+{n} evaluations + {extra:.2f} s")
             for name in (LOG_FILE, CHECKPOINTS_FILE):
                 verdict = integrity(run_dir / name)
                 if verdict not in ("ok", "absent"):
                     unsound.append(f"kill {delivered}: {name}: {verdict}")
             seen |= evaluation_keys(run_dir)
             if log:
-                log(f"kill {delivered} {delay:.1f} s into the work: {len(seen)} evaluations stored")
-        rc = _finish(_start(run_dir, url, root / "killed.log"), 600)
+                log(f"kill {delivered} after {moments[-1]}: {len(seen)} evaluations stored")
+        rc = _finish(_start(run_dir, url, root / "killed.log", rounds), 600)
     after = evaluation_keys(run_dir)
     same = rc == 0 and decisions(run_dir) == decisions(clean_dir)
-    return {"kills": delivered, "kill_delays_s": delays, "final_exit": rc,
+    return {"kills": delivered, "kill_moments": moments, "final_exit": rc,
             "resumes_matched": int(same), "resumes_tried": 1,
             "records_lost": len(seen - after), "evaluations_before_last_kill": len(seen),
             "unsound_after_kill": unsound,
             "integrity": {n: integrity(run_dir / n) for n in (LOG_FILE, CHECKPOINTS_FILE)},
             "current_sha": (decisions(run_dir) or [(0, "", "", "")])[-1][2][:12],
-            "work_s": round(work_s, 1)}
+            "uninterrupted_evaluations": total}
 
 
 def kill_workers_midrun(root: Path, kills: int = 2, log: Any = None) -> dict[str, Any]:

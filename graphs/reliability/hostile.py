@@ -29,7 +29,7 @@ from harnesses.sandbox.local import LocalBackend
 
 SECRET_ENV = "HL_RELIABILITY_API_KEY"
 LIMITS = Limits(cpu_s=30, memory_mb=1536, file_size_mb=8, pids=32, problem_timeout_s=5.0,
-                candidate_timeout_s=60.0)
+                candidate_timeout_s=40.0)
 
 HEAD = """import os, sys, time, socket
 from langgraph.graph import END, START, StateGraph
@@ -107,7 +107,6 @@ class HostileEnv:
     gold: str = field(default_factory=lambda: "gold" + secrets.token_hex(8))
     listeners: Listeners = field(default_factory=Listeners)
     sentinel: subprocess.Popen | None = None
-    marker: str = "3600.0"
     host_hashes: dict[str, str] = field(default_factory=dict)
     store_rows: list = field(default_factory=list)
 
@@ -137,7 +136,7 @@ class HostileEnv:
                 "data_dir": str(data_dir()), "port": self.listeners.tcp.getsockname()[1],
                 "udp_port": self.listeners.udp.getsockname()[1], "abstract": self.listeners.abstract,
                 "host_ip": host_ip(), "sentinel": self.sentinel.pid, "parent": os.getpid(),
-                "contract": contract.__file__, "site": site, "marker": self.marker,
+                "contract": contract.__file__, "site": site,
                 "token": self.token, "secret_env": SECRET_ENV,
                 "sim_port": self.server.port, "project_root": str(Path(contract.__file__).parents[1])}
 
@@ -251,7 +250,6 @@ async def run_group(cases: list[Case], env: HostileEnv, plant: dict, pool: Worke
                     toolbox: Any, task: Any) -> list[dict[str, Any]]:
     """Evaluate `cases` in one worker (one problem each), then check each from the outside."""
     plant = {**plant, "marker": f"3600.{secrets.randbelow(10**6)}"}
-    env.marker = plant["marker"]
     rss = _rss()
     t0 = time.perf_counter()
     source = harness(cases, plant)

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.reliability
 
 
 def test_killed_and_resumed_run_matches_the_uninterrupted_one(tmp_path):
-    figures = run_crashes(tmp_path, kills=3, seed=1)
+    figures = run_crashes(tmp_path, kills=3, seed=1, rounds=3)
     assert figures["kills"] >= 2, figures
     assert figures["final_exit"] == 0, (tmp_path / "killed.log").read_text()[-3000:]
     assert figures["unsound_after_kill"] == []
