@@ -1,4 +1,6 @@
-"""Seed harness, reasoning track: one Solver call that answers directly."""
+"""Seed harness, reasoning track: one Solver call that answers directly. One worked example,
+given as an earlier chat turn, shows the answer format (small models follow a format only when
+shown it)."""
 
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
@@ -14,10 +16,14 @@ in the form "Answer: <answer>".
 
 Problem: {question}"""
 
+EXAMPLE = [{"role": "user", "content": PROMPT.format(question="How many legs do 2 cats have?")},
+           {"role": "assistant", "content": "Answer: 8"}]
+
 
 def build_graph(tools):
     def solve(state: State) -> dict:
-        reply = tools.llm(PROMPT.format(question=state["question"]))
+        ask = {"role": "user", "content": PROMPT.format(question=state["question"])}
+        reply = tools.llm([*EXAMPLE, ask])
         answer = reply.rsplit("Answer:", 1)[-1].strip() if "Answer:" in reply else reply.strip()
         return {"answer": answer}
 

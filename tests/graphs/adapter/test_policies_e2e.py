@@ -53,7 +53,7 @@ def block(search: str, replace: str) -> str:
 EDITS = [
     "The harness looks fine to me.",                                            # unparseable
     block("    this line is not in the source", "    pass"),                    # does not apply
-    block("        reply = tools.llm(PROMPT.format(question=state[\"question\"]))",
+    block("        reply = tools.llm([*EXAMPLE, ask])",
           "        raise RuntimeError(\"boom\")"),                               # crashes
     block("        return {\"answer\": answer}",
           "        tools.llm(\"think again\")\n        return {\"answer\": \"nothing\"}"),  # worse
