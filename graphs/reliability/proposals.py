@@ -74,8 +74,13 @@ def block(search: str, replace: str, nl: str = "\n") -> str:
     return nl.join(["<<<<<<< SEARCH", search, "=======", replace, ">>>>>>> REPLACE", ""])
 
 
-SOLVE_LINE = '        reply = tools.llm(PROMPT.format(question=state["question"]))'
-RETURN_LINE = '        return {"answer": answer}'
+def _seed_line(marker: str) -> str:
+    """The seed's line holding `marker` (read from the seed, so edits follow its changes)."""
+    return next(line for line in seed_source("reasoning_direct").splitlines() if marker in line)
+
+
+SOLVE_LINE = _seed_line("tools.llm(")
+RETURN_LINE = _seed_line('return {"answer"')
 
 BAD_COMPLETIONS: dict[str, tuple[str, str]] = {
     "empty": ("", "stop"),

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from graphs.reliability.proposals import (
     BAD_COMPLETIONS,
+    SOLVE_LINE,
     CandidateBench,
     hardcoding_completions,
     named,
@@ -87,8 +88,7 @@ def test_real_block_with_mangled_whitespace_never_crashes(benches, data):
 def test_a_legitimate_edit_is_not_flagged_as_reward_hacking(benches):
     bench = benches["search_replace"]
     ids = ["d1", "d2", "d3"]
-    line = '        reply = tools.llm(PROMPT.format(question=state["question"]))'
-    edit = f"<<<<<<< SEARCH\n{line}\n=======\n{line.replace('state[', 'str(state[')[:-1]}))\n>>>>>>> REPLACE\n"
+    edit = f"<<<<<<< SEARCH\n{SOLVE_LINE}\n=======\n{SOLVE_LINE}\n        reply = reply.strip()\n>>>>>>> REPLACE\n"
     view = asyncio.run(bench.judge(edit, report=report_for(bench.ctx.task, ids), feedback_ids=ids))
     assert view["valid"] and view["invalid_reason"] is None, view
 
