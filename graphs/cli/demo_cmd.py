@@ -41,6 +41,25 @@ def demo(
     console.print(f"[bold]demo[/bold]: {DEMO_TASK}, Solver and Proposer = SmolLM2-135M (local)")
     _run(config, resume=False, as_json=False)
     summary = run_async(final_evaluation(run_dir, console=console))
+    out.print(_answers_table(config, summary.rows[-1].sha))
     out.print(summary.table())
     out.print(f"held-out: seed {summary.rows[0].test:.3f} -> final {summary.rows[-1].test:.3f}"
               f" · plot {summary.plot_path} · diffs {summary.diffs_path}")
+
+
+def _answers_table(config, sha: str):
+    """The final version's held-out answers, as SmolLM2 wrote them, beside the gold."""
+    from evals.registry import get_task
+    from graphs.cli._common import results_table
+    from harnesses.store import SQLiteLogStore
+
+    problems = {p.id: p for p in get_task(config.task, **config.task_options).test()}
+    rows = []
+    with SQLiteLogStore(config.path) as store:
+        for e in store.iter_evaluations(sha=sha, purpose="test"):
+            gold = problems[e.problem_id].gold
+            rows.append({"question": problems[e.problem_id].question, "answer": e.answer,
+                         "gold": gold.get("answer") if isinstance(gold, dict) else gold,
+                         "score": "-" if e.score is None else f"{e.score:.0f}"})
+    return results_table(f"held-out answers of version {sha[:12]} (Solver: SmolLM2-135M)", rows,
+                         ["question", "answer", "gold", "score"])
