@@ -48,7 +48,8 @@ class Adder:
     async def acomplete(self, messages, **params):
         self.prompts.append(messages)
         await asyncio.sleep(self.delay_s)
-        question = messages.rsplit("Problem:", 1)[-1].strip()
+        text = messages if isinstance(messages, str) else messages[-1]["content"]
+        question = text.rsplit("Problem:", 1)[-1].strip()
         if self.fail_on and self.fail_on in question:
             raise InfraError("server", "endpoint returned 503")
         if question == "weird":
@@ -97,9 +98,10 @@ def test_build_failure_in_the_worker_is_invalid_too():
 
 def test_infra_errors_are_unscored_and_harness_errors_score_zero():
     catch_all = seed_source("reasoning_direct").replace(
-        '        reply = tools.llm(PROMPT.format(question=state["question"]))',
-        '        try:\n            reply = tools.llm(PROMPT.format(question=state["question"]))\n'
+        '        reply = tools.llm([*EXAMPLE, ask])',
+        '        try:\n            reply = tools.llm([*EXAMPLE, ask])\n'
         '        except Exception:\n            reply = "Answer: 0"')
+    assert catch_all != seed_source("reasoning_direct")
     probs = problems(3) + [Problem("bad", {"question": "nonsense"}, gold=1),
                            Problem("weird", {"question": "weird"}, gold=0)]
     result = evaluate_sync(catch_all, probs, SumTask(), Toolbox(Adder(fail_on="2+2")),
