@@ -229,7 +229,9 @@ async def choose(ctx: AdapterContext, state: AdapterState) -> dict:
     await ctx.store.aput_decision(round_=round_, current_sha=current.sha,
                                   chosen_sha=decision.chosen_sha, policy=cfg.policy,
                                   reason=decision.reason,
-                                  scores={c["index"]: c["selection_score"] for c in mine})
+                                  scores={"current": current.score, "chosen": chosen_score,
+                                          "candidates": {c["index"]: c["selection_score"]
+                                                         for c in mine}})
     view: RoundView = {"round": round_, "current_sha": current.sha,
                        "feedback_score": state.get("feedback_score", 0.0),
                        "current_selection_score": current.score, "candidates": mine,

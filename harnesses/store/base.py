@@ -205,9 +205,13 @@ class LogStore(ABC):
             if seed is None:
                 return []
         first = decisions[0].round if decisions else 1
-        steps = [LineageStep(0, seed, self._selection_score(seed, first))]
-        steps += [LineageStep(d.round, d.chosen_sha, self._selection_score(d.chosen_sha, d.round))
-                  for d in decisions]
+        seed_score = _logged(decisions[0], "current") if decisions else None
+        steps = [LineageStep(0, seed, seed_score if seed_score is not None
+                             else self._selection_score(seed, first))]
+        for d in decisions:
+            chosen = _logged(d, "chosen")
+            steps.append(LineageStep(d.round, d.chosen_sha, chosen if chosen is not None
+                                     else self._selection_score(d.chosen_sha, d.round)))
         return steps
 
     def _selection_score(self, sha: str, round_: int) -> float | None:
@@ -290,3 +294,11 @@ class LogStore(ABC):
 
     async def aappend_event(self, kind: str, payload: dict[str, Any] | None = None) -> int:
         return await asyncio.to_thread(self.append_event, kind, payload)
+
+
+def _logged(decision: Decision, key: str) -> float | None:
+    """A score the adapter logged with its decision. Preferred to re-averaging evaluations:
+    results reused from earlier rounds carry those rounds' numbers."""
+    scores = decision.scores if isinstance(decision.scores, dict) else {}
+    value = scores.get(key)
+    return float(value) if isinstance(value, int | float) else None
