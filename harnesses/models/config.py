@@ -34,7 +34,9 @@ class ModelConfig:
     api_key: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
     max_concurrency: int | None = None  # None: 8, or 1 for `local` (it serves one at a time)
-    timeout_s: float = 120.0
+    timeout_s: float | None = None
+    """Seconds per request: None means 120, or 600 for `local` (one CPU thread; a long Proposer
+    prompt can take minutes on a busy machine)."""
     max_retries: int = 3
     backoff_s: float = 0.5
     max_backoff_s: float = 30.0
@@ -48,6 +50,8 @@ class ModelConfig:
             raise ValueError(f"ModelConfig.model must be a non-empty string, got {self.model!r}")
         if self.max_concurrency is None:
             self.max_concurrency = 1 if self.model == LOCAL_MODEL else 8
+        if self.timeout_s is None:
+            self.timeout_s = 600.0 if self.model == LOCAL_MODEL else 120.0
         if self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
         if self.max_retries < 0 or self.timeout_s <= 0:
