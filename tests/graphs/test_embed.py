@@ -133,7 +133,7 @@ def test_run_directory_versions(tmp_path, sim) -> None:
     finally:
         graph.harness_runner.close()
     assert out["answer"] == "13" and out["version"] == new_sha[:12]
-    assert "Think step by step" in out["calls"][0]["args"]["messages"]
+    assert "Think step by step" in out["calls"][0]["args"]["messages"][-1]["content"]
 
 
 def test_bad_harnesses_fail_clearly(tmp_path, sim) -> None:

@@ -125,7 +125,7 @@ def test_seed_harness_run_streams_an_answer(server, sim) -> None:
     updates = [e.data for e in events if e.event == "updates"]
     assert updates and "run_in_sandbox" in updates[-1], f"{events}\n{log.read_text()[-3000:]}"
     assert values["answer"] == "42"  # the simulated Solver's arithmetic, through the sandbox
-    assert values["calls"][0]["tool"] == "llm" and "17 + 25" in values["calls"][0]["args"]["messages"]
+    assert values["calls"][0]["tool"] == "llm" and "17 + 25" in values["calls"][0]["args"]["messages"][-1]["content"]
 
 
 def test_adapter_run_with_approval_then_serve_its_version(server, sim, tmp_path) -> None:

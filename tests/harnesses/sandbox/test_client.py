@@ -21,7 +21,7 @@ def test_reasoning_seed_runs_in_a_worker(sandbox):
     toolbox = ScriptedToolbox(lambda args: f"I think. Answer: {len(args['messages'])}")
     outcome = sandbox.run_one(seed_source("reasoning_direct"), toolbox, inputs={"question": "2+2?"})
     prompt = toolbox.seen[0][1]["messages"]
-    assert "2+2?" in prompt
+    assert "2+2?" in prompt[-1]["content"]
     assert outcome.error is None and outcome.answer == str(len(prompt))
     assert [c.tool for c in outcome.calls] == ["llm"]
     assert outcome.calls[0].result.endswith(outcome.answer) and outcome.tokens == 7
