@@ -27,6 +27,7 @@ from graphs.reliability.common import (
     evaluation_keys,
     integrity,
     revision_rule,
+    sandbox_leftovers,
     sim_spec,
 )
 from harnesses.models import SimServer
@@ -137,7 +138,10 @@ def kill_workers_midrun(root: Path, kills: int = 2, log: Any = None) -> dict[str
         config = fault_config(root / "worker-kills", url)
         killed: list[int] = []
         stop = threading.Event()
-        thread = threading.Thread(target=_kill_workers, args=(server, kills, killed, stop), daemon=True)
+        # Workers other code in this process keeps warm are not this run's: never kill them.
+        others = set(sandbox_leftovers())
+        thread = threading.Thread(target=_kill_workers, args=(server, kills, killed, stop, others),
+                                  daemon=True)
         thread.start()
         try:
             final = asyncio.run(run_adaptation(config, context=_context(config)))
@@ -157,7 +161,8 @@ def kill_workers_midrun(root: Path, kills: int = 2, log: Any = None) -> dict[str
             "integrity": integrity(config.path / LOG_FILE)}
 
 
-def _kill_workers(server: SimServer, kills: int, killed: list[int], stop: threading.Event) -> None:
+def _kill_workers(server: SimServer, kills: int, killed: list[int], stop: threading.Event,
+                  others: set[int] = frozenset()) -> None:
     """While a Solver call is in flight (a problem is mid-run), SIGKILL the sandboxed Python of
     the oldest worker (pooled spares are younger than the one in use), `kills` times."""
     import psutil
@@ -171,7 +176,8 @@ def _kill_workers(server: SimServer, kills: int, killed: list[int], stop: thread
         for child in me.children(recursive=True):
             try:
                 cmd = child.cmdline()
-                if cmd and cmd[0] == sys.executable and "harnesses.sandbox.worker" in cmd:
+                if child.pid not in others and cmd and cmd[0] == sys.executable \
+                        and "harnesses.sandbox.worker" in cmd:
                     workers.append((child.create_time(), child))
             except psutil.Error:
                 continue

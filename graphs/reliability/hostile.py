@@ -288,6 +288,8 @@ async def run_catalogue(root: Path, server: Any, cases: list[Case] | None = None
 
     env = HostileEnv(Path(root), server)
     plant = env.plant()
+    # Workers other code in this process keeps warm (e.g. embedded harnesses) are not ours.
+    already_running = set(sandbox_leftovers())
     bwrap = LocalBackend().use_bwrap
     toolbox = Toolbox(solver=get_client(f"openai/sim@{server.url}?max_retries=0&timeout_s=10"))
     await toolbox.solver.acomplete("What is 1 + 1?")  # the model layer's imports: not a case's time
@@ -313,7 +315,7 @@ async def run_catalogue(root: Path, server: Any, cases: list[Case] | None = None
             await asyncio.gather(*(one(g, pool) for g in groups))
     finally:
         env.close()
-    leftovers = len(sandbox_leftovers())
+    leftovers = len(set(sandbox_leftovers()) - already_running)
     return [{**done[c.name], "leftover_workers": leftovers} if c.name in done
             else {"case": c.name, "category": c.category, "skipped": "needs bubblewrap"}
             for c in chosen]
