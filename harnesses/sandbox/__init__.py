@@ -11,12 +11,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harnesses.sandbox.client import RunOutcome, ToolHandler, ToolReply, Worker
+    from harnesses.sandbox.client import Worker
     from harnesses.sandbox.limits import Limits
     from harnesses.sandbox.pool import WorkerPool
     from harnesses.sandbox.python_exec import run_python
+    from harnesses.sandbox.records import RunOutcome, ToolHandler, ToolReply
 
-_LAZY = {"RunOutcome": "client", "ToolHandler": "client", "ToolReply": "client",
+_LAZY = {"RunOutcome": "records", "ToolHandler": "records", "ToolReply": "records",
          "Worker": "client", "Limits": "limits", "WorkerPool": "pool", "run_python": "python_exec"}
 
 

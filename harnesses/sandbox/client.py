@@ -16,7 +16,7 @@ import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from harnesses.contract import LINE_LIMIT, TOOL_NAMES, ToolCall
 from harnesses.runtime import HarnessInvalid, check_source
@@ -28,50 +28,11 @@ from harnesses.sandbox.protocol import (
     decode,
     encode,
 )
+from harnesses.sandbox.records import RunOutcome, ToolHandler, failure_kind
 
 START_TIMEOUT_S = 60.0
 LOAD_TIMEOUT_S = 60.0
 GRACE_S = 5.0
-
-
-@dataclass
-class ToolReply:
-    """What a toolbox returns for one call: a JSON-able result and what to record about it."""
-
-    result: Any
-    tokens: int = 0
-    cached: bool = False
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-class ToolHandler(Protocol):
-    """The parent-side implementation of the tools (see `harnesses.toolbox.Toolbox`)."""
-
-    async def call(self, tool: str, args: dict[str, Any]) -> ToolReply: ...
-
-
-@dataclass
-class RunOutcome:
-    """One problem's run: its answer or why it has none, and its trace."""
-
-    answer: str | None = None
-    error: str | None = None
-    error_kind: str | None = None
-    traceback: str | None = None
-    calls: list[ToolCall] = field(default_factory=list)
-    latency_s: float = 0.0
-    tokens: int = 0
-
-
-def failure_kind(exc: BaseException) -> str:
-    """`infra`, `budget` or `tool` for an exception a toolbox raised. Matched by class name
-    so the sandbox needs no import of the model layer."""
-    names = {c.__name__ for c in type(exc).__mro__}
-    if "InfraError" in names:
-        return "budget" if getattr(exc, "kind", None) == "budget" else "infra"
-    if "BudgetExceeded" in names:
-        return "budget"
-    return "tool"
 
 
 class CappedOutput:

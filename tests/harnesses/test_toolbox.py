@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from harnesses.sandbox.client import failure_kind
+from harnesses.sandbox.records import failure_kind
 from harnesses.toolbox import (
     MAX_K,
     MAX_TEXT_CHARS,

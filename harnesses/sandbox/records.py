@@ -1,0 +1,49 @@
+"""What crosses between the parent's tools and a worker's runs: tool replies, run outcomes,
+and how a toolbox's failure is classified."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harnesses.contract import ToolCall
+
+
+@dataclass
+class ToolReply:
+    """What a toolbox returns for one call: a JSON-able result and what to record about it."""
+
+    result: Any
+    tokens: int = 0
+    cached: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class ToolHandler(Protocol):
+    """The parent-side implementation of the tools (see `harnesses.toolbox.Toolbox`)."""
+
+    async def call(self, tool: str, args: dict[str, Any]) -> ToolReply: ...
+
+
+@dataclass
+class RunOutcome:
+    """One problem's run: its answer or why it has none, and its trace."""
+
+    answer: str | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    traceback: str | None = None
+    calls: list[ToolCall] = field(default_factory=list)
+    latency_s: float = 0.0
+    tokens: int = 0
+
+
+def failure_kind(exc: BaseException) -> str:
+    """`infra`, `budget` or `tool` for an exception a toolbox raised. Matched by class name
+    so the sandbox needs no import of the model layer."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    if "InfraError" in names:
+        return "budget" if getattr(exc, "kind", None) == "budget" else "infra"
+    if "BudgetExceeded" in names:
+        return "budget"
+    return "tool"
