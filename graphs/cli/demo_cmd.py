@@ -50,6 +50,7 @@ def demo(
 def _answers_table(config, sha: str):
     """The final version's held-out answers, as SmolLM2 wrote them, beside the gold."""
     from evals.registry import get_task
+    from graphs.adapter.report import gold_answer
     from graphs.cli._common import results_table
     from harnesses.store import SQLiteLogStore
 
@@ -57,9 +58,9 @@ def _answers_table(config, sha: str):
     rows = []
     with SQLiteLogStore(config.path) as store:
         for e in store.iter_evaluations(sha=sha, purpose="test"):
-            gold = problems[e.problem_id].gold
-            rows.append({"question": problems[e.problem_id].question, "answer": e.answer,
-                         "gold": gold.get("answer") if isinstance(gold, dict) else gold,
+            problem = problems[e.problem_id]
+            rows.append({"question": problem.question, "answer": e.answer,
+                         "gold": gold_answer(problem),
                          "score": "-" if e.score is None else f"{e.score:.0f}"})
     return results_table(f"held-out answers of version {sha[:12]} (Solver: SmolLM2-135M)", rows,
                          ["question", "answer", "gold", "score"])

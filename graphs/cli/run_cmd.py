@@ -54,6 +54,7 @@ async def _evaluate(task, source, problems, model, concurrency):
     from rich.progress import Progress
 
     from evals.evaluator import evaluate
+    from graphs.adapter.report import gold_answer
     from harnesses.models import get_client
     from harnesses.toolbox import Toolbox
 
@@ -68,7 +69,7 @@ async def _evaluate(task, source, problems, model, concurrency):
     for r in result.results:
         problem = by_id[r.problem_id]
         row = {"id": r.problem_id, "question": problem.question, "answer": r.answer,
-               "gold": _gold_text(problem), "score": "-" if r.score is None else f"{r.score:.2f}",
+               "gold": gold_answer(problem), "score": "-" if r.score is None else f"{r.score:.2f}",
                "error": r.error_kind or ""}
         metrics = getattr(task, "metrics", None)
         if metrics is not None and r.answer is not None:
@@ -81,11 +82,3 @@ async def _evaluate(task, source, problems, model, concurrency):
     summary.update({k: v / max(1, len(result.results)) for k, v in metric_sums.items()})
     return summary, rows
 
-
-def _gold_text(problem) -> str:
-    gold = problem.gold
-    if isinstance(gold, dict):
-        return str(gold.get("answer", ""))
-    if isinstance(gold, list | tuple):
-        return str(gold[0]) if gold else ""
-    return str(gold)
