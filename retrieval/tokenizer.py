@@ -73,6 +73,17 @@ class Tokenizer:
         return [t for t in map(self.term, self.words(text)) if t is not None]
 
 
+class _WordIds(dict):
+    """word -> term id; a missing word is resolved by `miss`, which stores it."""
+
+    def __init__(self, miss) -> None:
+        super().__init__()
+        self._miss_fn = miss
+
+    def __missing__(self, word: str) -> int:
+        return self._miss_fn(word)
+
+
 class IdMapper:
     """Maps texts straight to term ids for the build, growing the vocabulary as it goes.
 
@@ -85,7 +96,8 @@ class IdMapper:
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.tok = tokenizer
         self.vocab: dict[str, int] = {}
-        self._id_of: dict[str, int] = {self._SEP: -3}
+        self._id_of = _WordIds(self._miss)
+        self._id_of[self._SEP] = -3
         self._batch_re = re.compile(f"{tokenizer.pattern}|{self._SEP}")
 
     def _miss(self, word: str) -> int:
@@ -95,11 +107,9 @@ class IdMapper:
         return tid
 
     def _map(self, words: list[str]) -> list[int]:
-        id_of = self._id_of
-        try:
-            return [id_of[w] for w in words]
-        except KeyError:
-            return [id_of[w] if w in id_of else self._miss(w) for w in words]
+        """Ids of `words` in one C-level pass; a new word is looked up as it is first met, so
+        the vocabulary (and so the index files) is the same on every run."""
+        return list(map(self._id_of.__getitem__, words))
 
     def ids(self, text: str) -> list[int]:
         out = self._map(self.tok.words(text))
@@ -113,7 +123,8 @@ class IdMapper:
         joined = sep.join(t.replace(sep, " ") if sep in t else t for t in texts)
         if self.tok.lower:
             joined = joined.lower()
-        ids = np.array(self._map(self._batch_re.findall(joined)), dtype=np.int64)
+        words = self._batch_re.findall(joined)
+        ids = np.fromiter(map(self._id_of.__getitem__, words), dtype=np.int64, count=len(words))
         boundary = ids == -3
         doc = np.cumsum(boundary)
         keep = ids >= 0

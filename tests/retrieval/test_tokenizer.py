@@ -30,3 +30,15 @@ def test_id_mapper_agrees_with_terms():
             assert inverse.setdefault(i, term) == term
     assert mapper.ids("THE the The") == []
     assert mapper.vocab[tok.term("cats")] == mapper.ids("cats")[0]
+
+
+def test_batch_ids_number_terms_by_first_occurrence():
+    """The vocabulary order, and so the index files, must not depend on hashing or runs."""
+    tok = Tokenizer()
+    texts = ["zebras graze", "apples and zebras", "", "graze apples quietly"]
+    ids, doc = IdMapper(tok).batch_ids(texts)
+    mapper = IdMapper(tok)
+    mapper.batch_ids(texts)
+    assert list(mapper.vocab) == ["zebra", "graze", "appl", "quiet"]
+    assert ids.tolist() == [0, 1, 2, 0, 1, 2, 3]
+    assert doc.tolist() == [0, 0, 1, 1, 3, 3, 3]
