@@ -71,7 +71,7 @@ class ModelClient:
         self.config = ModelConfig.coerce(config)
         self.stats = UsageStats()
         if cache is None and self.config.cache is not None:
-            cache = ResponseCache(self.config.cache)
+            cache = ResponseCache.shared(self.config.cache)
         self.cache = cache
         self._lock = threading.Lock()
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
@@ -96,18 +96,18 @@ class ModelClient:
             return await self._fetch(msgs, merged)
         key = cache_key(self.config.model, msgs, merged)
         started = time.perf_counter()
-        if self.cache is not None:
-            hit = await asyncio.to_thread(self.cache.get, key)
-            stored = _stored_completion(hit)
-            if stored is not None:
-                self.stats.add(cache_hits=1)
-                return replace(stored, cached=True, cost=0.0, latency_s=time.perf_counter() - started)
         state = self._state()
         task = state.inflight.get(key)
-        if task is not None:
+        if task is not None:  # asked by another problem or candidate a moment ago
             done = await asyncio.shield(task)
             self.stats.add(shared=1)
             return replace(done, cached=True, cost=0.0, latency_s=time.perf_counter() - started)
+        if self.cache is not None:
+            # A point read in the loop: far cheaper than a thread hop; writes are queued.
+            stored = _stored_completion(self.cache.get(key))
+            if stored is not None:
+                self.stats.add(cache_hits=1)
+                return replace(stored, cached=True, cost=0.0, latency_s=time.perf_counter() - started)
         task = asyncio.ensure_future(self._fetch_and_store(key, msgs, merged))
         state.inflight[key] = task
         task.add_done_callback(lambda t: _forget(state.inflight, key, t))
@@ -134,7 +134,7 @@ class ModelClient:
     ) -> Completion:
         completion = await self._fetch(msgs, params)
         if self.cache is not None:
-            await asyncio.to_thread(self.cache.put, key, completion.to_dict())
+            self.cache.put_later(key, completion.to_dict())
         return completion
 
     async def _fetch(self, msgs: list[dict[str, Any]], params: dict[str, Any]) -> Completion:

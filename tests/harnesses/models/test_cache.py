@@ -56,3 +56,26 @@ def test_key_depends_on_model_messages_and_params() -> None:
     assert base != cache_key("m2", msgs, {"temperature": 0})
     assert base != cache_key("m", msgs, {"temperature": 0, "seed": 1})
     assert base != cache_key("m", [{"role": "user", "content": "hi!"}], {"temperature": 0})
+
+
+def test_queued_writes_are_read_at_once_and_committed_by_flush(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    cache = ResponseCache(path)
+    for i in range(300):
+        cache.put_later(f"k{i}", {"i": i})
+    assert cache.get("k299") == {"i": 299} and "k0" in cache
+    cache.flush()
+    other = ResponseCache(path)  # another reader sees only what is on disk
+    assert other.get("k0") == {"i": 0} and len(other) == 300
+    cache.put_later("last", {"v": 1})
+    cache.close()  # close writes what is still queued
+    assert other.get("last") == {"v": 1}
+
+
+def test_queued_writes_survive_interpreter_exit(tmp_path: Path) -> None:
+    path = str(tmp_path / "c.sqlite")
+    code = ("import sys\nfrom harnesses.models import ResponseCache\n"
+            "c = ResponseCache(sys.argv[1])\n"
+            "for i in range(100): c.put_later(f'k{i}', {'i': i})\n")
+    subprocess.run([sys.executable, "-c", code, path], check=True, timeout=60)
+    assert len(ResponseCache(path)) == 100
