@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -22,7 +22,8 @@ class Completion:
     cost: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Every field is a scalar, so a shallow copy is the whole copy (asdict deep-copies).
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Completion:

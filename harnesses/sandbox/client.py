@@ -33,6 +33,8 @@ from harnesses.sandbox.records import RunOutcome, ToolHandler, failure_kind
 START_TIMEOUT_S = 60.0
 LOAD_TIMEOUT_S = 60.0
 GRACE_S = 5.0
+DRAIN_ABOVE_BYTES = 256 * 1024
+"""Replies are written at once; the writer waits for the worker to read only past this."""
 
 
 class CappedOutput:
@@ -253,9 +255,11 @@ class Worker:
     async def _send(self, message: dict[str, Any]) -> None:
         if self._writer is None or self._death is not None:
             raise ConnectionError("the worker is not running")
-        async with self._write_lock:
-            self._writer.write(encode(message))
-            await self._writer.drain()
+        # write() queues the whole line (never interleaved); only a full buffer needs drain.
+        self._writer.write(encode(message))
+        if self._writer.transport.get_write_buffer_size() > DRAIN_ABOVE_BYTES:
+            async with self._write_lock:
+                await self._writer.drain()
 
     async def _drain(self, stream: asyncio.StreamReader | None, sink: CappedOutput) -> None:
         if stream is None:
