@@ -136,7 +136,8 @@ async def run_round(url: str, latency: float, candidates: int, problems: int, sl
                          selection=problems, concurrency=problems, policy="best_valid",
                          solver=f"openai/sim@{url}?max_concurrency={slots}&backoff_s=0.05"
                                 f"&transport={transport}",
-                         proposer=f"openai/sim-proposer@{url}?max_concurrency={candidates}",
+                         proposer=f"openai/sim-proposer@{url}?max_concurrency={candidates}"
+                                  f"&transport={transport}",
                          ).with_track_defaults("qa")
     ctx = AdapterContext(config)
     ctx.task = BenchTask(problems)
@@ -151,7 +152,7 @@ async def run_round(url: str, latency: float, candidates: int, problems: int, sl
     ctx.pool.fill()  # in the adapter the workers start while the current version is evaluated
     await asyncio.gather(*ctx.pool._starting)
     cold_s = time.perf_counter() - started
-    before = solver.stats.snapshot()
+    before, proposer_before = solver.stats.snapshot(), ctx.proposer.stats.snapshot()
     cpu0, t0 = time.process_time(), time.perf_counter()
 
     per_call: list[float] = []
@@ -161,7 +162,7 @@ async def run_round(url: str, latency: float, candidates: int, problems: int, sl
         sha = await ctx.store.aput_version(candidate_source(index), parent=None, round_=1,
                                            note=f"candidate {index}")
         result = await evaluate_cached(ctx, sha, items, "selection", 1)
-        for r in result.results:  # the problem's wall time not spent serving its calls
+        for r in result.results:  # the problem's wall time not spent in its own requests
             if r.calls:
                 per_call.append((r.latency_s - sum(c.latency_s for c in r.calls)) / len(r.calls))
         return result.mean_score
@@ -176,6 +177,7 @@ async def run_round(url: str, latency: float, candidates: int, problems: int, sl
     await solver.aclose()
     await ctx.proposer.aclose()
     after = solver.stats.snapshot()
+    proposer_requests = ctx.proposer.stats.snapshot()["requests"] - proposer_before["requests"]
     stats = {k: after[k] - before[k] for k in ("calls", "requests", "cache_hits", "shared",
                                                 "retries", "infra_errors", "latency_s")}
     harness_calls = candidates * problems * CALLS
@@ -186,12 +188,13 @@ async def run_round(url: str, latency: float, candidates: int, problems: int, sl
             "lower_bound_s": max(sent / slots, 1 + CALLS) * latency,
             "naive_s": (harness_calls + candidates) * per_call_latency,
             "harness_calls": harness_calls, "sent": sent, "requests": stats["requests"],
+            "proposer_requests": proposer_requests,
             "cache_hits": stats["cache_hits"] + stats["shared"], "retries": stats["retries"],
             "infra_errors": stats["infra_errors"], "parent_cpu_s": cpu,
             "worker_start_ms": [w * 1000 for w in ctx.pool.waits],
             "pool_cold_start_s": cold_s,
             "scores": scores, "infra_stops": len(stops), "per_call_latency_s": per_call_latency,
-            "bridge_in_round_ms_p50": 1000 * statistics.median(per_call) if per_call else None}
+            "wait_per_call_ms_p50": 1000 * statistics.median(per_call) if per_call else None}
 
 
 async def measure(latency: float, candidates: int, problems: int, slots: int,
@@ -210,7 +213,8 @@ async def measure(latency: float, candidates: int, problems: int, slots: int,
     finally:
         proc.kill()
         proc.wait()
-    ours = row["parent_cpu_s"] * 1000 - row["client_cpu_ms_per_request"] * row["requests"]
+    client_ms = row["client_cpu_ms_per_request"] * (row["requests"] + row["proposer_requests"])
+    ours = row["parent_cpu_s"] * 1000 - client_ms
     row["overhead_cpu_ms_per_call"] = ours / row["harness_calls"]
     row["wall_over_ideal"] = row["wall_s"] / row["ideal_s"]
     row["naive_over_ideal"] = row["naive_s"] / row["ideal_s"]
@@ -254,8 +258,8 @@ def run(latencies=(1.0, 0.1), candidates: int = 8, problems: int = 64, slots: in
         "cache_hits": first["cache_hits"],
         "worker_start_ms": statistics.median(starts),
         "worker_start_ms_max": max(starts),
-        "bridge_p50_ms": first["bridge_in_round_ms_p50"],
-        "bridge_alone_ms_p50": 1000 * alone[len(alone) // 2],
+        "bridge_p50_ms": 1000 * alone[len(alone) // 2],
+        "wait_per_call_ms_p50": first["wait_per_call_ms_p50"],
         "bridge_saturated_ms_p50": 1000 * laps[len(laps) // 2],
         "overhead_cpu_ms_per_call": first["overhead_cpu_ms_per_call"],
         "client_cpu_ms_per_request": first["client_cpu_ms_per_request"],
@@ -287,11 +291,14 @@ def table(f: dict) -> str:
         "* naive = a sequential loop, computed: measured latency per call x all calls",
         f"worker start per candidate (pool acquire): median {f['worker_start_ms']:.0f} ms, "
         f"max {f['worker_start_ms_max']:.0f} ms",
-        f"bridge + worker overhead per call in the round (problem wall - parent handler time) "
-        f"p50 {f['bridge_p50_ms']:.2f} ms; instant-tool round trip p50: one call in flight "
-        f"{f['bridge_alone_ms_p50']:.2f} ms, {f['problems']} problems calling back to back "
+        f"bridge round trip (tools.llm to an instant toolbox and back) p50: one call in flight "
+        f"{f['bridge_p50_ms']:.2f} ms, {f['problems']} problems calling back to back "
         f"(saturated) {f['bridge_saturated_ms_p50']:.2f} ms",
-        "ours ms/call = (parent CPU - client CPU per request x requests) / harness calls; "
+        f"in the round, a problem's wall time outside its own requests, per call, p50 "
+        f"{f['wait_per_call_ms_p50']:.0f} ms: waiting on calls another candidate has in flight "
+        "(single-flight cache) and on the endpoint's slots, not bridge cost",
+        "ours ms/call = (parent CPU - client CPU per request x Solver and Proposer requests) / "
+        "harness calls; "
         f"client CPU per request (calibrated here): litellm {f['client_cpu_ms_litellm']:.2f} ms, "
         f"direct {f['client_cpu_ms_direct']:.2f} ms",
         f"pool of {f['candidates']} workers started cold in {f['pool_cold_start_s']:.1f} s "
