@@ -74,6 +74,7 @@ def bench_racing(
     seeds: _Annotated[int, _typer.Option(help="Simulated rounds per scenario.")] = 4000,
     problems: _Annotated[int, _typer.Option(help="Selection problems per round.")] = 64,
     rho: _Annotated[float, _typer.Option(help="Correlation of candidates' outcomes on a problem.")] = 0.5,
+    frontier: _Annotated[bool, _typer.Option(help="Also sweep staged schedules: the best worst-case P(best) any of them reaches at >= 2x fewer calls.")] = False,
     as_json: _Annotated[bool, _typer.Option("--json", help="Last line: a JSON object of figures.")] = False,
 ) -> None:
     """Racing vs full evaluation on simulated candidates with known accuracies: calls and P(best)."""
@@ -81,6 +82,11 @@ def bench_racing(
 
     figures = racing_bench.simulate(seeds=seeds, problems=problems, rho=rho)
     print(racing_bench.table(figures), flush=True)
+    if frontier:
+        from graphs.bench import racing_frontier
+
+        figures["frontier"] = racing_frontier.sweep(seeds=seeds, problems=problems, rho=rho)
+        print(racing_frontier.table(figures["frontier"]), flush=True)
     if as_json:
         print(_json.dumps(figures))
 

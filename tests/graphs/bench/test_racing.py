@@ -41,3 +41,25 @@ def test_no_early_stop_and_no_halving_is_full_evaluation():
     (row,) = figures["rows"]
     assert row["racing_calls"] == row["full_calls"]
     assert row["p_best_racing"] == row["p_best_full"]
+
+
+def test_frontier_costs_and_quality_of_schedules():
+    from graphs.bench import racing_frontier as rf
+
+    assert rf.cost((((16, 4), (32, 2)), 64), 8) == 8 * 16 + 4 * 16 + 2 * 32
+    rounds = rf.draw(300, 8, 32, 0.5, seed=3)
+    keep_all = rf.quality((((8, 8),), 32), rounds)  # keeping everyone is full evaluation
+    assert all(abs(q - 1.0) < 1e-9 for q in keep_all.values())
+    pick_early = rf.quality((((4, 1),), 32), rounds)  # one survivor after 4 problems
+    assert min(pick_early.values()) < 1.0
+
+
+def test_frontier_sweep_reports_only_schedules_that_save_enough():
+    from graphs.bench import racing_frontier as rf
+
+    figures = rf.sweep(min_ratio=2.0, seeds=100, problems=16, top=3)
+    assert figures["searched"] > 0 and len(figures["best"]) <= 3
+    assert all(r["call_ratio"] >= 2.0 for r in figures["best"])
+    worst = [r["worst_quality"] for r in figures["best"]]
+    assert worst == sorted(worst, reverse=True)
+    assert "worst" in rf.table(figures)
