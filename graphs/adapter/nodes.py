@@ -19,6 +19,7 @@ from graphs.adapter.guards import report_golds, reward_hacking_reason
 from graphs.adapter.policies import Scored, decide
 from graphs.adapter.proposer import build_proposer_messages
 from graphs.adapter.report import build_report
+from graphs.adapter.result_writer import ResultWriter
 from graphs.adapter.state import AdapterState, CandidateView, RoundView
 from harnesses.edits import propose_candidate
 from harnesses.runtime import HarnessInvalid, check_source
@@ -42,11 +43,13 @@ async def evaluate_cached(ctx: AdapterContext, sha: str, problems: list[Problem]
     ids = [p.id for p in problems]
     infra: list[str] = []
 
+    writer = ResultWriter(store, sha, purpose, round_)
+
     async def keep(result: ProblemResult) -> None:
         if result.error_kind in UNSCORED:
             infra.append(f"{result.problem_id}: {result.error}")
             return
-        await store.aput_result(sha, purpose, round_, result)
+        writer.add(result)
         ctx.progress("problem", {"sha": sha, "purpose": purpose, "score": result.score,
                                  "tokens": result.tokens, "calls": len(result.calls)})
 
@@ -56,9 +59,12 @@ async def evaluate_cached(ctx: AdapterContext, sha: str, problems: list[Problem]
         if not todo:
             break
         source = await store.aget_version_source(sha)
-        await evaluate(source, todo, ctx.task, ctx.toolbox, concurrency=ctx.config.concurrency,
-                       limits=ctx.limits, on_result=keep, pool=ctx.pool,
-                       line_limit=ctx.config.line_limit)
+        try:
+            await evaluate(source, todo, ctx.task, ctx.toolbox, concurrency=ctx.config.concurrency,
+                           limits=ctx.limits, on_result=keep, pool=ctx.pool,
+                           line_limit=ctx.config.line_limit)
+        finally:
+            await writer.flush()  # what finished is kept, even if the evaluation failed
         done = await store.aget_results(sha, ids, purpose)
     missing = [i for i in ids if i not in done]
     if missing:

@@ -101,12 +101,15 @@ class LogStore(ABC):
 
     def put_result(self, sha: str, purpose: str, round_: int, result: Any) -> None:
         """Store an `evals.result.ProblemResult` (read by attribute: this layer cannot import it)."""
+        self.put_results(sha, purpose, round_, [result])
+
+    def put_results(self, sha: str, purpose: str, round_: int, results: Iterable[Any]) -> None:
+        """Store several `ProblemResult`s in one transaction."""
         run = self.get_run() or self.init_run({})
-        self.put_evaluation(Evaluation(
-            run.run_id, sha, purpose, round_, result.problem_id, result.answer, result.score,
-            result.error, result.error_kind, result.traceback, to_jsonable(result.calls),
-            result.latency_s, result.tokens,
-        ))
+        self.put_evaluations([Evaluation(
+            run.run_id, sha, purpose, round_, r.problem_id, r.answer, r.score,
+            r.error, r.error_kind, r.traceback, to_jsonable(r.calls), r.latency_s, r.tokens,
+        ) for r in results])
 
     def get_results(
         self, sha: str, ids: Iterable[str], purpose: str, redo_kinds: Iterable[str] = UNFINISHED_KINDS
@@ -251,6 +254,9 @@ class LogStore(ABC):
 
     async def aput_result(self, sha: str, purpose: str, round_: int, result: Any) -> None:
         await asyncio.to_thread(self.put_result, sha, purpose, round_, result)
+
+    async def aput_results(self, sha: str, purpose: str, round_: int, results: list[Any]) -> None:
+        await asyncio.to_thread(self.put_results, sha, purpose, round_, results)
 
     async def aget_results(
         self, sha: str, ids: Iterable[str], purpose: str, redo_kinds: Iterable[str] = UNFINISHED_KINDS
