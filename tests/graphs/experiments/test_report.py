@@ -130,3 +130,32 @@ def test_a_finished_experiment_reruns_nothing(experiment):
     _, first_calls, run = experiment
     assert first_calls > 0
     assert run() == 0
+
+
+def test_a_trained_proposer_gets_its_own_row(tmp_path):
+    """With `trained_proposer` set, its runs are planned, run and reported beside the others."""
+    spec = ExperimentSpec(name="tiny", track="reasoning", seeds=[0], rounds=1, candidates=1,
+                          compare_candidates=1, feedback=4, selection=4, concurrency=4,
+                          trained_proposer="scripted/trained", baselines=[],
+                          tasks=Tasks(test=["sums"], hard=[]))
+    asked: list[str] = []
+
+    def make_context(config):
+        ctx = AdapterContext(config)
+        ctx.task = SumTask()
+        ctx.solver = Scripted(solver_rule)
+        asked.append(config.proposer)
+        trained = config.proposer == "scripted/trained"  # the trained one always finds the fix
+        ctx.proposer = Scripted((lambda p, q: BETTER) if trained else (lambda p, q: "Looks fine."))
+        return ctx
+
+    asyncio.run(run_experiment(spec, tmp_path, make_context, task_options=lambda t: {},
+                               log=lambda m: None))
+    assert "scripted/trained" in asked
+    records, unfinished = collect(tmp_path)
+    by = {r.method: r for r in records}
+    assert not unfinished and by["trained"].final == pytest.approx(1.0)
+    assert by["untrained"].final == pytest.approx(0.5)
+    text = write_report(tmp_path).read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| trained Proposer `"))
+    assert "scripted/trained" in row and "1.000" in row and "not trained" not in text
