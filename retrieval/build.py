@@ -54,22 +54,32 @@ def dir_size(path: Path) -> int:
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
 
 
+def default_workers() -> int:
+    """Tokenising processes for a BM25 build: one per CPU, at most 8."""
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
 def _write_store(kind: str, src: Path, stage: Path, tok: Tokenizer, bm25: bool, k1: float,
-                 b: float, progress: bool) -> tuple[int, dict | None]:
+                 b: float, progress: bool, workers: int) -> tuple[int, dict | None]:
     from tqdm.auto import tqdm
 
     writer = StoreWriter(stage)
-    builder = BM25Builder(tok, k1, b) if bm25 else None
+    builder = BM25Builder(tok, k1, b, workers) if bm25 else None
     try:
-        for rec in tqdm(iter_corpus(kind, src), desc="read corpus", unit="psg", disable=not progress):
-            writer.add(rec["title"], rec["text"])
-            if builder is not None:
-                builder.add(rec["title"], rec["text"])
+        try:
+            for rec in tqdm(iter_corpus(kind, src), desc="read corpus", unit="psg",
+                            disable=not progress):
+                writer.add(rec["title"], rec["text"])
+                if builder is not None:
+                    builder.add(rec["title"], rec["text"])
+        finally:
+            writer.close()
+        if len(writer) == 0:
+            raise CorpusError(f"{src}: empty corpus (no passages)")
+        settings = builder.save(stage) if builder is not None else None
     finally:
-        writer.close()
-    if len(writer) == 0:
-        raise CorpusError(f"{src}: empty corpus (no passages)")
-    settings = builder.save(stage) if builder is not None else None
+        if builder is not None:
+            builder.close()
     return len(writer), settings
 
 
@@ -101,8 +111,10 @@ def build_index(corpus_kind: str, input_path: str | Path, out_dir: str | Path,
                 backend: str = "bm25", *, stemmer: str | None = "english",
                 stopwords: str | None = "en", k1: float = 1.5, b: float = 0.75,
                 limit: int | None = None, device: str = "cpu", chroma_url: str | None = None,
-                batch_size: int = 256, progress: bool = True) -> BuildSummary:
-    """Build (or resume) an index of `input_path` into `out_dir`; see the module docstring."""
+                batch_size: int = 256, progress: bool = True,
+                workers: int | None = None) -> BuildSummary:
+    """Build (or resume) an index of `input_path` into `out_dir`; see the module docstring.
+    `workers`: processes tokenising for BM25 (default: one per CPU, at most 8)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
     t0 = time.perf_counter()
@@ -121,7 +133,8 @@ def build_index(corpus_kind: str, input_path: str | Path, out_dir: str | Path,
         target, m = out, old  # extend Chroma in place; the store and BM25 stay as they are
     else:
         target = out.with_name(out.name + ".partial")
-        m = _stage(corpus_kind, src, target, corpus, tok, want_bm25, k1, b, progress)
+        m = _stage(corpus_kind, src, target, corpus, tok, want_bm25, k1, b, progress,
+                   workers or default_workers())
     if want_chroma:
         m = _add_chroma(target, m, corpus, limit, device, chroma_url, batch_size, progress)
     m.build_s = round(time.perf_counter() - t0, 2)
@@ -143,7 +156,7 @@ def _mismatch(out: Path, old: Manifest) -> Exception:
 
 
 def _stage(kind: str, src: Path, stage: Path, corpus: dict, tok: Tokenizer, want_bm25: bool,
-           k1: float, b: float, progress: bool) -> Manifest:
+           k1: float, b: float, progress: bool, workers: int) -> Manifest:
     """Reuse a matching `.partial` directory, or write the store (and BM25) into a fresh one."""
     mark = stage / STAGE_MARK
     key = {"corpus": corpus, "tokenizer": tok.settings(), "bm25": want_bm25, "k1": k1, "b": b}
@@ -153,7 +166,7 @@ def _stage(kind: str, src: Path, stage: Path, corpus: dict, tok: Tokenizer, want
         shutil.rmtree(stage)
     stage.mkdir(parents=True)
     try:
-        n, bm25 = _write_store(kind, src, stage, tok, want_bm25, k1, b, progress)
+        n, bm25 = _write_store(kind, src, stage, tok, want_bm25, k1, b, progress, workers)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise

@@ -96,13 +96,20 @@ class IdMapper:
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.tok = tokenizer
         self.vocab: dict[str, int] = {}
+        self.terms: list[str] = []  # id -> term
         self._id_of = _WordIds(self._miss)
         self._id_of[self._SEP] = -3
         self._batch_re = re.compile(f"{tokenizer.pattern}|{self._SEP}")
 
     def _miss(self, word: str) -> int:
         term = self.tok.term(word)
-        tid = _STOP if term is None else self.vocab.setdefault(term, len(self.vocab))
+        if term is None:
+            tid = _STOP
+        else:
+            tid = self.vocab.get(term, _STOP)
+            if tid == _STOP:
+                tid = self.vocab[term] = len(self.terms)
+                self.terms.append(term)
         self._id_of[word] = tid
         return tid
 

@@ -95,6 +95,7 @@ def _report(runs: dict, ref: dict, ours_ref: dict, n: int, ref_n: int, project_t
     return {
         "passages": n, "build_s": round(big["build_s"], 1),
         "build_cpu_s": round(big["build_cpu_s"], 1), "load_avg_at_build": round(big["load_avg"], 1),
+        "build_workers": big.get("workers", 1),
         "index_gib": round(big["index_bytes"] / 2**30, 3),
         "peak_rss_gib": round(big["peak_rss_gib"], 2),
         "p50_ms": round(p50, 2), "p95_ms": round(p95, 2),

@@ -22,8 +22,16 @@ def _peak_gib() -> float:
 
 
 def _cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    """CPU time of this process and of its finished children (the build's tokenising workers)."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        r = resource.getrusage(who)
+        total += r.ru_utime + r.ru_stime
+    return total
+
+
+def _child_peak_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
 
 
 def _latencies(search, qs: list[str]) -> tuple[list[float], list, list[float]]:
@@ -42,16 +50,20 @@ def _latencies(search, qs: list[str]) -> tuple[list[float], list, list[float]]:
 
 def run_bm25(corpus: str, out: str, nq: int) -> dict:
     from retrieval.bench.synthetic import queries
-    from retrieval.build import build_index, dir_size, open_index
+    from retrieval.build import build_index, default_workers, dir_size, open_index
 
     load = os.getloadavg()[0]
     t, c = time.perf_counter(), _cpu_s()
     s = build_index("jsonl", corpus, out, "bm25", progress=False)
     build_s, build_cpu = time.perf_counter() - t, _cpu_s() - c
     build_peak = _peak_gib()
+    workers = default_workers()
+    # Peak RSS of the build: the process plus each tokenising worker at the largest one's peak.
+    build_peak += (workers if workers > 1 else 0) * _child_peak_gib()
     idx = open_index(out, "bm25")
     lat, tops, cpu = _latencies(lambda q: idx.search(q, 10), queries(nq))
     return {"passages": s.passages, "build_s": build_s, "build_cpu_s": build_cpu, "cpu_ms": cpu,
+            "workers": workers,
             "load_avg": load, "peak_rss_gib": build_peak,
             "index_bytes": dir_size(out), "lat_ms": lat,
             "top10": [[[int(p.id), p.score] for p in hits] for hits in tops]}

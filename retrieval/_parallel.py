@@ -1,0 +1,75 @@
+"""Tokenising a corpus in worker processes for the BM25 build, with the serial build's result.
+
+Tokenising is pure Python per word and takes most of a build; a pool of processes splits it.
+Each worker keeps its own word cache and vocabulary. For each batch it returns the batch's
+distinct terms in order of first occurrence and every token as an index into that list; the
+parent numbers terms globally batch by batch, in submission order. Term ids, and so the index
+files, are therefore exactly those of a serial build.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+
+import numpy as np
+
+from retrieval.tokenizer import IdMapper, Tokenizer
+
+_MAPPER: IdMapper | None = None
+Batch = tuple[np.ndarray, np.ndarray, int]
+"""(global term id of each token, passage index of each token, passages in the batch)."""
+
+
+def _init(settings: dict) -> None:
+    global _MAPPER
+    _MAPPER = IdMapper(Tokenizer.from_settings(settings))
+
+
+def _tokenize(texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray, int]:
+    ids, doc = _MAPPER.batch_ids(texts)
+    distinct, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    terms = [_MAPPER.terms[i] for i in distinct[order].tolist()]
+    return terms, rank[inverse].astype(np.int32), doc.astype(np.int32), len(texts)
+
+
+class ParallelTokenizer:
+    """Batches in, batches out in the same order; `vocab` (term -> id) grows as they finish."""
+
+    def __init__(self, tokenizer: Tokenizer, vocab: dict[str, int], workers: int) -> None:
+        self.vocab, self.workers = vocab, workers
+        self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=_init, initargs=(tokenizer.settings(),))
+        self._inflight: deque[Future] = deque()
+
+    @property
+    def pending(self) -> int:
+        """Passages submitted and not yet returned."""
+        return sum(getattr(f, "n_texts", 0) for f in self._inflight)
+
+    def submit(self, texts: list[str]) -> Iterator[Batch]:
+        """Queue a batch; yield the batches that are done, oldest first, keeping a few queued."""
+        future = self._pool.submit(_tokenize, texts)
+        future.n_texts = len(texts)
+        self._inflight.append(future)
+        while len(self._inflight) > 2 * self.workers:
+            yield self._finish(self._inflight.popleft().result())
+
+    def drain(self) -> Iterator[Batch]:
+        while self._inflight:
+            yield self._finish(self._inflight.popleft().result())
+
+    def _finish(self, done: tuple[list[str], np.ndarray, np.ndarray, int]) -> Batch:
+        terms, local, doc, n = done
+        vocab = self.vocab
+        ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in terms), dtype=np.int64,
+                          count=len(terms))
+        return ids[local], doc.astype(np.int64), n
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)

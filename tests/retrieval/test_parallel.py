@@ -1,0 +1,47 @@
+"""Tokenising in worker processes gives byte-identical BM25 index files."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+
+import pytest
+
+from retrieval import build
+from retrieval.bm25 import BM25Builder
+from retrieval.bench import synthetic
+from retrieval.build import build_index, open_index
+from retrieval.jsonstream import CorpusError
+
+
+class SmallBatches(BM25Builder):
+    BATCH = 64  # many batches from a small corpus, so several are in flight at once
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    monkeypatch.setattr(build, "BM25Builder", SmallBatches)
+
+
+def test_parallel_build_equals_serial_build(tmp_path, small_batches):
+    corpus = synthetic.write_jsonl(tmp_path / "c.jsonl", 1000, vocab=3000)
+    with open(corpus, "a", encoding="utf-8") as f:  # words the synthetic vocabulary lacks
+        f.write(json.dumps({"title": "Zebra crossing", "text": "The zebras were crossing"}) + "\n")
+    serial = build_index("jsonl", corpus, tmp_path / "serial", workers=1, progress=False)
+    parallel = build_index("jsonl", corpus, tmp_path / "parallel", workers=3, progress=False)
+    assert serial.passages == parallel.passages == 1001
+    bm25_files = sorted(p.name for p in (tmp_path / "serial" / "bm25").iterdir())
+    _, mismatch, errors = filecmp.cmpfiles(tmp_path / "serial" / "bm25", tmp_path / "parallel" / "bm25",
+                                           bm25_files, shallow=False)
+    assert not mismatch and not errors
+    hits = open_index(tmp_path / "parallel").search("zebra crossing", 3)
+    assert hits[0].title == "Zebra crossing"
+
+
+def test_bad_record_midway_stops_the_workers_and_names_the_line(tmp_path, small_batches):
+    corpus = synthetic.write_jsonl(tmp_path / "c.jsonl", 500, vocab=1000)
+    with open(corpus, "a", encoding="utf-8") as f:
+        f.write("{not json\n")
+    with pytest.raises(CorpusError, match=r"c\.jsonl.*501"):
+        build_index("jsonl", corpus, tmp_path / "ix", workers=2, progress=False)
+    assert not (tmp_path / "ix").exists()
