@@ -46,6 +46,7 @@ def build(
     stemmer: Annotated[str, typer.Option(help="PyStemmer language, or 'none'.")] = "english",
     stopwords: Annotated[str, typer.Option(help="Stop-word list (en), or 'none'.")] = "en",
     batch_size: Annotated[int, typer.Option(help="Passages per Chroma batch.")] = 256,
+    workers: Annotated[int | None, typer.Option(help="Processes tokenising for BM25 (default: one per CPU, at most 8).")] = None,
 ) -> None:
     """Build (or resume) an index and print a summary."""
     from retrieval import build_index
@@ -54,7 +55,7 @@ def build(
     try:
         s = build_index(corpus.value, input, out, backend.value, stemmer=_none(stemmer),
                         stopwords=_none(stopwords), limit=limit, device=device,
-                        chroma_url=chroma_url, batch_size=batch_size)
+                        chroma_url=chroma_url, batch_size=batch_size, workers=workers)
     except (CorpusError, ValueError, FileNotFoundError) as e:
         _fail(e)
     chroma = f", chroma holds {s.chroma_count:,}" if s.chroma_count is not None else ""
