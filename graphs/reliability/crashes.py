@@ -34,6 +34,8 @@ from harnesses.models import SimServer
 from harnesses.models.simserver import ARITHMETIC_RULE
 
 CLI = str(Path(sys.executable).parent / "harness-learn")
+IDLE_WORKER_THREADS = 3
+"""Threads of a sandbox worker with no problem running (main, bridge reader, watchdog)."""
 
 
 def adapt_argv(run_dir: Path, url: str, rounds: int) -> list[str]:
@@ -163,8 +165,8 @@ def kill_workers_midrun(root: Path, kills: int = 2, log: Any = None) -> dict[str
 
 def _kill_workers(server: SimServer, kills: int, killed: list[int], stop: threading.Event,
                   others: set[int] = frozenset()) -> None:
-    """While a Solver call is in flight (a problem is mid-run), SIGKILL the sandboxed Python of
-    the oldest worker (pooled spares are younger than the one in use), `kills` times."""
+    """While a Solver call is in flight, SIGKILL the sandboxed Python of the worker running the
+    most problems, `kills` times."""
     import psutil
 
     me = psutil.Process()
@@ -181,10 +183,27 @@ def _kill_workers(server: SimServer, kills: int, killed: list[int], stop: thread
                     workers.append((child.create_time(), child))
             except psutil.Error:
                 continue
-        if workers:
-            victim = min(workers, key=lambda w: w[0])[1]
-            try:
-                victim.send_signal(signal.SIGKILL)
-                killed.append(victim.pid)
-            except psutil.Error:
-                continue
+        victim = _busiest(workers)
+        if victim is None:  # in flight is a Proposer call: no worker is mid-problem
+            continue
+        try:
+            victim.send_signal(signal.SIGKILL)
+            killed.append(victim.pid)
+        except psutil.Error:
+            continue
+
+
+def _busiest(workers: list) -> Any:
+    """The worker running the most problems, told from outside by its threads (a worker runs
+    each problem in a thread of its own; an idle one has `IDLE_WORKER_THREADS`);
+    None when no worker has a problem running."""
+    import psutil
+
+    counts = []
+    for _, proc in workers:
+        try:
+            counts.append((proc.num_threads(), proc))
+        except psutil.Error:
+            continue
+    busy = [c for c in counts if c[0] > IDLE_WORKER_THREADS]
+    return max(busy, key=lambda c: c[0])[1] if busy else None
