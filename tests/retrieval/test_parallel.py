@@ -8,8 +8,8 @@ import json
 import pytest
 
 from retrieval import build
-from retrieval.bm25 import BM25Builder
 from retrieval.bench import synthetic
+from retrieval.bm25 import BM25Builder
 from retrieval.build import build_index, open_index
 from retrieval.jsonstream import CorpusError
 
