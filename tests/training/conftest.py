@@ -4,6 +4,7 @@ with it, and a run directory whose execution log holds groups of proposals."""
 from __future__ import annotations
 
 import pytest
+from scripted_sums import ScriptedModel, SumTask, solver_rule
 
 from harnesses.offline import set_offline_switches
 
@@ -109,45 +110,6 @@ def completions():
     return [_block(*EDITS[1]), _block(*EDITS[2]), "I would not change it."]
 
 
-class SumTask:
-    """Sums; the scripted Solver gets odd first terms wrong unless told to be careful."""
-
-    name, track, seed = "sums", "reasoning", "reasoning_direct"
-    description = "Questions 'What is A + B?'. Answer with the number only. Exact match."
-
-    def dev(self):
-        from evals.problem import Problem
-
-        return [Problem(f"d{i}", {"question": f"What is {i} + {i + 3}?"}, str(2 * i + 3))
-                for i in range(1, 7)]
-
-    def test(self):
-        return []
-
-    def score(self, problem, answer):
-        return float(answer.strip() == problem.gold)
-
-    def retriever(self):
-        return None
-
-
-class Scripted:
-    """A chat model answering by rule (unit tests of control flow only)."""
-
-    def __init__(self, rule):
-        self.rule = rule
-
-    async def acomplete(self, messages, **params):
-        from harnesses.models import Completion
-
-        text = messages if isinstance(messages, str) else "\n".join(
-            str(m.get("content", "")) for m in messages)
-        reply = self.rule(text, params)
-        return Completion(text=reply, prompt_tokens=len(text) // 4,
-                          completion_tokens=len(reply) // 4, latency_s=0.0,
-                          finish_reason="stop", cached=False, model="scripted")
-
-
 ADAPTER_EDITS = [
     "The harness looks fine to me.",                                  # does not parse
     _block("    this line is not in the source", "    pass"),         # does not apply
@@ -165,20 +127,10 @@ def write_adapter_run(run_dir, rounds: int = 2):
     Proposer: each round's group holds an unparseable, a non-applying, a worse and a better
     edit."""
     import asyncio
-    import re
 
     from graphs.adapter.config import AdaptConfig
     from graphs.adapter.context import AdapterContext
     from graphs.adapter.run import run_adaptation
-
-    question = re.compile(r"What is (\d+) \+ (\d+)\?")
-
-    def solver(prompt, params):
-        m = question.search(prompt)
-        if not m:
-            return "Answer: ?"
-        a, b = int(m.group(1)), int(m.group(2))
-        return f"Answer: {a + b if 'CAREFULLY' in prompt or a % 2 == 0 else a + b + 1}"
 
     def proposer(prompt, params):
         return ADAPTER_EDITS[params["seed"] % 1009 % len(ADAPTER_EDITS)]
@@ -188,8 +140,8 @@ def write_adapter_run(run_dir, rounds: int = 2):
                          edit_format="search_replace", feedback=3, selection=6,
                          concurrency=4).with_track_defaults("reasoning")
     ctx = AdapterContext(config)
-    ctx.task = SumTask()
-    ctx.solver, ctx.proposer = Scripted(solver), Scripted(proposer)
+    ctx.task = SumTask(6)
+    ctx.solver, ctx.proposer = ScriptedModel(solver_rule), ScriptedModel(proposer)
     asyncio.run(run_adaptation(config, context=ctx))
     return run_dir
 

@@ -5,45 +5,13 @@ should. Harness code runs in real sandbox workers; only the models are scripted.
 from __future__ import annotations
 
 import asyncio
-import re
 
 import pytest
+from scripted_sums import SumTask, solver_rule
 
-from evals.problem import Problem
 from graphs.adapter.config import AdaptConfig
 from graphs.adapter.context import AdapterContext
 from graphs.adapter.run import run_adaptation
-
-QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
-
-
-class SumTask:
-    """Sums; the scripted Solver gets odd first terms wrong unless told to be careful."""
-
-    name, track, seed = "sums", "reasoning", "reasoning_direct"
-    description = "Questions 'What is A + B?'. Answer with the number only. Exact match."
-
-    def dev(self):
-        return [Problem(f"d{i}", {"question": f"What is {i} + {i + 3}?"}, str(2 * i + 3))
-                for i in range(1, 7)]
-
-    def test(self):
-        return [Problem(f"t{i}", {"question": f"What is {i} + 1?"}, str(i + 1)) for i in range(4)]
-
-    def score(self, problem, answer):
-        return float(answer.strip() == problem.gold)
-
-    def retriever(self):
-        return None
-
-
-def solver_rule(prompt: str, params: dict) -> str:
-    match = QUESTION.search(prompt)
-    if not match:
-        return "Answer: ?"
-    a, b = int(match.group(1)), int(match.group(2))
-    right = "CAREFULLY" in prompt or a % 2 == 0
-    return f"Answer: {a + b if right else a + b + 1}"
 
 
 def block(search: str, replace: str) -> str:
@@ -71,7 +39,7 @@ def run(root, scripted, policy: str, candidates: int):
                          candidates=candidates, policy=policy, edit_format="search_replace",
                          feedback=6, selection=6, concurrency=6).with_track_defaults("reasoning")
     ctx = AdapterContext(config)
-    ctx.task = SumTask()
+    ctx.task = SumTask(6, test_offset=1)
     ctx.solver, ctx.proposer = scripted(solver_rule), scripted(proposer_rule)
     final = asyncio.run(run_adaptation(config, context=ctx))
     return final, ctx

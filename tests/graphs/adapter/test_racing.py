@@ -4,11 +4,10 @@ adapter run (real sandbox workers; scripted models, as in test_policies_e2e)."""
 from __future__ import annotations
 
 import asyncio
-import re
 
 import pytest
+from scripted_sums import SumTask, solver_rule
 
-from evals.problem import Problem
 from graphs.adapter.config import AdaptConfig
 from graphs.adapter.context import AdapterContext
 from graphs.adapter.policies import Scored, decide
@@ -83,32 +82,7 @@ def test_racing_policy_never_picks_a_dropped_candidate():
 
 
 # -- the race node in a real adapter run ------------------------------------------------------
-QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
 SEED_LINE = 'PROMPT = """Solve the problem. Think briefly, then give the final answer on the last line'
-
-
-class SumTask:
-    name, track, seed = "sums", "reasoning", "reasoning_direct"
-    description = "Questions 'What is A + B?'. Answer with the number only. Exact match."
-
-    def dev(self):
-        return [Problem(f"d{i}", {"question": f"What is {i} + {i + 3}?"}, str(2 * i + 3))
-                for i in range(1, 9)]
-
-    def test(self):
-        return []
-
-    def score(self, problem, answer):
-        return float(answer.strip() == problem.gold)
-
-    def retriever(self):
-        return None
-
-
-def solver_rule(prompt: str, params: dict) -> str:
-    a, b = map(int, QUESTION.search(prompt).groups())
-    right = "CAREFULLY" in prompt or a % 2 == 0
-    return f"Answer: {a + b if right else a + b + 1}"
 
 
 def block(search: str, replace: str) -> str:
@@ -128,7 +102,7 @@ def test_race_node_evaluates_in_stages_and_adopts_the_better_edit(tmp_path, scri
                          policy="racing", edit_format="search_replace", feedback=8, selection=8,
                          concurrency=8).with_track_defaults("reasoning")
     ctx = AdapterContext(config)
-    ctx.task = SumTask()
+    ctx.task = SumTask(8)
     ctx.solver = scripted(solver_rule)
     ctx.proposer = scripted(lambda prompt, params: EDITS[params["seed"] % 1009])
     final = asyncio.run(run_adaptation(config, context=ctx))
@@ -165,7 +139,7 @@ def test_race_node_with_the_real_local_solver(local_model_url, tmp_path):
                          concurrency=8, solver_params={"temperature": 0.0, "max_tokens": 24},
                          ).with_track_defaults("reasoning")
     ctx = AdapterContext(config)
-    ctx.task = SumTask()
+    ctx.task = SumTask(8)
     store = ctx.store
     store.init_run({"test": "racing"})
     seed = seed_source("reasoning_direct")
@@ -179,7 +153,7 @@ def test_race_node_with_the_real_local_solver(local_model_url, tmp_path):
         new = propose_candidate(seed, edit, "search_replace", "stop").new_source
         drafts.append({"round": 1, "index": index, "parsed": True, "applied": True, "diff": "",
                        "sha": store.put_version(new, parent=parent, round_=1, note="c")})
-    ids = [p.id for p in SumTask().dev()]
+    ids = [p.id for p in SumTask(8).dev()]
 
     async def go():
         try:

@@ -5,60 +5,18 @@ experiment reruns nothing, and the single-step count follows the scripted edits.
 from __future__ import annotations
 
 import asyncio
-import re
 
 import pytest
+from scripted_sums import ScriptedModel, SumTask, solver_rule
 
-from evals.problem import Problem
 from graphs.adapter.context import AdapterContext
 from graphs.experiments.collect import collect
 from graphs.experiments.config import ExperimentSpec, Tasks
 from graphs.experiments.report import CURVES, REPORT, write_report
 from graphs.experiments.runner import run_experiment
-from harnesses.models import Completion
 
-QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
 LINE = 'PROMPT = """Solve the problem{}. Think briefly, then give the final answer on the last line'
 BETTER = f"<<<<<<< SEARCH\n{LINE.format('')}\n=======\n{LINE.format(' CAREFULLY')}\n>>>>>>> REPLACE\n"
-
-
-class SumTask:
-    name, track, seed = "sums", "reasoning", "reasoning_direct"
-    description = "Questions 'What is A + B?'. Answer with the number only."
-
-    def dev(self):
-        return [Problem(f"d{i}", {"question": f"What is {i} + {i + 3}?"}, str(2 * i + 3))
-                for i in range(1, 5)]
-
-    def test(self):
-        return [Problem(f"t{i}", {"question": f"What is {i} + 2?"}, str(i + 2)) for i in range(4)]
-
-    def score(self, problem, answer):
-        return float(answer.strip() == problem.gold)
-
-    def retriever(self):
-        return None
-
-
-class Scripted:
-    def __init__(self, rule):
-        self.rule, self.calls = rule, 0
-
-    async def acomplete(self, messages, **params):
-        self.calls += 1
-        text = messages if isinstance(messages, str) else "\n".join(
-            str(m.get("content", "")) for m in messages)
-        reply = self.rule(text, params)
-        return Completion(text=reply, prompt_tokens=len(text) // 4, completion_tokens=len(reply) // 4,
-                          latency_s=0.0, finish_reason="stop", cached=False, model="scripted")
-
-
-def solver_rule(prompt, params):
-    match = QUESTION.search(prompt)
-    if not match:
-        return "Answer: ?"
-    a, b = int(match.group(1)), int(match.group(2))
-    return f"Answer: {a + b if 'CAREFULLY' in prompt or a % 2 == 0 else a + b + 1}"
 
 
 def proposer_rule(prompt, params):
@@ -74,13 +32,13 @@ SPEC = ExperimentSpec(name="tiny", track="reasoning", seeds=[0, 1], rounds=2, ca
 @pytest.fixture(scope="module")
 def experiment(tmp_path_factory):
     out = tmp_path_factory.mktemp("exp")
-    proposers: list[Scripted] = []
+    proposers: list[ScriptedModel] = []
 
     def make_context(config):
         ctx = AdapterContext(config)
-        ctx.task = SumTask()
-        ctx.solver = Scripted(solver_rule)
-        ctx.proposer = Scripted(proposer_rule)
+        ctx.task = SumTask(4, test_offset=2)
+        ctx.solver = ScriptedModel(solver_rule)
+        ctx.proposer = ScriptedModel(proposer_rule)
         proposers.append(ctx.proposer)
         return ctx
 
@@ -88,7 +46,7 @@ def experiment(tmp_path_factory):
         proposers.clear()
         asyncio.run(run_experiment(SPEC, out, make_context, task_options=lambda t: {},
                                    log=lambda m: None))
-        return sum(p.calls for p in proposers)
+        return sum(len(p.calls) for p in proposers)
 
     first_calls = run()
     return out, first_calls, run
@@ -142,11 +100,11 @@ def test_a_trained_proposer_gets_its_own_row(tmp_path):
 
     def make_context(config):
         ctx = AdapterContext(config)
-        ctx.task = SumTask()
-        ctx.solver = Scripted(solver_rule)
+        ctx.task = SumTask(4, test_offset=2)
+        ctx.solver = ScriptedModel(solver_rule)
         asked.append(config.proposer)
         trained = config.proposer == "scripted/trained"  # the trained one always finds the fix
-        ctx.proposer = Scripted((lambda p, q: BETTER) if trained else (lambda p, q: "Looks fine."))
+        ctx.proposer = ScriptedModel((lambda p, q: BETTER) if trained else (lambda p, q: "Looks fine."))
         return ctx
 
     asyncio.run(run_experiment(spec, tmp_path, make_context, task_options=lambda t: {},
