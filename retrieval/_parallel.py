@@ -45,24 +45,22 @@ class ParallelTokenizer:
         self.vocab, self.workers = vocab, workers
         self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                          initializer=_init, initargs=(tokenizer.settings(),))
-        self._inflight: deque[Future] = deque()
+        self._inflight: deque[tuple[Future, int]] = deque()  # (future, passages in it)
 
     @property
     def pending(self) -> int:
         """Passages submitted and not yet returned."""
-        return sum(getattr(f, "n_texts", 0) for f in self._inflight)
+        return sum(n for _, n in self._inflight)
 
     def submit(self, texts: list[str]) -> Iterator[Batch]:
         """Queue a batch; yield the batches that are done, oldest first, keeping a few queued."""
-        future = self._pool.submit(_tokenize, texts)
-        future.n_texts = len(texts)
-        self._inflight.append(future)
+        self._inflight.append((self._pool.submit(_tokenize, texts), len(texts)))
         while len(self._inflight) > 2 * self.workers:
-            yield self._finish(self._inflight.popleft().result())
+            yield self._finish(self._inflight.popleft()[0].result())
 
     def drain(self) -> Iterator[Batch]:
         while self._inflight:
-            yield self._finish(self._inflight.popleft().result())
+            yield self._finish(self._inflight.popleft()[0].result())
 
     def _finish(self, done: tuple[list[str], np.ndarray, np.ndarray, int]) -> Batch:
         terms, local, doc, n = done

@@ -34,8 +34,8 @@ class ResultWriter:
 
     async def flush(self) -> None:
         """Wait until every added result is committed; a failed write raises here."""
-        while self._drain_task is not None:
+        while self._drain_task is not None:  # `add` may start a new drain while we wait
             task = self._drain_task
             await task
             if self._drain_task is task:
-                self._drain_task = None if not self._pending else asyncio.ensure_future(self._drain())
+                self._drain_task = None
