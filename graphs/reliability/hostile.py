@@ -219,6 +219,10 @@ CHECKS: dict[str, Any] = {
         sum(c.tool == "llm" and c.error is None for c in r.calls)
         == sum("[hide-calls]" in p for p in e.server.prompts) == 3 and r.tokens > 0,
         "the parent's trace counts every Solver call"),
+    "solver_capped": lambda r, e, d: (
+        r.score == 0.0 and "Solver calls" in (r.error or "")
+        and sum("[flood]" in p for p in e.server.prompts) <= LIMITS.llm_calls_per_problem,
+        "stopped at the per-problem Solver call cap"),
     "no_persistence": lambda r, e, d: (d["next_sees"] is False, "the next candidate saw nothing"),
 }
 

@@ -313,10 +313,13 @@ try:
 except Exception as exc:
     answer = f"refused: {type(exc).__name__}"
 """, solo=True),
-    _c("solver_call_flood", "resource", "recorded_zero", """
+    _c("solver_call_flood", "resource", "solver_capped", """
 n = 0
 while True:
-    tools.llm("What is 1 + 1?")
+    try:
+        tools.llm(f"[flood] What is {n} + 1?")
+    except Exception:
+        pass
     n += 1
 answer = n
 """, solo=True),

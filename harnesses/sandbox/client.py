@@ -61,6 +61,7 @@ class _Run:
     future: asyncio.Future
     calls: list[ToolCall] = field(default_factory=list)
     done: bool = False
+    llm_calls: int = 0
     inflight: int = 0
     paused_since: float = 0.0
     paused_total: float = 0.0
@@ -295,9 +296,16 @@ class Worker:
         if not isinstance(call_id, int):
             return
         args = message.get("args") if isinstance(message.get("args"), dict) else {}
-        run = self._runs.get(str(message.get("run")))
+        rid = str(message.get("run"))
+        run = self._runs.get(rid)
         t0 = time.perf_counter()
-        if run is None or run.done:
+        if run is not None and tool == "llm" and not run.done:
+            run.llm_calls += 1
+            if run.llm_calls > self.limits.llm_calls_per_problem:
+                self._stop_run(rid, run, f"the harness made more than "
+                               f"{self.limits.llm_calls_per_problem} Solver calls on this problem "
+                               f"(Limits.llm_calls_per_problem)")
+        if run is None or run.done or run.future.done():
             reply: dict[str, Any] = {"ok": False, "kind": "cancelled", "error": "no such run"}
         elif tool not in TOOL_NAMES or self.toolbox is None:
             reply = {"ok": False, "kind": "tool", "error": f"no tool {tool!r} is available"}
@@ -319,6 +327,17 @@ class Worker:
                 run.calls.append(record)
         with contextlib.suppress(Exception):
             await self._send({"op": "reply", "id": call_id, **reply})
+
+    def _stop_run(self, rid: str, run: _Run, reason: str) -> None:
+        """End a run as the harness's fault, whatever its code does next: the parent records
+        the reason now and the worker is told to drop the run."""
+        if not run.future.done():
+            run.future.set_result({"error": reason, "error_kind": "harness"})
+        self._spawn(self._send_quietly({"op": "cancel", "run": rid}))
+
+    async def _send_quietly(self, message: dict[str, Any]) -> None:
+        with contextlib.suppress(Exception):
+            await self._send(message)
 
     def _expire(self) -> None:
         self._kill(("timeout", f"candidate wall-clock limit ({self.limits.candidate_timeout_s:g} s) reached"))

@@ -14,6 +14,9 @@ class Limits:
     thread, LangGraph adds pool threads), enforced by a pids cgroup where one is writable;
     `problem_timeout_s` and `candidate_timeout_s` are wall-clock limits (the candidate's worker
     is killed when its time is up); `output_bytes` caps the captured stdout and stderr.
+    `llm_calls_per_problem` caps the Solver calls of one problem: a problem's clock stops while
+    its tool calls are served, so without it a harness that keeps calling the Solver runs up
+    calls (and the bill) until the candidate's wall-clock limit.
     """
 
     cpu_s: int = 600
@@ -25,6 +28,7 @@ class Limits:
     output_bytes: int = 64 * 1024
     python_timeout_s: float = 10.0
     python_memory_mb: int = 1024
+    llm_calls_per_problem: int = 64
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
@@ -39,6 +43,7 @@ class Limits:
             file_size_mb=self.file_size_mb, pids=min(self.pids, 16), problem_timeout_s=wall,
             candidate_timeout_s=wall, output_bytes=self.output_bytes,
             python_timeout_s=wall, python_memory_mb=self.python_memory_mb,
+            llm_calls_per_problem=self.llm_calls_per_problem,
         )
 
     def to_dict(self) -> dict:

@@ -240,3 +240,38 @@ def test_stdio_bridge_keeps_prints_off_the_bridge(sandbox):
     outcome, stderr = sandbox.run(go())
     assert outcome.answer == "Answer: 4", outcome
     assert "noise noise" in stderr
+
+
+def test_a_problem_that_keeps_calling_the_solver_is_stopped_at_the_call_cap(sandbox):
+    """The problem clock stops while tools run, so only the call cap ends this loop: distinct
+    prompts (no cache could absorb them), every refusal swallowed by the harness."""
+    from dataclasses import replace
+
+    looping = node_harness("""
+n = 0
+while True:
+    try:
+        tools.llm(f"question {n}")
+    except Exception:
+        pass
+    n += 1
+""")
+    toolbox = ScriptedToolbox("Answer: 4", delay_s=0.02)
+
+    async def go():
+        limits = replace(TEST_LIMITS, llm_calls_per_problem=10, problem_timeout_s=5.0)
+        async with Worker(toolbox, limits) as worker:
+            await worker.load(looping)
+            t0 = time.perf_counter()
+            stopped = await worker.run("p1", {"question": "q"})
+            took = time.perf_counter() - t0
+            await worker.load(node_harness('answer = tools.llm("after")'))
+            return stopped, took, await worker.run("p2", {"question": "q"})
+
+    stopped, took, after = sandbox.run(go())
+    assert stopped.error_kind == "harness" and "more than 10 Solver calls" in stopped.error
+    assert stopped.answer is None and len(stopped.calls) == 10, stopped
+    assert took < 3.0, took  # not the problem's timeout, nor the candidate's
+    asked = [args["messages"] for tool, args in toolbox.seen if tool == "llm"]
+    assert asked == [f"question {i}" for i in range(10)] + ["after"]  # the 11th never reached it
+    assert after.answer == "Answer: 4", after
