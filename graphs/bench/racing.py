@@ -67,9 +67,9 @@ def full_choice(scores: np.ndarray) -> int:
 
 
 async def _simulate(scenario: Scenario, seeds: int, n: int, rho: float, rule: RaceRule,
-                    seed: int) -> tuple[PolicyFigures, PolicyFigures]:
+                    seed: int) -> tuple[PolicyFigures, ...]:
     rng = np.random.default_rng(seed)
-    full, racing, half = PolicyFigures(), PolicyFigures(), PolicyFigures()
+    full, racing, half, both = PolicyFigures(), PolicyFigures(), PolicyFigures(), PolicyFigures()
     for _ in range(seeds):
         p = scenario(rng)
         scores = outcomes(rng, p, n, rho)
@@ -81,7 +81,9 @@ async def _simulate(scenario: Scenario, seeds: int, n: int, rho: float, rule: Ra
 
         result = await race(list(range(len(p))), n, run, rule)
         racing.add(result.problems_run, int(result.winner), p)
-    return full, racing, half
+        best = int(np.argmax(p))
+        both.picked_best += int(result.winner == best and full_choice(scores) == best)
+    return full, racing, half, both
 
 
 def simulate(scenarios: Sequence[str] = ("spread", "one_better", "close"), seeds: int = 4000,
@@ -91,8 +93,8 @@ def simulate(scenarios: Sequence[str] = ("spread", "one_better", "close"), seeds
     rule = rule or RaceRule()
     rows = []
     for name in scenarios:
-        full, racing, half = asyncio.run(_simulate(SCENARIOS[name], seeds, problems, rho, rule,
-                                                   seed))
+        full, racing, half, both = asyncio.run(_simulate(SCENARIOS[name], seeds, problems, rho,
+                                                         rule, seed))
         rows.append({
             "scenario": name,
             "full_calls": full.problems_run * calls_per_problem / seeds,
@@ -101,6 +103,8 @@ def simulate(scenarios: Sequence[str] = ("spread", "one_better", "close"), seeds
             "p_best_full": full.picked_best / seeds,
             "p_best_racing": racing.picked_best / seeds,
             "choice_quality_ratio": racing.picked_best / max(1, full.picked_best),
+            "choice_quality_se": ratio_se(racing.picked_best, full.picked_best,
+                                          both.picked_best, seeds),
             "p_best_half": half.picked_best / seeds,
             "half_quality_ratio": half.picked_best / max(1, full.picked_best),
             "regret_full": full.regret / seeds,
@@ -116,20 +120,32 @@ def simulate(scenarios: Sequence[str] = ("spread", "one_better", "close"), seeds
     }
 
 
+def ratio_se(a: int, b: int, ab: int, n: int) -> float:
+    """Standard error of P(a)/P(b) from n paired rounds (a, b: rounds each picked the best; ab:
+    rounds both did), by the delta method. Racing and full evaluation see the same outcomes,
+    so the pairing makes this much smaller than two independent proportions would."""
+    if b == 0:
+        return float("nan")
+    pa, pb, pab = a / n, b / n, ab / n
+    q = pa / pb
+    return float(np.sqrt(max(pa + q * q * pb - 2 * q * pab, 0.0) / n) / pb)
+
+
 def table(figures: dict) -> str:
     """One fixed-width table of `simulate`'s figures."""
     head = (f"racing vs full evaluation: 8 candidates x {figures['problems']} problems x "
             f"{figures['calls_per_problem']} calls, {figures['seeds']} seeds per scenario, "
             f"rho={figures['rho']}, rule={figures['rule']}")
     cols = f"{'scenario':<11} {'full calls':>10} {'race calls':>10} {'ratio':>6} " \
-           f"{'P(best) full':>12} {'P(best) race':>12} {'quality':>8} {'regret f/r':>13} " \
+           f"{'P(best) full':>12} {'P(best) race':>12} {'quality +- se':>14} {'regret f/r':>13} " \
            f"{'half-pool quality':>17}"
     lines = [head, cols, "-" * len(cols)]
     for r in figures["rows"]:
         lines.append(
             f"{r['scenario']:<11} {r['full_calls']:>10.0f} {r['racing_calls']:>10.0f} "
             f"{r['call_ratio']:>6.2f} {r['p_best_full']:>12.3f} {r['p_best_racing']:>12.3f} "
-            f"{r['choice_quality_ratio']:>8.3f} {r['regret_full']:>6.3f}/{r['regret_racing']:.3f} "
+            f"{r['choice_quality_ratio']:>7.3f} +- {r['choice_quality_se']:.3f} "
+            f"{r['regret_full']:>6.3f}/{r['regret_racing']:.3f} "
             f"{r['half_quality_ratio']:>17.3f}")
     lines.append("half-pool quality: full evaluation on half the problems, the plain way to "
                  "spend 2x fewer calls, for comparison")

@@ -75,6 +75,7 @@ def bench_racing(
     problems: _Annotated[int, _typer.Option(help="Selection problems per round.")] = 64,
     rho: _Annotated[float, _typer.Option(help="Correlation of candidates' outcomes on a problem.")] = 0.5,
     frontier: _Annotated[bool, _typer.Option(help="Also sweep staged schedules: the best worst-case P(best) any of them reaches at >= 2x fewer calls.")] = False,
+    adaptive: _Annotated[bool, _typer.Option(help="Also compare fully adaptive allocation (top-two Thompson sampling, a paired chase) with staged racing: P(best) and wall time.")] = False,
     as_json: _Annotated[bool, _typer.Option("--json", help="Last line: a JSON object of figures.")] = False,
 ) -> None:
     """Racing vs full evaluation on simulated candidates with known accuracies: calls and P(best)."""
@@ -87,6 +88,11 @@ def bench_racing(
 
         figures["frontier"] = racing_frontier.sweep(seeds=seeds, problems=problems, rho=rho)
         print(racing_frontier.table(figures["frontier"]), flush=True)
+    if adaptive:
+        from graphs.bench import racing_adaptive
+
+        figures["adaptive"] = racing_adaptive.compare(seeds=seeds, problems=problems, rho=rho)
+        print(racing_adaptive.table(figures["adaptive"]), flush=True)
     if as_json:
         print(_json.dumps(figures))
 

@@ -63,3 +63,71 @@ def test_frontier_sweep_reports_only_schedules_that_save_enough():
     worst = [r["worst_quality"] for r in figures["best"]]
     assert worst == sorted(worst, reverse=True)
     assert "worst" in rf.table(figures)
+
+
+def test_quality_error_is_zero_for_the_same_choices_and_positive_otherwise():
+    from graphs.bench.racing import ratio_se
+
+    assert ratio_se(300, 300, 300, 1000) == 0.0  # both right on exactly the same rounds
+    assert ratio_se(300, 300, 150, 1000) > ratio_se(300, 300, 290, 1000) > 0.0
+    figures = simulate(("close",), seeds=100, problems=16)
+    assert figures["rows"][0]["choice_quality_se"] > 0.0
+    assert "+-" in table(figures)
+
+
+def test_thompson_with_the_full_budget_is_full_evaluation():
+    from graphs.bench import racing_adaptive as ra
+    from graphs.bench import racing_frontier as rf
+
+    rounds = rf.draw(200, 8, 32, 0.5, seed=5)
+    for sums, best, p_full in rounds.values():
+        choice, spent, steps = ra.thompson(sums, budget=8 * 32)
+        assert (spent == 8 * 32).all() and (steps.sum(1) == spent).all()
+        assert abs((choice == best).mean() - p_full) < 1e-12
+
+
+def test_chase_stops_early_on_a_clear_round_and_picks_the_best():
+    from graphs.bench import racing_adaptive as ra
+
+    rng = np.random.default_rng(2)
+    p = np.array([0.1, 0.1, 0.95, 0.1, 0.2, 0.1, 0.15, 0.1])
+    o = np.stack([outcomes(rng, p, 64, 0.5) for _ in range(50)])
+    choice, spent, steps = ra.chase(o, budget=320)
+    assert (choice == 2).all()
+    assert (spent < 320).all() and (steps.sum(1) == spent).all()
+
+
+def test_wall_time_counts_waves_of_slots():
+    from graphs.bench.racing_adaptive import Endpoint
+
+    # staged racing's 128, 64, 64 problems: 2 + 1 + 1 waves of 64, each 5 calls of 1 s
+    assert Endpoint().wall_s(np.array([[128, 64, 64]])) == 20.0
+    assert Endpoint(slots=32, latency_s=0.5).wall_s(np.array([[4] * 10, [0] * 10])) == 12.5
+
+
+def test_adaptive_comparison_names_every_policy():
+    from graphs.bench import racing_adaptive as ra
+
+    figures = ra.compare(seeds=60, problems=32)
+    names = [r["policy"] for r in figures["rows"]]
+    assert names[0] == "full evaluation" and len(names) == 5
+    full = figures["rows"][0]
+    assert full["call_ratio"] == 1.0 and full["worst_quality"] == 1.0
+    assert all(r["call_ratio"] > 1.5 for r in figures["rows"][1:])
+    assert all(name in ra.table(figures) for name in names)
+
+
+def test_bench_racing_command_prints_the_adaptive_table_and_json():
+    import json
+
+    from typer.testing import CliRunner
+
+    from graphs.cli import app
+
+    result = CliRunner().invoke(app, ["bench", "racing", "--seeds", "40", "--problems", "16",
+                                      "--adaptive", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "paired chase" in result.output
+    figures = json.loads(result.output.strip().splitlines()[-1])
+    assert {"call_ratio", "choice_quality_ratio", "adaptive"} <= set(figures)
+    assert [r["policy"] for r in figures["adaptive"]["rows"]][2] == "our race rule (RaceRule defaults)"
