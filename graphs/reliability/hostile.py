@@ -28,8 +28,8 @@ from harnesses.sandbox import Limits, WorkerPool
 from harnesses.sandbox.local import LocalBackend
 
 SECRET_ENV = "HL_RELIABILITY_API_KEY"
-LIMITS = Limits(cpu_s=30, memory_mb=1536, file_size_mb=8, pids=32, problem_timeout_s=5.0,
-                candidate_timeout_s=40.0)
+LIMITS = Limits(cpu_s=30, memory_mb=1536, file_size_mb=8, scratch_mb=32, pids=32,
+                problem_timeout_s=5.0, candidate_timeout_s=40.0)
 
 HEAD = """import os, sys, time, socket
 from langgraph.graph import END, START, StateGraph
@@ -204,7 +204,11 @@ CHECKS: dict[str, Any] = {
     "no_leftover": lambda r, e, d: (not _leftovers(d["marker"]), "no process outlived the worker"),
     "bounded_count": lambda r, e, d: (_count(r) is not None and _count(r) < d["bound"],
                                       "stopped below the limit"),
-    "scratch_removed": lambda r, e, d: (not _scratch_files("fill*"), "the scratch files are gone"),
+    "scratch_bounded": lambda r, e, d: (
+        not _scratch_files("fill*") and r.score == 0.0
+        and (_count(r) is not None and _count(r) <= LIMITS.scratch_mb // 4
+             or "Limits.scratch_mb" in (r.error or "")),
+        "stopped at the scratch limit, the files are gone"),
     "memory_capped": lambda r, e, d: (d["rss_growth"] < 48 << 20,
                                       "this process kept < 48 MiB of the flood"),
     "no_huge_request": lambda r, e, d: (max(map(len, e.server.prompts), default=0) < 1 << 20,

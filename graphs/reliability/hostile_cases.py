@@ -282,7 +282,7 @@ except OSError:
     pass
 answer = f"made {made}"
 """, needs_bwrap=True, solo=True),
-    _c("scratch_disk_fill", "resource", "scratch_removed", """
+    _c("scratch_disk_fill", "resource", "scratch_bounded", """
 made = 0
 try:
     while made < 48:

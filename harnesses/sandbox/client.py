@@ -353,6 +353,9 @@ class Worker:
         if self.process is not None:
             with contextlib.suppress(asyncio.TimeoutError):
                 code = await asyncio.wait_for(self.process.proc.wait(), 5)
+        limit_hit = getattr(self.process, "limit_hit", None)
+        if self._death is None and limit_hit:
+            self._death = ("harness", f"the worker was killed: {limit_hit}")
         if self._death is None and not self._closing:
             signals = {-signal.SIGXCPU, 128 + signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGKILL}
             if code in signals:  # bubblewrap relays a signal death as 128 + signal

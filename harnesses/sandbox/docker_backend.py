@@ -52,7 +52,7 @@ def container_config(args: list[str], limits: Limits, env: dict[str, str], image
         "network_mode": "none",
         "network_disabled": True,
         "read_only": True,
-        "tmpfs": {SCRATCH: "size=64m,mode=1777", "/tmp": "size=64m,mode=1777"},
+        "tmpfs": {SCRATCH: f"size={limits.scratch_mb}m,mode=1777", "/tmp": "size=64m,mode=1777"},
         "volumes": mounts,
         "mem_limit": f"{limits.memory_mb}m",
         "memswap_limit": f"{limits.memory_mb}m",

@@ -14,14 +14,18 @@ class Limits:
     thread, LangGraph adds pool threads), enforced by a pids cgroup where one is writable;
     `problem_timeout_s` and `candidate_timeout_s` are wall-clock limits (the candidate's worker
     is killed when its time is up); `output_bytes` caps the captured stdout and stderr.
-    `llm_calls_per_problem` caps the Solver calls of one problem: a problem's clock stops while
-    its tool calls are served, so without it a harness that keeps calling the Solver runs up
-    calls (and the bill) until the candidate's wall-clock limit.
+    `scratch_mb` bounds the scratch directory: a tmpfs of that size under bubblewrap and
+    Docker (a full scratch is a full disk to the harness); elsewhere the parent measures it
+    twice a second and kills the worker past it. `llm_calls_per_problem` caps the Solver calls
+    of one problem: a problem's clock stops while its tool calls are served, so without it a
+    harness that keeps calling the Solver runs up calls (and the bill) until the candidate's
+    wall-clock limit.
     """
 
     cpu_s: int = 600
     memory_mb: int = 3072
     file_size_mb: int = 64
+    scratch_mb: int = 256
     pids: int = 256
     problem_timeout_s: float = 300.0
     candidate_timeout_s: float = 3600.0
@@ -40,7 +44,8 @@ class Limits:
         wall = min(timeout_s or self.python_timeout_s, self.problem_timeout_s)
         return Limits(
             cpu_s=max(1, int(wall) + 1), memory_mb=self.python_memory_mb,
-            file_size_mb=self.file_size_mb, pids=min(self.pids, 16), problem_timeout_s=wall,
+            file_size_mb=self.file_size_mb, scratch_mb=min(self.scratch_mb, 64),
+            pids=min(self.pids, 16), problem_timeout_s=wall,
             candidate_timeout_s=wall, output_bytes=self.output_bytes,
             python_timeout_s=wall, python_memory_mb=self.python_memory_mb,
             llm_calls_per_problem=self.llm_calls_per_problem,

@@ -6,9 +6,9 @@ is bound read-only (/usr, /lib, /lib64, /bin, a few /etc files, the interpreter'
 the virtualenv, and the project's `harnesses` and `retrieval` package directories). We do not
 bind `/`: run directories, datasets with gold answers and /etc/shadow stay invisible. This
 matters because, started by root, the sandbox's uid maps to root outside, so any bound
-root-owned file is readable. /tmp is a small tmpfs, the scratch directory is the only
-writable host path, the network namespace holds only its own loopback, and all capabilities
-are dropped (the /tmp tmpfs is mounted before the binds, so a virtualenv under /tmp stays
+root-owned file is readable. /tmp and the scratch directory are size-limited tmpfs mounts
+(no host path is writable), the network namespace holds only its own loopback, and all
+capabilities are dropped (the /tmp tmpfs is mounted before the binds, so a virtualenv under /tmp stays
 visible). rlimits are set by the sandboxed program itself before it reads untrusted input
 (no `preexec_fn`: it can deadlock a threaded parent). The pids cgroup is joined by a `sh`
 trampoline before `exec`, so every descendant is counted.
@@ -60,8 +60,9 @@ def python_dirs() -> list[str]:
     return sorted(d for d in dirs if os.path.isdir(d))
 
 
-def bwrap_argv(scratch: str, env: dict[str, str]) -> list[str]:
-    """The bubblewrap prefix: what is visible, what is writable, which namespaces."""
+def bwrap_argv(scratch_bytes: int, env: dict[str, str]) -> list[str]:
+    """The bubblewrap prefix: what is visible, what is writable, which namespaces. The scratch
+    directory is a tmpfs of `scratch_bytes`, so the kernel enforces its size."""
     argv = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user",
             "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL", "--die-with-parent",
             "--new-session", "--clearenv", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
@@ -71,7 +72,8 @@ def bwrap_argv(scratch: str, env: dict[str, str]) -> list[str]:
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     for d in python_dirs() + project_dirs():
         argv += ["--ro-bind", d, d]
-    argv += ["--dev", "/dev", "--proc", "/proc", "--bind", scratch, SCRATCH, "--remount-ro", "/", "--chdir", SCRATCH]
+    argv += ["--dev", "/dev", "--proc", "/proc", "--size", str(scratch_bytes), "--tmpfs", SCRATCH,
+             "--remount-ro", "/", "--chdir", SCRATCH]
     for key, value in env.items():
         argv += ["--setenv", key, value]
     return argv
@@ -93,7 +95,7 @@ def bwrap_works() -> bool:
         return False
     scratch = tempfile.mkdtemp(prefix="hl-probe-")
     try:
-        argv = bwrap_argv(scratch, {}) + [sys.executable, "-c", "pass"]
+        argv = bwrap_argv(TMPFS_BYTES, {}) + [sys.executable, "-c", "pass"]
         return subprocess.run(argv, capture_output=True, timeout=20).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
@@ -124,6 +126,9 @@ class LocalProcess:
     scratch: str
     cgroup: Path | None
     protections: dict[str, bool] = field(default_factory=dict)
+    limit_hit: str | None = None
+    """Why the backend killed the process, when it did (a limit the kernel cannot enforce)."""
+    _watch: asyncio.Task | None = None
 
     @property
     def pid(self) -> int:
@@ -142,7 +147,24 @@ class LocalProcess:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(int(pid), signal.SIGKILL)
 
+    def watch_scratch(self, limit_mb: int, every_s: float = 0.5) -> None:
+        """Without a tmpfs to bound it, measure the scratch directory and kill past `limit_mb`."""
+
+        async def watch() -> None:
+            while self.proc.returncode is None:
+                await asyncio.sleep(every_s)
+                used = await asyncio.to_thread(tree_bytes, self.scratch)
+                if used > limit_mb << 20:
+                    self.limit_hit = (f"the scratch directory passed its {limit_mb} MB limit "
+                                      f"(Limits.scratch_mb)")
+                    self.kill()
+                    return
+
+        self._watch = asyncio.ensure_future(watch())
+
     async def cleanup(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
         self.kill()
         with contextlib.suppress(ProcessLookupError, asyncio.TimeoutError):
             await asyncio.wait_for(self.proc.wait(), 5)
@@ -157,6 +179,20 @@ class LocalProcess:
                     self.kill()
                     await asyncio.sleep(0.02)
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def tree_bytes(root: str) -> int:
+    """Bytes of the regular files under `root` (links not followed; vanishing files skipped)."""
+    total, stack = 0, [root]
+    while stack:
+        with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        total += entry.stat(follow_symlinks=False).st_size
+    return total
 
 
 def nproc_limit(limits: Limits, cgroup: bool) -> int | None:
@@ -211,7 +247,7 @@ class LocalBackend:
         full_env = base_env(home, env)
         argv = [sys.executable, "-s", *args]
         if self.use_bwrap:
-            argv = bwrap_argv(scratch, full_env) + argv
+            argv = bwrap_argv(limits.scratch_mb << 20, full_env) + argv
         cgroup = None
         if self.use_cgroup:
             cgroup = CGROUP_PIDS / CGROUP_GROUP / f"w-{uuid.uuid4().hex[:12]}"
@@ -224,4 +260,7 @@ class LocalBackend:
             pass_fds=pass_fds, env=full_env, cwd=scratch, start_new_session=True,
             limit=MAX_MESSAGE_BYTES,
         )
-        return LocalProcess(proc, scratch, cgroup, self.protections())
+        process = LocalProcess(proc, scratch, cgroup, self.protections())
+        if not self.use_bwrap:
+            process.watch_scratch(limits.scratch_mb)
+        return process

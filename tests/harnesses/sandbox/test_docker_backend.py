@@ -21,7 +21,7 @@ from .conftest import ScriptedToolbox
 
 def test_container_has_no_network_no_writable_root_and_limits(monkeypatch):
     monkeypatch.setenv("HARNESS_TEST_API_KEY", "sk-planted")
-    limits = Limits(memory_mb=512, pids=20, cpu_s=30, file_size_mb=8)
+    limits = Limits(memory_mb=512, pids=20, cpu_s=30, file_size_mb=8, scratch_mb=48)
     config = container_config(["-m", "harnesses.sandbox.worker"], limits,
                               {"HARNESS_BRIDGE_FD": "stdio"}, "img")
     assert config["network_mode"] == "none" and config["network_disabled"] is True
@@ -29,6 +29,7 @@ def test_container_has_no_network_no_writable_root_and_limits(monkeypatch):
     assert config["mem_limit"] == "512m" and config["pids_limit"] == 20
     assert config["user"] == "65534:65534" and "no-new-privileges" in config["security_opt"]
     assert {"name": "cpu", "soft": 30, "hard": 35} in config["ulimits"]
+    assert config["tmpfs"]["/scratch"].startswith("size=48m,")
     assert all(m["mode"] == "ro" for m in config["volumes"].values())
     assert config["command"][-2:] == ["-m", "harnesses.sandbox.worker"]
     assert config["environment"]["HARNESS_BRIDGE_FD"] == "stdio"

@@ -230,3 +230,49 @@ def test_cpu_limit_kills_a_worker_stuck_in_c_code():
 
     outcome = asyncio.run(go())
     assert outcome.error_kind == "timeout" and "CPU limit" in outcome.error, outcome
+
+
+FILL_SCRATCH = node_harness("""
+made = 0
+try:
+    while made < 40:
+        with open(f"fill{made}", "wb") as f:
+            f.write(b"x" * (4 << 20))
+        made += 1
+        time.sleep(0.05)
+    answer = f"made {made}"
+except OSError as exc:
+    answer = f"made {made}: {exc.strerror}"
+""")
+
+
+def _fill_scratch(backend):
+    import asyncio
+    from dataclasses import replace
+
+    async def go():
+        limits = replace(TEST_LIMITS, scratch_mb=16, file_size_mb=8)
+        async with Worker(ScriptedToolbox(), limits, backend=backend) as worker:
+            await worker.load(FILL_SCRATCH)
+            scratch = worker.process.scratch
+            outcome = await worker.run("fill", {"question": "q"})
+        return outcome, Path(scratch).exists()
+
+    return asyncio.run(go())
+
+
+def test_scratch_is_a_bounded_tmpfs_under_bubblewrap(need_bwrap):
+    from harnesses.sandbox.local import LocalBackend
+
+    outcome, left = _fill_scratch(LocalBackend(use_bwrap=True))
+    made = int(outcome.answer.split()[1].rstrip(":"))
+    assert "No space left" in outcome.answer and made <= 4, outcome  # 16 MB of 4 MB files
+    assert not left
+
+
+def test_scratch_over_its_limit_kills_the_worker_without_bubblewrap():
+    from harnesses.sandbox.local import LocalBackend
+
+    outcome, left = _fill_scratch(LocalBackend(use_bwrap=False))
+    assert outcome.error_kind == "harness" and "Limits.scratch_mb" in outcome.error, outcome
+    assert not left  # the files went with the worker
