@@ -135,10 +135,13 @@ async def client_cpu_per_call(url: str, calls: int, concurrency: int, transport:
 
 async def bridge_laps(problems: int, calls: int) -> list[float]:
     """Round trips of `tools.llm` through the bridge with an instant toolbox, all in flight."""
-    async with Worker(Instant(), Limits()) as worker:
+    async with Worker(Instant(), Limits(llm_calls_per_problem=max(calls, 1))) as worker:
         await worker.load(PING)
         outs = await asyncio.gather(*(worker.run(f"p{i}", {"question": str(calls)})
                                       for i in range(problems)))
+    failed = [o.error for o in outs if o.error]
+    if failed:
+        raise RuntimeError(f"the bridge probe failed: {failed[0]}")
     return sorted(float(x) for o in outs for x in (o.answer or "").split(",") if x)
 
 

@@ -50,7 +50,7 @@ class Instant:
 
 
 async def measure(calls: int, starts: int) -> dict:
-    limits = Limits()
+    limits = Limits(llm_calls_per_problem=max(calls, 1))  # the probe is one long problem
     cold = []
     for _ in range(starts):
         worker = Worker(Instant(), limits)

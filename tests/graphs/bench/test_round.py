@@ -25,3 +25,14 @@ def test_a_tiny_round_counts_shared_calls_once(tmp_path):
     assert len(row["worker_start_ms"]) == 2 and row["parent_cpu_s"] > 0
     assert row["ideal_s"] > 0 and row["wall_s"] > 0
     assert len(BenchTask(3).dev()) == 3
+
+
+def test_bridge_probe_runs_past_the_per_problem_call_cap():
+    """The probe is one long problem of pings: it must not be stopped by the Solver call cap
+    (which once left the bench with no laps and an IndexError)."""
+    from graphs.bench.round import bridge_laps
+    from harnesses.sandbox import Limits
+
+    calls = Limits().llm_calls_per_problem + 16
+    laps = asyncio.run(bridge_laps(1, calls))
+    assert len(laps) == calls and all(lap > 0 for lap in laps)
