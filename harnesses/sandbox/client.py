@@ -28,31 +28,13 @@ from harnesses.sandbox.protocol import (
     decode,
     encode,
 )
-from harnesses.sandbox.records import RunOutcome, ToolHandler, failure_kind
+from harnesses.sandbox.records import CappedOutput, RunOutcome, ToolHandler, failure_kind
 
 START_TIMEOUT_S = 60.0
 LOAD_TIMEOUT_S = 60.0
 GRACE_S = 5.0
 DRAIN_ABOVE_BYTES = 256 * 1024
 """Replies are written at once; the writer waits for the worker to read only past this."""
-
-
-class CappedOutput:
-    """The last `cap` bytes of a stream, and how many bytes it carried in all."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap, self.total, self.data = cap, 0, bytearray()
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        self.data += chunk
-        if len(self.data) > self.cap:
-            del self.data[: len(self.data) - self.cap]
-
-    def text(self) -> str:
-        dropped = self.total - len(self.data)
-        head = f"[{dropped} earlier bytes dropped]\n" if dropped else ""
-        return head + self.data.decode("utf-8", "replace")
 
 
 @dataclass

@@ -8,9 +8,9 @@ import subprocess
 from typing import Any
 
 from harnesses.contract import ExecResult
-from harnesses.sandbox.client import CappedOutput
 from harnesses.sandbox.limits import Limits
 from harnesses.sandbox.protocol import LIMITS_ENV
+from harnesses.sandbox.records import CappedOutput
 
 RUNNER = """\
 import json, linecache, os, resource, sys

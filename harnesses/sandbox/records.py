@@ -1,5 +1,5 @@
 """What crosses between the parent's tools and a worker's runs: tool replies, run outcomes,
-and how a toolbox's failure is classified."""
+how a toolbox's failure is classified, and the capped capture of a process's output."""
 
 from __future__ import annotations
 
@@ -47,3 +47,21 @@ def failure_kind(exc: BaseException) -> str:
     if "BudgetExceeded" in names:
         return "budget"
     return "tool"
+
+
+class CappedOutput:
+    """The last `cap` bytes of a stream, and how many bytes it carried in all."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.total, self.data = cap, 0, bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.data += chunk
+        if len(self.data) > self.cap:
+            del self.data[: len(self.data) - self.cap]
+
+    def text(self) -> str:
+        dropped = self.total - len(self.data)
+        head = f"[{dropped} earlier bytes dropped]\n" if dropped else ""
+        return head + self.data.decode("utf-8", "replace")
