@@ -13,6 +13,7 @@ import multiprocessing
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 
@@ -38,6 +39,16 @@ def _tokenize(texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray, int]
     return terms, rank[inverse].astype(np.int32), doc.astype(np.int32), len(texts)
 
 
+class WorkerDied(RuntimeError):
+    """A tokenising process died; most often because it could not start (see the message)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "a BM25 tokenising worker process died. Called from a script? Each worker imports "
+            "the script again, so the call must sit under `if __name__ == \"__main__\":`; or "
+            "pass workers=1 to tokenise in this process.")
+
+
 class ParallelTokenizer:
     """Batches in, batches out in the same order; `vocab` (term -> id) grows as they finish."""
 
@@ -54,13 +65,22 @@ class ParallelTokenizer:
 
     def submit(self, texts: list[str]) -> Iterator[Batch]:
         """Queue a batch; yield the batches that are done, oldest first, keeping a few queued."""
-        self._inflight.append((self._pool.submit(_tokenize, texts), len(texts)))
+        try:
+            self._inflight.append((self._pool.submit(_tokenize, texts), len(texts)))
+        except BrokenProcessPool as exc:
+            raise WorkerDied() from exc
         while len(self._inflight) > 2 * self.workers:
-            yield self._finish(self._inflight.popleft()[0].result())
+            yield self._finish(self._oldest())
 
     def drain(self) -> Iterator[Batch]:
         while self._inflight:
-            yield self._finish(self._inflight.popleft()[0].result())
+            yield self._finish(self._oldest())
+
+    def _oldest(self) -> tuple[list[str], np.ndarray, np.ndarray, int]:
+        try:
+            return self._inflight.popleft()[0].result()
+        except BrokenProcessPool as exc:
+            raise WorkerDied() from exc
 
     def _finish(self, done: tuple[list[str], np.ndarray, np.ndarray, int]) -> Batch:
         terms, local, doc, n = done

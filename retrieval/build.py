@@ -114,7 +114,9 @@ def build_index(corpus_kind: str, input_path: str | Path, out_dir: str | Path,
                 batch_size: int = 256, progress: bool = True,
                 workers: int | None = None) -> BuildSummary:
     """Build (or resume) an index of `input_path` into `out_dir`; see the module docstring.
-    `workers`: processes tokenising for BM25 (default: one per CPU, at most 8)."""
+    `workers`: processes tokenising for BM25 (default: one per CPU, at most 8). They are
+    spawned, and spawned processes import the calling script again: a script that calls this
+    needs the usual `if __name__ == "__main__":` guard (or workers=1)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
     t0 = time.perf_counter()

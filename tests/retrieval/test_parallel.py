@@ -45,3 +45,22 @@ def test_bad_record_midway_stops_the_workers_and_names_the_line(tmp_path, small_
     with pytest.raises(CorpusError, match=r"c\.jsonl.*501"):
         build_index("jsonl", corpus, tmp_path / "ix", workers=2, progress=False)
     assert not (tmp_path / "ix").exists()
+
+
+def test_a_script_without_a_main_guard_gets_told_how_to_fix_it(tmp_path):
+    """Spawned workers import the calling script again; unguarded, each would start its own
+    build. The build must stop with the fix in its message, not a bare BrokenProcessPool,
+    and leave no index behind."""
+    import subprocess
+    import sys
+
+    corpus = synthetic.write_jsonl(tmp_path / "c.jsonl", 2 * BM25Builder.BATCH + 10, vocab=500)
+    script = tmp_path / "unguarded.py"
+    script.write_text("from retrieval.build import build_index\n"
+                      f"build_index('jsonl', {str(corpus)!r}, {str(tmp_path / 'ix')!r}, "
+                      "workers=2, progress=False)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=build.__file__.rsplit("/retrieval/", 1)[0])
+    assert done.returncode != 0
+    assert "WorkerDied" in done.stderr and '__name__ == "__main__"' in done.stderr
+    assert not (tmp_path / "ix").exists()
