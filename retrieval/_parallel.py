@@ -1,15 +1,22 @@
 """Tokenising a corpus in worker processes for the BM25 build, with the serial build's result.
 
 Tokenising is pure Python per word and takes most of a build; a pool of processes splits it.
-Each worker keeps its own word cache and vocabulary. For each batch it returns the batch's
-distinct terms in order of first occurrence and every token as an index into that list; the
-parent numbers terms globally batch by batch, in submission order. Term ids, and so the index
-files, are therefore exactly those of a serial build.
+Each worker keeps its own word cache and vocabulary, and numbers terms in the order it first
+meets them. For each batch it returns its tokens as those worker-local ids, and only the terms
+that are new to the worker. The parent, taking batches in submission order, gives each of
+those terms its global id (a new one if no earlier batch had it) and maps the batch's ids
+through that worker's table in one numpy step.
+
+Why the ids equal a serial build's: a worker takes batches in submission order, so a term it
+met in an earlier batch got its global id when the parent took that batch. A term new to the
+whole corpus is therefore new to its worker too, and comes in its batch's order of first
+occurrence. Term ids, and so the index files, are exactly those of a serial build.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -29,14 +36,28 @@ def _init(settings: dict) -> None:
     _MAPPER = IdMapper(Tokenizer.from_settings(settings))
 
 
-def _tokenize(texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray, int]:
+def _tokenize(texts: list[str]) -> tuple[int, list[str], np.ndarray, np.ndarray, int]:
+    """(this worker's pid, terms new to it, tokens as its ids, passage of each token, n)."""
+    known = len(_MAPPER.terms)
     ids, doc = _MAPPER.batch_ids(texts)
-    distinct, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    terms = [_MAPPER.terms[i] for i in distinct[order].tolist()]
-    return terms, rank[inverse].astype(np.int32), doc.astype(np.int32), len(texts)
+    return (os.getpid(), _MAPPER.terms[known:], ids.astype(np.int32), doc.astype(np.int32),
+            len(texts))
+
+
+class _Table:
+    """One worker's ids -> global ids, grown by doubling (a worker meets millions of terms)."""
+
+    def __init__(self) -> None:
+        self.ids, self.size = np.zeros(1024, dtype=np.int64), 0
+
+    def extend(self, new: np.ndarray) -> None:
+        end = self.size + len(new)
+        if end > len(self.ids):
+            grown = np.zeros(max(end, 2 * len(self.ids)), dtype=np.int64)
+            grown[: self.size] = self.ids[: self.size]
+            self.ids = grown
+        self.ids[self.size:end] = new
+        self.size = end
 
 
 class WorkerDied(RuntimeError):
@@ -57,6 +78,7 @@ class ParallelTokenizer:
         self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                          initializer=_init, initargs=(tokenizer.settings(),))
         self._inflight: deque[tuple[Future, int]] = deque()  # (future, passages in it)
+        self._tables: dict[int, _Table] = {}  # worker pid -> global id of each of its ids
 
     @property
     def pending(self) -> int:
@@ -76,18 +98,20 @@ class ParallelTokenizer:
         while self._inflight:
             yield self._finish(self._oldest())
 
-    def _oldest(self) -> tuple[list[str], np.ndarray, np.ndarray, int]:
+    def _oldest(self) -> tuple[int, list[str], np.ndarray, np.ndarray, int]:
         try:
             return self._inflight.popleft()[0].result()
         except BrokenProcessPool as exc:
             raise WorkerDied() from exc
 
-    def _finish(self, done: tuple[list[str], np.ndarray, np.ndarray, int]) -> Batch:
-        terms, local, doc, n = done
+    def _finish(self, done: tuple[int, list[str], np.ndarray, np.ndarray, int]) -> Batch:
+        pid, new_terms, local, doc, n = done
         vocab = self.vocab
-        ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in terms), dtype=np.int64,
-                          count=len(terms))
-        return ids[local], doc.astype(np.int64), n
+        table = self._tables.setdefault(pid, _Table())
+        if new_terms:
+            table.extend(np.fromiter((vocab.setdefault(t, len(vocab)) for t in new_terms),
+                                     dtype=np.int64, count=len(new_terms)))
+        return table.ids[local], doc.astype(np.int64), n
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
