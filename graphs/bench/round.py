@@ -135,7 +135,8 @@ async def client_cpu_per_call(url: str, calls: int, concurrency: int, transport:
 
 async def bridge_laps(problems: int, calls: int) -> list[float]:
     """Round trips of `tools.llm` through the bridge with an instant toolbox, all in flight."""
-    async with Worker(Instant(), Limits(llm_calls_per_problem=max(calls, 1))) as worker:
+    probe = Limits(llm_calls_per_problem=max(calls, 1), tool_calls_per_problem=max(calls, 1))
+    async with Worker(Instant(), probe) as worker:
         await worker.load(PING)
         outs = await asyncio.gather(*(worker.run(f"p{i}", {"question": str(calls)})
                                       for i in range(problems)))

@@ -50,7 +50,8 @@ class Instant:
 
 
 async def measure(calls: int, starts: int) -> dict:
-    limits = Limits(llm_calls_per_problem=max(calls, 1))  # the probe is one long problem
+    calls_cap = max(calls, 1)  # the probe is one long problem of pings
+    limits = Limits(llm_calls_per_problem=calls_cap, tool_calls_per_problem=calls_cap)
     cold = []
     for _ in range(starts):
         worker = Worker(Instant(), limits)

@@ -44,6 +44,7 @@ class _Run:
     calls: list[ToolCall] = field(default_factory=list)
     done: bool = False
     llm_calls: int = 0
+    tool_calls: int = 0
     inflight: int = 0
     paused_since: float = 0.0
     paused_total: float = 0.0
@@ -281,12 +282,8 @@ class Worker:
         rid = str(message.get("run"))
         run = self._runs.get(rid)
         t0 = time.perf_counter()
-        if run is not None and tool == "llm" and not run.done:
-            run.llm_calls += 1
-            if run.llm_calls > self.limits.llm_calls_per_problem:
-                self._stop_run(rid, run, f"the harness made more than "
-                               f"{self.limits.llm_calls_per_problem} Solver calls on this problem "
-                               f"(Limits.llm_calls_per_problem)")
+        if run is not None and not run.done:
+            self._count_call(rid, run, tool)
         if run is None or run.done or run.future.done():
             reply: dict[str, Any] = {"ok": False, "kind": "cancelled", "error": "no such run"}
         elif tool not in TOOL_NAMES or self.toolbox is None:
@@ -309,6 +306,19 @@ class Worker:
                 run.calls.append(record)
         with contextlib.suppress(Exception):
             await self._send({"op": "reply", "id": call_id, **reply})
+
+    def _count_call(self, rid: str, run: _Run, tool: str) -> None:
+        """Stop the run past its Solver-call or tool-call cap (see `Limits`)."""
+        run.tool_calls += 1
+        run.llm_calls += tool == "llm"
+        limits = self.limits
+        for made, cap, what, name in (
+                (run.llm_calls, limits.llm_calls_per_problem, "Solver", "llm_calls_per_problem"),
+                (run.tool_calls, limits.tool_calls_per_problem, "tool", "tool_calls_per_problem")):
+            if made > cap:
+                self._stop_run(rid, run, f"the harness made more than {cap} {what} calls on "
+                                         f"this problem (Limits.{name})")
+                return
 
     def _stop_run(self, rid: str, run: _Run, reason: str) -> None:
         """End a run as the harness's fault, whatever its code does next: the parent records

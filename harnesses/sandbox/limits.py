@@ -16,10 +16,13 @@ class Limits:
     is killed when its time is up); `output_bytes` caps the captured stdout and stderr.
     `scratch_mb` bounds the scratch directory: a tmpfs of that size under bubblewrap and
     Docker (a full scratch is a full disk to the harness); elsewhere the parent measures it
-    twice a second and kills the worker past it. `llm_calls_per_problem` caps the Solver calls
-    of one problem: a problem's clock stops while its tool calls are served, so without it a
-    harness that keeps calling the Solver runs up calls (and the bill) until the candidate's
-    wall-clock limit.
+    twice a second and kills the worker past it.
+
+    A problem's clock stops while its tool calls are served (a busy endpoint is not the
+    harness's fault), so a harness that keeps calling tools would run until the candidate's
+    wall-clock limit: `llm_calls_per_problem` caps its Solver calls (the bill) and
+    `tool_calls_per_problem` all its tool calls (the time). Past either, the problem ends as
+    the harness's fault.
     """
 
     cpu_s: int = 600
@@ -33,6 +36,7 @@ class Limits:
     python_timeout_s: float = 10.0
     python_memory_mb: int = 1024
     llm_calls_per_problem: int = 64
+    tool_calls_per_problem: int = 256
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
@@ -49,6 +53,7 @@ class Limits:
             candidate_timeout_s=wall, output_bytes=self.output_bytes,
             python_timeout_s=wall, python_memory_mb=self.python_memory_mb,
             llm_calls_per_problem=self.llm_calls_per_problem,
+            tool_calls_per_problem=self.tool_calls_per_problem,
         )
 
     def to_dict(self) -> dict:

@@ -28,11 +28,11 @@ def test_a_tiny_round_counts_shared_calls_once(tmp_path):
 
 
 def test_bridge_probe_runs_past_the_per_problem_call_cap():
-    """The probe is one long problem of pings: it must not be stopped by the Solver call cap
-    (which once left the bench with no laps and an IndexError)."""
+    """The probe is one long problem of pings: it must not be stopped by the per-problem call
+    caps (the Solver cap once left the bench with no laps and an IndexError)."""
     from graphs.bench.round import bridge_laps
     from harnesses.sandbox import Limits
 
-    calls = Limits().llm_calls_per_problem + 16
+    calls = max(Limits().llm_calls_per_problem, Limits().tool_calls_per_problem) + 16
     laps = asyncio.run(bridge_laps(1, calls))
     assert len(laps) == calls and all(lap > 0 for lap in laps)

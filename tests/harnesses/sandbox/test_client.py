@@ -275,3 +275,27 @@ while True:
     asked = [args["messages"] for tool, args in toolbox.seen if tool == "llm"]
     assert asked == [f"question {i}" for i in range(10)] + ["after"]  # the 11th never reached it
     assert after.answer == "Answer: 4", after
+
+
+def test_a_problem_looping_on_searches_is_stopped_at_the_tool_call_cap(sandbox):
+    """Searches are quick and their time is off the problem's clock: without the cap this loop
+    would hold the candidate until its wall-clock limit."""
+    from dataclasses import replace
+
+    looping = node_harness("""
+while True:
+    try:
+        tools.search("where is it?", k=1)
+    except Exception:
+        pass
+""")
+
+    async def go():
+        limits = replace(TEST_LIMITS, tool_calls_per_problem=30, problem_timeout_s=5.0)
+        async with Worker(ScriptedToolbox(delay_s=0.01), limits) as worker:
+            await worker.load(looping)
+            return await worker.run("p1", {"question": "q"})
+
+    stopped = sandbox.run(go())
+    assert stopped.error_kind == "harness" and "more than 30 tool calls" in stopped.error
+    assert len(stopped.calls) == 30 and {c.tool for c in stopped.calls} == {"search"}
