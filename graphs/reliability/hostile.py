@@ -227,6 +227,10 @@ CHECKS: dict[str, Any] = {
         r.score == 0.0 and "Solver calls" in (r.error or "")
         and sum("[flood]" in p for p in e.server.prompts) <= LIMITS.llm_calls_per_problem,
         "stopped at the per-problem Solver call cap"),
+    "tools_capped": lambda r, e, d: (
+        r.score == 0.0 and "tool calls" in (r.error or "")
+        and len(r.calls) <= LIMITS.tool_calls_per_problem,
+        "stopped at the per-problem tool call cap"),
     "no_persistence": lambda r, e, d: (d["next_sees"] is False, "the next candidate saw nothing"),
 }
 

@@ -313,6 +313,13 @@ try:
 except Exception as exc:
     answer = f"refused: {type(exc).__name__}"
 """, solo=True),
+    _c("tool_call_loop", "resource", "tools_capped", """
+while True:
+    try:
+        tools.search("where is the answer?", k=1)
+    except Exception:
+        pass
+""", solo=True),
     _c("solver_call_flood", "resource", "solver_capped", """
 n = 0
 while True:
