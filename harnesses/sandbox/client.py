@@ -285,7 +285,8 @@ class Worker:
         if run is not None and not run.done:
             self._count_call(rid, run, tool)
         if run is None or run.done or run.future.done():
-            reply: dict[str, Any] = {"ok": False, "kind": "cancelled", "error": "no such run"}
+            over = "no such run" if run is None else "the run is over"
+            reply: dict[str, Any] = {"ok": False, "kind": "cancelled", "error": over}
         elif tool not in TOOL_NAMES or self.toolbox is None:
             reply = {"ok": False, "kind": "tool", "error": f"no tool {tool!r} is available"}
         else:

@@ -8,8 +8,8 @@ bind `/`: run directories, datasets with gold answers and /etc/shadow stay invis
 matters because, started by root, the sandbox's uid maps to root outside, so any bound
 root-owned file is readable. /tmp and the scratch directory are size-limited tmpfs mounts
 (no host path is writable), the network namespace holds only its own loopback, and all
-capabilities are dropped (the /tmp tmpfs is mounted before the binds, so a virtualenv under /tmp stays
-visible). rlimits are set by the sandboxed program itself before it reads untrusted input
+capabilities are dropped (the /tmp tmpfs is mounted before the binds, so a virtualenv under
+/tmp stays visible). rlimits are set by the sandboxed program itself before it reads untrusted input
 (no `preexec_fn`: it can deadlock a threaded parent). The pids cgroup is joined by a `sh`
 trampoline before `exec`, so every descendant is counted.
 """
@@ -93,14 +93,11 @@ def bwrap_works() -> bool:
     """bubblewrap is installed and can create its namespaces here (CI containers may forbid)."""
     if shutil.which("bwrap") is None:
         return False
-    scratch = tempfile.mkdtemp(prefix="hl-probe-")
     try:
         argv = bwrap_argv(TMPFS_BYTES, {}) + [sys.executable, "-c", "pass"]
         return subprocess.run(argv, capture_output=True, timeout=20).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 @functools.cache
