@@ -28,7 +28,7 @@ from scipy.stats import norm
 
 from graphs.adapter.racing import RaceRule
 from graphs.bench.racing import ratio_se
-from graphs.bench.racing_frontier import draw
+from graphs.bench.racing_frontier import best_mean, choices, draw, stage_costs
 
 
 @dataclass(frozen=True)
@@ -118,27 +118,28 @@ def compare(seeds: int = 4000, candidates: int = 8, problems: int = 64, rho: flo
     rounds = draw(seeds, candidates, problems, rho, seed)
     full = candidates * problems
     half = full // 2
+    halving = ((problems // 4, math.ceil(candidates / 2)),
+               (problems // 2, math.ceil(candidates / 4))), problems
     runs = {
-        "full evaluation": lambda sums: (_leader(sums[:, :, -1].astype(float),
-                                                 np.full(sums.shape[:2], problems)),
-                                         np.full(len(sums), full), np.full((len(sums), 1), full)),
-        "staged halving 16/32/64 (no z-test)": lambda sums: _staged(sums, problems),
+        "full evaluation": _staged(((), problems)),
+        "staged halving 16/32/64 (no z-test)": _staged(halving),
         "our race rule (RaceRule defaults)": lambda sums: _rule(sums, RaceRule()),
         "top-two Thompson, batch 4": lambda sums: thompson(sums, half),
         # the chase stops early on clear rounds, so a cap of 1.25x half the calls still
         # averages >= 2x fewer than full evaluation (its row shows the ratio it reached)
         "paired chase, batch 4": lambda sums: chase(np.diff(sums, axis=2), half + half // 4),
     }
+    full_right = {name: best_mean(sums[:, :, problems] / problems) == best
+                  for name, (sums, best, _) in rounds.items()}
     rows = []
     for name, policy in runs.items():
         quality, se, spent, walls = {}, {}, [], []
         for scenario, (sums, best, p_full) in rounds.items():
             choice, problems_run, per_step = policy(sums)
-            full_right = _leader(sums[:, :, -1].astype(float), np.full(sums.shape[:2], problems))
-            right, both = choice == best, (choice == best) & (full_right == best)
+            right = choice == best
             quality[scenario] = float(right.mean()) / max(p_full, 1e-9)
-            se[scenario] = ratio_se(int(right.sum()), int((full_right == best).sum()),
-                                    int(both.sum()), len(best))
+            se[scenario] = ratio_se(int(right.sum()), int(full_right[scenario].sum()),
+                                    int((right & full_right[scenario]).sum()), len(best))
             spent.append(problems_run.mean())
             walls.append(endpoint.wall_s(per_step))
         rows.append({"policy": name, "call_ratio": full / max(spent),
@@ -149,21 +150,17 @@ def compare(seeds: int = 4000, candidates: int = 8, problems: int = 64, rho: flo
             "calls_per_problem": endpoint.calls_per_problem, "rows": rows}
 
 
-def _staged(sums: np.ndarray, problems: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Halving at 1/4 and 1/2 of the pool without the z-test (the frontier's 16:4 32:2 64)."""
-    rounds, k, _ = sums.shape
-    live = np.ones((rounds, k), bool)
-    ends, start, spent, steps = (problems // 4, problems // 2, problems), 0, 0, []
-    for end in ends:
-        steps.append(np.full(rounds, live.sum(1)[0] * (end - start)))
-        spent += live.sum(1)[0] * (end - start)
-        if end < problems:
-            means = np.where(live, sums[:, :, end] / end - 1e-9 * np.arange(k), -np.inf)
-            rank = np.argsort(np.argsort(-means, axis=1, kind="stable"), axis=1)
-            live &= rank < math.ceil(live.sum(1)[0] / 2)
-        start = end
-    means = np.where(live, sums[:, :, problems] / problems - 1e-9 * np.arange(k), -np.inf)
-    return means.argmax(1), np.full(rounds, spent), np.stack(steps, 1)
+def _staged(schedule):
+    """A staged schedule of `graphs.bench.racing_frontier` as a policy: every round spends the
+    same problems, stage by stage."""
+
+    def policy(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        per_stage = np.array(stage_costs(schedule, sums.shape[1]))
+        rounds = len(sums)
+        return (choices(schedule, sums), np.full(rounds, per_stage.sum()),
+                np.tile(per_stage, (rounds, 1)))
+
+    return policy
 
 
 def _rule(sums: np.ndarray, rule: RaceRule) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

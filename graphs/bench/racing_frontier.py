@@ -34,40 +34,47 @@ def draw(seeds: int, candidates: int, problems: int, rho: float, seed: int) -> d
         o = np.stack([outcomes(rng, row, problems, rho) for row in p])
         sums = np.concatenate([np.zeros((seeds, candidates, 1)), np.cumsum(o, axis=2)], axis=2)
         best = p.argmax(axis=1)
-        full = _choose(sums[:, :, problems] / problems)
+        full = best_mean(sums[:, :, problems] / problems)
         rounds[name] = (sums, best, float((full == best).mean()))
     return rounds
 
 
-def _choose(means: np.ndarray) -> np.ndarray:
+def best_mean(means: np.ndarray) -> np.ndarray:
     """Best mean per round; ties to the earliest candidate (as `full_choice` and the race do)."""
     return (means - 1e-9 * np.arange(means.shape[1])).argmax(axis=1)
 
 
-def cost(schedule: Schedule, candidates: int) -> int:
-    """Problems run by a schedule (its Solver calls / calls per problem)."""
+def stage_costs(schedule: Schedule, candidates: int) -> list[int]:
+    """Problems run in each stage of a schedule (all of a stage's problems run at once)."""
     stages, final = schedule
-    spent, live, start = 0, candidates, 0
+    spent, live, start = [], candidates, 0
     for end, keep in (*stages, (final, None)):
-        spent += live * (end - start)
+        spent.append(live * (end - start))
         start, live = end, keep or live
     return spent
 
 
+def cost(schedule: Schedule, candidates: int) -> int:
+    """Problems run by a schedule (its Solver calls / calls per problem)."""
+    return sum(stage_costs(schedule, candidates))
+
+
+def choices(schedule: Schedule, sums: np.ndarray) -> np.ndarray:
+    """The candidate a schedule picks in each round (`sums`: rounds x candidates x problems+1)."""
+    stages, final = schedule
+    n, k = sums.shape[:2]
+    live = np.ones((n, k), dtype=bool)
+    for end, keep in stages:
+        means = np.where(live, sums[:, :, end] / end - 1e-9 * np.arange(k), -np.inf)
+        rank = np.argsort(np.argsort(-means, axis=1, kind="stable"), axis=1)
+        live &= rank < keep
+    return best_mean(np.where(live, sums[:, :, final] / final, -np.inf))
+
+
 def quality(schedule: Schedule, rounds: dict) -> dict[str, float]:
     """Per scenario: P(schedule picks the best) / P(full evaluation picks the best)."""
-    stages, final = schedule
-    out = {}
-    for name, (sums, best, p_full) in rounds.items():
-        n, k = sums.shape[:2]
-        live = np.ones((n, k), dtype=bool)
-        for end, keep in stages:
-            means = np.where(live, sums[:, :, end] / end - 1e-9 * np.arange(k), -np.inf)
-            rank = np.argsort(np.argsort(-means, axis=1, kind="stable"), axis=1)
-            live &= rank < keep
-        means = np.where(live, sums[:, :, final] / final, -np.inf)
-        out[name] = float((_choose(means) == best).mean()) / max(p_full, 1e-9)
-    return out
+    return {name: float((choices(schedule, sums) == best).mean()) / max(p_full, 1e-9)
+            for name, (sums, best, p_full) in rounds.items()}
 
 
 def schedules(candidates: int, problems: int, step: int = 4) -> Iterator[Schedule]:
