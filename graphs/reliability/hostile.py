@@ -23,11 +23,14 @@ from evals.evaluator import evaluate
 from evals.problem import Problem
 from evals.result import ProblemResult
 from graphs.reliability.common import file_hashes, integrity, sandbox_leftovers
-from graphs.reliability.hostile_cases import CASES, Case
+from graphs.reliability.hostile_cases import ESCAPES, RESOURCES, Case
+from graphs.reliability.hostile_reward_cases import REWARD_HACKING
 from harnesses.sandbox import Limits, WorkerPool
 from harnesses.sandbox.local import LocalBackend
 
 SECRET_ENV = "HL_RELIABILITY_API_KEY"
+CASES: list[Case] = ESCAPES + RESOURCES + REWARD_HACKING
+
 LIMITS = Limits(cpu_s=30, memory_mb=1536, file_size_mb=8, scratch_mb=32, pids=32,
                 problem_timeout_s=5.0, candidate_timeout_s=40.0)
 

@@ -9,8 +9,7 @@ from collections import Counter
 
 import pytest
 
-from graphs.reliability.hostile import run_catalogue
-from graphs.reliability.hostile_cases import CASES
+from graphs.reliability.hostile import CASES, run_catalogue
 from harnesses.models import SimServer
 
 pytestmark = pytest.mark.reliability
