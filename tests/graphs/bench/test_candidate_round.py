@@ -1,0 +1,66 @@
+"""A logged round of hand-written candidates: the edits, and a real round with the local model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evals.registry import get_task
+from graphs.bench.candidate_round import build_candidates, load_edits, log_round
+from graphs.bench.racing_logged import logged_rounds
+from harnesses.models import get_client
+from harnesses.seeds import seed_source
+from harnesses.store.sqlite import SQLiteLogStore
+from harnesses.toolbox import Toolbox
+
+EDITS = Path(__file__).parents[3] / "experiments" / "candidates" / "reasoning_direct"
+
+
+def test_every_shipped_edit_applies_to_the_reasoning_seed_and_changes_it():
+    seed = seed_source("reasoning_direct")
+    candidates = build_candidates(seed, load_edits(EDITS))
+    assert candidates[0].name == "seed" and len(candidates) == 1 + len(list(EDITS.glob("*.txt")))
+    assert len({c.source for c in candidates}) == len(candidates)
+    for c in candidates[1:]:
+        compile(c.source, c.name, "exec")
+
+
+def test_an_edit_that_does_not_apply_is_named(tmp_path):
+    (tmp_path / "bad.txt").write_text("<<<<<<< SEARCH\nno such line\n=======\nx\n>>>>>>> REPLACE\n")
+    with pytest.raises(ValueError, match="'bad' does not apply"):
+        build_candidates(seed_source("reasoning_direct"), load_edits(tmp_path))
+
+
+def test_an_edit_that_changes_nothing_is_named(tmp_path):
+    line = 'from langgraph.graph import END, START, StateGraph'
+    (tmp_path / "same.txt").write_text(f"<<<<<<< SEARCH\n{line}\n=======\n{line}\n>>>>>>> REPLACE\n")
+    with pytest.raises(ValueError, match="'same' leaves the seed unchanged"):
+        build_candidates(seed_source("reasoning_direct"), load_edits(tmp_path))
+
+
+def test_an_empty_folder_is_an_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no \\*.txt edits"):
+        load_edits(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_round_with_the_local_model_is_logged_and_reused(local_model_url, tmp_path):
+    import asyncio
+
+    task = get_task("rg:letter_counting", n_dev=3)
+    seed = seed_source("reasoning_direct")
+    edits = {k: v for k, v in load_edits(EDITS).items() if k.startswith(("03", "05"))}
+    candidates = build_candidates(seed, edits)
+    toolbox = Toolbox(solver=get_client("local"), solver_params={"max_tokens": 32})
+    seen: list = []
+    with SQLiteLogStore(tmp_path) as store:
+        means = asyncio.run(log_round(store, task, candidates, task.dev(), toolbox,
+                                      on_result=seen.append))
+        assert len(seen) == 9 and set(means) == {"seed", "03_last_number", "05_zero_shot"}
+        again = asyncio.run(log_round(store, task, candidates, task.dev(), toolbox,
+                                      on_result=seen.append))
+    assert len(seen) == 9 and again == means  # nothing re-run
+    (round_,) = logged_rounds(tmp_path, min_problems=3)
+    assert round_.names == ["seed", "03_last_number", "05_zero_shot"]
+    assert round_.scores.shape == (3, 3)
