@@ -76,6 +76,7 @@ def bench_racing(
     rho: _Annotated[float, _typer.Option(help="Correlation of candidates' outcomes on a problem.")] = 0.5,
     frontier: _Annotated[bool, _typer.Option(help="Also sweep staged schedules: the best worst-case P(best) any of them reaches at >= 2x fewer calls.")] = False,
     adaptive: _Annotated[bool, _typer.Option(help="Also compare fully adaptive allocation (top-two Thompson sampling, a paired chase) with staged racing: P(best) and wall time.")] = False,
+    from_log: _Annotated[list[_Path] | None, _typer.Option(help="Run directory with logged rounds (repeatable): fit rho to them, replay racing on their real outcomes, and simulate at the fitted rho.")] = None,
     as_json: _Annotated[bool, _typer.Option("--json", help="Last line: a JSON object of figures.")] = False,
 ) -> None:
     """Racing vs full evaluation on simulated candidates with known accuracies: calls and P(best)."""
@@ -93,8 +94,73 @@ def bench_racing(
 
         figures["adaptive"] = racing_adaptive.compare(seeds=seeds, problems=problems, rho=rho)
         print(racing_adaptive.table(figures["adaptive"]), flush=True)
+    if from_log:
+        figures["logged"] = _racing_logged(from_log, seeds, problems)
     if as_json:
         print(_json.dumps(figures))
+
+
+@_bench_app.command("log-round")
+def bench_log_round(
+    out: _Annotated[_Path, _typer.Option(help="Run directory for the round's log (reused on rerun).")],
+    task: _Annotated[str, _typer.Option(help="Task name: rg:<dataset>, hotpotqa, musique or 2wiki.")] = "rg:letter_counting",
+    edits: _Annotated[_Path, _typer.Option(help="Folder of candidate edits (*.txt), each as a Proposer would write it.")] = _Path("experiments/candidates/reasoning_direct"),
+    harness: _Annotated[str, _typer.Option(help="Seed harness the edits apply to (file or seed name); default: the task's seed.")] = "",
+    selection: _Annotated[int, _typer.Option(help="Selection problems every candidate runs.")] = 128,
+    task_config: _Annotated[str, _typer.Option(help="reasoning-gym dataset config as JSON, e.g. '{\"max_digits\": 1}'.")] = "",
+    model: _Annotated[str, _typer.Option(help="Solver model: 'local' or a litellm model string.")] = "local",
+    max_tokens: _Annotated[int, _typer.Option(help="Solver max_tokens (temperature 0, as the adapter's default).")] = 256,
+    concurrency: _Annotated[int, _typer.Option(help="Problems in flight.")] = 4,
+) -> None:
+    """Evaluate the seed and hand-written candidates on the same problems with a real Solver and
+    log them as one round (what `bench racing --from-log` replays)."""
+    from rich.progress import Progress
+
+    from evals.registry import get_task
+    from graphs.bench import candidate_round
+    from graphs.cli._common import console, read_harness, run_async
+    from harnesses.models import get_client
+    from harnesses.store.sqlite import SQLiteLogStore
+    from harnesses.toolbox import Toolbox
+
+    try:
+        options = {"config": _json.loads(task_config)} if task_config else {}
+    except ValueError as e:
+        raise _typer.BadParameter(f"--task-config is not JSON: {e}") from e
+    the_task = get_task(task, n_dev=selection, **options)
+    seed = read_harness(harness or the_task.seed)
+    cands = candidate_round.build_candidates(seed, candidate_round.load_edits(edits))
+    problems = the_task.dev()[:selection]
+    toolbox = Toolbox(solver=get_client(model), retriever=the_task.retriever(),
+                      solver_params={"temperature": 0.0, "max_tokens": max_tokens})
+    with SQLiteLogStore(out) as store, Progress(console=console) as progress:
+        store.init_run({"task": task, "task_options": options, "solver": model,
+                        "selection": selection, "max_tokens": max_tokens,
+                        "edits": str(edits), "kind": "logged candidate round"})
+        bar = progress.add_task("evaluating", total=len(cands) * len(problems))
+        means = run_async(candidate_round.log_round(
+            store, the_task, cands, problems, toolbox, concurrency,
+            on_result=lambda _r: progress.advance(bar)))
+    for name, mean in means.items():
+        print(f"{name:<24} {mean:.3f}")
+    print(f"logged to {out}; replay: harness-learn bench racing --from-log {out}")
+
+
+def _racing_logged(run_dirs: list[_Path], seeds: int, problems: int) -> dict:
+    from graphs.bench import racing as racing_bench
+    from graphs.bench import racing_logged
+
+    rounds = [r for d in run_dirs for r in racing_logged.logged_rounds(d)]
+    if not rounds:
+        raise _typer.BadParameter("no round in these logs has two versions on the same selection "
+                                  "problems (see `harness-learn bench log-round`)")
+    fit = racing_logged.fit_rho(rounds)
+    draws = min(seeds, 2000)
+    rows = racing_logged.replay(rounds, problems=problems, draws=draws)
+    print(racing_logged.table(fit, rows, problems, draws), flush=True)
+    at_fit = racing_bench.simulate(seeds=seeds, problems=problems, rho=round(fit["rho"], 2))
+    print(racing_bench.table(at_fit), flush=True)
+    return {**fit, "rows": rows, "simulated_at_fit": at_fit}
 
 
 # --- bench reliability (fault and hostile-input suite) ----------------------------------
