@@ -10,7 +10,8 @@
 #      3 seeds, plus the training-type runs whose logs train the Proposer;
 #   3. (TRAIN=1) train the Proposer from those logs (training/gpu/train_qwen3_4b.sh), serve the
 #      checkpoint on port 8002 and rerun both tracks with --trained-proposer: only the trained
-#      rows run, and each report is rewritten with them.
+#      rows run, and each report is rewritten with them;
+#   4. racing replayed on the QA track's logged rounds (`bench racing --from-log`).
 # Needs: `pip install -e '.[training]' vllm`, the weights in the local Hugging Face cache or a
 # directory (nothing is downloaded: HF_HUB_OFFLINE=1), and the full dev sets named in
 # experiments/qa.toml's [paper.datasets] under $HARNESS_LEARNING_DATA.
@@ -79,4 +80,9 @@ if [ "$TRAIN" = 1 ]; then
       --proposer "$PROPOSER" --trained-proposer "openai/trained-$track@http://127.0.0.1:8002/v1"
   done
 fi
-echo "reports: $OUT/reasoning/report.md $OUT/qa/report.md"
+# 4. Racing on real rounds: the QA track's 8-candidate rounds are fully evaluated (best_valid),
+#    so they give rho and a replay of racing against full evaluation with a real Proposer.
+RACING_LOGS=()
+for d in "$OUT"/qa/runs/*/untrained/seed*; do RACING_LOGS+=(--from-log "$d"); done
+$HL bench racing "${RACING_LOGS[@]}" --json >"$OUT/racing-logged.txt"
+echo "reports: $OUT/reasoning/report.md $OUT/qa/report.md $OUT/racing-logged.txt"
