@@ -82,6 +82,7 @@ def bench_racing(
     """Racing vs full evaluation on simulated candidates with known accuracies: calls and P(best)."""
     from graphs.bench import racing as racing_bench
 
+    logged = _logged_rounds(from_log) if from_log else None  # bad paths fail before the work
     figures = racing_bench.simulate(seeds=seeds, problems=problems, rho=rho)
     print(racing_bench.table(figures), flush=True)
     if frontier:
@@ -94,8 +95,8 @@ def bench_racing(
 
         figures["adaptive"] = racing_adaptive.compare(seeds=seeds, problems=problems, rho=rho)
         print(racing_adaptive.table(figures["adaptive"]), flush=True)
-    if from_log:
-        figures["logged"] = _racing_logged(from_log, seeds, problems)
+    if logged:
+        figures["logged"] = _racing_logged(logged, seeds, problems)
     if as_json:
         print(_json.dumps(figures))
 
@@ -146,14 +147,23 @@ def bench_log_round(
     print(f"logged to {out}; replay: harness-learn bench racing --from-log {out}")
 
 
-def _racing_logged(run_dirs: list[_Path], seeds: int, problems: int) -> dict:
-    from graphs.bench import racing as racing_bench
+def _logged_rounds(run_dirs: list[_Path]) -> list:
     from graphs.bench import racing_logged
 
-    rounds = [r for d in run_dirs for r in racing_logged.logged_rounds(d)]
+    try:
+        rounds = [r for d in run_dirs for r in racing_logged.logged_rounds(d)]
+    except FileNotFoundError as e:
+        raise _typer.BadParameter(str(e)) from e
     if not rounds:
         raise _typer.BadParameter("no round in these logs has two versions on the same selection "
                                   "problems (see `harness-learn bench log-round`)")
+    return rounds
+
+
+def _racing_logged(rounds: list, seeds: int, problems: int) -> dict:
+    from graphs.bench import racing as racing_bench
+    from graphs.bench import racing_logged
+
     fit = racing_logged.fit_rho(rounds)
     draws = min(seeds, 2000)
     rows = racing_logged.replay(rounds, problems=problems, draws=draws)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -89,3 +90,42 @@ def test_replay_counts_any_tied_best_as_right():
     assert row["p_best_full"] == row["p_best_racing"] == 1.0
     assert row["identical"] == [["a", "b", "c", "d"]]
     assert "a = b = c = d" in table({"rho": 1.0, "rho_low": 1.0, "rho_high": 1.0}, [row], 16, 50)
+
+
+def _log_round(run_dir, p: np.ndarray, n: int, rho: float, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    scores = outcomes(rng, p, n, rho)
+    with SQLiteLogStore(run_dir) as store:
+        store.init_run({})
+        for k, row in enumerate(scores):
+            sha = store.put_version(f"# candidate {k}\n", None, 1, f"c{k}")
+            store.put_results(sha, "selection", 1, [_result(f"p{j}", float(v))
+                                                    for j, v in enumerate(row)])
+
+
+def test_bench_racing_command_replays_logged_rounds(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from graphs.cli import app
+
+    _log_round(tmp_path / "a", np.full(8, 0.4), 64, 0.8, 7)
+    _log_round(tmp_path / "b", np.linspace(0.2, 0.6, 8), 64, 0.8, 8)
+    result = CliRunner().invoke(app, ["bench", "racing", "--seeds", "30", "--problems", "16",
+                                      "--from-log", str(tmp_path / "a"),
+                                      "--from-log", str(tmp_path / "b"), "--json"])
+    assert result.exit_code == 0, result.output
+    logged = json.loads(result.output.strip().splitlines()[-1])["logged"]
+    assert [Path(r["source"]).name for r in logged["rows"]] == ["a", "b"]
+    assert 0.5 < logged["rho"] < 1.0 and logged["simulated_at_fit"]["rho"] == round(logged["rho"], 2)
+    assert "rho fitted" in result.output
+
+
+def test_bench_racing_command_names_a_missing_log(tmp_path):
+    from typer.testing import CliRunner
+
+    from graphs.cli import app
+
+    result = CliRunner().invoke(app, ["bench", "racing", "--from-log", str(tmp_path / "none")])
+    assert result.exit_code != 0 and "no run log" in result.output
