@@ -13,7 +13,8 @@ round in which at least two versions ran the same problems) and answers two ques
 2. **How does racing do on the real outcomes?** A bootstrap replay: each replayed round draws
    `problems` of the logged problems with replacement, and racing (`graphs.adapter.racing`) and
    full evaluation both choose from those, among the round's candidates (not its current
-   version, which the adapter evaluates but does not race). "Best" is the best mean on all the logged problems
+   version, which the adapter evaluates but does not race). Regret is the pool accuracy given
+   up: best mean minus the pick's mean on all the logged problems. "Best" is the best mean on all the logged problems
    (ties: any of them). The figures are those of the simulated bench: calls and P(best).
 """
 
@@ -110,6 +111,7 @@ async def _replay(scores: np.ndarray, rule: RaceRule, problems: int, draws: int,
     means = scores.mean(axis=1)
     best = set(np.flatnonzero(means >= means.max() - 1e-12).tolist())
     full_right = race_right = both = race_problems = 0
+    full_regret = race_regret = 0.0
     for _ in range(draws):
         sample = scores[:, rng.integers(n, size=problems)]
 
@@ -119,6 +121,8 @@ async def _replay(scores: np.ndarray, rule: RaceRule, problems: int, draws: int,
         full_pick = int(np.argmax(sample.mean(axis=1)))
         result = await race(list(range(k)), problems, run, rule)
         race_problems += result.problems_run
+        full_regret += means.max() - means[full_pick]
+        race_regret += means.max() - means[result.winner]
         full_right += full_pick in best
         race_right += result.winner in best
         both += full_pick in best and result.winner in best
@@ -126,7 +130,8 @@ async def _replay(scores: np.ndarray, rule: RaceRule, problems: int, draws: int,
     return {"candidates": k, "pool": n, "p_best_full": p_full, "p_best_racing": p_race,
             "call_ratio": k * problems * draws / max(race_problems, 1),
             "choice_quality_ratio": p_race / p_full if p_full else float("nan"),
-            "choice_quality_se": ratio_se(race_right, full_right, both, draws)}
+            "choice_quality_se": ratio_se(race_right, full_right, both, draws),
+            "regret_full": full_regret / draws, "regret_racing": race_regret / draws}
 
 
 def replay(rounds: list[LoggedRound], problems: int = 64, draws: int = 2000,
@@ -158,12 +163,13 @@ def table(fit: dict, rows: list[dict], problems: int, draws: int) -> str:
     lines = [f"logged rounds: rho fitted {fit['rho']:.2f} (95% interval {fit['rho_low']:.2f}.."
              f"{fit['rho_high']:.2f}); replay: {draws} bootstrap rounds of {problems} problems",
              f"{'round':<40} {'cands':>5} {'pool':>5} {'ratio':>6} {'P(best) full':>12} "
-             f"{'P(best) race':>12} {'quality +- se':>14}"]
+             f"{'P(best) race':>12} {'quality +- se':>14} {'regret f/r':>13}"]
     for r in rows:
         where = f"{Path(r['source']).name} #{r['round']}"
         lines.append(f"{where:<40} {r['candidates']:>5} {r['pool']:>5} {r['call_ratio']:>6.2f} "
                      f"{r['p_best_full']:>12.3f} {r['p_best_racing']:>12.3f} "
-                     f"{r['choice_quality_ratio']:>7.3f} +- {r['choice_quality_se']:.3f}")
+                     f"{r['choice_quality_ratio']:>7.3f} +- {r['choice_quality_se']:.3f} "
+                     f"{r['regret_full']:>6.3f}/{r['regret_racing']:.3f}")
         lines.append("  accuracy: " + ", ".join(f"{n} {a:.2f}" for n, a in
                                                 zip(r["names"], r["accuracy"], strict=True)))
         if r["identical"]:

@@ -79,6 +79,7 @@ def test_replay_finds_a_clear_winner_with_fewer_calls():
     (row,) = replay([_round("abcdefgh", outcomes(rng, p, 128, 0.5))],
                     problems=64, draws=200)
     assert row["p_best_full"] == row["p_best_racing"] == 1.0
+    assert row["regret_full"] == row["regret_racing"] == 0.0
     assert row["identical"] == []
     assert row["call_ratio"] > 2.0
     assert "a 0." in table({"rho": 0.5, "rho_low": 0.4, "rho_high": 0.6}, [row], 64, 200)
@@ -119,6 +120,8 @@ def test_bench_racing_command_replays_logged_rounds(tmp_path):
     logged = json.loads(result.output.strip().splitlines()[-1])["logged"]
     assert [Path(r["source"]).name for r in logged["rows"]] == ["a", "b"]
     assert 0.5 < logged["rho"] < 1.0 and logged["simulated_at_fit"]["rho"] == round(logged["rho"], 2)
+    assert all(0.0 <= r["regret_full"] < 0.2 and 0.0 <= r["regret_racing"] < 0.2
+               for r in logged["rows"])
     assert "rho fitted" in result.output
 
 
