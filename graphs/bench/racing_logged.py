@@ -13,7 +13,8 @@ round in which at least two versions ran the same problems) and answers two ques
 2. **How does racing do on the real outcomes?** A bootstrap replay: each replayed round draws
    `problems` of the logged problems with replacement, and racing (`graphs.adapter.racing`) and
    full evaluation both choose from those, among the round's candidates (not its current
-   version, which the adapter evaluates but does not race). Regret is the pool accuracy given
+   version, which the adapter evaluates but does not race), in a new random order each time:
+   both break ties by order, and a logged order says nothing about quality. Regret is the pool accuracy given
    up: best mean minus the pick's mean on all the logged problems. "Best" is the best mean on all the logged problems
    (ties: any of them). The figures are those of the simulated bench: calls and P(best).
 """
@@ -114,12 +115,13 @@ async def _replay(scores: np.ndarray, rule: RaceRule, problems: int, draws: int,
     full_regret = race_regret = 0.0
     for _ in range(draws):
         sample = scores[:, rng.integers(n, size=problems)]
+        order = rng.permutation(k).tolist()  # the Proposer's sampling order, which breaks ties
 
         async def run(c: int, start: int, end: int, sample: np.ndarray = sample) -> list[float]:
             return sample[c, start:end].tolist()
 
-        full_pick = int(np.argmax(sample.mean(axis=1)))
-        result = await race(list(range(k)), problems, run, rule)
+        full_pick = order[int(np.argmax(sample[order].mean(axis=1)))]
+        result = await race(order, problems, run, rule)
         race_problems += result.problems_run
         full_regret += means.max() - means[full_pick]
         race_regret += means.max() - means[result.winner]
