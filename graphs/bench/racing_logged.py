@@ -12,11 +12,13 @@ round in which at least two versions ran the same problems) and answers two ques
    resampling the problems. Scores count as right at >= 0.5.
 2. **How does racing do on the real outcomes?** A bootstrap replay: each replayed round draws
    `problems` of the logged problems with replacement, and racing (`graphs.adapter.racing`) and
-   full evaluation both choose from those, among the round's candidates (not its current
-   version, which the adapter evaluates but does not race), in a new random order each time:
-   both break ties by order, and a logged order says nothing about quality. Regret is the pool accuracy given
-   up: best mean minus the pick's mean on all the logged problems. "Best" is the best mean on all the logged problems
-   (ties: any of them). The figures are those of the simulated bench: calls and P(best).
+   full evaluation both choose from those. "Best" is the best mean on all the logged problems
+   (ties: any of them); regret is the accuracy a pick gives up on them. Each draw puts the
+   candidates in a new random order, since both policies break ties by order and a logged
+   order says nothing about quality. The figures are those of the simulated bench.
+
+Both use a round's candidates only, not its current version: the adapter evaluates that one on
+the selection problems too, but does not race it, and the simulation models candidates.
 """
 
 from __future__ import annotations
@@ -97,13 +99,17 @@ def pooled_rho(right: list[np.ndarray]) -> float:
 
 
 def fit_rho(rounds: list[LoggedRound], resamples: int = 1000, seed: int = 0) -> dict:
-    """rho over all rounds and a 95% interval from resampling each round's problems."""
+    """rho over all rounds and a 95% interval from resampling each round's problems; None when
+    no pair can tell (every candidate always right, or always wrong)."""
     rng = np.random.default_rng(seed)
-    right = [(r.scores >= 0.5).astype(float) for r in rounds]
+    right = [(r.candidates()[1] >= 0.5).astype(float) for r in rounds]
     boot = [pooled_rho([m[:, rng.integers(m.shape[1], size=m.shape[1])] for m in right])
             for _ in range(resamples)]
-    low, high = np.nanpercentile(boot, [2.5, 97.5]) if resamples else (np.nan, np.nan)
-    return {"rho": pooled_rho(right), "rho_low": float(low), "rho_high": float(high)}
+    rho = pooled_rho(right)
+    if not np.isfinite(rho):
+        return {"rho": None, "rho_low": None, "rho_high": None}
+    low, high = np.nanpercentile(boot, [2.5, 97.5]) if resamples else (rho, rho)
+    return {"rho": rho, "rho_low": float(low), "rho_high": float(high)}
 
 
 async def _replay(scores: np.ndarray, rule: RaceRule, problems: int, draws: int,
@@ -162,8 +168,9 @@ def identical(names: list[str], scores: np.ndarray) -> list[list[str]]:
 
 
 def table(fit: dict, rows: list[dict], problems: int, draws: int) -> str:
-    lines = [f"logged rounds: rho fitted {fit['rho']:.2f} (95% interval {fit['rho_low']:.2f}.."
-             f"{fit['rho_high']:.2f}); replay: {draws} bootstrap rounds of {problems} problems",
+    rho = ("cannot be fitted (every candidate always right or always wrong)" if fit["rho"] is None
+           else f"fitted {fit['rho']:.2f} (95% interval {fit['rho_low']:.2f}..{fit['rho_high']:.2f})")
+    lines = [f"logged rounds: rho {rho}; replay: {draws} bootstrap rounds of {problems} problems",
              f"{'round':<40} {'cands':>5} {'pool':>5} {'ratio':>6} {'P(best) full':>12} "
              f"{'P(best) race':>12} {'quality +- se':>14} {'regret f/r':>13}"]
     for r in rows:

@@ -168,6 +168,8 @@ def _racing_logged(rounds: list, seeds: int, problems: int) -> dict:
     draws = min(seeds, 2000)
     rows = racing_logged.replay(rounds, problems=problems, draws=draws)
     print(racing_logged.table(fit, rows, problems, draws), flush=True)
+    if fit["rho"] is None:
+        return {**fit, "rows": rows, "simulated_at_fit": None}
     at_fit = racing_bench.simulate(seeds=seeds, problems=problems, rho=round(fit["rho"], 2))
     print(racing_bench.table(at_fit), flush=True)
     return {**fit, "rows": rows, "simulated_at_fit": at_fit}

@@ -132,3 +132,26 @@ def test_bench_racing_command_names_a_missing_log(tmp_path):
 
     result = CliRunner().invoke(app, ["bench", "racing", "--from-log", str(tmp_path / "none")])
     assert result.exit_code != 0 and "no run log" in result.output
+
+
+def test_rounds_where_no_candidate_is_ever_right_fit_no_rho():
+    never = _round("abcd", np.zeros((4, 32)))
+    assert fit_rho([never], 50) == {"rho": None, "rho_low": None, "rho_high": None}
+    (row,) = replay([never], problems=16, draws=20)
+    text = table(fit_rho([never], 50), [row], 16, 20)
+    assert "cannot be fitted" in text and row["p_best_full"] == 1.0
+
+
+def test_bench_racing_command_skips_the_fit_simulation_when_no_rho_fits(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from graphs.cli import app
+
+    _log_round(tmp_path, np.zeros(4), 32, 0.5, 9)  # SmolLM2 on QA: everything wrong
+    result = CliRunner().invoke(app, ["bench", "racing", "--seeds", "20", "--problems", "16",
+                                      "--from-log", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "cannot be fitted" in result.output
+    assert json.loads(result.output.strip().splitlines()[-1])["logged"]["simulated_at_fit"] is None
