@@ -59,15 +59,15 @@ def build_candidates(seed_source: str, edits: dict[str, str],
 async def log_round(store: SQLiteLogStore, task: Task, candidates: Sequence[Candidate],
                     problems: Sequence[Problem], toolbox, concurrency: int = 4,
                     on_result: Callable[[ProblemResult], None] | None = None) -> dict[str, float]:
-    """Evaluate every candidate on `problems`, logging each result as it comes; return each
-    one's mean score. Infrastructure errors are not logged (they would be scored as wrong); if
+    """Evaluate every candidate on `problems` (the first is the seed, as `build_candidates`
+    returns them), logging each result as it comes; return each one's mean score. Infrastructure errors are not logged (they would be scored as wrong); if
     any remain, raise after logging the rest, and a rerun retries only those."""
     seed_sha = store.put_version(candidates[0].source, None, 0, "seed")
     ids = [p.id for p in problems]
     means, unscored = {}, 0
     for cand in candidates:
-        sha = seed_sha if cand.name == "seed" else store.put_version(cand.source, seed_sha,
-                                                                     ROUND, cand.name)
+        sha = seed_sha if cand is candidates[0] else store.put_version(cand.source, seed_sha,
+                                                                       ROUND, cand.name)
 
         def keep(result: ProblemResult, sha: str = sha) -> None:
             nonlocal unscored

@@ -64,3 +64,24 @@ def test_a_round_with_the_local_model_is_logged_and_reused(local_model_url, tmp_
     (round_,) = logged_rounds(tmp_path, min_problems=3)
     assert round_.names == ["seed", "03_last_number", "05_zero_shot"]
     assert round_.scores.shape == (3, 3)
+
+
+class _DownSolver:
+    """An endpoint that is down on every call (control flow only; the real model is above)."""
+
+    async def acomplete(self, messages, **params):
+        from harnesses.models.errors import InfraError
+
+        raise InfraError("server", "endpoint down")
+
+
+def test_infrastructure_errors_are_not_logged_as_wrong_answers(tmp_path):
+    import asyncio
+
+    task = get_task("rg:letter_counting", n_dev=2)
+    candidates = build_candidates(seed_source("reasoning_direct"), {})
+    with SQLiteLogStore(tmp_path) as store:
+        with pytest.raises(RuntimeError, match="2 evaluation\\(s\\) failed for infrastructure"):
+            asyncio.run(log_round(store, task, candidates, task.dev(),
+                                  Toolbox(solver=_DownSolver())))
+        assert list(store.iter_evaluations(purpose="selection")) == []
