@@ -21,6 +21,7 @@ from evals.evaluator import evaluate
 from evals.problem import Problem
 from evals.result import UNSCORED, ProblemResult
 from evals.task import Task
+from graphs.adapter.result_writer import ResultWriter
 from harnesses.edits import propose_candidate
 from harnesses.store.sqlite import SQLiteLogStore
 
@@ -60,7 +61,8 @@ async def log_round(store: SQLiteLogStore, task: Task, candidates: Sequence[Cand
                     problems: Sequence[Problem], toolbox, concurrency: int = 4,
                     on_result: Callable[[ProblemResult], None] | None = None) -> dict[str, float]:
     """Evaluate every candidate on `problems` (the first is the seed, as `build_candidates`
-    returns them), logging each result as it comes; return each one's mean score. Infrastructure errors are not logged (they would be scored as wrong); if
+    returns them), logging results as they come (in batches, off the event loop); return each
+    one's mean score. Infrastructure errors are not logged (they would be scored as wrong); if
     any remain, raise after logging the rest, and a rerun retries only those."""
     seed_sha = store.put_version(candidates[0].source, None, 0, "seed")
     ids = [p.id for p in problems]
@@ -68,20 +70,24 @@ async def log_round(store: SQLiteLogStore, task: Task, candidates: Sequence[Cand
     for cand in candidates:
         sha = seed_sha if cand is candidates[0] else store.put_version(cand.source, seed_sha,
                                                                        ROUND, cand.name)
+        writer = ResultWriter(store, sha, "selection", ROUND)
 
-        def keep(result: ProblemResult, sha: str = sha) -> None:
+        def keep(result: ProblemResult, writer: ResultWriter = writer) -> None:
             nonlocal unscored
             if result.error_kind in UNSCORED:
                 unscored += 1
             else:
-                store.put_result(sha, "selection", ROUND, result)
+                writer.add(result)
             if on_result is not None:
                 on_result(result)
 
         todo = [p for p in problems if p.id not in store.get_results(sha, ids, "selection")]
-        if todo:
-            await evaluate(cand.source, todo, task, toolbox, concurrency=concurrency,
-                           on_result=keep)
+        try:
+            if todo:
+                await evaluate(cand.source, todo, task, toolbox, concurrency=concurrency,
+                               on_result=keep)
+        finally:
+            await writer.flush()  # what finished is kept, even if the evaluation failed
         done = store.get_results(sha, ids, "selection")
         means[cand.name] = sum(done[i].score or 0.0 for i in done) / max(len(done), 1)
     if unscored:

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from graphs.adapter.racing import RaceRule, race
-from graphs.bench.racing import ratio_se
+from graphs.bench.racing import full_choice, ratio_se
 from harnesses.store.sqlite import FILENAME, SQLiteLogStore
 
 
@@ -103,11 +103,11 @@ def fit_rho(rounds: list[LoggedRound], resamples: int = 1000, seed: int = 0) -> 
     no pair can tell (every candidate always right, or always wrong)."""
     rng = np.random.default_rng(seed)
     right = [(r.candidates()[1] >= 0.5).astype(float) for r in rounds]
-    boot = [pooled_rho([m[:, rng.integers(m.shape[1], size=m.shape[1])] for m in right])
-            for _ in range(resamples)]
     rho = pooled_rho(right)
     if not np.isfinite(rho):
         return {"rho": None, "rho_low": None, "rho_high": None}
+    boot = [pooled_rho([m[:, rng.integers(m.shape[1], size=m.shape[1])] for m in right])
+            for _ in range(resamples)]
     low, high = np.nanpercentile(boot, [2.5, 97.5]) if resamples else (rho, rho)
     return {"rho": rho, "rho_low": float(low), "rho_high": float(high)}
 
@@ -126,7 +126,7 @@ async def _replay(scores: np.ndarray, rule: RaceRule, problems: int, draws: int,
         async def run(c: int, start: int, end: int, sample: np.ndarray = sample) -> list[float]:
             return sample[c, start:end].tolist()
 
-        full_pick = order[int(np.argmax(sample[order].mean(axis=1)))]
+        full_pick = order[full_choice(sample[order])]
         result = await race(order, problems, run, rule)
         race_problems += result.problems_run
         full_regret += means.max() - means[full_pick]
