@@ -24,8 +24,8 @@ from graphs.adapter.context import AdapterContext
 from graphs.adapter.nodes import InfraStop, evaluate_cached
 from graphs.adapter.run import freeze_imports
 from harnesses.models import ModelClient
-from harnesses.sandbox import Limits, Worker, WorkerPool
-from harnesses.sandbox.bench import PING, Instant
+from harnesses.sandbox import Worker, WorkerPool
+from harnesses.sandbox.bench import PING, Instant, probe_limits
 
 CALLS = 5
 SHARED_CALLS = 2
@@ -135,8 +135,7 @@ async def client_cpu_per_call(url: str, calls: int, concurrency: int, transport:
 
 async def bridge_laps(problems: int, calls: int) -> list[float]:
     """Round trips of `tools.llm` through the bridge with an instant toolbox, all in flight."""
-    probe = Limits(llm_calls_per_problem=max(calls, 1), tool_calls_per_problem=max(calls, 1))
-    async with Worker(Instant(), probe) as worker:
+    async with Worker(Instant(), probe_limits(calls)) as worker:
         await worker.load(PING)
         outs = await asyncio.gather(*(worker.run(f"p{i}", {"question": str(calls)})
                                       for i in range(problems)))

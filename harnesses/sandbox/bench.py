@@ -39,6 +39,13 @@ def build_graph(tools):
 """
 
 
+def probe_limits(pings: int) -> Limits:
+    """Default limits, with the per-problem call caps raised to fit a probe of `pings` calls
+    (a probe is one long problem of pings)."""
+    cap = max(pings, 1)
+    return Limits(llm_calls_per_problem=cap, tool_calls_per_problem=cap)
+
+
 class Instant:
     def __init__(self, delay_s: float = 0.0) -> None:
         self.delay_s = delay_s
@@ -50,8 +57,7 @@ class Instant:
 
 
 async def measure(calls: int, starts: int) -> dict:
-    calls_cap = max(calls, 1)  # the probe is one long problem of pings
-    limits = Limits(llm_calls_per_problem=calls_cap, tool_calls_per_problem=calls_cap)
+    limits = probe_limits(calls)
     cold = []
     for _ in range(starts):
         worker = Worker(Instant(), limits)
