@@ -57,6 +57,7 @@ def adapt_config(config: RunnableConfig | None) -> Any:
     """The `AdaptConfig` a run's configurable values describe (track defaults filled)."""
     from graphs.adapter.config import AdaptConfig, Budget
     from graphs.adapter.context import AdapterContext
+    from graphs.adapter.racing import RaceRule
 
     conf = _configurable(config)
     known = {f.name for f in fields(AdaptConfig)}
@@ -67,6 +68,8 @@ def adapt_config(config: RunnableConfig | None) -> Any:
         values["run_dir"] = str(studio_runs_root() / thread)
     if isinstance(values.get("budget"), dict):
         values["budget"] = Budget(**values["budget"])
+    if isinstance(values.get("race"), dict):
+        values["race"] = RaceRule.from_dict(values["race"])
     base = AdaptConfig(**values)
     return base.with_track_defaults(AdapterContext(base).task.track)
 

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from graphs.adapter.racing import RaceRule
 from harnesses.contract import LINE_LIMIT
 
 Policy = Literal["strict", "best_valid", "racing"]
@@ -54,6 +55,8 @@ class AdaptConfig:
     patience: int | None = None
     """Stop after this many rounds without a gain in selection score."""
     budget: Budget = field(default_factory=Budget)
+    race: RaceRule = field(default_factory=RaceRule)
+    """Stages and stopping rule of policy "racing" (the call/P(best) trade-off)."""
     concurrency: int = 8
     """Problems in flight per evaluation."""
     report_chars: int = 12_000
@@ -67,6 +70,7 @@ class AdaptConfig:
             if values.get(key) is None:
                 values[key] = default
         values["budget"] = Budget(**values["budget"])
+        values["race"] = RaceRule.from_dict(values["race"])
         return AdaptConfig(**values)
 
     def to_json(self) -> str:
@@ -80,6 +84,7 @@ class AdaptConfig:
         if unknown:
             raise ValueError(f"run config has unknown keys {sorted(unknown)}: written by another version?")
         data["budget"] = Budget(**data.get("budget", {}))
+        data["race"] = RaceRule.from_dict(data.get("race", {}))
         return cls(**data)
 
     @property

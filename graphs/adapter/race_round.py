@@ -21,7 +21,7 @@ from harnesses.edits import propose_candidate
 
 
 def make_race_node(ctx: AdapterContext, rule: RaceRule | None = None):
-    rule = rule or RaceRule()
+    rule = rule or ctx.config.race
 
     async def race_node(state: AdapterState) -> dict:
         if ctx.config.policy != "racing":

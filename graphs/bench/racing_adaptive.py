@@ -176,7 +176,7 @@ def _rule(sums: np.ndarray, rule: RaceRule) -> tuple[np.ndarray, np.ndarray, np.
             steps[r, i] = len(live) * (end - start)
             start = end
             if end < ends[-1] and len(live) > 1:
-                dropped = rule.step({c: o[r, c, :end].tolist() for c in live}, range(k))
+                dropped = rule.step({c: o[r, c, :end].tolist() for c in live}, range(k), i)
                 live = [c for c in live if c not in dropped]
             if len(live) == 1:
                 break

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -34,6 +35,7 @@ def adapt(
     concurrency: Annotated[int, typer.Option(help="Problems in flight per evaluation.")] = 8,
     proposer_max_tokens: Annotated[int, typer.Option(help="Proposer completion limit.")] = 2048,
     approval: Annotated[bool, typer.Option(help="Ask before adopting a candidate.")] = False,
+    race: Annotated[str, typer.Option(help="Policy racing's rule as JSON, e.g. '{\"fractions\": [0.3125, 0.75, 1], \"keep\": [0.5, 0.75]}' (see `bench racing --curve`).")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
 ) -> None:
     """Adapt a harness to TASK: evaluate, report, propose, validate, select, repeat."""
@@ -47,8 +49,19 @@ def adapt(
         rounds=rounds, candidates=candidates, policy=policy, edit_format=edit_format,
         feedback=feedback, selection=selection, seed=seed, patience=patience,
         budget=Budget(solver_calls=max_solver_calls, tokens=max_tokens),
-        concurrency=concurrency, approval=approval))
+        concurrency=concurrency, approval=approval, race=_race_rule(race)))
     _run(config, resume=False, as_json=as_json)
+
+
+def _race_rule(text: str):
+    from graphs.adapter.racing import RaceRule
+
+    if not text:
+        return RaceRule()
+    try:
+        return RaceRule.from_dict(json.loads(text))
+    except (ValueError, TypeError) as e:
+        raise typer.BadParameter(f"--race: {e}") from e
 
 
 @app.command()

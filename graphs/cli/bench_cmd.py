@@ -76,6 +76,8 @@ def bench_racing(
     rho: _Annotated[float, _typer.Option(help="Correlation of candidates' outcomes on a problem.")] = 0.5,
     frontier: _Annotated[bool, _typer.Option(help="Also sweep staged schedules: the best worst-case P(best) any of them reaches at >= 2x fewer calls.")] = False,
     adaptive: _Annotated[bool, _typer.Option(help="Also compare fully adaptive allocation (top-two Thompson sampling, a paired chase) with staged racing: P(best) and wall time.")] = False,
+    curve: _Annotated[bool, _typer.Option(help="Also trace the trade-off: the best worst-case P(best) staged schedules keep at each call saving, with our rules beside it.")] = False,
+    plot: _Annotated[_Path | None, _typer.Option(help="With --curve: write the trade-off as a PNG here.")] = None,
     from_log: _Annotated[list[_Path] | None, _typer.Option(help="Run directory with logged rounds (repeatable): fit rho to them, replay racing on their real outcomes, and simulate at the fitted rho.")] = None,
     as_json: _Annotated[bool, _typer.Option("--json", help="Last line: a JSON object of figures.")] = False,
 ) -> None:
@@ -95,6 +97,13 @@ def bench_racing(
 
         figures["adaptive"] = racing_adaptive.compare(seeds=seeds, problems=problems, rho=rho)
         print(racing_adaptive.table(figures["adaptive"]), flush=True)
+    if curve:
+        from graphs.bench import racing_curve
+
+        figures["curve"] = racing_curve.curve(seeds=seeds, problems=problems, rho=rho)
+        print(racing_curve.table(figures["curve"]), flush=True)
+        if plot:
+            print(f"plot: {racing_curve.plot(figures['curve'], plot)}", flush=True)
     if logged:
         figures["logged"] = _racing_logged(logged, seeds, problems)
     if as_json:

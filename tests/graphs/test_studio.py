@@ -184,10 +184,12 @@ def test_adapt_config_from_configurable(monkeypatch, tmp_path) -> None:
     assert REPO_ROOT not in studio_runs_root().parents  # generated files never reload the server
     monkeypatch.setenv(RUNS_ENV, str(tmp_path))
     cfg = adapt_config({"configurable": {"thread_id": "a/b c", "rounds": 2, "solver": "x",
-                                         "budget": {"solver_calls": 9}, "unrelated": 1}})
+                                         "budget": {"solver_calls": 9}, "unrelated": 1,
+                                         "race": {"keep": [0.5, 0.75]}}})
     assert cfg.task == "rg:basic_arithmetic" and cfg.run_dir == str(tmp_path / "a_b_c")
     assert (cfg.rounds, cfg.candidates, cfg.policy) == (2, 1, "strict")  # reasoning defaults
     assert cfg.budget.solver_calls == 9 and cfg.solver == "x"
+    assert cfg.race.keep == (0.5, 0.75) and cfg.race.fractions == (0.25, 0.5, 1.0)
     with pytest.raises(ValueError, match="unknown task"):
         adapt_config({"configurable": {"task": "nope"}})
 

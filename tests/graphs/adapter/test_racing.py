@@ -44,7 +44,7 @@ def test_paired_gap_uses_the_differences():
 
 def test_a_clear_loser_stops_after_the_first_stage_and_the_best_wins():
     table = {"a": [0.0] * 64, "b": [1.0] * 64, "c": [1.0, 0.0] * 32}
-    result, asked = run_race(table, RaceRule(halving=False))
+    result, asked = run_race(table, RaceRule(keep=None))
     assert result.winner == "b"
     assert result.standings["a"].raced_out and len(result.standings["a"].scores) == 16
     assert "behind the leader" in result.standings["a"].reason
@@ -55,7 +55,7 @@ def test_a_clear_loser_stops_after_the_first_stage_and_the_best_wins():
 
 def test_ties_are_never_stopped_by_the_paired_test():
     same = [1.0, 0.0, 1.0, 1.0] * 16
-    result, _ = run_race({"x": same, "y": list(same)}, RaceRule(halving=False))
+    result, _ = run_race({"x": same, "y": list(same)}, RaceRule(keep=None))
     assert not any(s.raced_out for s in result.standings.values())
     assert result.problems_run == 128 and result.winner == "x"  # tie goes to the earlier one
 
@@ -71,6 +71,32 @@ def test_halving_keeps_the_better_half_of_each_stage():
     means = {k: sum(v[:16]) / 16 for k, v in table.items()}
     assert min(means[k] for k in live_after_first) >= max(
         means[k] for k in table if k not in live_after_first)
+
+
+def test_keep_sets_how_many_go_on_after_each_stage():
+    rng = __import__("random").Random(4)
+    table = {f"k{i}": [float(rng.random() < 0.5) for _ in range(64)] for i in range(8)}
+    rule = RaceRule(fractions=(0.3125, 0.75, 1.0), keep=(0.5, 0.75), z=100.0)
+    result, asked = run_race(table, rule)
+    assert [s["problems"] for s in result.stages] == [20, 48, 64]
+    assert [len(s["live"]) for s in result.stages] == [4, 3, 3]  # ceil(0.75 x 4) = 3
+    assert result.problems_run == rule.max_problems(8, 64) == 8 * 20 + 4 * 28 + 3 * 16
+    dropped = [s for s in result.standings.values() if s.raced_out]
+    assert all("not among the best" in s.reason for s in dropped)
+    # one entry applies to every stage; None keeps all (full evaluation without a z-test)
+    assert RaceRule(fractions=(0.125, 0.25, 0.5, 1.0), keep=(0.5,)).max_problems(8, 64) == \
+        8 * 8 + 4 * 8 + 2 * 16 + 1 * 32
+    assert RaceRule(keep=None).max_problems(8, 64) == 512
+    assert RaceRule().max_problems(8, 64) == 256
+
+
+def test_bad_rules_are_clear_errors():
+    for keep in ((), (0.0,), (0.5, 1.5)):
+        with pytest.raises(ValueError, match="keep must be None or fractions"):
+            RaceRule(keep=keep)
+    with pytest.raises(ValueError, match="unknown race rule keys \\['kep'\\]"):
+        RaceRule.from_dict({"kep": [0.5]})
+    assert RaceRule.from_dict({"keep": [0.5, 0.75], "z": 2}) == RaceRule(keep=(0.5, 0.75), z=2)
 
 
 def test_racing_policy_never_picks_a_dropped_candidate():
@@ -97,17 +123,21 @@ EDITS = [
 ]
 
 
-def test_race_node_evaluates_in_stages_and_adopts_the_better_edit(tmp_path, scripted):
+def run_racing_round(tmp_path, scripted, race: RaceRule | None = None):
     config = AdaptConfig(task="sums", run_dir=str(tmp_path / "race"), rounds=1, candidates=4,
                          policy="racing", edit_format="search_replace", feedback=8, selection=8,
-                         concurrency=8).with_track_defaults("reasoning")
+                         concurrency=8, race=race or RaceRule()).with_track_defaults("reasoning")
     ctx = AdapterContext(config)
     ctx.task = SumTask(8)
     ctx.solver = scripted(solver_rule)
     ctx.proposer = scripted(lambda prompt, params: EDITS[params["seed"] % 1009])
     final = asyncio.run(run_adaptation(config, context=ctx))
     (round1,) = final["rounds"]
-    by_index = {c["index"]: c for c in round1["candidates"]}
+    return ctx, final, round1, {c["index"]: c for c in round1["candidates"]}
+
+
+def test_race_node_evaluates_in_stages_and_adopts_the_better_edit(tmp_path, scripted):
+    ctx, final, round1, by_index = run_racing_round(tmp_path, scripted)
     assert set(by_index) == {0, 1, 2, 3} and not by_index[0]["valid"]
     assert by_index[2]["valid"] and not by_index[2].get("raced_out")
     # after stage 1 (4 of 8 problems) both others are behind by more than z s.e.: race over
@@ -122,6 +152,14 @@ def test_race_node_evaluates_in_stages_and_adopts_the_better_edit(tmp_path, scri
     proposal = ctx.store.get_proposal(1, 1)
     assert proposal.reward_parts["raced_out"] and proposal.selection_score == 0.0
     assert any(e.kind == "race" for e in ctx.store.iter_events())
+
+
+def test_race_node_follows_the_configured_rule(tmp_path, scripted):
+    # a rule that never drops anyone is full evaluation: every valid candidate runs all 8
+    _, final, round1, by_index = run_racing_round(tmp_path, scripted, RaceRule(z=1e9, keep=None))
+    for index in (1, 2, 3):
+        assert by_index[index]["evaluated"] == 8 and not by_index[index].get("raced_out")
+    assert round1["adopted"] and final["current_sha"] == by_index[2]["sha"]
 
 
 @pytest.mark.slow

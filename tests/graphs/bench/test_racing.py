@@ -36,7 +36,7 @@ def test_simulate_counts_calls_and_choices():
 
 
 def test_no_early_stop_and_no_halving_is_full_evaluation():
-    rule = RaceRule(z=1e9, halving=False)
+    rule = RaceRule(z=1e9, keep=None)
     figures = simulate(("spread",), seeds=20, problems=16, rule=rule)
     (row,) = figures["rows"]
     assert row["racing_calls"] == row["full_calls"]
