@@ -56,3 +56,17 @@ def print_json_last(payload: dict[str, Any]) -> None:
 
 def run_async(coro):
     return asyncio.run(coro)
+
+
+def race_rule(text: str) -> Any:
+    """A `RaceRule` from a `--race` JSON option ('' is the default rule)."""
+    import typer
+
+    from graphs.adapter.racing import RaceRule
+
+    if not text:
+        return RaceRule()
+    try:
+        return RaceRule.from_dict(json.loads(text))
+    except (ValueError, TypeError) as e:
+        raise typer.BadParameter(f"--race: {e}") from e

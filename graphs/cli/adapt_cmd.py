@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from graphs.cli import app
-from graphs.cli._common import console, out, print_json_last, run_async, task_options
+from graphs.cli._common import console, out, print_json_last, race_rule, run_async, task_options
 
 
 @app.command()
@@ -49,19 +48,9 @@ def adapt(
         rounds=rounds, candidates=candidates, policy=policy, edit_format=edit_format,
         feedback=feedback, selection=selection, seed=seed, patience=patience,
         budget=Budget(solver_calls=max_solver_calls, tokens=max_tokens),
-        concurrency=concurrency, approval=approval, race=_race_rule(race)))
+        concurrency=concurrency, approval=approval, race=race_rule(race)))
     _run(config, resume=False, as_json=as_json)
 
-
-def _race_rule(text: str):
-    from graphs.adapter.racing import RaceRule
-
-    if not text:
-        return RaceRule()
-    try:
-        return RaceRule.from_dict(json.loads(text))
-    except (ValueError, TypeError) as e:
-        raise typer.BadParameter(f"--race: {e}") from e
 
 
 @app.command()

@@ -76,6 +76,7 @@ def bench_racing(
     rho: _Annotated[float, _typer.Option(help="Correlation of candidates' outcomes on a problem.")] = 0.5,
     frontier: _Annotated[bool, _typer.Option(help="Also sweep staged schedules: the best worst-case P(best) any of them reaches at >= 2x fewer calls.")] = False,
     adaptive: _Annotated[bool, _typer.Option(help="Also compare fully adaptive allocation (top-two Thompson sampling, a paired chase) with staged racing: P(best) and wall time.")] = False,
+    race: _Annotated[str, _typer.Option(help="The race rule simulated and replayed, as JSON (as `adapt --race`); default: RaceRule().")] = "",
     curve: _Annotated[bool, _typer.Option(help="Also trace the trade-off: the best worst-case P(best) staged schedules keep at each call saving, with our rules beside it.")] = False,
     plot: _Annotated[_Path | None, _typer.Option(help="With --curve: write the trade-off as a PNG here.")] = None,
     from_log: _Annotated[list[_Path] | None, _typer.Option(help="Run directory with logged rounds (repeatable): fit rho to them, replay racing on their real outcomes, and simulate at the fitted rho.")] = None,
@@ -83,9 +84,11 @@ def bench_racing(
 ) -> None:
     """Racing vs full evaluation on simulated candidates with known accuracies: calls and P(best)."""
     from graphs.bench import racing as racing_bench
+    from graphs.cli._common import race_rule
 
+    rule = race_rule(race)
     logged = _logged_rounds(from_log) if from_log else None  # bad paths fail before the work
-    figures = racing_bench.simulate(seeds=seeds, problems=problems, rho=rho)
+    figures = racing_bench.simulate(seeds=seeds, problems=problems, rho=rho, rule=rule)
     print(racing_bench.table(figures), flush=True)
     if frontier:
         from graphs.bench import racing_frontier
@@ -105,7 +108,7 @@ def bench_racing(
         if plot:
             print(f"plot: {racing_curve.plot(figures['curve'], plot)}", flush=True)
     if logged:
-        figures["logged"] = _racing_logged(logged, seeds, problems)
+        figures["logged"] = _racing_logged(logged, seeds, problems, rule)
     if as_json:
         print(_json.dumps(figures))
 
@@ -169,17 +172,18 @@ def _logged_rounds(run_dirs: list[_Path]) -> list:
     return rounds
 
 
-def _racing_logged(rounds: list, seeds: int, problems: int) -> dict:
+def _racing_logged(rounds: list, seeds: int, problems: int, rule) -> dict:
     from graphs.bench import racing as racing_bench
     from graphs.bench import racing_logged
 
     fit = racing_logged.fit_rho(rounds)
     draws = min(seeds, 2000)
-    rows = racing_logged.replay(rounds, problems=problems, draws=draws)
+    rows = racing_logged.replay(rounds, problems=problems, draws=draws, rule=rule)
     print(racing_logged.table(fit, rows, problems, draws), flush=True)
     if fit["rho"] is None:
         return {**fit, "rows": rows, "simulated_at_fit": None}
-    at_fit = racing_bench.simulate(seeds=seeds, problems=problems, rho=round(fit["rho"], 2))
+    at_fit = racing_bench.simulate(seeds=seeds, problems=problems, rho=round(fit["rho"], 2),
+                                   rule=rule)
     print(racing_bench.table(at_fit), flush=True)
     return {**fit, "rows": rows, "simulated_at_fit": at_fit}
 

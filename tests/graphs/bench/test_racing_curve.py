@@ -44,3 +44,15 @@ def test_bench_racing_curve_prints_the_table_writes_the_plot_and_json(tmp_path):
     assert "racing's trade-off" in result.output and plot.exists()
     figures = json.loads(result.output.strip().splitlines()[-1])
     assert [r["rule"] for r in figures["curve"]["rules"]] == list(racing_curve.RULES)
+
+
+def test_bench_racing_simulates_the_rule_it_is_given():
+    never_drop = json.dumps({"z": 1e9, "keep": None})
+    result = CliRunner().invoke(app, ["bench", "racing", "--seeds", "40", "--problems", "16",
+                                      "--race", never_drop, "--json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.output.strip().splitlines()[-1])
+    assert figures["call_ratio"] == 1.0 and figures["choice_quality_ratio"] == 1.0
+    assert figures["rule"]["keep"] is None
+    bad = CliRunner().invoke(app, ["bench", "racing", "--race", '{"keep": [2]}'])
+    assert bad.exit_code == 2 and "keep must be None or fractions" in bad.output
