@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 from evals.registry import get_task
 from evals.task import Task
@@ -39,12 +40,7 @@ class AdapterContext:
 
     @cached_property
     def solver(self) -> ModelClient:
-        """One response cache per run (unless the spec names one): identical deterministic
-        Solver calls of different candidates and rounds, and of a resumed run, are made once."""
-        config = ModelConfig.coerce(self.config.solver)
-        if config.cache is None:
-            config = config.with_(cache=str(self.config.path / SOLVER_CACHE))
-        return get_client(config)
+        return run_solver(self.config.solver, self.config.path)
 
     @cached_property
     def proposer(self) -> ModelClient:
@@ -68,3 +64,13 @@ class AdapterContext:
 
     def dev_problems(self, ids: list[str]) -> list:
         return [self.problems[i] for i in ids]
+
+
+def run_solver(spec: str | ModelConfig, run_dir: Path) -> ModelClient:
+    """The Solver of a run, with one response cache per run directory (unless the spec names
+    one): identical deterministic calls of different candidates and rounds, and of a resumed
+    run, are made once."""
+    config = ModelConfig.coerce(spec)
+    if config.cache is None:
+        config = config.with_(cache=str(Path(run_dir) / SOLVER_CACHE))
+    return get_client(config)

@@ -115,7 +115,7 @@ def simulate(scenarios: Sequence[str] = ("spread", "one_better", "close"), seeds
     return {
         "seeds": seeds, "problems": problems, "calls_per_problem": calls_per_problem,
         "rho": rho, "rule": {"fractions": list(rule.fractions), "z": rule.z,
-                             "keep": rule.keep},
+                             "keep": None if rule.keep is None else list(rule.keep)},
         "rows": rows,
         "call_ratio": min(r["call_ratio"] for r in rows),
         "choice_quality_ratio": min(r["choice_quality_ratio"] for r in rows),

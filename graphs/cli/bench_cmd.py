@@ -130,9 +130,9 @@ def bench_log_round(
     from rich.progress import Progress
 
     from evals.registry import get_task
+    from graphs.adapter.context import run_solver
     from graphs.bench import candidate_round
     from graphs.cli._common import console, read_harness, run_async
-    from harnesses.models import get_client
     from harnesses.store.sqlite import SQLiteLogStore
     from harnesses.toolbox import Toolbox
 
@@ -144,7 +144,8 @@ def bench_log_round(
     seed = read_harness(harness or the_task.seed)
     cands = candidate_round.build_candidates(seed, candidate_round.load_edits(edits))
     problems = the_task.dev()[:selection]
-    toolbox = Toolbox(solver=get_client(model), retriever=the_task.retriever(),
+    solver = run_solver(model, out)  # candidates that only parse differently cost no calls
+    toolbox = Toolbox(solver=solver, retriever=the_task.retriever(),
                       solver_params={"temperature": 0.0, "max_tokens": max_tokens})
     with SQLiteLogStore(out) as store, Progress(console=console) as progress:
         store.init_run({"task": task, "task_options": options, "solver": model,
@@ -156,6 +157,8 @@ def bench_log_round(
             on_result=lambda _r: progress.advance(bar)))
     for name, mean in means.items():
         print(f"{name:<24} {mean:.3f}")
+    print(f"Solver: {solver.stats.calls} calls made, {solver.stats.cache_hits + solver.stats.shared} "
+          "answered from the run's cache")
     print(f"logged to {out}; replay: harness-learn bench racing --from-log {out}")
 
 

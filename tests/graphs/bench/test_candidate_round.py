@@ -85,3 +85,24 @@ def test_infrastructure_errors_are_not_logged_as_wrong_answers(tmp_path):
             asyncio.run(log_round(store, task, candidates, task.dev(),
                                   Toolbox(solver=_DownSolver())))
         assert list(store.iter_evaluations(purpose="selection")) == []
+
+
+def test_log_round_command_answers_a_parsing_twin_from_the_run_cache(local_model_url, tmp_path):
+    """03_last_number only parses differently: its Solver calls are the seed's, made once."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from graphs.cli import app
+
+    edits = tmp_path / "edits"
+    edits.mkdir()
+    shutil.copy(EDITS / "03_last_number.txt", edits)
+    out = tmp_path / "round"
+    result = CliRunner().invoke(app, ["bench", "log-round", "--out", str(out), "--edits",
+                                      str(edits), "--selection", "2", "--max-tokens", "16"])
+    assert result.exit_code == 0, result.output
+    assert "Solver: 2 calls made, 2 answered from the run's cache" in result.output
+    assert (out / "solver_cache.sqlite").exists()
+    (round_,) = logged_rounds(out, min_problems=2)
+    assert round_.names == ["seed", "03_last_number"]
