@@ -68,17 +68,17 @@ def table(figures: dict) -> str:
     scenarios = list(figures["p_best_full"])
     lines = [f"racing's trade-off: worst-scenario quality (P(best) / P(best) of full evaluation) "
              f"by call saving; {figures['seeds']} rounds per scenario, rho={figures['rho']}",
-             f"{'':<22} {'schedule / rule':<46} {'ratio':>6} "
+             f"{'':<22} {'schedule / rule':<50} {'ratio':>6} "
              + " ".join(f"{s:>11}" for s in scenarios) + f" {'worst':>6}"]
     for f in figures["frontier"]:
         shape = " ".join(f"{e}:{k}" for e, k in f["stages"]) + f" {f['final']}"
-        lines.append(f"{'frontier >= ' + format(f['min_ratio'], 'g') + 'x':<22} {shape:<46} "
+        lines.append(f"{'frontier >= ' + format(f['min_ratio'], 'g') + 'x':<22} {shape:<50} "
                      f"{f['call_ratio']:>6.2f} "
                      + " ".join(f"{f['quality'][s]:>11.3f}" for s in scenarios)
                      + f" {f['worst_quality']:>6.3f}")
     for r in figures["rules"]:
         shape = f"fractions {r['fractions']} keep {r['keep']}"
-        lines.append(f"{'rule ' + r['rule']:<22} {shape:<46} {r['call_ratio']:>6.2f} "
+        lines.append(f"{'rule ' + r['rule']:<22} {shape:<50} {r['call_ratio']:>6.2f} "
                      + " ".join(f"{r['quality'][s]:>11.3f}" for s in scenarios)
                      + f" {r['worst_quality']:>6.3f}")
     at = crossing(figures)
