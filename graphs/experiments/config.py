@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from graphs.adapter.racing import RaceRule
+
 SCALES = ("paper", "smoke")
 TRACKS = ("reasoning", "qa")
 
@@ -38,6 +40,9 @@ class ExperimentSpec:
     trained row says "not trained"."""
     seeds: list[int] = field(default_factory=lambda: [0])
     policy: str = "strict"
+    race: dict[str, Any] = field(default_factory=dict)
+    """Policy racing's rule (`AdaptConfig.race`), e.g. `race = {fractions = [0.3125, 0.75, 1],
+    keep = [0.5, 0.75]}`; empty: the default rule."""
     rounds: int = 5
     candidates: int = 1
     feedback: int = 25
@@ -67,6 +72,10 @@ class ExperimentSpec:
             raise ValueError(f"tasks.hard {stray} are not in tasks.test")
         if not self.seeds:
             raise ValueError("seeds is empty")
+        self.race_rule()  # a bad rule fails when the file is read, not rounds into a run
+
+    def race_rule(self) -> RaceRule:
+        return RaceRule.from_dict(self.race)
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict

@@ -72,7 +72,8 @@ def plan_runs(spec: ExperimentSpec, out: Path, task_options: Callable[[str], dic
             solver_params={"temperature": 0.0, "max_tokens": spec.solver_max_tokens},
             proposer_params={"temperature": spec.proposer_temperature,
                              "max_tokens": spec.proposer_max_tokens},
-            concurrency=spec.concurrency, **values).with_track_defaults(spec.track)
+            concurrency=spec.concurrency, race=spec.race_rule(),
+            **values).with_track_defaults(spec.track)
 
     for task in spec.tasks.test:
         hard = task in spec.tasks.hard

@@ -55,3 +55,19 @@ def test_bad_files_name_the_file_and_key(tmp_path):
         load_spec(bad)
     with pytest.raises(ValueError, match="scale"):
         load_spec(EXPERIMENTS / "qa.toml", "huge")
+    bad.write_text('name = "x"\ntrack = "qa"\nrace = {kep = [0.5]}\n[tasks]\ntest = ["musique"]\n')
+    with pytest.raises(ValueError, match=r"bad\.toml.*unknown race rule keys \['kep'\]"):
+        load_spec(bad)
+
+
+def test_a_race_rule_in_the_file_reaches_every_run(tmp_path):
+    from graphs.adapter.racing import RaceRule
+
+    spec = tmp_path / "race.toml"
+    spec.write_text('name = "x"\ntrack = "qa"\npolicy = "racing"\n'
+                    'race = {fractions = [0.3125, 0.75, 1], keep = [0.5, 0.75]}\n'
+                    '[tasks]\ntest = ["musique"]\n')
+    plans = plan_runs(load_spec(spec), tmp_path, lambda task: {})
+    rule = RaceRule(fractions=(0.3125, 0.75, 1), keep=(0.5, 0.75))
+    assert plans and all(p.config.race == rule for p in plans)
+    assert load_spec(EXPERIMENTS / "qa.toml").race_rule() == RaceRule()
