@@ -143,19 +143,42 @@ async def _replay(scores: np.ndarray, rule: RaceRule, problems: int, draws: int,
 
 
 def replay(rounds: list[LoggedRound], problems: int = 64, draws: int = 2000,
-           rule: RaceRule | None = None, seed: int = 0) -> list[dict]:
-    """Racing against full evaluation on bootstrap resamples of each logged round."""
+           rule: RaceRule | None = None, seed: int = 0, pool_resamples: int = 0) -> list[dict]:
+    """Racing against full evaluation on bootstrap resamples of each logged round. With
+    `pool_resamples`, also an interval of the quality ratio that counts the pool's own
+    uncertainty (`pool_interval`)."""
     rng = np.random.default_rng(seed)
+    rule = rule or RaceRule()
     rows = []
     for r in rounds:
         names, scores = r.candidates()
         if len(names) < 2:
             continue
-        figures = asyncio.run(_replay(scores, rule or RaceRule(), problems, draws, rng))
+        figures = asyncio.run(_replay(scores, rule, problems, draws, rng))
+        if pool_resamples:
+            figures["quality_pool_interval"] = pool_interval(scores, rule, problems,
+                                                             max(1, draws // 2), pool_resamples, rng)
         rows.append({"source": r.source, "round": r.round, "names": names,
                      "accuracy": scores.mean(axis=1).round(3).tolist(),
                      "identical": identical(names, scores), **figures})
     return rows
+
+
+def pool_interval(scores: np.ndarray, rule: RaceRule, problems: int, draws: int,
+                  resamples: int, rng: np.random.Generator) -> list[float]:
+    """95% interval of the quality ratio when the logged pool is itself resampled: each
+    resample redraws the pool's problems (so which candidate is "best" may change) and replays
+    `draws` rounds on it. Its width holds the replay's own noise too, so it is conservative."""
+    n = scores.shape[1]
+    ratios = []
+    for _ in range(resamples):
+        pool = scores[:, rng.integers(n, size=n)]
+        ratio = asyncio.run(_replay(pool, rule, problems, draws, rng))["choice_quality_ratio"]
+        if np.isfinite(ratio):
+            ratios.append(ratio)
+    if not ratios:
+        return [float("nan"), float("nan")]
+    return [float(x) for x in np.percentile(ratios, [2.5, 97.5])]
 
 
 def identical(names: list[str], scores: np.ndarray) -> list[list[str]]:
@@ -179,6 +202,9 @@ def table(fit: dict, rows: list[dict], problems: int, draws: int) -> str:
                      f"{r['p_best_full']:>12.3f} {r['p_best_racing']:>12.3f} "
                      f"{r['choice_quality_ratio']:>7.3f} +- {r['choice_quality_se']:.3f} "
                      f"{r['regret_full']:>6.3f}/{r['regret_racing']:.3f}")
+        if "quality_pool_interval" in r:
+            low, high = r["quality_pool_interval"]
+            lines.append(f"  quality with the pool resampled too: 95% interval {low:.3f}..{high:.3f}")
         lines.append("  accuracy: " + ", ".join(f"{n} {a:.2f}" for n, a in
                                                 zip(r["names"], r["accuracy"], strict=True)))
         if r["identical"]:

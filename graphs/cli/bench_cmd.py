@@ -77,6 +77,7 @@ def bench_racing(
     frontier: _Annotated[bool, _typer.Option(help="Also sweep staged schedules: the best worst-case P(best) any of them reaches at >= 2x fewer calls.")] = False,
     adaptive: _Annotated[bool, _typer.Option(help="Also compare fully adaptive allocation (top-two Thompson sampling, a paired chase) with staged racing: P(best) and wall time.")] = False,
     race: _Annotated[str, _typer.Option(help="The race rule simulated and replayed, as JSON (as `adapt --race`); default: RaceRule().")] = "",
+    pool_resamples: _Annotated[int, _typer.Option(help="With --from-log: also resample each logged pool this many times (each replayed over half as many rounds) for an interval that counts the pool's own uncertainty; 0: off.")] = 0,
     curve: _Annotated[bool, _typer.Option(help="Also trace the trade-off: the best worst-case P(best) staged schedules keep at each call saving, with our rules beside it.")] = False,
     plot: _Annotated[_Path | None, _typer.Option(help="With --curve: write the trade-off as a PNG here.")] = None,
     from_log: _Annotated[list[_Path] | None, _typer.Option(help="Run directory with logged rounds (repeatable): fit rho to them, replay racing on their real outcomes, and simulate at the fitted rho.")] = None,
@@ -108,7 +109,7 @@ def bench_racing(
         if plot:
             print(f"plot: {racing_curve.plot(figures['curve'], plot)}", flush=True)
     if logged:
-        figures["logged"] = _racing_logged(logged, seeds, problems, rule)
+        figures["logged"] = _racing_logged(logged, seeds, problems, rule, pool_resamples)
     if as_json:
         print(_json.dumps(figures))
 
@@ -175,13 +176,14 @@ def _logged_rounds(run_dirs: list[_Path]) -> list:
     return rounds
 
 
-def _racing_logged(rounds: list, seeds: int, problems: int, rule) -> dict:
+def _racing_logged(rounds: list, seeds: int, problems: int, rule, pool_resamples: int) -> dict:
     from graphs.bench import racing as racing_bench
     from graphs.bench import racing_logged
 
     fit = racing_logged.fit_rho(rounds)
     draws = min(seeds, 2000)
-    rows = racing_logged.replay(rounds, problems=problems, draws=draws, rule=rule)
+    rows = racing_logged.replay(rounds, problems=problems, draws=draws, rule=rule,
+                                pool_resamples=pool_resamples)
     print(racing_logged.table(fit, rows, problems, draws), flush=True)
     if fit["rho"] is None:
         return {**fit, "rows": rows, "simulated_at_fit": None}

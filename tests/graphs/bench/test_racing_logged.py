@@ -85,6 +85,23 @@ def test_replay_finds_a_clear_winner_with_fewer_calls():
     assert "a 0." in table({"rho": 0.5, "rho_low": 0.4, "rho_high": 0.6}, [row], 64, 200)
 
 
+def test_the_pool_interval_is_a_point_for_a_clear_winner_and_opens_in_near_ties():
+    rng = np.random.default_rng(6)
+    clear = np.array([0.3, 0.3, 0.3, 0.9, 0.3, 0.3, 0.3, 0.3])
+    (row,) = replay([_round("abcdefgh", outcomes(rng, clear, 128, 0.5))], problems=64,
+                    draws=100, pool_resamples=5)
+    assert row["quality_pool_interval"] == [1.0, 1.0]
+    near = np.linspace(0.40, 0.47, 8)
+    (row,) = replay([_round("abcdefgh", outcomes(rng, near, 128, 0.5))], problems=32,
+                    draws=100, pool_resamples=20)
+    low, high = row["quality_pool_interval"]
+    assert 0.0 < low < high  # which candidate is best changes with the pool
+    assert "pool resampled too: 95% interval" in table(
+        {"rho": 0.5, "rho_low": 0.4, "rho_high": 0.6}, [row], 32, 100)
+    (row,) = replay([_round("abcdefgh", outcomes(rng, near, 128, 0.5))], problems=32, draws=50)
+    assert "quality_pool_interval" not in row  # off by default: it costs resamples x draws
+
+
 def test_replay_counts_any_tied_best_as_right():
     same = np.tile((np.arange(40) % 3 == 0).astype(float), (4, 1))
     (row,) = replay([_round("abcd", same)], problems=16, draws=50)
@@ -115,10 +132,12 @@ def test_bench_racing_command_replays_logged_rounds(tmp_path):
     _log_round(tmp_path / "b", np.linspace(0.2, 0.6, 8), 64, 0.8, 8)
     result = CliRunner().invoke(app, ["bench", "racing", "--seeds", "30", "--problems", "16",
                                       "--from-log", str(tmp_path / "a"),
-                                      "--from-log", str(tmp_path / "b"), "--json"])
+                                      "--from-log", str(tmp_path / "b"),
+                                      "--pool-resamples", "3", "--json"])
     assert result.exit_code == 0, result.output
     logged = json.loads(result.output.strip().splitlines()[-1])["logged"]
     assert [Path(r["source"]).name for r in logged["rows"]] == ["a", "b"]
+    assert all(len(r["quality_pool_interval"]) == 2 for r in logged["rows"])
     assert 0.5 < logged["rho"] < 1.0 and logged["simulated_at_fit"]["rho"] == round(logged["rho"], 2)
     assert all(0.0 <= r["regret_full"] < 0.2 and 0.0 <= r["regret_racing"] < 0.2
                for r in logged["rows"])
