@@ -148,6 +148,7 @@ def replay(rounds: list[LoggedRound], problems: int = 64, draws: int = 2000,
     `pool_resamples`, also an interval of the quality ratio that counts the pool's own
     uncertainty (`pool_interval`)."""
     rng = np.random.default_rng(seed)
+    pool_rng = np.random.default_rng([seed, 1])  # its own stream: asking for it moves no figure
     rule = rule or RaceRule()
     rows = []
     for r in rounds:
@@ -157,7 +158,8 @@ def replay(rounds: list[LoggedRound], problems: int = 64, draws: int = 2000,
         figures = asyncio.run(_replay(scores, rule, problems, draws, rng))
         if pool_resamples:
             figures["quality_pool_interval"] = pool_interval(scores, rule, problems,
-                                                             max(1, draws // 2), pool_resamples, rng)
+                                                             max(1, draws // 2), pool_resamples,
+                                                             pool_rng)
         rows.append({"source": r.source, "round": r.round, "names": names,
                      "accuracy": scores.mean(axis=1).round(3).tolist(),
                      "identical": identical(names, scores), **figures})

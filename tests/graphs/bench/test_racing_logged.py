@@ -98,8 +98,12 @@ def test_the_pool_interval_is_a_point_for_a_clear_winner_and_opens_in_near_ties(
     assert 0.0 < low < high  # which candidate is best changes with the pool
     assert "pool resampled too: 95% interval" in table(
         {"rho": 0.5, "rho_low": 0.4, "rho_high": 0.6}, [row], 32, 100)
-    (row,) = replay([_round("abcdefgh", outcomes(rng, near, 128, 0.5))], problems=32, draws=50)
-    assert "quality_pool_interval" not in row  # off by default: it costs resamples x draws
+    rounds = [_round("abcdefgh", outcomes(rng, near, 128, 0.5)) for _ in range(2)]
+    plain = replay(rounds, problems=32, draws=50)
+    assert "quality_pool_interval" not in plain[0]  # off by default: it costs resamples x draws
+    with_pool = replay(rounds, problems=32, draws=50, pool_resamples=3)
+    for a, b in zip(plain, with_pool, strict=True):  # asking for it moves no other figure
+        assert a == {k: v for k, v in b.items() if k != "quality_pool_interval"}
 
 
 def test_replay_counts_any_tied_best_as_right():
