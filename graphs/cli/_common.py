@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,28 @@ from rich.table import Table
 # Piped output (CI logs, `| tee`) gets 140 columns rather than rich's 80, so tables stay readable.
 console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 out = Console(width=None if sys.stdout.isatty() else 140)
+
+
+@contextlib.contextmanager
+def progress(description: str, total: int, transient: bool = False) -> Iterator[Callable[[], None]]:
+    """`advance()` per finished item: a bar on a terminal; elsewhere (CI, nohup, a pipe), where
+    a bar draws nothing, a line at every tenth of the way."""
+    if console.is_terminal:
+        from rich.progress import Progress
+
+        with Progress(console=console, transient=transient) as bar:
+            task = bar.add_task(description, total=total)
+            yield lambda: bar.advance(task)
+        return
+    done, step = 0, max(1, total // 10)
+
+    def advance() -> None:
+        nonlocal done
+        done += 1
+        if done % step == 0 or done == total:
+            console.print(f"{description}: {done}/{total}")
+
+    yield advance
 
 
 def task_options(data: Path | None, index: Path | None, n_dev: int | None = None,

@@ -128,12 +128,10 @@ def bench_log_round(
 ) -> None:
     """Evaluate the seed and hand-written candidates on the same problems with a real Solver and
     log them as one round (what `bench racing --from-log` replays)."""
-    from rich.progress import Progress
-
     from evals.registry import get_task
     from graphs.adapter.context import run_solver
     from graphs.bench import candidate_round
-    from graphs.cli._common import console, read_harness, run_async
+    from graphs.cli._common import progress, read_harness, run_async
     from harnesses.store.sqlite import SQLiteLogStore
     from harnesses.toolbox import Toolbox
 
@@ -148,14 +146,14 @@ def bench_log_round(
     solver = run_solver(model, out)  # candidates that only parse differently cost no calls
     toolbox = Toolbox(solver=solver, retriever=the_task.retriever(),
                       solver_params={"temperature": 0.0, "max_tokens": max_tokens})
-    with SQLiteLogStore(out) as store, Progress(console=console) as progress:
+    with SQLiteLogStore(out) as store, \
+            progress("evaluating", len(cands) * len(problems)) as advance:
         store.init_run({"task": task, "task_options": options, "solver": model,
                         "selection": selection, "max_tokens": max_tokens,
                         "edits": str(edits), "kind": "logged candidate round"})
-        bar = progress.add_task("evaluating", total=len(cands) * len(problems))
         means = run_async(candidate_round.log_round(
             store, the_task, cands, problems, toolbox, concurrency,
-            on_result=lambda _r: progress.advance(bar)))
+            on_result=lambda _r: advance()))
     for name, mean in means.items():
         print(f"{name:<24} {mean:.3f}")
     print(f"Solver: {solver.stats.calls} calls made, {solver.stats.cache_hits + solver.stats.shared} "

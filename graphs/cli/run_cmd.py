@@ -9,9 +9,9 @@ import typer
 
 from graphs.cli import app
 from graphs.cli._common import (
-    console,
     out,
     print_json_last,
+    progress,
     read_harness,
     results_table,
     run_async,
@@ -51,18 +51,15 @@ def run(
 
 
 async def _evaluate(task, source, problems, model, concurrency):
-    from rich.progress import Progress
-
     from evals.evaluator import evaluate
     from graphs.adapter.report import gold_answer
     from harnesses.models import get_client
     from harnesses.toolbox import Toolbox
 
     toolbox = Toolbox(solver=get_client(model), retriever=task.retriever())
-    with Progress(console=console, transient=True) as progress:
-        bar = progress.add_task("evaluating", total=len(problems))
+    with progress("evaluating", len(problems), transient=True) as advance:
         result = await evaluate(source, problems, task, toolbox, concurrency=concurrency,
-                                on_result=lambda _r: progress.advance(bar))
+                                on_result=lambda _r: advance())
     by_id = {p.id: p for p in problems}
     rows = []
     metric_sums: dict[str, float] = {}

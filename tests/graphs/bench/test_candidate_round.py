@@ -103,6 +103,7 @@ def test_log_round_command_answers_a_parsing_twin_from_the_run_cache(local_model
                                       str(edits), "--selection", "2", "--max-tokens", "16"])
     assert result.exit_code == 0, result.output
     assert "Solver: 2 calls made, 2 answered from the run's cache" in result.output
+    assert "evaluating: 4/4" in result.output  # not a terminal: progress as plain lines
     assert (out / "solver_cache.sqlite").exists()
     (round_,) = logged_rounds(out, min_problems=2)
     assert round_.names == ["seed", "03_last_number"]
