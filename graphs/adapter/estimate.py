@@ -52,8 +52,8 @@ def estimate_budget(config: AdaptConfig, seed_source_text: str | None = None) ->
         name = config.seed_harness or get_task(config.task, **config.task_options).seed
         seed_source_text = seed_source(name)
     per_problem = llm_calls_per_problem(seed_source_text)
-    raced = config.race.max_problems(config.candidates, config.selection)
-    candidate_problems = raced if config.policy == "racing" else config.selection * config.candidates
+    candidate_problems = (config.race.max_problems(config.candidates, config.selection)
+                          if config.policy == "racing" else config.selection * config.candidates)
     problems_per_round = config.feedback + config.selection + candidate_problems
     solver_calls = config.rounds * problems_per_round * per_problem
     proposer_calls = config.rounds * config.candidates

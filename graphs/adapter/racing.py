@@ -66,15 +66,21 @@ class RaceRule:
             raise ValueError(f"unknown race rule keys {sorted(unknown)}; known: {sorted(known)}")
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
 
+    def survivors(self, stage: int, entered: int) -> int:
+        """At most how many of the `entered` candidates go on after stage `stage` (from 0)."""
+        if self.keep is None:
+            return entered
+        return math.ceil(self.keep[min(stage, len(self.keep) - 1)] * entered)
+
     def max_problems(self, candidates: int, n: int) -> int:
         """Problems a race of `candidates` over a pool of `n` runs at most (no early stop)."""
         spent, live, start = 0, candidates, 0
-        ends = self.stage_ends(n)
-        for stage, end in enumerate(ends):
+        for stage, end in enumerate(self.stage_ends(n)):
             spent += live * (end - start)
             start = end
-            if self.keep is not None and end < n:
-                live = math.ceil(self.keep[min(stage, len(self.keep) - 1)] * live)
+            live = self.survivors(stage, live)
+            if live <= 1:  # the race is over, as in `race`
+                break
         return spent
 
     def stage_ends(self, n: int) -> list[int]:
@@ -103,11 +109,10 @@ class RaceRule:
             if gap > 0 and gap > self.z * se:
                 dropped[k] = (f"behind the leader by {gap:.3f} (> {self.z:g} x {se:.3f} s.e.) "
                               f"after {len(scores[k])} problems")
-        if self.keep is not None:
-            cap = math.ceil(self.keep[min(stage, len(self.keep) - 1)] * len(ranked))
-            for k in ranked[cap:]:
-                dropped.setdefault(k, f"not among the best {cap} of {len(ranked)} after "
-                                      f"{len(scores[k])} problems (mean {means[k]:.3f})")
+        cap = self.survivors(stage, len(ranked))
+        for k in ranked[cap:]:
+            dropped.setdefault(k, f"not among the best {cap} of {len(ranked)} after "
+                                  f"{len(scores[k])} problems (mean {means[k]:.3f})")
         return dropped
 
 

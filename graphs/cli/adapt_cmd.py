@@ -52,7 +52,6 @@ def adapt(
     _run(config, resume=False, as_json=as_json)
 
 
-
 @app.command()
 def resume(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `adapt`.")],

@@ -83,10 +83,14 @@ def test_keep_sets_how_many_go_on_after_each_stage():
     assert result.problems_run == rule.max_problems(8, 64) == 8 * 20 + 4 * 28 + 3 * 16
     dropped = [s for s in result.standings.values() if s.raced_out]
     assert all("not among the best" in s.reason for s in dropped)
-    # one entry applies to every stage; None keeps all (full evaluation without a z-test)
-    assert RaceRule(fractions=(0.125, 0.25, 0.5, 1.0), keep=(0.5,)).max_problems(8, 64) == \
-        8 * 8 + 4 * 8 + 2 * 16 + 1 * 32
+    # one entry applies to every stage, and the race ends once one candidate is left (at 32)
+    four = RaceRule(fractions=(0.125, 0.25, 0.5, 1.0), keep=(0.5,), z=100.0)
+    assert four.max_problems(8, 64) == 8 * 8 + 4 * 8 + 2 * 16
+    assert run_race(table, four)[0].problems_run == four.max_problems(8, 64)
+    # None keeps all (full evaluation without a z-test)
     assert RaceRule(keep=None).max_problems(8, 64) == 512
+    # a cut down to one candidate ends the race: nothing runs after it
+    assert RaceRule(keep=(0.1,)).max_problems(8, 64) == 8 * 16
     assert RaceRule().max_problems(8, 64) == 256
 
 
