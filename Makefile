@@ -38,7 +38,9 @@ demo: venv
 	$(BIN)/harness-learn demo
 
 test: venv
-	$(BIN)/python -m pytest -q
+	# pytest itself, not `python -m pytest`: the latter puts the checkout on sys.path, where bare
+	# layer names (`import graphs`) would import although an installed package has no such name.
+	$(BIN)/pytest -q
 
 lint: venv
 	$(BIN)/ruff check .

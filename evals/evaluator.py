@@ -13,12 +13,12 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from evals.problem import Problem
-from evals.result import EvalResult, ProblemResult
-from evals.task import Task
-from harnesses.contract import LINE_LIMIT
-from harnesses.runtime import HarnessInvalid, check_source
-from harnesses.sandbox import Limits, RunOutcome, Worker, WorkerPool
+from harness_learning.evals.problem import Problem
+from harness_learning.evals.result import EvalResult, ProblemResult
+from harness_learning.evals.task import Task
+from harness_learning.harnesses.contract import LINE_LIMIT
+from harness_learning.harnesses.runtime import HarnessInvalid, check_source
+from harness_learning.harnesses.sandbox import Limits, RunOutcome, Worker, WorkerPool
 
 OnResult = Callable[[ProblemResult], Awaitable[None] | None]
 

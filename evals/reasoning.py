@@ -47,8 +47,8 @@ import threading
 from functools import cache
 from typing import Any
 
-from evals.answers import strip_answer
-from evals.problem import Problem
+from harness_learning.evals.answers import strip_answer
+from harness_learning.evals.problem import Problem
 
 PAPER_DEV, PAPER_TEST = 25, 75
 STRICT_MATCH = frozenset({"game_of_life_halting"})

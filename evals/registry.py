@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evals.task import Task
+from harness_learning.evals.task import Task
 
 QA_TASKS = ("hotpotqa", "musique", "2wiki")
 RG_PREFIX = "rg:"
@@ -23,7 +23,7 @@ RG_PREFIX = "rg:"
 
 def known_task_names() -> list[str]:
     """Every name `get_task` accepts."""
-    from evals.reasoning import known_tasks
+    from harness_learning.evals.reasoning import known_tasks
 
     return [*QA_TASKS, *(RG_PREFIX + n for n in known_tasks())]
 
@@ -31,7 +31,7 @@ def known_task_names() -> list[str]:
 def get_task(name: str, **options: Any) -> Task:
     """The task called `name`, built with `options` (see the module docstring)."""
     if name.startswith(RG_PREFIX):
-        from evals.reasoning import ReasoningTask, known_tasks
+        from harness_learning.evals.reasoning import ReasoningTask, known_tasks
 
         task = name[len(RG_PREFIX) :]
         if task not in known_tasks():
@@ -39,8 +39,8 @@ def get_task(name: str, **options: Any) -> Task:
         _check(name, options, {"n_dev", "n_test", "seed", "partial_credit", "config"})
         return ReasoningTask(task, **options)
     if name in QA_TASKS:
-        from evals.qa.task import QATask
-        from evals.settings import SAMPLE_FILES, data_dir
+        from harness_learning.evals.qa.task import QATask
+        from harness_learning.evals.settings import SAMPLE_FILES, data_dir
 
         _check(name, options, {"path", "index_dir", "index_backend", "retriever", "aliases",
                                "n_dev", "n_test", "seed"})
@@ -70,7 +70,7 @@ def _check(name: str, options: dict, allowed: set[str]) -> None:
 
 
 def _unknown(name: str) -> ValueError:
-    from evals.reasoning import known_tasks
+    from harness_learning.evals.reasoning import known_tasks
 
     rg = ", ".join(RG_PREFIX + n for n in known_tasks())
     return ValueError(f"unknown task {name!r}; known: {', '.join(QA_TASKS)}, and rg:<name> for a "

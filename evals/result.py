@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harnesses.contract import ToolCall
+from harness_learning.harnesses.contract import ToolCall
 
 ErrorKind = Literal["harness", "timeout", "infra", "invalid", "budget"]
 """`harness`: the harness raised or returned no answer (scored 0). `timeout`: it ran past its

@@ -18,7 +18,7 @@ import random
 import warnings
 from typing import TypeVar
 
-from evals.problem import Problem
+from harness_learning.evals.problem import Problem
 
 P = TypeVar("P", bound=Problem)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Literal, Protocol, runtime_checkable
 
-from evals.problem import Problem
-from retrieval.protocol import Retriever
+from harness_learning.evals.problem import Problem
+from harness_learning.retrieval.protocol import Retriever
 
 Track = Literal["reasoning", "qa"]
 

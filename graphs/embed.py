@@ -1,6 +1,6 @@
 """Embed a harness in your own app: `load_harness(...)` returns a compiled LangGraph graph.
 
-    from graphs.embed import load_harness
+    from harness_learning.graphs.embed import load_harness
     harness = load_harness("runs/rg-arith")            # the run's current version, sandboxed
     harness.invoke({"question": "What is 3 + 4?"})     # {"answer": "7", "calls": [...], ...}
     chain = prompt | to_question | harness | pick_answer   # LCEL; or add it as a subgraph node
@@ -31,12 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NotRequired
 
+from harness_learning.harnesses.contract import LINE_LIMIT
+from harness_learning.harnesses.runtime import HarnessInvalid, check_source
+from harness_learning.harnesses.sandbox import Limits, RunOutcome, Worker
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from typing_extensions import TypedDict
-
-from harnesses.contract import LINE_LIMIT
-from harnesses.runtime import HarnessInvalid, check_source
-from harnesses.sandbox import Limits, RunOutcome, Worker
 
 IDLE_CLOSE_S = 300.0
 """A warm worker nobody used for this long is closed (the next call starts a fresh one)."""
@@ -91,7 +90,7 @@ def resolve_harness(ref: str | Path, version: str = "current") -> HarnessSource:
     """A seed name, a harness file, or a run directory (its `version`: `current` = the one the
     adapter holds now, `best` = the highest selection score of the adopted chain, or a sha
     prefix of any stored version)."""
-    from harnesses.seeds import SEEDS, seed_source
+    from harness_learning.harnesses.seeds import SEEDS, seed_source
 
     if isinstance(ref, str) and ref in SEEDS:
         return HarnessSource(seed_source(ref), f"seed {ref}")
@@ -105,8 +104,8 @@ def resolve_harness(ref: str | Path, version: str = "current") -> HarnessSource:
 
 
 def _from_run_dir(path: Path, version: str) -> HarnessSource:
-    from graphs.adapter.run import load_config
-    from harnesses.store import SQLiteLogStore
+    from harness_learning.graphs.adapter.run import load_config
+    from harness_learning.harnesses.store import SQLiteLogStore
 
     config = load_config(path)  # raises, naming config.json, if this is no run directory
     with SQLiteLogStore(path) as store:
@@ -132,7 +131,7 @@ def _from_run_dir(path: Path, version: str) -> HarnessSource:
 # -- the sandboxed runner --------------------------------------------------------------------
 
 def _loop() -> asyncio.AbstractEventLoop:
-    from harnesses.models.runtime import background_loop
+    from harness_learning.harnesses.models.runtime import background_loop
 
     global _exit_hook
     loop = background_loop().loop
@@ -242,8 +241,8 @@ def make_toolbox(model: str = "local", task: Any = None,
                  solver_params: dict[str, Any] | None = None) -> Any:
     """The parent-side tools: the shared client of `model` (with `solver_params` as its
     defaults) and the retriever of `task` (a name, {"name", "options"}, a Task, or None)."""
-    from harnesses.models import get_client
-    from harnesses.toolbox import Toolbox
+    from harness_learning.harnesses.models import get_client
+    from harness_learning.harnesses.toolbox import Toolbox
 
     task = _task(task)
     return Toolbox(solver=get_client(model), solver_params=solver_params,
@@ -253,7 +252,7 @@ def make_toolbox(model: str = "local", task: Any = None,
 def _task(task: Any) -> Any:
     if task is None or not isinstance(task, str | dict):
         return task
-    from evals.registry import get_task
+    from harness_learning.evals.registry import get_task
 
     if isinstance(task, dict):
         return get_task(task["name"], **task.get("options", {}))
@@ -348,12 +347,12 @@ class InProcessTools:
         return str(self._call(self._toolbox.llm(messages_or_prompt, params)) or "")
 
     def search(self, query: str, k: int = 5) -> list:
-        from retrieval.passage import Passage
+        from harness_learning.retrieval.passage import Passage
 
         return [Passage.from_dict(r) for r in self._call(self._toolbox.search(query, k)) or []]
 
     def python(self, code: str, timeout: float = 10.0) -> Any:
-        from harnesses.contract import ExecResult
+        from harness_learning.harnesses.contract import ExecResult
 
         row = self._call(self._toolbox.python(code, timeout)) or {}
         return ExecResult(str(row.get("stdout", "")), row.get("error"))
@@ -378,7 +377,7 @@ def load_harness(harness: str | Path, *, sandboxed: bool = True, reviewed: bool 
                 f"refusing to run {found.origin} in this process: harness code may have been "
                 "written by a model. Keep sandboxed=True, or pass reviewed=True once a person "
                 "has read it")
-        from harnesses.runtime import compile_harness
+        from harness_learning.harnesses.runtime import compile_harness
 
         tools = InProcessTools(make_toolbox(model, task, solver_params))
         return compile_harness(found.source, tools, line_limit, trusted=True,

@@ -28,10 +28,9 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from harness_learning.graphs.embed import serve
+from harness_learning.harnesses.offline import set_offline_switches
 from langchain_core.runnables import RunnableConfig
-
-from graphs.embed import serve
-from harnesses.offline import set_offline_switches
 
 set_offline_switches()
 
@@ -55,9 +54,9 @@ def _configurable(config: RunnableConfig | None) -> dict[str, Any]:
 
 def adapt_config(config: RunnableConfig | None) -> Any:
     """The `AdaptConfig` a run's configurable values describe (track defaults filled)."""
-    from graphs.adapter.config import AdaptConfig, Budget
-    from graphs.adapter.context import AdapterContext
-    from graphs.adapter.racing import RaceRule
+    from harness_learning.graphs.adapter.config import AdaptConfig, Budget
+    from harness_learning.graphs.adapter.context import AdapterContext
+    from harness_learning.graphs.adapter.racing import RaceRule
 
     conf = _configurable(config)
     known = {f.name for f in fields(AdaptConfig)}
@@ -77,9 +76,9 @@ def adapt_config(config: RunnableConfig | None) -> Any:
 @contextlib.asynccontextmanager
 async def adapter(config: RunnableConfig) -> AsyncIterator[Any]:
     """The adapter graph for this run; its worker pool is closed when the run ends."""
-    from graphs.adapter.context import AdapterContext
-    from graphs.adapter.graph import build_adapter_graph
-    from graphs.adapter.run import prepare
+    from harness_learning.graphs.adapter.context import AdapterContext
+    from harness_learning.graphs.adapter.graph import build_adapter_graph
+    from harness_learning.graphs.adapter.run import prepare
 
     cfg = await asyncio.to_thread(adapt_config, config)  # off the server's loop: it reads files
     if _configurable(config).get("__is_for_execution__"):  # not for schema or state reads

@@ -1,6 +1,6 @@
 """LangChain tools over harnesses, for an agent (or any LangChain app) to call.
 
-    from graphs.tools import harness_tools
+    from harness_learning.graphs.tools import harness_tools
     tools = harness_tools(model="local")      # run_harness, evaluate_harness, adapt_harness
     llm.bind_tools(tools)                     # any tool-calling chat model
 
@@ -20,10 +20,9 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
+from harness_learning.graphs.embed import HarnessRunError, make_toolbox, resolve_harness, serve
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, Field
-
-from graphs.embed import HarnessRunError, make_toolbox, resolve_harness, serve
 
 
 def _sync(coro: Any) -> Any:
@@ -90,8 +89,8 @@ class EvaluateHarness(BaseTool):
 
     async def _arun(self, task: str, harness: str = "", n: int = 5, split: str = "test",
                     **_: Any) -> str:
-        from evals.evaluator import evaluate
-        from evals.registry import get_task
+        from harness_learning.evals.evaluator import evaluate
+        from harness_learning.evals.registry import get_task
 
         try:
             the_task = get_task(task, n_dev=n, n_test=n) if task.startswith("rg:") \
@@ -145,8 +144,13 @@ class AdaptHarness(BaseTool):
     async def _arun(self, task: str, run_dir: str, rounds: int = 1, candidates: int = 1,
                     feedback: int = 4, selection: int = 4, policy: str | None = None,
                     **_: Any) -> str:
-        from graphs.adapter.config import AdaptConfig
-        from graphs.adapter.run import CONFIG_FILE, load_config, prepare, run_adaptation
+        from harness_learning.graphs.adapter.config import AdaptConfig
+        from harness_learning.graphs.adapter.run import (
+            CONFIG_FILE,
+            load_config,
+            prepare,
+            run_adaptation,
+        )
 
         resume = (Path(run_dir) / CONFIG_FILE).exists()
         try:

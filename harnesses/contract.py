@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from retrieval.passage import Passage
+from harness_learning.retrieval.passage import Passage
 
 LINE_LIMIT = 200
 """Default maximum number of source lines of a valid harness."""

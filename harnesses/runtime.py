@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from harnesses.contract import LINE_LIMIT
+from harness_learning.harnesses.contract import LINE_LIMIT
 
 INVALID_KINDS = (
     "syntax",

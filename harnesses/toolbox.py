@@ -12,9 +12,9 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from harnesses.sandbox.limits import Limits
-from harnesses.sandbox.python_exec import run_python
-from harnesses.sandbox.records import ToolReply
+from harness_learning.harnesses.sandbox.limits import Limits
+from harness_learning.harnesses.sandbox.python_exec import run_python
+from harness_learning.harnesses.sandbox.records import ToolReply
 
 MAX_TEXT_CHARS = 100_000
 """Longest Solver reply passed back to a harness."""

@@ -23,8 +23,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
-
-from retrieval.tokenizer import IdMapper, Tokenizer
+from harness_learning.retrieval.tokenizer import IdMapper, Tokenizer
 
 _MAPPER: IdMapper | None = None
 Batch = tuple[np.ndarray, np.ndarray, int]

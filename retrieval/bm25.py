@@ -17,10 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-
-from retrieval.passage import Passage
-from retrieval.store import PassageStore
-from retrieval.tokenizer import IdMapper, Tokenizer
+from harness_learning.retrieval.passage import Passage
+from harness_learning.retrieval.store import PassageStore
+from harness_learning.retrieval.tokenizer import IdMapper, Tokenizer
 
 METHOD, IDF_METHOD = "atire", "robertson"
 SUBDIR = "bm25"
@@ -57,7 +56,7 @@ class BM25Builder:
     def _flush(self) -> None:
         texts, self._pending = self._pending, []
         if not self._flushed and self.workers > 1 and len(texts) >= self.BATCH:
-            from retrieval._parallel import ParallelTokenizer
+            from harness_learning.retrieval._parallel import ParallelTokenizer
 
             self._parallel = ParallelTokenizer(self.tokenizer, self._mapper.vocab, self.workers)
         self._flushed = True

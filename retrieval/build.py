@@ -16,14 +16,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrieval.bm25 import BM25Builder, BM25Index, RankBM25Index, index_text
-from retrieval.corpus import iter_corpus
-from retrieval.embedding import MODEL_DIM, MODEL_NAME
-from retrieval.jsonstream import CorpusError
-from retrieval.manifest import Manifest
-from retrieval.protocol import Retriever
-from retrieval.store import PassageStore, StoreWriter
-from retrieval.tokenizer import Tokenizer
+from harness_learning.retrieval.bm25 import BM25Builder, BM25Index, RankBM25Index, index_text
+from harness_learning.retrieval.corpus import iter_corpus
+from harness_learning.retrieval.embedding import MODEL_DIM, MODEL_NAME
+from harness_learning.retrieval.jsonstream import CorpusError
+from harness_learning.retrieval.manifest import Manifest
+from harness_learning.retrieval.protocol import Retriever
+from harness_learning.retrieval.store import PassageStore, StoreWriter
+from harness_learning.retrieval.tokenizer import Tokenizer
 
 BACKENDS = ("bm25", "chroma", "both")
 STAGE_MARK = "stage.json"
@@ -149,7 +149,7 @@ def build_index(corpus_kind: str, input_path: str | Path, out_dir: str | Path,
 
 
 def _mismatch(out: Path, old: Manifest) -> Exception:
-    from retrieval.chroma import IndexMismatchError
+    from harness_learning.retrieval.chroma import IndexMismatchError
 
     e = old.embedding or {}
     return IndexMismatchError(
@@ -181,7 +181,7 @@ def _stage(kind: str, src: Path, stage: Path, corpus: dict, tok: Tokenizer, want
 
 def _add_chroma(target: Path, m: Manifest, corpus: dict, limit: int | None, device: str,
                 url: str | None, batch_size: int, progress: bool) -> Manifest:
-    from retrieval.chroma import COLLECTION, ingest
+    from harness_learning.retrieval.chroma import COLLECTION, ingest
 
     name = COLLECTION if not url else "hl-" + corpus["fingerprint"]
     count = ingest(target, PassageStore(target), text_of=index_text, limit=limit,
@@ -223,13 +223,13 @@ def open_index(path: str | Path, backend: str = "auto", *, device: str = "cpu",
                              "rebuild the index")
         parts.append(index)
     if "chroma" in need[backend]:
-        from retrieval.chroma import ChromaIndex
+        from harness_learning.retrieval.chroma import ChromaIndex
 
         c = m.chroma or {}
         parts.append(ChromaIndex(path, url=chroma_url or c.get("url"), device=device,
                                  collection=c.get("collection", "passages")))
     if backend == "hybrid":
-        from retrieval.hybrid import HybridRetriever
+        from harness_learning.retrieval.hybrid import HybridRetriever
 
         return HybridRetriever(parts)
     return parts[0]

@@ -12,9 +12,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from urllib.parse import urlparse
 
-from retrieval.embedding import EF_NAME, MODEL_DIM, MODEL_NAME, make_embedding_function
-from retrieval.passage import Passage
-from retrieval.store import PassageStore
+from harness_learning.retrieval.embedding import (
+    EF_NAME,
+    MODEL_DIM,
+    MODEL_NAME,
+    make_embedding_function,
+)
+from harness_learning.retrieval.passage import Passage
+from harness_learning.retrieval.store import PassageStore
 
 SUBDIR = "chroma"
 COLLECTION = "passages"

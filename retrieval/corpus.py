@@ -19,7 +19,7 @@ import tarfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from retrieval.jsonstream import CorpusError, iter_json_lines, iter_json_records
+from harness_learning.retrieval.jsonstream import CorpusError, iter_json_lines, iter_json_records
 
 CORPUS_KINDS = ("hotpotqa-wiki", "musique", "2wiki", "jsonl")
 

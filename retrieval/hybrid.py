@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from retrieval.passage import Passage
-from retrieval.protocol import Retriever
+from harness_learning.retrieval.passage import Passage
+from harness_learning.retrieval.protocol import Retriever
 
 
 def rrf(lists: Sequence[Sequence[Passage]], k: int, c: float = 60.0) -> list[Passage]:

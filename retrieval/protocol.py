@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from retrieval.passage import Passage
+from harness_learning.retrieval.passage import Passage
 
 
 @runtime_checkable

@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 
-from harnesses.store import Evaluation, SQLiteLogStore
+from harness_learning.harnesses.store import Evaluation, SQLiteLogStore
 
 
 def bench(rows: int, synchronous: str) -> float:

@@ -20,8 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import reasoning_gym  # noqa: E402
-
-from evals.reasoning import generate_entries, known_tasks  # noqa: E402
+from harness_learning.evals.reasoning import generate_entries, known_tasks  # noqa: E402
 
 
 def adversarial(gold: str, others: list[str]) -> dict[str, str]:
@@ -59,7 +58,7 @@ def probe(name: str, n: int, raw: bool) -> tuple[dict, dict, float]:
         raises["determinism"] = "NOT REPRODUCIBLE"
     score = data.score_answer
     if not raw:
-        from evals.reasoning import STRICT_MATCH, guarded_score
+        from harness_learning.evals.reasoning import STRICT_MATCH, guarded_score
 
         def score(answer, entry):
             return guarded_score(data, answer, entry, strict=name in STRICT_MATCH)

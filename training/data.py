@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evals.rewards import group_advantages
-from training.config import DataConfig
+from harness_learning.evals.rewards import group_advantages
+from harness_learning.training.config import DataConfig
 
 
 class LogError(ValueError):
@@ -118,7 +118,7 @@ def read_proposals(run_dirs: Sequence[str | Path], report: FilterReport | None =
                    ) -> list[Proposal]:
     """Every judged proposal of every run, in log order (unjudged ones are counted in
     `report.unjudged`)."""
-    from harnesses.store import SQLiteLogStore
+    from harness_learning.harnesses.store import SQLiteLogStore
 
     out: list[Proposal] = []
     for run_dir in run_dirs:

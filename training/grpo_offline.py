@@ -17,17 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnesses.offline import set_offline_switches
+from harness_learning.harnesses.offline import set_offline_switches
 
 set_offline_switches()
 
 import torch  # noqa: E402
-
-from training.config import GRPOOfflineConfig, as_dict  # noqa: E402
-from training.data import FilterReport, grpo_dataset  # noqa: E402
-from training.loss import grpo_loss  # noqa: E402
-from training.metrics import MetricsLog  # noqa: E402
-from training.models import (  # noqa: E402
+from harness_learning.training.config import GRPOOfflineConfig, as_dict  # noqa: E402
+from harness_learning.training.data import FilterReport, grpo_dataset  # noqa: E402
+from harness_learning.training.loss import grpo_loss  # noqa: E402
+from harness_learning.training.metrics import MetricsLog  # noqa: E402
+from harness_learning.training.models import (  # noqa: E402
     load_model,
     load_tokenizer,
     save_checkpoint,

@@ -18,14 +18,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from harnesses.offline import set_offline_switches
+from harness_learning.harnesses.offline import set_offline_switches
 
 set_offline_switches()
 
-from training.config import GRPOOnlineConfig, as_dict  # noqa: E402
-from training.data import LogError, as_messages  # noqa: E402
-from training.grpo_offline import TrainResult  # noqa: E402
-from training.metrics import MetricsLog, metrics_callback  # noqa: E402
+from harness_learning.training.config import GRPOOnlineConfig, as_dict  # noqa: E402
+from harness_learning.training.data import LogError, as_messages  # noqa: E402
+from harness_learning.training.grpo_offline import TrainResult  # noqa: E402
+from harness_learning.training.metrics import MetricsLog, metrics_callback  # noqa: E402
 
 
 @dataclass
@@ -63,7 +63,7 @@ def _run_config(store: Any) -> dict[str, Any]:
 
 def logged_prompts(run_dirs: Sequence[str | Path]) -> PromptSet:
     """One row per distinct logged prompt whose harness the log can give back."""
-    from harnesses.store import SQLiteLogStore
+    from harness_learning.harnesses.store import SQLiteLogStore
 
     rows, seen, task, options = [], set(), "", {}
     for run_dir in run_dirs:
@@ -110,7 +110,7 @@ class HarnessReward:
 
     @cached_property
     def store(self) -> Any:
-        from harnesses.store import SQLiteLogStore
+        from harness_learning.harnesses.store import SQLiteLogStore
 
         store = SQLiteLogStore(self.log_dir)
         store.init_run({"task": self.config.task, "source": "grpo-online",
@@ -119,13 +119,13 @@ class HarnessReward:
 
     @cached_property
     def toolbox(self) -> Any:
-        from harnesses.models import get_client
-        from harnesses.toolbox import Toolbox
+        from harness_learning.harnesses.models import get_client
+        from harness_learning.harnesses.toolbox import Toolbox
 
         return Toolbox(solver=get_client(self.config.solver), retriever=self.task.retriever())
 
     async def evaluate(self, source: str) -> Any:
-        from evals.evaluator import evaluate
+        from harness_learning.evals.evaluator import evaluate
 
         return await asyncio.wait_for(
             evaluate(source, self.problems, self.task, self.toolbox,
@@ -133,9 +133,9 @@ class HarnessReward:
             timeout=self.config.eval_timeout_s)
 
     async def judge(self, source: str, text: str, fmt: str, finish: str) -> Judged:
-        from evals.rewards import proposal_reward
-        from harnesses.edits import propose_candidate
-        from harnesses.runtime import HarnessInvalid, check_source
+        from harness_learning.evals.rewards import proposal_reward
+        from harness_learning.harnesses.edits import propose_candidate
+        from harness_learning.harnesses.runtime import HarnessInvalid, check_source
 
         edit = propose_candidate(source, text, fmt, finish)
         out = Judged(0.0, {}, edit.parsed, edit.applied, new_source=edit.new_source)
@@ -183,7 +183,7 @@ class HarnessReward:
     def log(self, prompts: list, texts: list[str], finish: list[str], source: list[str],
             fmts: list[str], judged: list[Judged], parents: dict[str, float]) -> None:
         """Write every completion as a proposal of the adapter's log format."""
-        from harnesses.store import Proposal, prompt_group_id
+        from harness_learning.harnesses.store import Proposal, prompt_group_id
 
         for i, j in enumerate(judged):
             parent_sha = self.store.put_version(source[i], None, 0)
@@ -200,9 +200,8 @@ class HarnessReward:
 
 
 def grpo_args(config: GRPOOnlineConfig, out: Path, progress: bool) -> Any:
+    from harness_learning.training.sft import trl_common
     from trl import GRPOConfig
-
-    from training.sft import trl_common
 
     if config.batch_size % config.num_generations:
         raise ValueError(f"batch_size {config.batch_size} must be a multiple of num_generations "
@@ -221,11 +220,15 @@ def train_grpo_online(run_dirs: Sequence[str | Path], config: GRPOOnlineConfig,
     """Online GRPO from the prompts of `run_dirs`; writes metrics, a PNG, a checkpoint and the
     execution log of every sampled group (OUT/log unless `log_dir`)."""
     from datasets import Dataset
+    from harness_learning.evals.registry import get_task
+    from harness_learning.evals.splits import sample_round
+    from harness_learning.training.models import (
+        load_model,
+        load_tokenizer,
+        lora_config,
+        save_checkpoint,
+    )
     from trl import GRPOTrainer
-
-    from evals.registry import get_task
-    from evals.splits import sample_round
-    from training.models import load_model, load_tokenizer, lora_config, save_checkpoint
 
     out = Path(config.out)
     prompts = logged_prompts(run_dirs)

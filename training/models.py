@@ -13,7 +13,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from harnesses.offline import set_offline_switches
+from harness_learning.harnesses.offline import set_offline_switches
 
 set_offline_switches()
 

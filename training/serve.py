@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harnesses.offline import set_offline_switches
+from harness_learning.harnesses.offline import set_offline_switches
 
 set_offline_switches()
 

@@ -9,17 +9,21 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from harnesses.offline import set_offline_switches
+from harness_learning.harnesses.offline import set_offline_switches
 
 set_offline_switches()
 
 import torch  # noqa: E402
-
-from training.config import SFTTrainConfig, as_dict  # noqa: E402
-from training.data import sft_dataset  # noqa: E402
-from training.grpo_offline import TrainResult  # noqa: E402
-from training.metrics import MetricsLog, metrics_callback  # noqa: E402
-from training.models import load_model, load_tokenizer, lora_config, save_checkpoint  # noqa: E402
+from harness_learning.training.config import SFTTrainConfig, as_dict  # noqa: E402
+from harness_learning.training.data import sft_dataset  # noqa: E402
+from harness_learning.training.grpo_offline import TrainResult  # noqa: E402
+from harness_learning.training.metrics import MetricsLog, metrics_callback  # noqa: E402
+from harness_learning.training.models import (  # noqa: E402
+    load_model,
+    load_tokenizer,
+    lora_config,
+    save_checkpoint,
+)
 
 
 def trl_common(config, out: Path) -> dict:

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from evals.qa.reader import RecordError, iter_json_records
+from harness_learning.evals.qa.reader import RecordError, iter_json_records
 
 DATASETS = ("hotpotqa", "musique", "2wiki")
 

@@ -19,11 +19,11 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-from evals.answers import strip_answer
-from evals.problem import Problem
-from evals.qa.datasets import DATASETS, QARecord, load_records
-from evals.qa.metrics import F1Rule, best_metrics
-from retrieval.protocol import Retriever
+from harness_learning.evals.answers import strip_answer
+from harness_learning.evals.problem import Problem
+from harness_learning.evals.qa.datasets import DATASETS, QARecord, load_records
+from harness_learning.evals.qa.metrics import F1Rule, best_metrics
+from harness_learning.retrieval.protocol import Retriever
 
 PAPER_DEV, PAPER_TEST = 500, 300
 SMALL_DEV_FRACTION = 0.6
@@ -107,7 +107,7 @@ class QATask:
         """The retriever given, else the index at `index_dir` (opened once, with
         `index_backend`: auto, bm25, chroma, hybrid, rank-bm25), else None."""
         if self._retriever is None and self._index_dir is not None:
-            import retrieval
+            from harness_learning import retrieval
 
             open_index: Callable[..., Retriever] = retrieval.open_index
             self._retriever = open_index(self._index_dir, backend=self._index_backend)

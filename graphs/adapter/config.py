@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from graphs.adapter.racing import RaceRule
-from harnesses.contract import LINE_LIMIT
+from harness_learning.graphs.adapter.racing import RaceRule
+from harness_learning.harnesses.contract import LINE_LIMIT
 
 Policy = Literal["strict", "best_valid", "racing"]
 EditFormat = Literal["search_replace", "whole_program"]

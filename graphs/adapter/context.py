@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from evals.registry import get_task
-from evals.task import Task
-from graphs.adapter.config import AdaptConfig
-from harnesses.models import ModelClient, ModelConfig, get_client
-from harnesses.sandbox import Limits, WorkerPool
-from harnesses.store import SQLiteLogStore
-from harnesses.toolbox import Toolbox
+from harness_learning.evals.registry import get_task
+from harness_learning.evals.task import Task
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.harnesses.models import ModelClient, ModelConfig, get_client
+from harness_learning.harnesses.sandbox import Limits, WorkerPool
+from harness_learning.harnesses.store import SQLiteLogStore
+from harness_learning.harnesses.toolbox import Toolbox
 
 SOLVER_CACHE = "solver_cache.sqlite"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.config import AdaptConfig
 
 LOOP_GUESS = 5
 PROMPT_TOKENS_GUESS = 400
@@ -45,8 +45,8 @@ class Estimate:
 
 
 def estimate_budget(config: AdaptConfig, seed_source_text: str | None = None) -> Estimate:
-    from evals.registry import get_task
-    from harnesses.seeds import seed_source
+    from harness_learning.evals.registry import get_task
+    from harness_learning.harnesses.seeds import seed_source
 
     if seed_source_text is None:
         name = config.seed_harness or get_task(config.task, **config.task_options).seed

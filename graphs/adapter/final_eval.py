@@ -8,11 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.nodes import evaluate_cached
+from harness_learning.graphs.adapter.run import load_config
 from rich.table import Table
-
-from graphs.adapter.context import AdapterContext
-from graphs.adapter.nodes import evaluate_cached
-from graphs.adapter.run import load_config
 
 
 @dataclass

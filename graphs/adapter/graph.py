@@ -9,13 +9,12 @@ validate, and `race` evaluates the valid ones together in stages (graphs/adapter
 
 from __future__ import annotations
 
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.nodes import make_nodes, stop_reason
+from harness_learning.graphs.adapter.race_round import make_race_node
+from harness_learning.graphs.adapter.state import AdapterState
 from langgraph.graph import END, START, StateGraph
-
-from graphs.adapter.config import AdaptConfig
-from graphs.adapter.context import AdapterContext
-from graphs.adapter.nodes import make_nodes, stop_reason
-from graphs.adapter.race_round import make_race_node
-from graphs.adapter.state import AdapterState
 
 
 def build_adapter_graph(config: AdaptConfig, context: AdapterContext | None = None) -> StateGraph:

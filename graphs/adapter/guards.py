@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from evals.qa.metrics import normalize_answer
+from harness_learning.evals.qa.metrics import normalize_answer
 
 REASON_PREFIX = "reward_hacking"
 SMALL_NUMBER = 10

@@ -7,23 +7,22 @@ import asyncio
 import json
 from typing import Any
 
+from harness_learning.evals.evaluator import evaluate
+from harness_learning.evals.problem import Problem
+from harness_learning.evals.result import UNSCORED, EvalResult, ProblemResult
+from harness_learning.evals.rewards import proposal_reward
+from harness_learning.evals.splits import sample_round
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.guards import report_golds, reward_hacking_reason
+from harness_learning.graphs.adapter.policies import Scored, decide
+from harness_learning.graphs.adapter.proposer import build_proposer_messages
+from harness_learning.graphs.adapter.report import build_report
+from harness_learning.graphs.adapter.result_writer import ResultWriter
+from harness_learning.graphs.adapter.state import AdapterState, CandidateView, RoundView
+from harness_learning.harnesses.edits import propose_candidate
+from harness_learning.harnesses.runtime import HarnessInvalid, check_source
+from harness_learning.harnesses.seeds import seed_source
 from langgraph.types import Send, interrupt
-
-from evals.evaluator import evaluate
-from evals.problem import Problem
-from evals.result import UNSCORED, EvalResult, ProblemResult
-from evals.rewards import proposal_reward
-from evals.splits import sample_round
-from graphs.adapter.context import AdapterContext
-from graphs.adapter.guards import report_golds, reward_hacking_reason
-from graphs.adapter.policies import Scored, decide
-from graphs.adapter.proposer import build_proposer_messages
-from graphs.adapter.report import build_report
-from graphs.adapter.result_writer import ResultWriter
-from graphs.adapter.state import AdapterState, CandidateView, RoundView
-from harnesses.edits import propose_candidate
-from harnesses.runtime import HarnessInvalid, check_source
-from harnesses.seeds import seed_source
 
 DIFF_CHARS = 4000
 

@@ -11,9 +11,9 @@ import asyncio
 import inspect
 from typing import Any, Protocol
 
-from harnesses.contract import TOOL_NAMES, Tools
-from harnesses.edits import format_instructions
-from harnesses.edits.edit import check_format
+from harness_learning.harnesses.contract import TOOL_NAMES, Tools
+from harness_learning.harnesses.edits import format_instructions
+from harness_learning.harnesses.edits.edit import check_format
 
 SYSTEM = (
     "You improve a harness: a small Python program that wraps a frozen language model (the "

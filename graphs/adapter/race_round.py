@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from evals.result import EvalResult
-from evals.rewards import proposal_reward
-from graphs.adapter.context import AdapterContext
-from graphs.adapter.nodes import evaluate_cached, incomplete_reason
-from graphs.adapter.racing import RaceRule, race
-from graphs.adapter.state import AdapterState, CandidateView
-from harnesses.edits import propose_candidate
+from harness_learning.evals.result import EvalResult
+from harness_learning.evals.rewards import proposal_reward
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.nodes import evaluate_cached, incomplete_reason
+from harness_learning.graphs.adapter.racing import RaceRule, race
+from harness_learning.graphs.adapter.state import AdapterState, CandidateView
+from harness_learning.harnesses.edits import propose_candidate
 
 
 def make_race_node(ctx: AdapterContext, rule: RaceRule | None = None):

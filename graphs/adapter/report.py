@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from evals.problem import Problem
-from evals.result import EvalResult, ProblemResult
+from harness_learning.evals.problem import Problem
+from harness_learning.evals.result import EvalResult, ProblemResult
 
 ORDER = ("error", "wrong", "partial", "correct", "unscored")
 ERROR_KINDS = {"harness", "timeout", "invalid"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harnesses.store import LogStore
+from harness_learning.harnesses.store import LogStore
 
 
 class ResultWriter:

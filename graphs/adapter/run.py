@@ -8,11 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.graph import build_adapter_graph
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-from graphs.adapter.config import AdaptConfig
-from graphs.adapter.context import AdapterContext
-from graphs.adapter.graph import build_adapter_graph
 
 CONFIG_FILE = "config.json"
 CHECKPOINTS_FILE = "checkpoints.sqlite"
@@ -52,7 +51,7 @@ def freeze_imports() -> None:
     collector's scans. Each full collection otherwise walks all of them while thousands of
     model calls allocate: measured with `harness-learn bench round`, ~25% of the parent's CPU
     per call."""
-    from harnesses.models.runtime import import_litellm
+    from harness_learning.harnesses.models.runtime import import_litellm
 
     import_litellm()
     gc.collect()
@@ -83,3 +82,13 @@ async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
         finally:
             await ctx.pool.close()
         return (await app.aget_state(THREAD)).values
+
+
+def adapt(config: AdaptConfig | None = None, /, **fields: Any) -> dict[str, Any]:
+    """Run an adaptation from Python and wait for it: `adapt(task="rg:leg_counting",
+    run_dir="runs/legs", rounds=2)`. Takes an `AdaptConfig` or its fields; returns the final
+    state, as `run_adaptation` does."""
+    import asyncio
+
+    config = prepare(config if config is not None else AdaptConfig(**fields))
+    return asyncio.run(run_adaptation(config))

@@ -17,13 +17,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from evals.evaluator import evaluate
-from evals.problem import Problem
-from evals.result import UNSCORED, ProblemResult
-from evals.task import Task
-from graphs.adapter.result_writer import ResultWriter
-from harnesses.edits import propose_candidate
-from harnesses.store.sqlite import SQLiteLogStore
+from harness_learning.evals.evaluator import evaluate
+from harness_learning.evals.problem import Problem
+from harness_learning.evals.result import UNSCORED, ProblemResult
+from harness_learning.evals.task import Task
+from harness_learning.graphs.adapter.result_writer import ResultWriter
+from harness_learning.harnesses.edits import propose_candidate
+from harness_learning.harnesses.store.sqlite import SQLiteLogStore
 
 ROUND = 1
 

@@ -14,8 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from graphs.adapter.racing import RaceRule, race
+from harness_learning.graphs.adapter.racing import RaceRule, race
 
 Scenario = Callable[[np.random.Generator], np.ndarray]
 

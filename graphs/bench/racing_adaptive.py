@@ -24,11 +24,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from harness_learning.graphs.adapter.racing import RaceRule
+from harness_learning.graphs.bench.racing import ratio_se
+from harness_learning.graphs.bench.racing_frontier import best_mean, choices, draw, stage_costs
 from scipy.stats import norm
-
-from graphs.adapter.racing import RaceRule
-from graphs.bench.racing import ratio_se
-from graphs.bench.racing_frontier import best_mean, choices, draw, stage_costs
 
 
 @dataclass(frozen=True)

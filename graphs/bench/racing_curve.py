@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphs.adapter.racing import RaceRule
-from graphs.bench import racing as racing_bench
-from graphs.bench.racing_frontier import cost, draw, quality, schedules
+from harness_learning.graphs.adapter.racing import RaceRule
+from harness_learning.graphs.bench import racing as racing_bench
+from harness_learning.graphs.bench.racing_frontier import cost, draw, quality, schedules
 
 RATIOS = (1.25, 1.5, 1.6, 1.75, 1.9, 2.0, 2.25, 2.5, 3.0)
 

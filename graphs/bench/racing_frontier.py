@@ -18,8 +18,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-
-from graphs.bench.racing import SCENARIOS, outcomes
+from harness_learning.graphs.bench.racing import SCENARIOS, outcomes
 
 Schedule = tuple[tuple[tuple[int, int], ...], int]
 

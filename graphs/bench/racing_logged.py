@@ -29,10 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from graphs.adapter.racing import RaceRule, race
-from graphs.bench.racing import full_choice, ratio_se
-from harnesses.store.sqlite import FILENAME, SQLiteLogStore
+from harness_learning.graphs.adapter.racing import RaceRule, race
+from harness_learning.graphs.bench.racing import full_choice, ratio_se
+from harness_learning.harnesses.store.sqlite import FILENAME, SQLiteLogStore
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from evals.problem import Problem
-from graphs.adapter.config import AdaptConfig
-from graphs.adapter.context import AdapterContext
-from graphs.adapter.nodes import InfraStop, evaluate_cached
-from graphs.adapter.run import freeze_imports
-from harnesses.models import ModelClient
-from harnesses.sandbox import Worker, WorkerPool
-from harnesses.sandbox.bench import PING, Instant, probe_limits
+from harness_learning.evals.problem import Problem
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.nodes import InfraStop, evaluate_cached
+from harness_learning.graphs.adapter.run import freeze_imports
+from harness_learning.harnesses.models import ModelClient
+from harness_learning.harnesses.sandbox import Worker, WorkerPool
+from harness_learning.harnesses.sandbox.bench import PING, Instant, probe_limits
 
 CALLS = 5
 SHARED_CALLS = 2
@@ -99,7 +99,7 @@ class TimedPool(WorkerPool):
 
 
 def start_server(latency: float, slots: int, error_rate: float = 0.0) -> tuple[subprocess.Popen, str]:
-    args = [sys.executable, "-m", "harnesses.models.simserver", "--latency", str(latency),
+    args = [sys.executable, "-m", "harness_learning.harnesses.models.simserver", "--latency", str(latency),
             "--slots", str(slots), "--error-rate", str(error_rate), "--retry-after", "0.1"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
     url = proc.stdout.readline().strip()
@@ -241,7 +241,7 @@ async def measure(latency: float, candidates: int, problems: int, slots: int,
 
 async def stored_results(run_dir: Path, expected: int) -> dict:
     """What the run's log holds: results kept, and infra errors scored (must be none)."""
-    from harnesses.store import SQLiteLogStore
+    from harness_learning.harnesses.store import SQLiteLogStore
 
     store = SQLiteLogStore(run_dir)
     rows = list(store.iter_evaluations())

@@ -3,7 +3,7 @@ itself on `app`; importing this package wires them all."""
 
 from __future__ import annotations
 
-from harnesses.offline import set_offline_switches
+from harness_learning.harnesses.offline import set_offline_switches
 
 set_offline_switches()
 
@@ -22,7 +22,7 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(index_app, name="index")
 app.add_typer(train_app, name="train")
 
-from graphs.cli import (  # noqa: E402,F401  (each module registers its commands)
+from harness_learning.graphs.cli import (  # noqa: E402,F401  (each module registers its commands)
     adapt_cmd,
     bench_cmd,
     demo_cmd,

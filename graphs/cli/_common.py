@@ -49,7 +49,7 @@ def task_options(data: Path | None, index: Path | None, n_dev: int | None = None
 
 def read_harness(harness: str) -> str:
     """A harness given as a file path or as the name of a seed."""
-    from harnesses.seeds import SEEDS, seed_source
+    from harness_learning.harnesses.seeds import SEEDS, seed_source
 
     if harness in SEEDS:
         return seed_source(harness)
@@ -85,8 +85,7 @@ def run_async(coro):
 def race_rule(text: str) -> Any:
     """A `RaceRule` from a `--race` JSON option ('' is the default rule)."""
     import typer
-
-    from graphs.adapter.racing import RaceRule
+    from harness_learning.graphs.adapter.racing import RaceRule
 
     if not text:
         return RaceRule()

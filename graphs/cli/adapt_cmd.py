@@ -6,9 +6,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
-from graphs.cli import app
-from graphs.cli._common import console, out, print_json_last, race_rule, run_async, task_options
+from harness_learning.graphs.cli import app
+from harness_learning.graphs.cli._common import (
+    console,
+    out,
+    print_json_last,
+    race_rule,
+    run_async,
+    task_options,
+)
 
 
 @app.command()
@@ -38,8 +44,8 @@ def adapt(
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
 ) -> None:
     """Adapt a harness to TASK: evaluate, report, propose, validate, select, repeat."""
-    from graphs.adapter.config import AdaptConfig, Budget
-    from graphs.adapter.run import prepare
+    from harness_learning.graphs.adapter.config import AdaptConfig, Budget
+    from harness_learning.graphs.adapter.run import prepare
 
     config = prepare(AdaptConfig(
         task=task, run_dir=str(run_dir), solver=solver, proposer=proposer,
@@ -58,18 +64,18 @@ def resume(
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
 ) -> None:
     """Continue a run that was stopped or killed; nothing finished is redone."""
-    from graphs.adapter.run import load_config
+    from harness_learning.graphs.adapter.run import load_config
 
     _run(load_config(run_dir), resume=True, as_json=as_json)
 
 
 def _run(config, *, resume: bool, as_json: bool) -> None:
-    from graphs.adapter.estimate import estimate_budget
-    from graphs.adapter.run import run_adaptation
-    from graphs.cli.live import LiveView
+    from harness_learning.graphs.adapter.estimate import estimate_budget
+    from harness_learning.graphs.adapter.run import run_adaptation
+    from harness_learning.graphs.cli.live import LiveView
 
     console.print(estimate_budget(config).describe())
-    from graphs.adapter.context import AdapterContext
+    from harness_learning.graphs.adapter.context import AdapterContext
 
     with LiveView(config) as view:
         context = AdapterContext(config, progress=view.on_progress)
@@ -93,7 +99,7 @@ def eval_run(
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
 ) -> None:
     """Evaluate the seed and each round's selected version on held-out test problems."""
-    from graphs.adapter.final_eval import final_evaluation
+    from harness_learning.graphs.adapter.final_eval import final_evaluation
 
     if split != "test":
         raise typer.BadParameter("the final evaluation is on the held-out test split")

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
-from graphs.cli import app
-from graphs.cli._common import console, out, run_async
+from harness_learning.graphs.cli import app
+from harness_learning.graphs.cli._common import console, out, run_async
 
 DEMO_TASK = "rg:basic_arithmetic"
 # One-digit sums: the 135M model gets some right, so scores move and every stage has work.
@@ -24,10 +23,10 @@ def demo(
 ) -> None:
     """Adapt the reasoning seed on a reasoning-gym task with SmolLM2 as Solver and Proposer
     (2 rounds x 2 candidates), then test the seed and each round's version on held-out problems."""
-    from graphs.adapter.config import AdaptConfig
-    from graphs.adapter.final_eval import final_evaluation
-    from graphs.adapter.run import prepare
-    from graphs.cli.adapt_cmd import _run
+    from harness_learning.graphs.adapter.config import AdaptConfig
+    from harness_learning.graphs.adapter.final_eval import final_evaluation
+    from harness_learning.graphs.adapter.run import prepare
+    from harness_learning.graphs.cli.adapt_cmd import _run
 
     if fresh and run_dir.exists():
         shutil.rmtree(run_dir)
@@ -49,10 +48,10 @@ def demo(
 
 def _answers_table(config, sha: str):
     """The final version's held-out answers, as SmolLM2 wrote them, beside the gold."""
-    from evals.registry import get_task
-    from graphs.adapter.report import gold_answer
-    from graphs.cli._common import results_table
-    from harnesses.store import SQLiteLogStore
+    from harness_learning.evals.registry import get_task
+    from harness_learning.graphs.adapter.report import gold_answer
+    from harness_learning.graphs.cli._common import results_table
+    from harness_learning.harnesses.store import SQLiteLogStore
 
     problems = {p.id: p for p in get_task(config.task, **config.task_options).test()}
     rows = []

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
-from graphs.cli import index_app
+from harness_learning.graphs.cli import index_app
 
 
 class CorpusKind(StrEnum):
@@ -49,8 +48,8 @@ def build(
     workers: Annotated[int | None, typer.Option(help="Processes tokenising for BM25 (default: one per CPU, at most 8).")] = None,
 ) -> None:
     """Build (or resume) an index and print a summary."""
-    from retrieval import build_index
-    from retrieval.jsonstream import CorpusError
+    from harness_learning.retrieval import build_index
+    from harness_learning.retrieval.jsonstream import CorpusError
 
     try:
         s = build_index(corpus.value, input, out, backend.value, stemmer=_none(stemmer),
@@ -73,7 +72,7 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="Last line: a JSON list of hits.")] = False,
 ) -> None:
     """Print the top-k passages for QUERY."""
-    from retrieval import open_index
+    from harness_learning.retrieval import open_index
 
     try:
         hits = open_index(index_dir, backend, device=device).search(query, k)

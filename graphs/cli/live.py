@@ -5,12 +5,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from harness_learning.graphs.cli._common import console
 from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
-
-from graphs.cli._common import console
 
 
 class LiveView:

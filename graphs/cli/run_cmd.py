@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
-from graphs.cli import app
-from graphs.cli._common import (
+from harness_learning.graphs.cli import app
+from harness_learning.graphs.cli._common import (
     out,
     print_json_last,
     progress,
@@ -32,7 +31,7 @@ def run(
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
 ) -> None:
     """Run a harness on N problems of a task and print per-problem results and the mean."""
-    from evals.registry import get_task
+    from harness_learning.evals.registry import get_task
 
     if split not in ("feedback", "test"):
         raise typer.BadParameter("split must be feedback or test")
@@ -51,10 +50,10 @@ def run(
 
 
 async def _evaluate(task, source, problems, model, concurrency):
-    from evals.evaluator import evaluate
-    from graphs.adapter.report import gold_answer
-    from harnesses.models import get_client
-    from harnesses.toolbox import Toolbox
+    from harness_learning.evals.evaluator import evaluate
+    from harness_learning.graphs.adapter.report import gold_answer
+    from harness_learning.harnesses.models import get_client
+    from harness_learning.harnesses.toolbox import Toolbox
 
     toolbox = Toolbox(solver=get_client(model), retriever=task.retriever())
     with progress("evaluating", len(problems), transient=True) as advance:

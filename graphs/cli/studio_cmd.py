@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
-from graphs.cli import app
-from graphs.cli._common import console
+from harness_learning.graphs.cli import app
+from harness_learning.graphs.cli._common import console
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TAKEN_PORT = 2024
@@ -67,7 +66,7 @@ def studio(
     config: Annotated[Path | None, typer.Option(help="langgraph.json to serve.")] = None,
 ) -> None:
     """Serve the adapter and the harness graphs to LangGraph Studio (`langgraph dev`, offline)."""
-    from graphs.studio import MODEL_ENV, RUNS_ENV
+    from harness_learning.graphs.studio import MODEL_ENV, RUNS_ENV
 
     if jobs < 1:
         raise typer.BadParameter("--jobs must be >= 1")

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
-from graphs.cli import train_app
-from training.config import GRPOOfflineConfig, GRPOOnlineConfig, SFTTrainConfig
+from harness_learning.graphs.cli import train_app
+from harness_learning.training.config import GRPOOfflineConfig, GRPOOnlineConfig, SFTTrainConfig
 
 LOGS_HELP = "Run directories whose execution logs (log.sqlite) are read; repeat or list them."
 
@@ -73,11 +72,11 @@ def _register(name: str, cls: type, runner: str, help_text: str) -> None:
     train_app.command(name, help=help_text)(command)
 
 
-_register("sft", SFTTrainConfig, "training.sft:train_sft",
+_register("sft", SFTTrainConfig, "harness_learning.training.sft:train_sft",
           "SFT warm start on successful edits (valid, scored above their parent).")
-_register("grpo-offline", GRPOOfflineConfig, "training.grpo_offline:train_grpo_offline",
+_register("grpo-offline", GRPOOfflineConfig, "harness_learning.training.grpo_offline:train_grpo_offline",
           "Offline GRPO on logged groups of candidate edits.")
-_register("grpo-online", GRPOOnlineConfig, "training.grpo_online:train_grpo_online",
+_register("grpo-online", GRPOOnlineConfig, "harness_learning.training.grpo_online:train_grpo_online",
           "Online GRPO (TRL): completions are applied and evaluated in the sandbox; each group "
           "is logged back to an execution log.")
 
@@ -91,6 +90,6 @@ def serve(
 ) -> None:
     """Serve a trained checkpoint as an OpenAI-compatible endpoint on CPU (transformers), for
     use as the Proposer; on GPUs use `vllm serve CHECKPOINT` instead."""
-    from training.serve import run_server
+    from harness_learning.training.serve import run_server
 
     run_server(checkpoint, host=host, port=port, name=name)

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graphs.experiments.runner import RUN_EVENT
-from graphs.experiments.structure import Structure, analyze
-from harnesses.store import SQLiteLogStore
+from harness_learning.graphs.experiments.runner import RUN_EVENT
+from harness_learning.graphs.experiments.structure import Structure, analyze
+from harness_learning.harnesses.store import SQLiteLogStore
 
 LOG_FILE = "log.sqlite"
 

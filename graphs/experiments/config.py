@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from graphs.adapter.racing import RaceRule
+from harness_learning.graphs.adapter.racing import RaceRule
 
 SCALES = ("paper", "smoke")
 TRACKS = ("reasoning", "qa")

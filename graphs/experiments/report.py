@@ -11,8 +11,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from graphs.experiments.collect import RunRecord, collect
-from graphs.experiments.structure import DETECTORS, share
+from harness_learning.graphs.experiments.collect import RunRecord, collect
+from harness_learning.graphs.experiments.structure import DETECTORS, share
 
 ORDER = ("seed", "tool_loop", "untrained", "trained", "single_step", "relay", "train_logs")
 ADAPTIVE = ("untrained", "trained", "single_step", "relay")

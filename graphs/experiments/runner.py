@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from graphs.adapter.config import AdaptConfig
-from graphs.adapter.context import AdapterContext
-from graphs.adapter.nodes import evaluate_cached
-from graphs.adapter.run import CONFIG_FILE, run_adaptation
-from graphs.experiments.config import ExperimentSpec
-from harnesses.seeds import seed_source
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.nodes import evaluate_cached
+from harness_learning.graphs.adapter.run import CONFIG_FILE, run_adaptation
+from harness_learning.graphs.experiments.config import ExperimentSpec
+from harness_learning.harnesses.seeds import seed_source
 
 RUN_EVENT = "experiment_run"
 BASELINE_SEEDS = {"tool_loop": "baseline_tool_loop"}
@@ -167,14 +167,14 @@ def task_options_for(spec: ExperimentSpec, out: Path, log: Log) -> Callable[[str
     sizes = {k: v for k, v in {"n_dev": spec.n_dev, "n_test": spec.n_test}.items() if v is not None}
     if spec.track == "reasoning":
         return lambda task: {**sizes, "seed": 0}
-    from evals.settings import SAMPLE_CORPORA, data_dir
+    from harness_learning.evals.settings import SAMPLE_CORPORA, data_dir
 
     options: dict[str, dict] = {}
     for task in dict.fromkeys([*spec.tasks.test, *spec.tasks.train]):
         kind, corpus = spec.corpora.get(task) or SAMPLE_CORPORA[task]
         index = out / "indexes" / slug(task)
         if not (index / "manifest.json").exists():
-            import retrieval
+            from harness_learning import retrieval
 
             log(f"building the BM25 index of {corpus} ({kind}) into {index}")
             retrieval.build_index(kind, data_dir() / corpus, index, progress=False)

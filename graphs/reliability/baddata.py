@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from graphs.reliability.common import file_hashes
+from harness_learning.graphs.reliability.common import file_hashes
 
 HOTPOT = {"_id": "q1", "question": "Who wrote Alpha?", "answer": "Bea",
           "context": [["Alpha", ["Alpha is a book by Bea."]]],
@@ -31,7 +31,7 @@ def _lines(path: Path, *lines: str) -> Path:
 
 def _qa(path: Path) -> Callable[[], Any]:
     def load() -> Any:
-        from evals.registry import get_task
+        from harness_learning.evals.registry import get_task
 
         return get_task("hotpotqa", path=str(path), n_dev=1, n_test=0).dev()
 
@@ -65,7 +65,7 @@ def _bytes(path: Path, data: bytes) -> Path:
 
 
 def _tiny_index(d: Path) -> Path:
-    from retrieval import build_index
+    from harness_learning.retrieval import build_index
 
     d.mkdir(parents=True, exist_ok=True)
     corpus = d / "corpus.jsonl"
@@ -78,7 +78,7 @@ def _tiny_index(d: Path) -> Path:
 
 def _search(index: Path) -> Callable[[], Any]:
     def go() -> Any:
-        from retrieval import open_index
+        from harness_learning.retrieval import open_index
 
         return open_index(index, backend="bm25").search("topic 1", k=3)
 
@@ -108,9 +108,8 @@ def index_cases(d: Path) -> dict[str, tuple[Callable[[], Any], list[str]]]:
 
 def _resume(run_dir: Path) -> Callable[[], Any]:
     def go() -> Any:
+        from harness_learning.graphs.cli import app
         from typer.testing import CliRunner
-
-        from graphs.cli import app
 
         result = CliRunner().invoke(app, ["resume", str(run_dir)])
         if result.exit_code == 0:
@@ -121,8 +120,8 @@ def _resume(run_dir: Path) -> Callable[[], Any]:
 
 
 def run_dir_cases(d: Path) -> dict[str, tuple[Callable[[], Any], list[str]]]:
-    from graphs.adapter.config import AdaptConfig
-    from harnesses.store import SQLiteLogStore
+    from harness_learning.graphs.adapter.config import AdaptConfig
+    from harness_learning.harnesses.store import SQLiteLogStore
 
     def run_dir(name: str) -> Path:
         path = d / name

@@ -12,8 +12,8 @@ from typing import Any
 
 
 def run_all(root: Path, *, kills: int = 5, seed: int = 0, log: Any = None) -> dict[str, Any]:
-    from graphs.reliability import baddata, crashes, faults, hostile, proposals
-    from harnesses.models import SimServer
+    from harness_learning.graphs.reliability import baddata, crashes, faults, hostile, proposals
+    from harness_learning.harnesses.models import SimServer
 
     root = Path(root)
     t0 = time.perf_counter()

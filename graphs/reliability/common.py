@@ -7,7 +7,7 @@ import hashlib
 import sqlite3
 from pathlib import Path
 
-from evals.problem import Problem
+from harness_learning.evals.problem import Problem
 
 LOG_FILE = "log.sqlite"
 CHECKPOINTS_FILE = "checkpoints.sqlite"
@@ -103,7 +103,7 @@ def sandbox_leftovers() -> list[int]:
     found = []
     for child in psutil.Process().children(recursive=True):
         try:
-            if "harnesses.sandbox.worker" in " ".join(child.cmdline()):
+            if "harness_learning.harnesses.sandbox.worker" in " ".join(child.cmdline()):
                 found.append(child.pid)
         except psutil.Error:
             continue

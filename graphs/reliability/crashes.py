@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from graphs.reliability.common import (
+from harness_learning.graphs.reliability.common import (
     CHECKPOINTS_FILE,
     LOG_FILE,
     decisions,
@@ -30,8 +30,8 @@ from graphs.reliability.common import (
     sandbox_leftovers,
     sim_spec,
 )
-from harnesses.models import SimServer
-from harnesses.models.simserver import ARITHMETIC_RULE
+from harness_learning.harnesses.models import SimServer
+from harness_learning.harnesses.models.simserver import ARITHMETIC_RULE
 
 CLI = str(Path(sys.executable).parent / "harness-learn")
 IDLE_WORKER_THREADS = 3
@@ -131,8 +131,8 @@ def kill_workers_midrun(root: Path, kills: int = 2, log: Any = None) -> dict[str
     """An in-process adaptation run whose sandbox workers are SIGKILLed while problems run:
     the run must complete, the killed problems must be recorded with the reason, and the log
     must stay sound."""
-    from graphs.adapter.run import run_adaptation
-    from graphs.reliability.faults import _context, fault_config
+    from harness_learning.graphs.adapter.run import run_adaptation
+    from harness_learning.graphs.reliability.faults import _context, fault_config
 
     root = Path(root)
     server = SimServer(latency_s=0.4, rules=[revision_rule(), ARITHMETIC_RULE])
@@ -179,7 +179,7 @@ def _kill_workers(server: SimServer, kills: int, killed: list[int], stop: thread
             try:
                 cmd = child.cmdline()
                 if child.pid not in others and cmd and cmd[0] == sys.executable \
-                        and "harnesses.sandbox.worker" in cmd:
+                        and "harness_learning.harnesses.sandbox.worker" in cmd:
                     workers.append((child.create_time(), child))
             except psutil.Error:
                 continue

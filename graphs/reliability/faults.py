@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from graphs.adapter.config import AdaptConfig
-from graphs.adapter.context import AdapterContext
-from graphs.adapter.nodes import InfraStop
-from graphs.adapter.run import run_adaptation
-from graphs.reliability.common import (
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.nodes import InfraStop
+from harness_learning.graphs.adapter.run import run_adaptation
+from harness_learning.graphs.reliability.common import (
     SumTask,
     decisions,
     evaluation_keys,
@@ -26,9 +26,9 @@ from graphs.reliability.common import (
     sim_spec,
     stored_scores,
 )
-from harnesses.models import InfraError, SimServer, clear_clients
-from harnesses.models.simserver import ARITHMETIC_RULE
-from harnesses.sandbox import Limits
+from harness_learning.harnesses.models import InfraError, SimServer, clear_clients
+from harness_learning.harnesses.models.simserver import ARITHMETIC_RULE
+from harness_learning.harnesses.sandbox import Limits
 
 MODES: dict[str, dict[str, Any]] = {
     "clean": {},

@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evals.evaluator import evaluate
-from evals.problem import Problem
-from evals.result import ProblemResult
-from graphs.reliability.common import file_hashes, integrity, sandbox_leftovers
-from graphs.reliability.hostile_cases import ESCAPES, RESOURCES, Case
-from graphs.reliability.hostile_reward_cases import REWARD_HACKING
-from harnesses.sandbox import Limits, WorkerPool
-from harnesses.sandbox.local import LocalBackend
+from harness_learning.evals.evaluator import evaluate
+from harness_learning.evals.problem import Problem
+from harness_learning.evals.result import ProblemResult
+from harness_learning.graphs.reliability.common import file_hashes, integrity, sandbox_leftovers
+from harness_learning.graphs.reliability.hostile_cases import ESCAPES, RESOURCES, Case
+from harness_learning.graphs.reliability.hostile_reward_cases import REWARD_HACKING
+from harness_learning.harnesses.sandbox import Limits, WorkerPool
+from harness_learning.harnesses.sandbox.local import LocalBackend
 
 SECRET_ENV = "HL_RELIABILITY_API_KEY"
 CASES: list[Case] = ESCAPES + RESOURCES + REWARD_HACKING
@@ -115,9 +115,9 @@ class HostileEnv:
 
     def plant(self) -> dict[str, Any]:
         """Write the targets; returns what the harness code is told (`P`)."""
-        import harnesses.contract as contract
-        from evals.settings import data_dir
-        from harnesses.store import SQLiteLogStore
+        import harness_learning.harnesses.contract as contract
+        from harness_learning.evals.settings import data_dir
+        from harness_learning.harnesses.store import SQLiteLogStore
 
         (self.root / "host").mkdir(parents=True)
         (self.root / "host" / "keep.txt").write_text("host data\n")
@@ -144,7 +144,7 @@ class HostileEnv:
                 "sim_port": self.server.port, "project_root": str(Path(contract.__file__).parents[1])}
 
     def snapshot(self) -> dict[str, str]:
-        import harnesses.contract as contract
+        import harness_learning.harnesses.contract as contract
 
         hashes = {k: v for k, v in file_hashes(self.root).items()
                   if not k.endswith(("-wal", "-shm"))}  # a reader may create these
@@ -297,9 +297,9 @@ async def run_catalogue(root: Path, server: Any, cases: list[Case] | None = None
                         log: Any = None, parallel: int = 2) -> list[dict[str, Any]]:
     """Run `cases` (default: all): the harmless ones together in one worker, each `solo` case
     in its own (`parallel` at a time); returns one row per case, in catalogue order."""
-    from graphs.reliability.common import SumTask
-    from harnesses.models import get_client
-    from harnesses.toolbox import Toolbox
+    from harness_learning.graphs.reliability.common import SumTask
+    from harness_learning.harnesses.models import get_client
+    from harness_learning.harnesses.toolbox import Toolbox
 
     env = HostileEnv(Path(root), server)
     plant = env.plant()

@@ -8,15 +8,15 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from graphs.adapter.config import AdaptConfig
-from graphs.adapter.context import AdapterContext
-from graphs.adapter.guards import REASON_PREFIX
-from graphs.adapter.nodes import make_candidate
-from graphs.reliability.common import SumTask
-from harnesses.edits import EDIT_ERROR_KINDS
-from harnesses.models import Completion
-from harnesses.runtime import INVALID_KINDS
-from harnesses.seeds import seed_source
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.guards import REASON_PREFIX
+from harness_learning.graphs.adapter.nodes import make_candidate
+from harness_learning.graphs.reliability.common import SumTask
+from harness_learning.harnesses.edits import EDIT_ERROR_KINDS
+from harness_learning.harnesses.models import Completion
+from harness_learning.harnesses.runtime import INVALID_KINDS
+from harness_learning.harnesses.seeds import seed_source
 
 NAMED_PREFIXES = (*EDIT_ERROR_KINDS, *INVALID_KINDS, REASON_PREFIX, "did not complete")
 

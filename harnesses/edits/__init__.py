@@ -1,16 +1,16 @@
 """Edits a Proposer writes: SEARCH/REPLACE blocks or a whole program (DESIGN.md, "One adaptation
 round"). `propose_candidate` is the entry point; failures are `EditError`s with a named kind."""
 
-from harnesses.edits.candidate import (
+from harness_learning.harnesses.edits.candidate import (
     CandidateEdit,
     apply_edit,
     parse_edit,
     propose_candidate,
     unified_diff,
 )
-from harnesses.edits.edit import EDIT_FORMATS, Block, Edit, EditFormat
-from harnesses.edits.errors import EDIT_ERROR_KINDS, EditError, EditErrorKind
-from harnesses.edits.instructions import format_instructions
+from harness_learning.harnesses.edits.edit import EDIT_FORMATS, Block, Edit, EditFormat
+from harness_learning.harnesses.edits.errors import EDIT_ERROR_KINDS, EditError, EditErrorKind
+from harness_learning.harnesses.edits.instructions import format_instructions
 
 __all__ = [
     "EDIT_ERROR_KINDS",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from harnesses.edits.edit import Edit, check_format, normalize_newlines
-from harnesses.edits.errors import EditError
-from harnesses.edits.search_replace import apply_blocks, parse_blocks
-from harnesses.edits.whole_program import parse_program
+from harness_learning.harnesses.edits.edit import Edit, check_format, normalize_newlines
+from harness_learning.harnesses.edits.errors import EditError
+from harness_learning.harnesses.edits.search_replace import apply_blocks, parse_blocks
+from harness_learning.harnesses.edits.whole_program import parse_program
 
 TRUNCATED_REASONS = frozenset({"length"})
 """finish_reason values meaning the model was cut off: such a completion is never adopted."""

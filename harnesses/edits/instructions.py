@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harnesses.edits.edit import check_format
+from harness_learning.harnesses.edits.edit import check_format
 
 _SEARCH_REPLACE = """\
 Answer with one or more SEARCH/REPLACE blocks that change the current program:

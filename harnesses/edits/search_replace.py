@@ -13,8 +13,8 @@ import difflib
 import os
 import re
 
-from harnesses.edits.edit import Block, Edit, normalize_newlines
-from harnesses.edits.errors import EditError
+from harness_learning.harnesses.edits.edit import Block, Edit, normalize_newlines
+from harness_learning.harnesses.edits.errors import EditError
 
 SEARCH_RE = re.compile(r"^[ \t]*<{5,9}[ \t]*SEARCH[ \t]*$")
 DIVIDER_RE = re.compile(r"^[ \t]*={5,9}[ \t]*$")

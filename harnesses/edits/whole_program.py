@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from harnesses.edits.edit import Edit, normalize_newlines
-from harnesses.edits.errors import EditError
+from harness_learning.harnesses.edits.edit import Edit, normalize_newlines
+from harness_learning.harnesses.edits.errors import EditError
 
 OPEN_RE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*)$")
 BUILD_GRAPH_RE = re.compile(r"^(?:async[ \t]+)?def[ \t]+build_graph[ \t]*\(", re.MULTILINE)

@@ -1,6 +1,6 @@
 """The model layer: every Solver and Proposer call goes through `ModelClient` and litellm.
 
-    from harnesses.models import get_client
+    from harness_learning.harnesses.models import get_client
     client = get_client("local")                       # embedded SmolLM2-135M on loopback
     client = get_client("openai/qwen@http://127.0.0.1:8000/v1?temperature=0")
     answer = client.complete("What is 2+2?").text       # or: await client.acomplete(...)
@@ -9,19 +9,19 @@ Infrastructure failures raise `InfraError`; see `ModelConfig.parse` for the spec
 `SimServer` for a simulated endpoint.
 """
 
-from harnesses.models.cache import ResponseCache, cache_key
-from harnesses.models.client import ModelClient, is_deterministic
-from harnesses.models.completion import Completion, UsageStats
-from harnesses.models.config import LOCAL_MODEL, ModelConfig
-from harnesses.models.errors import INFRA_KINDS, InfraError, ModelRequestError
-from harnesses.models.local import (
+from harness_learning.harnesses.models.cache import ResponseCache, cache_key
+from harness_learning.harnesses.models.client import ModelClient, is_deterministic
+from harness_learning.harnesses.models.completion import Completion, UsageStats
+from harness_learning.harnesses.models.config import LOCAL_MODEL, ModelConfig
+from harness_learning.harnesses.models.errors import INFRA_KINDS, InfraError, ModelRequestError
+from harness_learning.harnesses.models.local import (
     LOCAL_URL_ENV,
     LocalModelError,
     ensure_local_server,
     find_gguf,
     stop_local_server,
 )
-from harnesses.models.registry import clear_clients, get_client
+from harness_learning.harnesses.models.registry import clear_clients, get_client
 
 __all__ = [
     "INFRA_KINDS",
@@ -49,7 +49,7 @@ __all__ = [
 def __getattr__(name: str):
     # Lazy, so `python -m harnesses.models.simserver` does not import its module twice.
     if name == "SimServer":
-        from harnesses.models.simserver import SimServer
+        from harness_learning.harnesses.models.simserver import SimServer
 
         return SimServer
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,14 +17,22 @@ import weakref
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harnesses.models.cache import ResponseCache, cache_key
-from harnesses.models.completion import Completion, UsageStats
-from harnesses.models.config import LOCAL_MODEL, ModelConfig
-from harnesses.models.direct import DirectTransport
-from harnesses.models.errors import InfraError, ModelRequestError
-from harnesses.models.failures import backoff_s, classify
-from harnesses.models.local import LOCAL_API_KEY, LOCAL_LITELLM_MODEL, ensure_local_server
-from harnesses.models.runtime import background_loop, import_litellm, litellm_if_imported
+from harness_learning.harnesses.models.cache import ResponseCache, cache_key
+from harness_learning.harnesses.models.completion import Completion, UsageStats
+from harness_learning.harnesses.models.config import LOCAL_MODEL, ModelConfig
+from harness_learning.harnesses.models.direct import DirectTransport
+from harness_learning.harnesses.models.errors import InfraError, ModelRequestError
+from harness_learning.harnesses.models.failures import backoff_s, classify
+from harness_learning.harnesses.models.local import (
+    LOCAL_API_KEY,
+    LOCAL_LITELLM_MODEL,
+    ensure_local_server,
+)
+from harness_learning.harnesses.models.runtime import (
+    background_loop,
+    import_litellm,
+    litellm_if_imported,
+)
 
 Messages = str | list[dict[str, Any]]
 _RESERVED = frozenset({"model", "messages", "api_base", "base_url", "api_key", "stream"})

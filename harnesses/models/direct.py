@@ -16,10 +16,9 @@ import time
 from typing import Any
 
 import aiohttp
-
-from harnesses.models.completion import Completion
-from harnesses.models.errors import InfraError, ModelRequestError
-from harnesses.models.failures import retry_after
+from harness_learning.harnesses.models.completion import Completion
+from harness_learning.harnesses.models.errors import InfraError, ModelRequestError
+from harness_learning.harnesses.models.failures import retry_after
 
 
 def wire_model(model: str) -> str:

@@ -9,7 +9,7 @@ import random
 import time
 from typing import Any
 
-from harnesses.models.errors import InfraError, ModelRequestError
+from harness_learning.harnesses.models.errors import InfraError, ModelRequestError
 
 _MALFORMED_HINTS = (
     "JSONDecodeError",

@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from harnesses.models.client import ModelClient
-from harnesses.models.config import ModelConfig
+from harness_learning.harnesses.models.client import ModelClient
+from harness_learning.harnesses.models.config import ModelConfig
 
 _lock = threading.Lock()
 _clients: dict[str, ModelClient] = {}

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from harnesses.offline import set_offline_switches
+from harness_learning.harnesses.offline import set_offline_switches
 
 T = TypeVar("T")
 _import_lock = threading.Lock()

@@ -11,11 +11,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harnesses.sandbox.client import Worker
-    from harnesses.sandbox.limits import Limits
-    from harnesses.sandbox.pool import WorkerPool
-    from harnesses.sandbox.python_exec import run_python
-    from harnesses.sandbox.records import RunOutcome, ToolHandler, ToolReply
+    from harness_learning.harnesses.sandbox.client import Worker
+    from harness_learning.harnesses.sandbox.limits import Limits
+    from harness_learning.harnesses.sandbox.pool import WorkerPool
+    from harness_learning.harnesses.sandbox.python_exec import run_python
+    from harness_learning.harnesses.sandbox.records import RunOutcome, ToolHandler, ToolReply
 
 _LAZY = {"RunOutcome": "records", "ToolHandler": "records", "ToolReply": "records",
          "Worker": "client", "Limits": "limits", "WorkerPool": "pool", "run_python": "python_exec"}
@@ -25,14 +25,14 @@ def __getattr__(name: str) -> Any:
     """Parent-side names load on first use: the worker process imports this package too and
     should not pay for asyncio and the client at its start."""
     if name in _LAZY:
-        return getattr(importlib.import_module(f"harnesses.sandbox.{_LAZY[name]}"), name)
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def choose_backend(kind: str = "auto") -> Any:
     """`local`, `docker`, or `auto` (Docker when an engine answers, else local)."""
-    from harnesses.sandbox.docker_backend import DockerBackend, docker_available
-    from harnesses.sandbox.local import LocalBackend
+    from harness_learning.harnesses.sandbox.docker_backend import DockerBackend, docker_available
+    from harness_learning.harnesses.sandbox.local import LocalBackend
 
     if kind == "docker" or (kind == "auto" and docker_available()):
         return DockerBackend()
@@ -43,8 +43,8 @@ def choose_backend(kind: str = "auto") -> Any:
 
 def sandbox_info() -> dict[str, Any]:
     """Which protections a local worker gets on this machine, and whether Docker answers."""
-    from harnesses.sandbox.docker_backend import docker_available
-    from harnesses.sandbox.local import LocalBackend
+    from harness_learning.harnesses.sandbox.docker_backend import docker_available
+    from harness_learning.harnesses.sandbox.local import LocalBackend
 
     info: dict[str, Any] = LocalBackend().protections()
     info["docker"] = docker_available()

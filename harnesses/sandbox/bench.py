@@ -11,8 +11,8 @@ import json
 import statistics
 import time
 
-from harnesses.sandbox import Limits, ToolReply, Worker, WorkerPool, sandbox_info
-from harnesses.seeds import seed_source
+from harness_learning.harnesses.sandbox import Limits, ToolReply, Worker, WorkerPool, sandbox_info
+from harness_learning.harnesses.seeds import seed_source
 
 PING = """
 import time

@@ -18,17 +18,22 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnesses.contract import LINE_LIMIT, TOOL_NAMES, ToolCall
-from harnesses.runtime import HarnessInvalid, check_source
-from harnesses.sandbox.limits import Limits
-from harnesses.sandbox.protocol import (
+from harness_learning.harnesses.contract import LINE_LIMIT, TOOL_NAMES, ToolCall
+from harness_learning.harnesses.runtime import HarnessInvalid, check_source
+from harness_learning.harnesses.sandbox.limits import Limits
+from harness_learning.harnesses.sandbox.protocol import (
     BRIDGE_FD_ENV,
     LIMITS_ENV,
     MAX_MESSAGE_BYTES,
     decode,
     encode,
 )
-from harnesses.sandbox.records import CappedOutput, RunOutcome, ToolHandler, failure_kind
+from harness_learning.harnesses.sandbox.records import (
+    CappedOutput,
+    RunOutcome,
+    ToolHandler,
+    failure_kind,
+)
 
 START_TIMEOUT_S = 60.0
 LOAD_TIMEOUT_S = 60.0
@@ -118,7 +123,7 @@ class Worker:
         t0 = time.perf_counter()
         loop = asyncio.get_running_loop()
         env = {LIMITS_ENV: json.dumps(self.limits.to_dict())}
-        args = ["-m", "harnesses.sandbox.worker"]
+        args = ["-m", "harness_learning.harnesses.sandbox.worker"]
         if getattr(self.backend, "stdio_bridge", False):  # containers: bridge over stdin/stdout
             env[BRIDGE_FD_ENV] = "stdio"
             self.process = await self.backend.spawn(args, self.limits, env, stdin=subprocess.PIPE)
@@ -389,6 +394,6 @@ def default_backend() -> Any:
     """From `HARNESS_SANDBOX` (local, docker, auto; default auto: Docker when it answers)."""
     import os
 
-    from harnesses.sandbox import choose_backend
+    from harness_learning.harnesses.sandbox import choose_backend
 
     return choose_backend(os.environ.get("HARNESS_SANDBOX", "auto"))

@@ -17,9 +17,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnesses.sandbox.limits import Limits
-from harnesses.sandbox.local import SCRATCH, base_env, project_dirs
-from harnesses.sandbox.protocol import MAX_MESSAGE_BYTES
+from harness_learning.harnesses.sandbox.limits import Limits
+from harness_learning.harnesses.sandbox.local import SCRATCH, base_env, project_dirs
+from harness_learning.harnesses.sandbox.protocol import MAX_MESSAGE_BYTES
 
 DEFAULT_IMAGE = "harness-learning-sandbox:latest"
 """An image with this project's dependencies installed (the project's packages are mounted)."""

@@ -3,7 +3,7 @@ pids cgroup where writable.
 
 Filesystem view under bubblewrap: the root is an empty read-only tmpfs; only what Python needs
 is bound read-only (/usr, /lib, /lib64, /bin, a few /etc files, the interpreter's base prefix,
-the virtualenv, and the project's `harnesses` and `retrieval` package directories). We do not
+the virtualenv, and the project's `harness_learning`, `harnesses` and `retrieval` package directories). We do not
 bind `/`: run directories, datasets with gold answers and /etc/shadow stay invisible. This
 matters because, started by root, the sandbox's uid maps to root outside, so any bound
 root-owned file is readable. /tmp and the scratch directory are size-limited tmpfs mounts
@@ -30,9 +30,9 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harnesses.offline import OFFLINE_ENV
-from harnesses.sandbox.limits import Limits
-from harnesses.sandbox.protocol import LIMITS_ENV, MAX_MESSAGE_BYTES
+from harness_learning.harnesses.offline import OFFLINE_ENV
+from harness_learning.harnesses.sandbox.limits import Limits
+from harness_learning.harnesses.sandbox.protocol import LIMITS_ENV, MAX_MESSAGE_BYTES
 
 CGROUP_PIDS = Path("/sys/fs/cgroup/pids")
 CGROUP_GROUP = "harness-learning"
@@ -44,15 +44,13 @@ TMPFS_BYTES = 64 * 1024 * 1024
 
 
 def project_dirs() -> list[str]:
-    """The package directories a worker imports from this project."""
-    import harnesses
-    import retrieval
+    """The package directories a worker imports from this project: the namespace package and
+    the two layers it runs (in an editable install they are separate folders)."""
+    import harness_learning
+    from harness_learning import harnesses, retrieval
 
-    return [str(Path(m.__file__).resolve().parent) for m in (harnesses, retrieval)]
-
-
-def project_root() -> str:
-    return str(Path(project_dirs()[0]).parent)
+    dirs = [str(Path(m.__file__).resolve().parent) for m in (harness_learning, harnesses, retrieval)]
+    return list(dict.fromkeys(dirs))
 
 
 def python_dirs() -> list[str]:
@@ -83,7 +81,7 @@ def base_env(home: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     """A scrubbed environment: nothing of the parent's, no credentials."""
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": "/tmp",
            "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
-           "MALLOC_ARENA_MAX": "2", "PYTHONPATH": project_root(), **OFFLINE_ENV}
+           "MALLOC_ARENA_MAX": "2", **OFFLINE_ENV}
     env.update(extra or {})
     return env
 

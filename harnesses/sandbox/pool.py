@@ -6,8 +6,8 @@ import asyncio
 from collections import deque
 from typing import Any
 
-from harnesses.sandbox.client import ToolHandler, Worker
-from harnesses.sandbox.limits import Limits
+from harness_learning.harnesses.sandbox.client import ToolHandler, Worker
+from harness_learning.harnesses.sandbox.limits import Limits
 
 
 class WorkerPool:

@@ -7,10 +7,10 @@ import json
 import subprocess
 from typing import Any
 
-from harnesses.contract import ExecResult
-from harnesses.sandbox.limits import Limits
-from harnesses.sandbox.protocol import LIMITS_ENV
-from harnesses.sandbox.records import CappedOutput
+from harness_learning.harnesses.contract import ExecResult
+from harness_learning.harnesses.sandbox.limits import Limits
+from harness_learning.harnesses.sandbox.protocol import LIMITS_ENV
+from harness_learning.harnesses.sandbox.records import CappedOutput
 
 RUNNER = """\
 import json, linecache, os, resource, sys
@@ -35,7 +35,7 @@ async def run_python(
 ) -> ExecResult:
     """Run `code` with a wall-clock limit; return its stdout (capped) and its error text
     (traceback, or the limit it hit). Never raises for faults of the code itself."""
-    from harnesses.sandbox.client import default_backend
+    from harness_learning.harnesses.sandbox.client import default_backend
 
     limits = (limits or Limits()).for_python(timeout)
     backend = backend or default_backend()

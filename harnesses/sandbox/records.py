@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harnesses.contract import ToolCall
+from harness_learning.harnesses.contract import ToolCall
 
 
 @dataclass

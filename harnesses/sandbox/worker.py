@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnesses.sandbox.protocol import (
+from harness_learning.harnesses.sandbox.protocol import (
     BRIDGE_FD_ENV,
     LIMITS_ENV,
     REPLY_ERRORS,
@@ -145,13 +145,13 @@ class BridgeTools:
         return "" if result is None else str(result)
 
     def search(self, query: str, k: int = 5) -> list:
-        from retrieval.passage import Passage
+        from harness_learning.retrieval.passage import Passage
 
         rows = self._bridge.call("search", {"query": query, "k": k})
         return [Passage.from_dict(row) for row in rows or []]
 
     def python(self, code: str, timeout: float = 10.0) -> Any:
-        from harnesses.contract import ExecResult
+        from harness_learning.harnesses.contract import ExecResult
 
         row = self._bridge.call("python", {"code": code, "timeout": timeout}) or {}
         return ExecResult(str(row.get("stdout", "")), row.get("error"))
@@ -166,7 +166,7 @@ class Worker:
         self.lock = threading.Lock()
 
     def load(self, message: dict[str, Any]) -> None:
-        from harnesses.runtime import HarnessInvalid, compile_harness
+        from harness_learning.harnesses.runtime import HarnessInvalid, compile_harness
 
         try:
             compile_harness(message["source"], self.tools, int(message["line_limit"]))
@@ -188,7 +188,7 @@ class Worker:
         thread.start()
 
     def execute(self, run: RunState) -> None:
-        from harnesses.runtime import (
+        from harness_learning.harnesses.runtime import (
             HarnessInvalid,
             answer_of,
             build,
@@ -308,14 +308,13 @@ def main() -> None:
     limits = json.loads(os.environ.pop(LIMITS_ENV))
     apply_limits(limits)
     read_fd, write_fd = open_bridge(os.environ.pop(BRIDGE_FD_ENV))
-    from harnesses.runtime import mark_worker_process
+    from harness_learning.harnesses.runtime import mark_worker_process
 
     mark_worker_process()
     t0 = time.perf_counter()
+    import harness_learning.harnesses.contract  # noqa: F401  (Passage, ExecResult for tool results)
     import langgraph.graph  # noqa: F401  (warm: the import is most of a cold start)
     import typing_extensions  # noqa: F401
-
-    import harnesses.contract  # noqa: F401  (Passage, ExecResult for tool results)
 
     try:
         serve(read_fd, write_fd, time.perf_counter() - t0)

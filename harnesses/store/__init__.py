@@ -1,14 +1,14 @@
 """The execution log (DESIGN.md, "The execution log"): versions, evaluations, proposals,
 decisions and events of one run, behind the `LogStore` interface; SQLite by default."""
 
-from harnesses.store.base import (
+from harness_learning.harnesses.store.base import (
     UNFINISHED_KINDS,
     LogStore,
     LogStoreError,
     SchemaVersionError,
 )
-from harnesses.store.jsonl import export_run, import_run
-from harnesses.store.records import (
+from harness_learning.harnesses.store.jsonl import export_run, import_run
+from harness_learning.harnesses.store.records import (
     Decision,
     Evaluation,
     Event,
@@ -24,8 +24,8 @@ from harnesses.store.records import (
     source_sha,
     to_jsonable,
 )
-from harnesses.store.schema import SCHEMA_VERSION
-from harnesses.store.sqlite import SQLiteLogStore
+from harness_learning.harnesses.store.schema import SCHEMA_VERSION
+from harness_learning.harnesses.store.sqlite import SQLiteLogStore
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from harnesses.store.records import (
+from harness_learning.harnesses.store.records import (
     Decision,
     Evaluation,
     Event,

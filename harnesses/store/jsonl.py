@@ -12,9 +12,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harnesses.store.base import LogStore
-from harnesses.store.records import Decision, Evaluation, Event, Proposal, Version, to_jsonable
-from harnesses.store.schema import SCHEMA_VERSION
+from harness_learning.harnesses.store.base import LogStore
+from harness_learning.harnesses.store.records import (
+    Decision,
+    Evaluation,
+    Event,
+    Proposal,
+    Version,
+    to_jsonable,
+)
+from harness_learning.harnesses.store.schema import SCHEMA_VERSION
 
 FORMAT = "harness-learning-log"
 KINDS: dict[str, type] = {

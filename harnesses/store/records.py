@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from harnesses.contract import ToolCall
+from harness_learning.harnesses.contract import ToolCall
 
 
 def clean_text(text: str) -> str:

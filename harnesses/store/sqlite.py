@@ -20,8 +20,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harnesses.store.base import UNFINISHED_KINDS, LogStore, LogStoreError, SchemaVersionError
-from harnesses.store.records import (
+from harness_learning.harnesses.store.base import (
+    UNFINISHED_KINDS,
+    LogStore,
+    LogStoreError,
+    SchemaVersionError,
+)
+from harness_learning.harnesses.store.records import (
     Decision,
     Evaluation,
     Event,
@@ -32,7 +37,7 @@ from harnesses.store.records import (
     source_sha,
     to_jsonable,
 )
-from harnesses.store.schema import (
+from harness_learning.harnesses.store.schema import (
     BOOL_FIELDS,
     DDL,
     JSON_FIELDS,

@@ -12,8 +12,8 @@ import json
 import tempfile
 from pathlib import Path
 
-from retrieval.build import build_index, open_index
-from retrieval.jsonstream import iter_json_records
+from harness_learning.retrieval.build import build_index, open_index
+from harness_learning.retrieval.jsonstream import iter_json_records
 
 KS = (2, 5, 10)
 DATASETS = {"musique": "musique/musique_train.json", "2wiki": "2wikimultihopqa/train_slice.json"}

@@ -17,13 +17,12 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-
-from retrieval.bench import synthetic
+from harness_learning.retrieval.bench import synthetic
 
 
 def _step(*args: str) -> dict:
     env = dict(os.environ, TQDM_DISABLE="1", DISABLE_TQDM="1")
-    proc = subprocess.run([sys.executable, "-m", "retrieval.bench.worker", *args],
+    proc = subprocess.run([sys.executable, "-m", "harness_learning.retrieval.bench.worker", *args],
                           capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"benchmark step {args[0]} failed:\n{proc.stderr[-3000:]}")

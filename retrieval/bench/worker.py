@@ -49,8 +49,8 @@ def _latencies(search, qs: list[str]) -> tuple[list[float], list, list[float]]:
 
 
 def run_bm25(corpus: str, out: str, nq: int) -> dict:
-    from retrieval.bench.synthetic import queries
-    from retrieval.build import build_index, default_workers, dir_size, open_index
+    from harness_learning.retrieval.bench.synthetic import queries
+    from harness_learning.retrieval.build import build_index, default_workers, dir_size, open_index
 
     load = os.getloadavg()[0]
     t, c = time.perf_counter(), _cpu_s()
@@ -70,12 +70,11 @@ def run_bm25(corpus: str, out: str, nq: int) -> dict:
 
 
 def run_rank_bm25(corpus: str, nq: int) -> dict:
+    from harness_learning.retrieval.bench.synthetic import queries
+    from harness_learning.retrieval.bm25 import index_text, top_k
+    from harness_learning.retrieval.corpus import iter_corpus
+    from harness_learning.retrieval.tokenizer import Tokenizer
     from rank_bm25 import BM25Okapi
-
-    from retrieval.bench.synthetic import queries
-    from retrieval.bm25 import index_text, top_k
-    from retrieval.corpus import iter_corpus
-    from retrieval.tokenizer import Tokenizer
 
     tok = Tokenizer()
     t = time.perf_counter()

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from evals.reasoning import (
+from harness_learning.evals.reasoning import (
     PAPER_DEV,
     PAPER_TEST,
     ReasoningTask,
@@ -14,7 +13,7 @@ from evals.reasoning import (
     guarded_score,
     known_tasks,
 )
-from evals.task import Task
+from harness_learning.evals.task import Task
 
 
 def test_known_tasks_cover_the_package():

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from evals.qa.task import QATask
-from evals.reasoning import ReasoningTask
-from evals.registry import get_task, known_task_names
-from evals.settings import SAMPLE_FILES
+from harness_learning.evals.qa.task import QATask
+from harness_learning.evals.reasoning import ReasoningTask
+from harness_learning.evals.registry import get_task, known_task_names
+from harness_learning.evals.settings import SAMPLE_FILES
 
 
 def test_reasoning_task_by_name():

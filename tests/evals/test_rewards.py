@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from evals.rewards import (
+from harness_learning.evals.rewards import (
     RewardInputs,
     group_advantages,
     program_facts,

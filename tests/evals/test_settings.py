@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evals.settings import REPO_ROOT, SAMPLE_CORPORA, SAMPLE_FILES, data_dir
+from harness_learning.evals.settings import REPO_ROOT, SAMPLE_CORPORA, SAMPLE_FILES, data_dir
 
 
 def test_env_var_wins(monkeypatch, tmp_path):

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from evals.problem import Problem
-from evals.splits import sample_round
+from harness_learning.evals.problem import Problem
+from harness_learning.evals.splits import sample_round
 
 
 def _pool(n: int) -> list[Problem]:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from harness_learning.graphs.cli import app
 from typer.testing import CliRunner
-
-from graphs.cli import app
 
 
 @pytest.mark.slow

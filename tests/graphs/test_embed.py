@@ -8,15 +8,14 @@ import json
 import os
 
 import pytest
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.embed import HarnessRunError, load_harness, resolve_harness
+from harness_learning.harnesses.models import SimServer
+from harness_learning.harnesses.runtime import HarnessInvalid
+from harness_learning.harnesses.seeds import seed_source
+from harness_learning.harnesses.store import SQLiteLogStore
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
-
-from graphs.adapter.config import AdaptConfig
-from graphs.embed import HarnessRunError, load_harness, resolve_harness
-from harnesses.models import SimServer
-from harnesses.runtime import HarnessInvalid
-from harnesses.seeds import seed_source
-from harnesses.store import SQLiteLogStore
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -16,12 +16,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
-from graphs.cli.studio_cmd import REPO_ROOT, dev_command, offline_env
-from graphs.studio import MODEL_ENV, RUNS_ENV
-from harnesses.models import SimServer
-from harnesses.models.simserver import ARITHMETIC_RULE
-from harnesses.seeds import seed_source
+from harness_learning.graphs.cli.studio_cmd import REPO_ROOT, dev_command, offline_env
+from harness_learning.graphs.studio import MODEL_ENV, RUNS_ENV
+from harness_learning.harnesses.models import SimServer
+from harness_learning.harnesses.models.simserver import ARITHMETIC_RULE
+from harness_learning.harnesses.seeds import seed_source
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -178,7 +177,7 @@ def test_adapter_run_with_approval_then_serve_its_version(server, sim, tmp_path)
 
 
 def test_adapt_config_from_configurable(monkeypatch, tmp_path) -> None:
-    from graphs.studio import adapt_config, studio_runs_root
+    from harness_learning.graphs.studio import adapt_config, studio_runs_root
 
     monkeypatch.delenv(RUNS_ENV, raising=False)
     assert REPO_ROOT not in studio_runs_root().parents  # generated files never reload the server

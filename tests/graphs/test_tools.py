@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from harness_learning.graphs.tools import AdaptHarness, EvaluateHarness, RunHarness, harness_tools
+from harness_learning.harnesses.models import SimServer
+from harness_learning.harnesses.models.simserver import ARITHMETIC_RULE
+from harness_learning.harnesses.seeds import seed_source
 from langchain_core.messages import ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
-
-from graphs.tools import AdaptHarness, EvaluateHarness, RunHarness, harness_tools
-from harnesses.models import SimServer
-from harnesses.models.simserver import ARITHMETIC_RULE
-from harnesses.seeds import seed_source
 
 pytestmark = pytest.mark.timeout(180)
 

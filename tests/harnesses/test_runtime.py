@@ -5,15 +5,14 @@ from __future__ import annotations
 import sys
 
 import pytest
-
-from harnesses.runtime import (
+from harness_learning.harnesses.runtime import (
     HarnessInvalid,
     answer_of,
     check_source,
     compile_harness,
     count_lines,
 )
-from harnesses.seeds import SEEDS, seed_source
+from harness_learning.harnesses.seeds import SEEDS, seed_source
 
 GOOD = """
 from langgraph.graph import END, START, StateGraph

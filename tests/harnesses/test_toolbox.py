@@ -6,9 +6,8 @@ import asyncio
 from dataclasses import dataclass
 
 import pytest
-
-from harnesses.sandbox.records import failure_kind
-from harnesses.toolbox import (
+from harness_learning.harnesses.sandbox.records import failure_kind
+from harness_learning.harnesses.toolbox import (
     MAX_K,
     MAX_TEXT_CHARS,
     BudgetExceeded,
@@ -16,7 +15,7 @@ from harnesses.toolbox import (
     Toolbox,
     ToolInputError,
 )
-from retrieval.passage import Passage
+from harness_learning.retrieval.passage import Passage
 
 
 @dataclass

@@ -4,8 +4,7 @@ a clear error naming the file (and record), and not one file changed."""
 from __future__ import annotations
 
 import pytest
-
-from graphs.reliability.baddata import run_bad_data
+from harness_learning.graphs.reliability.baddata import run_bad_data
 
 pytestmark = pytest.mark.reliability
 

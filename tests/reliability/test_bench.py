@@ -4,10 +4,9 @@ report (a not-contained case and a lost record show up in the figures)."""
 from __future__ import annotations
 
 import pytest
+from harness_learning.graphs.cli import app
+from harness_learning.graphs.reliability.bench import summarise, table
 from typer.testing import CliRunner
-
-from graphs.cli import app
-from graphs.reliability.bench import summarise, table
 
 pytestmark = pytest.mark.reliability
 

@@ -5,8 +5,7 @@ kill; no stored evaluation is lost. Workers killed mid-problem cost only their p
 from __future__ import annotations
 
 import pytest
-
-from graphs.reliability.crashes import kill_workers_midrun, run_crashes
+from harness_learning.graphs.reliability.crashes import kill_workers_midrun, run_crashes
 
 pytestmark = pytest.mark.reliability
 

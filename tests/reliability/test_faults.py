@@ -6,8 +6,7 @@ ends where the clean run ends."""
 from __future__ import annotations
 
 import pytest
-
-from graphs.reliability.faults import MODES, run_faults
+from harness_learning.graphs.reliability.faults import MODES, run_faults
 
 pytestmark = pytest.mark.reliability
 

@@ -4,15 +4,14 @@ parent, are caught; ordinary programs are not."""
 from __future__ import annotations
 
 import pytest
-
-from evals.problem import Problem
-from graphs.adapter.guards import (
+from harness_learning.evals.problem import Problem
+from harness_learning.graphs.adapter.guards import (
     hardcoded_gold,
     normalize_gold,
     report_golds,
     reward_hacking_reason,
 )
-from harnesses.seeds import seed_source
+from harness_learning.harnesses.seeds import seed_source
 
 pytestmark = pytest.mark.reliability
 

@@ -8,9 +8,8 @@ import asyncio
 from collections import Counter
 
 import pytest
-
-from graphs.reliability.hostile import CASES, run_catalogue
-from harnesses.models import SimServer
+from harness_learning.graphs.reliability.hostile import CASES, run_catalogue
+from harness_learning.harnesses.models import SimServer
 
 pytestmark = pytest.mark.reliability
 

@@ -7,10 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from graphs.reliability.proposals import (
+from harness_learning.graphs.reliability.proposals import (
     BAD_COMPLETIONS,
     SOLVE_LINE,
     CandidateBench,
@@ -19,7 +16,9 @@ from graphs.reliability.proposals import (
     report_for,
     run_bad_proposals,
 )
-from harnesses.seeds import seed_source
+from harness_learning.harnesses.seeds import seed_source
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.reliability
 

@@ -1,8 +1,7 @@
 """The benchmark machinery on a tiny corpus (the real figures come from `harness-learn bench bm25`)."""
 
 import pytest
-
-from retrieval.bench import recall, report, scale, synthetic
+from harness_learning.retrieval.bench import recall, report, scale, synthetic
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +30,7 @@ def test_small_scale_run_agrees_with_rank_bm25(tmp_path):
 def test_recall_counts_gold_paragraphs(musique_file):
     golds = recall.gold("musique", musique_file)
     assert len(golds) == 100 and all(len(g) >= 2 for _, g in golds)
-    from retrieval import Passage
+    from harness_learning.retrieval import Passage
 
     q, g = golds[0]
     hit = [Passage(t, x) for t, x in sorted(g)]

@@ -4,9 +4,8 @@ import hashlib
 import json
 
 import pytest
-
-from retrieval import CorpusError, IndexMismatchError, build_index, open_index
-from retrieval.manifest import Manifest
+from harness_learning.retrieval import CorpusError, IndexMismatchError, build_index, open_index
+from harness_learning.retrieval.manifest import Manifest
 
 pytestmark = pytest.mark.slow
 

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from retrieval import ChromaIndex, HybridRetriever, build_index, open_index
-from retrieval.embedding import MODEL_DIM, _ef_class, make_embedding_function
-from retrieval.manifest import Manifest
+from harness_learning.retrieval import ChromaIndex, HybridRetriever, build_index, open_index
+from harness_learning.retrieval.embedding import MODEL_DIM, _ef_class, make_embedding_function
+from harness_learning.retrieval.manifest import Manifest
 
 pytestmark = pytest.mark.slow
 

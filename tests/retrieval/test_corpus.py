@@ -4,8 +4,7 @@ import tarfile
 from collections import Counter
 
 import pytest
-
-from retrieval import CorpusError, iter_corpus
+from harness_learning.retrieval import CorpusError, iter_corpus
 
 
 def test_musique_closed_corpus_equals_the_published_one(musique_file, data_dir):

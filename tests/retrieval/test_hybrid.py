@@ -1,7 +1,6 @@
 import pytest
-
-from retrieval import HybridRetriever, Passage
-from retrieval.hybrid import rrf
+from harness_learning.retrieval import HybridRetriever, Passage
+from harness_learning.retrieval.hybrid import rrf
 
 
 class _Fixed:

@@ -3,9 +3,8 @@
 import json
 
 import pytest
+from harness_learning.graphs.cli import app
 from typer.testing import CliRunner
-
-from graphs.cli import app
 
 pytestmark = pytest.mark.slow
 runner = CliRunner()

@@ -1,9 +1,8 @@
 import json
 
 import pytest
-
-from retrieval import jsonstream
-from retrieval.jsonstream import CorpusError, iter_json_records
+from harness_learning.retrieval import jsonstream
+from harness_learning.retrieval.jsonstream import CorpusError, iter_json_records
 
 
 def _records(path):

@@ -6,12 +6,11 @@ import filecmp
 import json
 
 import pytest
-
-from retrieval import build
-from retrieval.bench import synthetic
-from retrieval.bm25 import BM25Builder
-from retrieval.build import build_index, open_index
-from retrieval.jsonstream import CorpusError
+from harness_learning.retrieval import build
+from harness_learning.retrieval.bench import synthetic
+from harness_learning.retrieval.bm25 import BM25Builder
+from harness_learning.retrieval.build import build_index, open_index
+from harness_learning.retrieval.jsonstream import CorpusError
 
 
 class SmallBatches(BM25Builder):

@@ -1,6 +1,5 @@
 import pytest
-
-from retrieval.tokenizer import IdMapper, Tokenizer
+from harness_learning.retrieval.tokenizer import IdMapper, Tokenizer
 
 
 def test_stemming_and_stopwords_are_configurable():

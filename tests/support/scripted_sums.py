@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from evals.problem import Problem
-from harnesses.models import Completion
+from harness_learning.evals.problem import Problem
+from harness_learning.harnesses.models import Completion
 
 QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
 

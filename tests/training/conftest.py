@@ -4,9 +4,8 @@ with it, and a run directory whose execution log holds groups of proposals."""
 from __future__ import annotations
 
 import pytest
+from harness_learning.harnesses.offline import set_offline_switches
 from scripted_sums import ScriptedModel, SumTask, solver_rule
-
-from harnesses.offline import set_offline_switches
 
 set_offline_switches()
 
@@ -26,7 +25,7 @@ def one_torch_thread():
 @pytest.fixture(scope="session")
 def tokenizer_dir(tmp_path_factory):
     """SmolLM2's tokenizer read from the bundled GGUF once, saved as a plain tokenizer dir."""
-    from training.models import load_tokenizer
+    from harness_learning.training.models import load_tokenizer
 
     out = tmp_path_factory.mktemp("tokenizer")
     load_tokenizer("smollm2").save_pretrained(str(out))
@@ -36,9 +35,8 @@ def tokenizer_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_dir(tokenizer_dir, tmp_path_factory):
     """A tiny random Llama checkpoint (hidden 32, 2 layers) with SmolLM2's tokenizer."""
+    from harness_learning.training.models import tiny_llama
     from transformers import AutoTokenizer
-
-    from training.models import tiny_llama
 
     tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
     out = tmp_path_factory.mktemp("tiny")
@@ -69,10 +67,10 @@ def write_store_run(run_dir, rounds: int = 3):
     """A run directory written through the store's API with reasoning-track proposals: each
     completion is parsed and applied for real (harnesses.edits) and rewarded by evals.rewards;
     selection scores vary by round so every group has a reward spread."""
-    from evals.rewards import RewardInputs, reasoning_reward
-    from harnesses.edits import propose_candidate
-    from harnesses.seeds import seed_source
-    from harnesses.store import Proposal, SQLiteLogStore, prompt_group_id
+    from harness_learning.evals.rewards import RewardInputs, reasoning_reward
+    from harness_learning.harnesses.edits import propose_candidate
+    from harness_learning.harnesses.seeds import seed_source
+    from harness_learning.harnesses.store import Proposal, SQLiteLogStore, prompt_group_id
 
     source = seed_source("reasoning_direct")
     store = SQLiteLogStore(run_dir)
@@ -128,9 +126,9 @@ def write_adapter_run(run_dir, rounds: int = 2):
     edit."""
     import asyncio
 
-    from graphs.adapter.config import AdaptConfig
-    from graphs.adapter.context import AdapterContext
-    from graphs.adapter.run import run_adaptation
+    from harness_learning.graphs.adapter.config import AdaptConfig
+    from harness_learning.graphs.adapter.context import AdapterContext
+    from harness_learning.graphs.adapter.run import run_adaptation
 
     def proposer(prompt, params):
         return ADAPTER_EDITS[params["seed"] % 1009 % len(ADAPTER_EDITS)]

@@ -3,9 +3,8 @@
 import json
 
 import pytest
-
-from training.config import DataConfig
-from training.data import (
+from harness_learning.training.config import DataConfig
+from harness_learning.training.data import (
     LogError,
     Proposal,
     _proposal,

@@ -5,15 +5,14 @@ import math
 
 import pytest
 import torch
+from harness_learning.training.config import GRPOOnlineConfig
+from harness_learning.training.grpo_online import logged_prompts
 from safetensors.torch import load_file
-
-from training.config import GRPOOnlineConfig
-from training.grpo_online import logged_prompts
 
 
 def test_logged_prompts_recover_each_groups_harness(logged_run):
-    from harnesses.seeds import seed_source
-    from harnesses.store import SQLiteLogStore
+    from harness_learning.harnesses.seeds import seed_source
+    from harness_learning.harnesses.store import SQLiteLogStore
 
     prompts = logged_prompts([logged_run])
     assert prompts.task == "sums"
@@ -31,10 +30,10 @@ def test_logged_prompts_recover_each_groups_harness(logged_run):
 def short_run(tmp_path, completions):
     """A run whose one group answered a short prompt with three different completions (an edit
     that applies, one that parses but does not apply, none), so a tiny model learns them fast."""
-    from evals.rewards import proposal_reward
-    from harnesses.edits import propose_candidate
-    from harnesses.seeds import seed_source
-    from harnesses.store import Proposal, SQLiteLogStore, prompt_group_id
+    from harness_learning.evals.rewards import proposal_reward
+    from harness_learning.harnesses.edits import propose_candidate
+    from harness_learning.harnesses.seeds import seed_source
+    from harness_learning.harnesses.store import Proposal, SQLiteLogStore, prompt_group_id
 
     source = seed_source("reasoning_direct")
     prompt = [{"role": "user", "content": "Improve the harness for rg:basic_arithmetic."}]
@@ -57,11 +56,10 @@ def short_run(tmp_path, completions):
 def _warm_on_group(tiny_dir, run, out, steps=120):
     """A tiny Llama taught, by NLL steps on the logged group, to answer with its edits: its
     samples then differ (an edit that applies and is evaluated / one that does not apply)."""
+    from harness_learning.training.data import grpo_dataset
+    from harness_learning.training.grpo_offline import completion_logprobs, encode
+    from harness_learning.training.models import load_model, save_checkpoint
     from transformers import AutoTokenizer
-
-    from training.data import grpo_dataset
-    from training.grpo_offline import completion_logprobs, encode
-    from training.models import load_model, save_checkpoint
 
     tok = AutoTokenizer.from_pretrained(str(tiny_dir))
     ds, _ = grpo_dataset([run], GRPOOnlineConfig())
@@ -84,8 +82,8 @@ def _warm_on_group(tiny_dir, run, out, steps=120):
 @pytest.mark.slow
 def test_one_online_step_rewards_from_sandboxed_evaluations(short_run, tiny_dir, tmp_path,
                                                             local_model_url):
-    from harnesses.store import SQLiteLogStore
-    from training.grpo_online import train_grpo_online
+    from harness_learning.harnesses.store import SQLiteLogStore
+    from harness_learning.training.grpo_online import train_grpo_online
 
     warm = _warm_on_group(tiny_dir, short_run, tmp_path / "warm")
     cfg = GRPOOnlineConfig(

@@ -4,8 +4,7 @@ import math
 
 import pytest
 import torch
-
-from training.loss import grpo_loss, token_logprobs
+from harness_learning.training.loss import grpo_loss, token_logprobs
 
 
 def _case():

@@ -3,7 +3,7 @@
 import json
 import math
 
-from training.metrics import MetricsLog
+from harness_learning.training.metrics import MetricsLog
 
 
 def test_log_writes_lines_and_a_png(tmp_path):
@@ -21,7 +21,7 @@ def test_log_writes_lines_and_a_png(tmp_path):
 def test_callback_maps_trl_names(tmp_path):
     from types import SimpleNamespace
 
-    from training.metrics import metrics_callback
+    from harness_learning.training.metrics import metrics_callback
 
     log = MetricsLog(tmp_path)
     cb = metrics_callback(log)

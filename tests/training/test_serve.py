@@ -4,8 +4,7 @@ import asyncio
 import socket
 
 import pytest
-
-from training.serve import Generator, make_app
+from harness_learning.training.serve import Generator, make_app
 
 
 def _free_port() -> int:
@@ -18,8 +17,7 @@ def _free_port() -> int:
 def test_checkpoint_serves_through_model_layer(tiny_dir):
     """A checkpoint behind the transformers endpoint, reached by `harnesses.models` (litellm)."""
     from aiohttp import web
-
-    from harnesses.models import ModelClient
+    from harness_learning.harnesses.models import ModelClient
 
     port = _free_port()
     generator = Generator(tiny_dir)

@@ -4,11 +4,10 @@ import json
 import math
 
 import torch
+from harness_learning.training.config import SFTTrainConfig
+from harness_learning.training.data import sft_dataset
+from harness_learning.training.sft import train_sft
 from safetensors.torch import load_file
-
-from training.config import SFTTrainConfig
-from training.data import sft_dataset
-from training.sft import train_sft
 
 
 def test_sft_set_holds_only_edits_that_beat_their_parent(logged_run):

@@ -3,10 +3,9 @@
 import dataclasses
 import json
 
+from harness_learning.graphs.cli import app
+from harness_learning.training.config import GRPOOfflineConfig, GRPOOnlineConfig, SFTTrainConfig
 from typer.testing import CliRunner
-
-from graphs.cli import app
-from training.config import GRPOOfflineConfig, GRPOOnlineConfig, SFTTrainConfig
 
 runner = CliRunner()
 

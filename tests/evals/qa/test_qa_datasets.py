@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from evals.qa.datasets import (
+from harness_learning.evals.qa.datasets import (
     iter_2wiki,
     iter_hotpotqa,
     iter_musique,
     load_2wiki_aliases,
     load_records,
 )
-from evals.qa.reader import RecordError
-from evals.settings import SAMPLE_FILES
+from harness_learning.evals.qa.reader import RecordError
+from harness_learning.evals.settings import SAMPLE_FILES
 
 
 def _raw(path):

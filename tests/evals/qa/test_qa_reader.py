@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from evals.qa import reader
-from evals.qa.reader import RecordError, iter_json_records
+from harness_learning.evals.qa import reader
+from harness_learning.evals.qa.reader import RecordError, iter_json_records
 
 RECORDS = [{"id": str(i), "text": "x" * (i * 7), "nested": {"a": [i, "]", "\u2028"]}}
            for i in range(50)]

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
-from evals.qa.datasets import load_records
-from evals.qa.task import QATask, default_sizes
-from evals.settings import SAMPLE_CORPORA, SAMPLE_FILES
-from evals.task import Task
-from retrieval.passage import Passage
+from harness_learning.evals.qa.datasets import load_records
+from harness_learning.evals.qa.task import QATask, default_sizes
+from harness_learning.evals.settings import SAMPLE_CORPORA, SAMPLE_FILES
+from harness_learning.evals.task import Task
+from harness_learning.retrieval.passage import Passage
 
 
 class WordOverlap:
@@ -123,7 +122,7 @@ def test_any_retriever_is_bound_and_described(data_dir):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["hotpotqa", "musique", "2wiki"])
 def test_index_dir_opens_a_real_bm25_index(data_dir, tmp_path, name):
-    import retrieval
+    from harness_learning import retrieval
 
     kind, corpus = SAMPLE_CORPORA[name]
     out = tmp_path / f"{name}_index"

@@ -7,11 +7,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.run import run_adaptation
 from scripted_sums import SumTask, solver_rule
-
-from graphs.adapter.config import AdaptConfig
-from graphs.adapter.context import AdapterContext
-from graphs.adapter.run import run_adaptation
 
 
 def block(search: str, replace: str) -> str:

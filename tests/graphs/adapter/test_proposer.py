@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
-from evals.rewards import group_advantages, proposal_reward
-from graphs.adapter.proposer import ProposeError, build_proposer_messages, propose, report_budget
-from harnesses.edits import propose_candidate
-from harnesses.seeds import seed_source
-from harnesses.store import SQLiteLogStore, prompt_group_id
+from harness_learning.evals.rewards import group_advantages, proposal_reward
+from harness_learning.graphs.adapter.proposer import (
+    ProposeError,
+    build_proposer_messages,
+    propose,
+    report_budget,
+)
+from harness_learning.harnesses.edits import propose_candidate
+from harness_learning.harnesses.seeds import seed_source
+from harness_learning.harnesses.store import SQLiteLogStore, prompt_group_id
 
 SOURCE = seed_source("reasoning_direct")
 
@@ -83,7 +87,7 @@ def test_a_failed_sample_is_reported_with_the_others(scripted):
 @pytest.mark.slow
 def test_real_local_model_proposals_flow_into_candidates_log_and_rewards(local_model_url, tmp_path):
     """Real samples -> candidates -> execution log -> rewards -> one GRPO group."""
-    from harnesses.models import get_client
+    from harness_learning.harnesses.models import get_client
 
     client = get_client("local")
     msgs = messages()

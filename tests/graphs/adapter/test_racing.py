@@ -6,13 +6,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.policies import Scored, decide
+from harness_learning.graphs.adapter.racing import RaceRule, paired_gap, race
+from harness_learning.graphs.adapter.run import run_adaptation
 from scripted_sums import SumTask, solver_rule
-
-from graphs.adapter.config import AdaptConfig
-from graphs.adapter.context import AdapterContext
-from graphs.adapter.policies import Scored, decide
-from graphs.adapter.racing import RaceRule, paired_gap, race
-from graphs.adapter.run import run_adaptation
 
 
 def run_race(table: dict[str, list[float]], rule: RaceRule | None = None):
@@ -170,11 +169,11 @@ def test_race_node_follows_the_configured_rule(tmp_path, scripted):
 def test_race_node_with_the_real_local_solver(local_model_url, tmp_path):
     """The race over two stored candidates, their problems answered by the real local model:
     stages run, results land in the log, and each candidate is settled with its own count."""
-    from graphs.adapter.race_round import race_candidates
-    from graphs.adapter.racing import RaceRule
-    from harnesses.edits import propose_candidate
-    from harnesses.models import Completion
-    from harnesses.seeds import seed_source
+    from harness_learning.graphs.adapter.race_round import race_candidates
+    from harness_learning.graphs.adapter.racing import RaceRule
+    from harness_learning.harnesses.edits import propose_candidate
+    from harness_learning.harnesses.models import Completion
+    from harness_learning.harnesses.seeds import seed_source
 
     config = AdaptConfig(task="sums", run_dir=str(tmp_path / "real"), rounds=1, candidates=2,
                          policy="racing", edit_format="search_replace", feedback=2, selection=8,

@@ -5,14 +5,18 @@ from __future__ import annotations
 import re
 
 import pytest
+from harness_learning.evals.problem import Problem
+from harness_learning.evals.result import EvalResult, ProblemResult
+from harness_learning.graphs.adapter.report import (
+    build_report,
+    documents_read,
+    trim,
+    trim_traceback,
+)
+from harness_learning.harnesses.contract import ExecResult, ToolCall
+from harness_learning.retrieval.passage import Passage
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from evals.problem import Problem
-from evals.result import EvalResult, ProblemResult
-from graphs.adapter.report import build_report, documents_read, trim, trim_traceback
-from harnesses.contract import ExecResult, ToolCall
-from retrieval.passage import Passage
 
 TB = ('Traceback (most recent call last):\n  File "harness.py", line 30, in solve\n    step()\n'
       '  File "harness.py", line 12, in step\n    return state["notes"]\nKeyError: \'notes\'\n')

@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
-from evals.result import ProblemResult
-from graphs.adapter.result_writer import ResultWriter
-from harnesses.store import SQLiteLogStore
+from harness_learning.evals.result import ProblemResult
+from harness_learning.graphs.adapter.result_writer import ResultWriter
+from harness_learning.harnesses.store import SQLiteLogStore
 
 
 def _result(i: int) -> ProblemResult:

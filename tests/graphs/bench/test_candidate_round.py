@@ -5,14 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from evals.registry import get_task
-from graphs.bench.candidate_round import build_candidates, load_edits, log_round
-from graphs.bench.racing_logged import logged_rounds
-from harnesses.models import get_client
-from harnesses.seeds import seed_source
-from harnesses.store.sqlite import SQLiteLogStore
-from harnesses.toolbox import Toolbox
+from harness_learning.evals.registry import get_task
+from harness_learning.graphs.bench.candidate_round import build_candidates, load_edits, log_round
+from harness_learning.graphs.bench.racing_logged import logged_rounds
+from harness_learning.harnesses.models import get_client
+from harness_learning.harnesses.seeds import seed_source
+from harness_learning.harnesses.store.sqlite import SQLiteLogStore
+from harness_learning.harnesses.toolbox import Toolbox
 
 EDITS = Path(__file__).parents[3] / "experiments" / "candidates" / "reasoning_direct"
 
@@ -70,7 +69,7 @@ class _DownSolver:
     """An endpoint that is down on every call (control flow only; the real model is above)."""
 
     async def acomplete(self, messages, **params):
-        from harnesses.models.errors import InfraError
+        from harness_learning.harnesses.models.errors import InfraError
 
         raise InfraError("server", "endpoint down")
 
@@ -91,9 +90,8 @@ def test_log_round_command_answers_a_parsing_twin_from_the_run_cache(local_model
     """03_last_number only parses differently: its Solver calls are the seed's, made once."""
     import shutil
 
+    from harness_learning.graphs.cli import app
     from typer.testing import CliRunner
-
-    from graphs.cli import app
 
     edits = tmp_path / "edits"
     edits.mkdir()

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 
+from harness_learning.graphs.adapter.racing import RaceRule
+from harness_learning.graphs.bench import racing_curve
+from harness_learning.graphs.cli import app
 from typer.testing import CliRunner
-
-from graphs.adapter.racing import RaceRule
-from graphs.bench import racing_curve
-from graphs.cli import app
 
 RULES = {"full": RaceRule(z=1e9, keep=None), "halving": RaceRule()}
 

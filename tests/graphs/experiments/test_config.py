@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from graphs.experiments.config import load_spec
-from graphs.experiments.runner import plan_runs
+from harness_learning.graphs.experiments.config import load_spec
+from harness_learning.graphs.experiments.runner import plan_runs
 
 EXPERIMENTS = Path(__file__).resolve().parents[3] / "experiments"
 
@@ -61,7 +60,7 @@ def test_bad_files_name_the_file_and_key(tmp_path):
 
 
 def test_a_race_rule_in_the_file_reaches_every_run(tmp_path):
-    from graphs.adapter.racing import RaceRule
+    from harness_learning.graphs.adapter.racing import RaceRule
 
     spec = tmp_path / "race.toml"
     spec.write_text('name = "x"\ntrack = "qa"\npolicy = "racing"\n'

@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
-from graphs.experiments.collect import collect
-from graphs.experiments.config import ExperimentSpec, Tasks
-from graphs.experiments.report import REPORT, write_report
-from graphs.experiments.runner import run_experiment
+from harness_learning.graphs.experiments.collect import collect
+from harness_learning.graphs.experiments.config import ExperimentSpec, Tasks
+from harness_learning.graphs.experiments.report import REPORT, write_report
+from harness_learning.graphs.experiments.runner import run_experiment
 
 
 @pytest.mark.slow

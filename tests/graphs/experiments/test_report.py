@@ -7,13 +7,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.experiments.collect import collect
+from harness_learning.graphs.experiments.config import ExperimentSpec, Tasks
+from harness_learning.graphs.experiments.report import CURVES, REPORT, write_report
+from harness_learning.graphs.experiments.runner import run_experiment
 from scripted_sums import ScriptedModel, SumTask, solver_rule
-
-from graphs.adapter.context import AdapterContext
-from graphs.experiments.collect import collect
-from graphs.experiments.config import ExperimentSpec, Tasks
-from graphs.experiments.report import CURVES, REPORT, write_report
-from graphs.experiments.runner import run_experiment
 
 LINE = 'PROMPT = """Solve the problem{}. Think briefly, then give the final answer on the last line'
 BETTER = f"<<<<<<< SEARCH\n{LINE.format('')}\n=======\n{LINE.format(' CAREFULLY')}\n>>>>>>> REPLACE\n"

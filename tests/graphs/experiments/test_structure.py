@@ -4,9 +4,8 @@ and on the shipped seeds, whose structure is known by reading them."""
 from __future__ import annotations
 
 import pytest
-
-from graphs.experiments.structure import Structure, analyze, share
-from harnesses.seeds import seed_source
+from harness_learning.graphs.experiments.structure import Structure, analyze, share
+from harness_learning.harnesses.seeds import seed_source
 
 HEAD = '''
 from langgraph.graph import END, START, StateGraph

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from harness_learning.harnesses.edits import (
+    EDIT_ERROR_KINDS,
+    Edit,
+    EditError,
+    propose_candidate,
+    unified_diff,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from harnesses.edits import EDIT_ERROR_KINDS, Edit, EditError, propose_candidate, unified_diff
 
 SOURCE = "def build_graph(tools):\n    x = 1\n    return x\n"
 GOOD = "<<<<<<< SEARCH\n    x = 1\n=======\n    x = 2\n>>>>>>> REPLACE\n"

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from harnesses.edits import EditError, apply_edit, parse_edit
-from harnesses.seeds import seed_source
+from harness_learning.harnesses.edits import EditError, apply_edit, parse_edit
+from harness_learning.harnesses.seeds import seed_source
 
 SOURCE = """def build_graph(tools):
     def solve(state):

@@ -6,8 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from harnesses.models import ModelConfig, SimServer
+from harness_learning.harnesses.models import ModelConfig, SimServer
 
 
 @pytest.fixture

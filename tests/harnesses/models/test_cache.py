@@ -5,7 +5,7 @@ import sys
 import threading
 from pathlib import Path
 
-from harnesses.models import ResponseCache, cache_key
+from harness_learning.harnesses.models import ResponseCache, cache_key
 
 
 def _write_many(path: str, start: int, count: int) -> None:

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from harnesses.models import (
+from harness_learning.harnesses.models import (
     Completion,
     InfraError,
     ModelClient,
@@ -235,7 +234,7 @@ def test_local_alias_finds_its_restarted_server(monkeypatch: pytest.MonkeyPatch)
     for server in servers:
         server.start()
     urls = iter([servers[0].url, servers[1].url])
-    monkeypatch.setattr("harnesses.models.client.ensure_local_server", lambda: next(urls))
+    monkeypatch.setattr("harness_learning.harnesses.models.client.ensure_local_server", lambda: next(urls))
     try:
         client = ModelClient(ModelConfig("local", backoff_s=0.01))
         assert client.complete("What is 1 + 1").text == "Answer: 2"

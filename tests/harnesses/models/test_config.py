@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import pytest
-
-from harnesses.models import LOCAL_MODEL, ModelConfig
+from harness_learning.harnesses.models import LOCAL_MODEL, ModelConfig
 
 
 def test_parse_model_only() -> None:

@@ -8,8 +8,13 @@ import time
 from typing import Any
 
 import pytest
-
-from harnesses.models import InfraError, ModelClient, ModelConfig, ModelRequestError, SimServer
+from harness_learning.harnesses.models import (
+    InfraError,
+    ModelClient,
+    ModelConfig,
+    ModelRequestError,
+    SimServer,
+)
 
 
 def direct(sim_config: Any, server: SimServer, **overrides: Any) -> ModelClient:
@@ -88,7 +93,7 @@ def test_config_refuses_what_direct_cannot_serve(sim: SimServer) -> None:
 
 
 def test_bad_request_is_not_infra(sim: SimServer, sim_config: Any) -> None:
-    from harnesses.models.direct import check_status
+    from harness_learning.harnesses.models.direct import check_status
 
     with pytest.raises(ModelRequestError):
         check_status(400, b"context window exceeded", {}, sim.url)

@@ -10,8 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from harnesses.models import (
+from harness_learning.harnesses.models import (
     LOCAL_URL_ENV,
     LocalModelError,
     ModelClient,
@@ -20,7 +19,7 @@ from harnesses.models import (
     find_gguf,
     local,
 )
-from harnesses.models.local import is_healthy
+from harness_learning.harnesses.models.local import is_healthy
 
 pytestmark = pytest.mark.slow
 

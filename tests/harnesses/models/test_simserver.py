@@ -10,9 +10,8 @@ import urllib.request
 from typing import Any
 
 import pytest
-
-from harnesses.models import SimServer
-from harnesses.models.simserver import default_reply
+from harness_learning.harnesses.models import SimServer
+from harness_learning.harnesses.models.simserver import default_reply
 
 
 def _post(
@@ -137,7 +136,7 @@ def test_command_line_server() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harnesses.models.simserver", "--port", str(port),
+        [sys.executable, "-m", "harness_learning.harnesses.models.simserver", "--port", str(port),
          "--latency", "0", "--rule", "capital of (\\w+)=>Answer: \\1ville"],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip

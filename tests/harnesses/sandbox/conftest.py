@@ -9,9 +9,8 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-
-from harnesses.sandbox import Limits, ToolReply, Worker, WorkerPool
-from harnesses.sandbox.local import LocalBackend
+from harness_learning.harnesses.sandbox import Limits, ToolReply, Worker, WorkerPool
+from harness_learning.harnesses.sandbox.local import LocalBackend
 
 
 class ScriptedToolbox:

@@ -6,13 +6,12 @@ import asyncio
 import time
 
 import pytest
-
-from harnesses.models import InfraError
-from harnesses.runtime import HarnessInvalid
-from harnesses.sandbox import Worker
-from harnesses.sandbox.local import LocalBackend
-from harnesses.seeds import seed_source
-from harnesses.toolbox import BudgetExceeded
+from harness_learning.harnesses.models import InfraError
+from harness_learning.harnesses.runtime import HarnessInvalid
+from harness_learning.harnesses.sandbox import Worker
+from harness_learning.harnesses.sandbox.local import LocalBackend
+from harness_learning.harnesses.seeds import seed_source
+from harness_learning.harnesses.toolbox import BudgetExceeded
 
 from .conftest import TEST_LIMITS, ScriptedToolbox, node_harness
 
@@ -40,7 +39,7 @@ def test_multihop_seed_gets_passages_and_traces_every_call(sandbox):
 
 
 def test_baseline_tool_loop_runs_python_through_the_bridge(sandbox):
-    from harnesses.toolbox import Toolbox
+    from harness_learning.harnesses.toolbox import Toolbox
 
     class Solver:
         def __init__(self):

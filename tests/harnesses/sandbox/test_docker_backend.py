@@ -6,15 +6,14 @@ import asyncio
 import struct
 
 import pytest
-
-from harnesses.sandbox import Limits, Worker
-from harnesses.sandbox.docker_backend import (
+from harness_learning.harnesses.sandbox import Limits, Worker
+from harness_learning.harnesses.sandbox.docker_backend import (
     Demux,
     DockerBackend,
     container_config,
     docker_available,
 )
-from harnesses.seeds import seed_source
+from harness_learning.harnesses.seeds import seed_source
 
 from .conftest import ScriptedToolbox
 
@@ -22,7 +21,7 @@ from .conftest import ScriptedToolbox
 def test_container_has_no_network_no_writable_root_and_limits(monkeypatch):
     monkeypatch.setenv("HARNESS_TEST_API_KEY", "sk-planted")
     limits = Limits(memory_mb=512, pids=20, cpu_s=30, file_size_mb=8, scratch_mb=48)
-    config = container_config(["-m", "harnesses.sandbox.worker"], limits,
+    config = container_config(["-m", "harness_learning.harnesses.sandbox.worker"], limits,
                               {"HARNESS_BRIDGE_FD": "stdio"}, "img")
     assert config["network_mode"] == "none" and config["network_disabled"] is True
     assert config["read_only"] is True and config["cap_drop"] == ["ALL"]
@@ -31,7 +30,7 @@ def test_container_has_no_network_no_writable_root_and_limits(monkeypatch):
     assert {"name": "cpu", "soft": 30, "hard": 35} in config["ulimits"]
     assert config["tmpfs"]["/scratch"].startswith("size=48m,")
     assert all(m["mode"] == "ro" for m in config["volumes"].values())
-    assert config["command"][-2:] == ["-m", "harnesses.sandbox.worker"]
+    assert config["command"][-2:] == ["-m", "harness_learning.harnesses.sandbox.worker"]
     assert config["environment"]["HARNESS_BRIDGE_FD"] == "stdio"
     assert "sk-planted" not in config["environment"].values()
 

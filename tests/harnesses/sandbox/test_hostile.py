@@ -11,9 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-
-from harnesses.runtime import HarnessInvalid
-from harnesses.sandbox import Worker, run_python
+from harness_learning.harnesses.runtime import HarnessInvalid
+from harness_learning.harnesses.sandbox import Worker, run_python
 
 from .conftest import TEST_LIMITS, ScriptedToolbox, node_harness
 
@@ -220,7 +219,7 @@ def test_cpu_limit_kills_a_worker_stuck_in_c_code():
     (or the candidate's wall clock) ends it."""
     import asyncio
 
-    from harnesses.sandbox import Limits
+    from harness_learning.harnesses.sandbox import Limits
 
     async def go():
         limits = Limits(cpu_s=6, memory_mb=1536, pids=32, problem_timeout_s=60.0)
@@ -262,7 +261,7 @@ def _fill_scratch(backend):
 
 
 def test_scratch_is_a_bounded_tmpfs_under_bubblewrap(need_bwrap):
-    from harnesses.sandbox.local import LocalBackend
+    from harness_learning.harnesses.sandbox.local import LocalBackend
 
     outcome, left = _fill_scratch(LocalBackend(use_bwrap=True))
     made = int(outcome.answer.split()[1].rstrip(":"))
@@ -271,7 +270,7 @@ def test_scratch_is_a_bounded_tmpfs_under_bubblewrap(need_bwrap):
 
 
 def test_scratch_over_its_limit_kills_the_worker_without_bubblewrap():
-    from harnesses.sandbox.local import LocalBackend
+    from harness_learning.harnesses.sandbox.local import LocalBackend
 
     outcome, left = _fill_scratch(LocalBackend(use_bwrap=False))
     assert outcome.error_kind == "harness" and "Limits.scratch_mb" in outcome.error, outcome

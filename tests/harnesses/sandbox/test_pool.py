@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from harnesses.sandbox import sandbox_info
-from harnesses.seeds import seed_source
+from harness_learning.harnesses.sandbox import sandbox_info
+from harness_learning.harnesses.seeds import seed_source
 
 from .conftest import ScriptedToolbox
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from harnesses.sandbox import Limits, run_python
+from harness_learning.harnesses.sandbox import Limits, run_python
 
 
 def run(code: str, timeout: float = 10.0, limits: Limits | None = None):

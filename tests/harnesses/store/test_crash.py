@@ -11,13 +11,13 @@ import textwrap
 import time
 from pathlib import Path
 
-from harnesses.store import SQLiteLogStore
+from harness_learning.harnesses.store import SQLiteLogStore
 
 REPO = Path(__file__).resolve().parents[3]
 
 WRITER = textwrap.dedent("""
     import sys
-    from harnesses.store import Evaluation, Proposal, SQLiteLogStore
+    from harness_learning.harnesses.store import Evaluation, Proposal, SQLiteLogStore
     store = SQLiteLogStore(sys.argv[1])
     run = store.init_run({"crash": True})
     i = 0

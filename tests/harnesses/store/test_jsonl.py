@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from harnesses.store import Evaluation, Proposal, SQLiteLogStore, export_run, import_run
+from harness_learning.harnesses.store import (
+    Evaluation,
+    Proposal,
+    SQLiteLogStore,
+    export_run,
+    import_run,
+)
 
 
 def _fill(store):

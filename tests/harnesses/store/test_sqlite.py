@@ -6,11 +6,8 @@ import asyncio
 import sqlite3
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from harnesses.contract import ToolCall
-from harnesses.store import (
+from harness_learning.harnesses.contract import ToolCall
+from harness_learning.harnesses.store import (
     Decision,
     Evaluation,
     LogStoreError,
@@ -21,7 +18,9 @@ from harnesses.store import (
     prompt_group_id,
     source_sha,
 )
-from retrieval.passage import Passage
+from harness_learning.retrieval.passage import Passage
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 @pytest.fixture

@@ -1,0 +1,105 @@
+"""The package installs as one namespace: `harness_learning` is the only top-level name a user
+gets, every package folder is in the build's list, and nothing imports a layer by its bare name."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = ("graphs", "harnesses", "retrieval", "training", "evals")
+
+
+def _declared() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+
+
+def _package_folders() -> set[str]:
+    found = {"harness_learning"}
+    for layer in LAYERS:
+        for init in (ROOT / layer).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT)
+            found.add("harness_learning." + ".".join(rel.parts))
+    return found
+
+
+def test_every_package_folder_is_in_the_build_list():
+    declared = _declared()
+    assert set(declared["packages"]) == _package_folders()
+    assert declared["package-dir"] == {"harness_learning": "harness_learning",
+                                       **{f"harness_learning.{x}": x for x in LAYERS}}
+
+
+def _project_sources() -> list[Path]:
+    dirs = [*LAYERS, "harness_learning", "tests", "examples", "scripts"]
+    return [p for d in dirs for p in (ROOT / d).rglob("*.py")]
+
+
+def test_nothing_imports_a_layer_by_its_bare_name():
+    bare = []
+    for path in _project_sources():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                     else [])
+            bare += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in LAYERS]
+    assert bare == []
+
+
+def test_import_is_cheap_and_public_names_resolve():
+    code = ("import sys, harness_learning as hl; heavy = [m for m in ('langgraph', 'litellm', "
+            "'torch') if m in sys.modules]; assert not heavy, heavy; "
+            "print(hl.adapt.__module__, hl.load_harness.__module__, hl.Task.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["harness_learning.graphs.adapter.run",
+                                  "harness_learning.graphs.embed", "Task"]
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_one_top_level_package_and_the_cli_runs(tmp_path):
+    # Build from a copy: setuptools leaves a build/ folder in the source tree, and a stale one
+    # would put deleted modules into the wheel.
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "runs", "*.egg-info", "__pycache__", ".langgraph_api"))
+    dist = tmp_path / "dist"
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                            "-w", str(dist), str(src)], capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr[-2000:]
+    (wheel,) = dist.glob("harness_learning-*.whl")
+
+    env_dir = tmp_path / "fresh"
+    venv.create(env_dir, with_pip=True)
+    py = env_dir / "bin" / "python"
+    site = Path(subprocess.check_output(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
+    before = {p.name for p in site.iterdir()}
+    install = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                              str(wheel)], capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stderr[-2000:]
+    added = {p.name for p in site.iterdir()} - before
+    assert {n for n in added if not n.endswith(".dist-info")} == {"harness_learning"}
+
+    # The dependencies come from this test's own environment, as a plain path: its site dir's
+    # .pth files (the editable install among them) are not processed, so only the wheel's copy
+    # of harness_learning can be imported.
+    deps = next(p for p in sys.path if p.endswith("site-packages"))
+    (site / "zz_dependencies.pth").write_text(deps + "\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    where = subprocess.run([str(py), "-c", "import harness_learning.graphs.cli as c; print(c.__file__)"],
+                           capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert where.returncode == 0, where.stderr[-2000:]
+    assert where.stdout.strip().startswith(str(site))
+    cli = subprocess.run([str(env_dir / "bin" / "harness-learn"), "--help"], capture_output=True,
+                         text=True, timeout=300, env=env, cwd=tmp_path)
+    assert cli.returncode == 0, cli.stderr[-2000:]
+    assert "adapt" in cli.stdout
