@@ -131,7 +131,7 @@ def _from_run_dir(path: Path, version: str) -> HarnessSource:
 # -- the sandboxed runner --------------------------------------------------------------------
 
 def _loop() -> asyncio.AbstractEventLoop:
-    from harness_learning.harnesses.models.runtime import background_loop
+    from harness_learning.harnesses.llm.runtime import background_loop
 
     global _exit_hook
     loop = background_loop().loop
@@ -241,7 +241,7 @@ def make_toolbox(model: str = "local", task: Any = None,
                  solver_params: dict[str, Any] | None = None) -> Any:
     """The parent-side tools: the shared client of `model` (with `solver_params` as its
     defaults) and the retriever of `task` (a name, {"name", "options"}, a Task, or None)."""
-    from harness_learning.harnesses.models import get_client
+    from harness_learning.harnesses.llm import get_client
     from harness_learning.harnesses.toolbox import Toolbox
 
     task = _task(task)

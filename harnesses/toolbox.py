@@ -25,7 +25,7 @@ LLM_PARAMS = frozenset({"temperature", "top_p", "max_tokens", "stop", "seed",
 
 
 class SolverClient(Protocol):
-    """What `tools.llm` needs of a model client (`harnesses.models.ModelClient` fits)."""
+    """What `tools.llm` needs of a model client (`harnesses.llm.ModelClient` fits)."""
 
     async def acomplete(self, messages: str | list[dict[str, str]], **params: Any) -> Any: ...
 

@@ -24,7 +24,7 @@ def data_dir() -> Path:
 def local_model_url() -> Iterator[str]:
     """Base URL of the real local model (SmolLM2-135M via llama-cpp-python), started once for
     the whole run and exported in HARNESS_LEARNING_LOCAL_URL so subprocesses reuse it."""
-    from harness_learning.harnesses.models import LOCAL_URL_ENV, ensure_local_server
+    from harness_learning.harnesses.llm import LOCAL_URL_ENV, ensure_local_server
 
     url = ensure_local_server()
     previous = os.environ.get(LOCAL_URL_ENV)

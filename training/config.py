@@ -129,7 +129,7 @@ class GRPOOnlineConfig(TrainConfig):
     )
     solver: str = field(
         default="local",
-        metadata={"help": "Solver model spec the evaluated harnesses call (harnesses.models; "
+        metadata={"help": "Solver model spec the evaluated harnesses call (harnesses.llm; "
                   "'local' is the embedded SmolLM2 server)."},
     )
     use_vllm: bool = field(

@@ -119,7 +119,7 @@ class HarnessReward:
 
     @cached_property
     def toolbox(self) -> Any:
-        from harness_learning.harnesses.models import get_client
+        from harness_learning.harnesses.llm import get_client
         from harness_learning.harnesses.toolbox import Toolbox
 
         return Toolbox(solver=get_client(self.config.solver), retriever=self.task.retriever())

@@ -14,7 +14,7 @@ from pathlib import Path
 from harness_learning.evals.registry import get_task
 from harness_learning.evals.task import Task
 from harness_learning.graphs.adapter.config import AdaptConfig
-from harness_learning.harnesses.models import ModelClient, ModelConfig, get_client
+from harness_learning.harnesses.llm import ModelClient, ModelConfig, get_client
 from harness_learning.harnesses.sandbox import Limits, WorkerPool
 from harness_learning.harnesses.store import SQLiteLogStore
 from harness_learning.harnesses.toolbox import Toolbox

@@ -16,7 +16,7 @@ each stage drops candidates, so the Solver calls go to the ones still in content
    but only survivors can be chosen (`Standing.raced_out`).
 
 The rule is pure (`RaceRule.step`), so the adapter's node and the policy simulation in
-`graphs.bench.racing` share it.
+`graphs.lab.bench.racing` share it.
 """
 
 from __future__ import annotations

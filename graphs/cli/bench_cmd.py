@@ -26,8 +26,8 @@ def bench_bm25(
     as_json: _Annotated[bool, _typer.Option("--json", help="Last line: a JSON object of figures.")] = False,
 ) -> None:
     """BM25 at scale vs rank-bm25, a 5.23M projection, and recall@k on MuSiQue and 2Wiki."""
-    from harness_learning.retrieval.bench import recall as recall_bench
-    from harness_learning.retrieval.bench import report, scale
+    from harness_learning.graphs.lab.bench.retrieval import recall as recall_bench
+    from harness_learning.graphs.lab.bench.retrieval import report, scale
 
     def log(msg: str) -> None:
         print(msg, file=_sys.stderr, flush=True)
@@ -56,7 +56,7 @@ def bench_round(
     as_json: _Annotated[bool, _typer.Option("--json", help="Last line: a JSON object of figures.")] = False,
 ) -> None:
     """One QA-shaped round (8 x 64 x 5 Solver calls) through the real stack against the simulated endpoint."""
-    from harness_learning.graphs.bench import round as round_bench
+    from harness_learning.graphs.lab.bench import round as round_bench
 
     def log(msg: str) -> None:
         print(msg, file=_sys.stderr, flush=True)
@@ -83,25 +83,25 @@ def bench_racing(
     as_json: _Annotated[bool, _typer.Option("--json", help="Last line: a JSON object of figures.")] = False,
 ) -> None:
     """Racing vs full evaluation on simulated candidates with known accuracies: calls and P(best)."""
-    from harness_learning.graphs.bench import racing as racing_bench
     from harness_learning.graphs.cli._common import race_rule
+    from harness_learning.graphs.lab.bench import racing as racing_bench
 
     rule = race_rule(race)
     logged = _logged_rounds(from_log) if from_log else None  # bad paths fail before the work
     figures = racing_bench.simulate(seeds=seeds, problems=problems, rho=rho, rule=rule)
     print(racing_bench.table(figures), flush=True)
     if frontier:
-        from harness_learning.graphs.bench import racing_frontier
+        from harness_learning.graphs.lab.bench import racing_frontier
 
         figures["frontier"] = racing_frontier.sweep(seeds=seeds, problems=problems, rho=rho)
         print(racing_frontier.table(figures["frontier"]), flush=True)
     if adaptive:
-        from harness_learning.graphs.bench import racing_adaptive
+        from harness_learning.graphs.lab.bench import racing_adaptive
 
         figures["adaptive"] = racing_adaptive.compare(seeds=seeds, problems=problems, rho=rho)
         print(racing_adaptive.table(figures["adaptive"]), flush=True)
     if curve:
-        from harness_learning.graphs.bench import racing_curve
+        from harness_learning.graphs.lab.bench import racing_curve
 
         figures["curve"] = racing_curve.curve(seeds=seeds, problems=problems, rho=rho)
         print(racing_curve.table(figures["curve"]), flush=True)
@@ -129,8 +129,8 @@ def bench_log_round(
     log them as one round (what `bench racing --from-log` replays)."""
     from harness_learning.evals.registry import get_task
     from harness_learning.graphs.adapter.context import run_solver
-    from harness_learning.graphs.bench import candidate_round
     from harness_learning.graphs.cli._common import progress, read_harness, run_async
+    from harness_learning.graphs.lab.bench import candidate_round
     from harness_learning.harnesses.store.sqlite import SQLiteLogStore
     from harness_learning.harnesses.toolbox import Toolbox
 
@@ -161,7 +161,7 @@ def bench_log_round(
 
 
 def _logged_rounds(run_dirs: list[_Path]) -> list:
-    from harness_learning.graphs.bench import racing_logged
+    from harness_learning.graphs.lab.bench import racing_logged
 
     try:
         rounds = [r for d in run_dirs for r in racing_logged.logged_rounds(d)]
@@ -174,8 +174,8 @@ def _logged_rounds(run_dirs: list[_Path]) -> list:
 
 
 def _racing_logged(rounds: list, seeds: int, problems: int, rule, pool_resamples: int) -> dict:
-    from harness_learning.graphs.bench import racing as racing_bench
-    from harness_learning.graphs.bench import racing_logged
+    from harness_learning.graphs.lab.bench import racing as racing_bench
+    from harness_learning.graphs.lab.bench import racing_logged
 
     fit = racing_logged.fit_rho(rounds)
     draws = min(seeds, 2000)
@@ -201,7 +201,7 @@ def bench_reliability(
     """Hostile harness code, bad Proposer output, endpoint faults, kills and bad data: figures."""
     import tempfile
 
-    from harness_learning.graphs.reliability.bench import run_all, table
+    from harness_learning.graphs.lab.reliability.bench import run_all, table
 
     def log(msg: str) -> None:
         print(msg, file=_sys.stderr, flush=True)

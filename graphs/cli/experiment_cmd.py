@@ -27,7 +27,7 @@ def experiment(
 ) -> None:
     """Run every method of a track (baselines, untrained and trained Proposer, single-step
     against relay, repeated seeds) and write OUT/report.md; finished runs are reused."""
-    from harness_learning.graphs.experiments.report import write_report
+    from harness_learning.graphs.lab.experiments.report import write_report
 
     if target == "report":
         if report_dir is None:
@@ -40,8 +40,8 @@ def experiment(
         return
     if out_dir is None:
         raise typer.BadParameter("--out DIR is required")
-    from harness_learning.graphs.experiments.config import load_spec
-    from harness_learning.graphs.experiments.runner import run_experiment
+    from harness_learning.graphs.lab.experiments.config import load_spec
+    from harness_learning.graphs.lab.experiments.runner import run_experiment
 
     spec = load_spec(target, "smoke" if smoke else "paper")
     for key, value in {"trained_proposer": trained_proposer, "solver": solver,

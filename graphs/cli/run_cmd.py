@@ -52,7 +52,7 @@ def run(
 async def _evaluate(task, source, problems, model, concurrency):
     from harness_learning.evals.evaluator import evaluate
     from harness_learning.graphs.adapter.report import gold_answer
-    from harness_learning.harnesses.models import get_client
+    from harness_learning.harnesses.llm import get_client
     from harness_learning.harnesses.toolbox import Toolbox
 
     toolbox = Toolbox(solver=get_client(model), retriever=task.retriever())

@@ -151,7 +151,7 @@ class LogStore(ABC):
         self, round_: int, index: int, messages: Any, completion: Any, edit_format: str,
         parent_sha: str | None = None,
     ) -> Proposal:
-        """Log a fresh Proposer sample (a `harnesses.models.Completion`) before it is judged."""
+        """Log a fresh Proposer sample (a `harnesses.llm.Completion`) before it is judged."""
         proposal = Proposal(
             id=proposal_id(round_, index), round=round_, group_id=prompt_group_id(messages),
             prompt=to_jsonable(messages), completion=completion.text,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pytest
 from harness_learning.evals.evaluator import evaluate_sync, guarded_score
 from harness_learning.evals.problem import Problem
-from harness_learning.harnesses.models import InfraError
+from harness_learning.harnesses.llm import InfraError
 from harness_learning.harnesses.sandbox import Limits
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning.harnesses.toolbox import Toolbox
@@ -142,7 +142,7 @@ def test_a_crashed_worker_loses_only_unfinished_problems():
 def test_real_local_model_through_the_sandbox():
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python is not installed")
-    from harness_learning.harnesses.models import ensure_local_server, get_client
+    from harness_learning.harnesses.llm import ensure_local_server, get_client
 
     ensure_local_server()  # started here, so the problem's time limit measures the run only
     probs = [Problem("two", {"question": "What is 2+2?"}, gold=4)]

@@ -10,7 +10,7 @@ import os
 import pytest
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.embed import HarnessRunError, load_harness, resolve_harness
-from harness_learning.harnesses.models import SimServer
+from harness_learning.harnesses.llm import SimServer
 from harness_learning.harnesses.runtime import HarnessInvalid
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning.harnesses.store import SQLiteLogStore

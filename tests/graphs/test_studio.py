@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from harness_learning.graphs.cli.studio_cmd import REPO_ROOT, dev_command, offline_env
 from harness_learning.graphs.studio import MODEL_ENV, RUNS_ENV
-from harness_learning.harnesses.models import SimServer
-from harness_learning.harnesses.models.simserver import ARITHMETIC_RULE
+from harness_learning.harnesses.llm import SimServer
+from harness_learning.harnesses.llm.simserver import ARITHMETIC_RULE
 from harness_learning.harnesses.seeds import seed_source
 
 pytestmark = pytest.mark.timeout(240)

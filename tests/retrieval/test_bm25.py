@@ -89,7 +89,7 @@ def test_rank_bm25_backend_gives_the_same_hits(index):
 
 
 def test_candidate_pruning_equals_a_full_sort_with_id_tie_break(tmp_path):
-    from harness_learning.retrieval.bench import synthetic
+    from harness_learning.graphs.lab.bench.retrieval import synthetic
 
     src = synthetic.write_jsonl(tmp_path / "syn.jsonl", 3000)
     build_index("jsonl", src, tmp_path / "ix", "bm25", progress=False)

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 
 from harness_learning.evals.problem import Problem
-from harness_learning.harnesses.models import Completion
+from harness_learning.harnesses.llm import Completion
 
 QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
 

@@ -15,9 +15,9 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_checkpoint_serves_through_model_layer(tiny_dir):
-    """A checkpoint behind the transformers endpoint, reached by `harnesses.models` (litellm)."""
+    """A checkpoint behind the transformers endpoint, reached by `harnesses.llm` (litellm)."""
     from aiohttp import web
-    from harness_learning.harnesses.models import ModelClient
+    from harness_learning.harnesses.llm import ModelClient
 
     port = _free_port()
     generator = Generator(tiny_dir)

@@ -87,7 +87,7 @@ def test_a_failed_sample_is_reported_with_the_others(scripted):
 @pytest.mark.slow
 def test_real_local_model_proposals_flow_into_candidates_log_and_rewards(local_model_url, tmp_path):
     """Real samples -> candidates -> execution log -> rewards -> one GRPO group."""
-    from harness_learning.harnesses.models import get_client
+    from harness_learning.harnesses.llm import get_client
 
     client = get_client("local")
     msgs = messages()

@@ -172,7 +172,7 @@ def test_race_node_with_the_real_local_solver(local_model_url, tmp_path):
     from harness_learning.graphs.adapter.race_round import race_candidates
     from harness_learning.graphs.adapter.racing import RaceRule
     from harness_learning.harnesses.edits import propose_candidate
-    from harness_learning.harnesses.models import Completion
+    from harness_learning.harnesses.llm import Completion
     from harness_learning.harnesses.seeds import seed_source
 
     config = AdaptConfig(task="sums", run_dir=str(tmp_path / "real"), rounds=1, candidates=2,

