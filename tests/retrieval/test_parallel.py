@@ -55,7 +55,7 @@ def test_a_script_without_a_main_guard_gets_told_how_to_fix_it(tmp_path):
 
     corpus = synthetic.write_jsonl(tmp_path / "c.jsonl", 2 * BM25Builder.BATCH + 10, vocab=500)
     script = tmp_path / "unguarded.py"
-    script.write_text("from retrieval.build import build_index\n"
+    script.write_text("from harness_learning.retrieval.build import build_index\n"
                       f"build_index('jsonl', {str(corpus)!r}, {str(tmp_path / 'ix')!r}, "
                       "workers=2, progress=False)\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,

@@ -33,7 +33,7 @@ def test_persists_across_instances(tmp_path: Path) -> None:
 def test_concurrent_threads_and_processes(tmp_path: Path) -> None:
     path = str(tmp_path / "c.sqlite")
     code = (
-        "import sys\nfrom harnesses.llm import ResponseCache\n"
+        "import sys\nfrom harness_learning.harnesses.llm import ResponseCache\n"
         "c = ResponseCache(sys.argv[1])\n"
         "for i in range(int(sys.argv[2]), int(sys.argv[2]) + 50): c.put(f'k{i}', {'i': i})\n"
     )
@@ -74,7 +74,7 @@ def test_queued_writes_are_read_at_once_and_committed_by_flush(tmp_path: Path) -
 
 def test_queued_writes_survive_interpreter_exit(tmp_path: Path) -> None:
     path = str(tmp_path / "c.sqlite")
-    code = ("import sys\nfrom harnesses.llm import ResponseCache\n"
+    code = ("import sys\nfrom harness_learning.harnesses.llm import ResponseCache\n"
             "c = ResponseCache(sys.argv[1])\n"
             "for i in range(100): c.put_later(f'k{i}', {'i': i})\n")
     subprocess.run([sys.executable, "-c", code, path], check=True, timeout=60)

@@ -69,7 +69,7 @@ def _gone(pid: int, within_s: float) -> bool:
 def test_server_ends_with_the_process_that_started_it(ending: str) -> None:
     code = (
         "import os, sys\n"
-        "from harnesses.llm import local\n"
+        "from harness_learning.harnesses.llm import local\n"
         "url = local.ensure_local_server()\n"
         "print(local._server.process.pid, url, flush=True)\n"
         "sys.stdin.readline()\n"
