@@ -27,8 +27,8 @@ def test_small_scale_run_agrees_with_rank_bm25(tmp_path):
     assert "EXTRAPOLATED" in report.scale_table(r)
 
 
-def test_recall_counts_gold_paragraphs(musique_file):
-    golds = recall.gold("musique", musique_file)
+def test_recall_counts_gold_paragraphs(data_dir):
+    golds = recall.gold("musique", data_dir / "musique" / "musique_train.json")
     assert len(golds) == 100 and all(len(g) >= 2 for _, g in golds)
     from harness_learning.retrieval import Passage
 
