@@ -72,7 +72,7 @@ async def evaluate(
         async def one(problem: Problem) -> ProblemResult:
             async with gate:
                 outcome = await worker.run(problem.id, dict(problem.inputs), limits.problem_timeout_s)
-            result = to_result(problem, outcome, task)
+            result = await ato_result(problem, outcome, task)
             await _emit(on_result, result)
             return result
 
@@ -105,6 +105,32 @@ def to_result(problem: Problem, outcome: RunOutcome, task: Task) -> ProblemResul
         error_kind=outcome.error_kind, traceback=outcome.traceback, calls=outcome.calls,
         latency_s=outcome.latency_s, tokens=outcome.tokens,
     )
+
+
+async def ato_result(problem: Problem, outcome: RunOutcome, task: Task) -> ProblemResult:
+    """`to_result`, awaiting a task's `ascore` (an LLM judge) where it has one, so a scorer
+    that calls a model does not block the event loop the problems run on."""
+    ascore = getattr(task, "ascore", None)
+    if ascore is None or outcome.error_kind is not None or outcome.answer is None:
+        return to_result(problem, outcome, task)
+    try:
+        value = await ascore(problem, outcome.answer)
+    except Exception as exc:
+        value = exc
+    result = to_result(problem, outcome, _Scored(value))
+    return result
+
+
+class _Scored:
+    """A task whose `score` replays one known value (or exception) through `guarded_score`."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def score(self, problem: Problem, answer: str) -> float:
+        if isinstance(self.value, Exception):
+            raise self.value
+        return self.value
 
 
 def guarded_score(task: Task, problem: Problem, answer: str) -> tuple[float, str | None]:

@@ -1,4 +1,7 @@
-"""Tasks by name: `rg:<reasoning-gym dataset>`, `hotpotqa`, `musique`, `2wiki`.
+"""Tasks by name: `rg:<reasoning-gym dataset>`, `hotpotqa`, `musique`, `2wiki`; a data file of
+your own (`.jsonl`, `.json`, `.csv` or a saved `datasets` directory, see `evals.custom`);
+`module:Class` (or `file.py:Class`) for any class implementing `Task`; and names that
+installed packages register in the entry-point group `harness_learning.tasks`.
 
     get_task("rg:leg_counting", n_dev=25, n_test=75, seed=0)
     get_task("musique", path="musique_ans_v1.0_dev.jsonl", index_dir="runs/index/musique")
@@ -7,6 +10,8 @@ QA options: `path` (the dataset file; default: the real sample in the data folde
 `evals.settings`), `index_dir` (opened with `retrieval.open_index`, backend `index_backend`)
 or `retriever` (any `Retriever`), `aliases` (2Wiki's `id_aliases.json`), `n_dev`, `n_test`,
 `seed`.
+Data-file options: `metric` (see `evals.custom.metrics`), `describe`, `n_dev`, `n_test`, `seed`,
+`track`. A `module:Class` or entry-point task gets the options as keyword arguments.
 Reasoning options: `n_dev`, `n_test`, `seed`, `partial_credit`, `config` (the dataset's own
 settings, e.g. difficulty).
 """
@@ -19,13 +24,15 @@ from harness_learning.evals.task import Task
 
 QA_TASKS = ("hotpotqa", "musique", "2wiki")
 RG_PREFIX = "rg:"
+ENTRY_POINT_GROUP = "harness_learning.tasks"
+DATA_OPTIONS = {"metric", "describe", "n_dev", "n_test", "seed", "track"}
 
 
 def known_task_names() -> list[str]:
     """Every name `get_task` accepts."""
     from harness_learning.evals.reasoning import known_tasks
 
-    return [*QA_TASKS, *(RG_PREFIX + n for n in known_tasks())]
+    return [*QA_TASKS, *sorted(_entry_points()), *(RG_PREFIX + n for n in known_tasks())]
 
 
 def get_task(name: str, **options: Any) -> Task:
@@ -57,7 +64,41 @@ def get_task(name: str, **options: Any) -> Task:
         if options.get("aliases") is None:
             options.pop("aliases", None)
         return QATask(name, path, **options)
+    return _user_task(name, options)
+
+
+def _user_task(name: str, options: dict[str, Any]) -> Task:
+    """A registered entry point, a data file, or a `module:Class` reference."""
+    from harness_learning.evals.custom.datafile import is_data_path
+    from harness_learning.evals.custom.imports import is_reference, resolve
+
+    registered = _entry_points()
+    if name in registered:
+        return _instance(registered[name].load(), name, options)
+    if is_data_path(name):
+        from harness_learning.evals.custom.task import DataTask
+
+        _check(name, options, DATA_OPTIONS)
+        return DataTask(name, **options)
+    if is_reference(name):
+        return _instance(resolve(name, "task"), name, options)
     raise _unknown(name)
+
+
+def _instance(factory: Any, name: str, options: dict[str, Any]) -> Task:
+    task = factory(**options) if callable(factory) else factory
+    if not isinstance(task, Task):
+        missing = [a for a in ("name", "track", "description", "seed", "dev", "test", "score",
+                               "retriever") if not hasattr(task, a)]
+        raise TypeError(f"task {name!r} gave a {type(task).__name__}, which does not implement "
+                        f"the Task protocol (missing: {', '.join(missing)})")
+    return task
+
+
+def _entry_points() -> dict[str, Any]:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
 def _check(name: str, options: dict, allowed: set[str]) -> None:
@@ -73,5 +114,7 @@ def _unknown(name: str) -> ValueError:
     from harness_learning.evals.reasoning import known_tasks
 
     rg = ", ".join(RG_PREFIX + n for n in known_tasks())
-    return ValueError(f"unknown task {name!r}; known: {', '.join(QA_TASKS)}, and rg:<name> for a "
+    return ValueError(f"unknown task {name!r}; known: {', '.join(QA_TASKS)}, a data file "
+                      "(.jsonl, .json, .csv or a saved `datasets` directory), module:Class, "
+                      f"a name registered under {ENTRY_POINT_GROUP}, and rg:<name> for a "
                       f"reasoning-gym dataset: {rg}")

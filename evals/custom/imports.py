@@ -1,0 +1,109 @@
+"""`module:attr` and `path/to/file.py:attr` references to a user's own code (a metric, a task
+class, a tool). The user's code is trusted and runs in the parent; a reference that cannot be
+imported is one clear error naming it."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+
+class UserCodeError(ImportError):
+    """A `module:attr` reference that cannot be resolved (the message says why and what to do)."""
+
+
+def is_reference(text: str) -> bool:
+    """`module:attr` or `file.py:attr` (not a Windows drive, not a URL)."""
+    if ":" not in text or "://" in text:
+        return False
+    module, _, attr = text.rpartition(":")
+    return bool(module) and attr.isidentifier() and len(module) > 1
+
+
+def resolve(ref: str, what: str, base: Path | None = None) -> Any:
+    """The object `ref` names. A `.py` path is loaded from the file (relative to `base` first,
+    then to the working directory); anything else is imported as a module."""
+    module_name, _, attr = ref.rpartition(":")
+    if not module_name or not attr:
+        raise UserCodeError(f"{what} {ref!r}: expected module:attr or path/to/file.py:attr")
+    try:
+        if module_name.endswith(".py"):
+            module = _load_file(_find_file(module_name, base), what, ref)
+        else:
+            module = importlib.import_module(module_name)
+    except UserCodeError:
+        raise
+    except Exception as exc:
+        raise UserCodeError(
+            f"{what} {ref!r}: importing {module_name!r} failed ({type(exc).__name__}: {exc}); "
+            "is the module on PYTHONPATH (or pass path/to/file.py:attr)?") from exc
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise UserCodeError(f"{what} {ref!r}: module {module_name!r} has no attribute "
+                              f"{attr!r}") from None
+
+
+def _find_file(name: str, base: Path | None) -> Path:
+    for candidate in ([base / Path(name).name] if base is not None else []) + [Path(name)]:
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"no file {name}")
+
+
+def _load_file(path: Path, what: str, ref: str) -> Any:
+    """Import a file once per content (a stable module name, so pickling and reloads agree)."""
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    name = f"_user_{path.stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise UserCodeError(f"{what} {ref!r}: {path} is not a loadable Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def _by_file(module: str, mod: Any) -> bool:
+    """A loose script-side module (one file next to a script, not an installed package) is
+    referred to by its file, so a run can keep a copy and reopen it from anywhere."""
+    path = str(getattr(mod, "__file__", "") or "")
+    return module.startswith("_user_") or (
+        "." not in module and path.endswith(".py") and "site-packages" not in path)
+
+
+def file_of(ref: str) -> str | None:
+    """The `.py` file a reference loads from, if it names one."""
+    module_name = ref.rpartition(":")[0]
+    return module_name if module_name.endswith(".py") else None
+
+
+def reference_of(obj: Any) -> str | None:
+    """`module:attr` for an importable, module-level object (so a run can re-import it by
+    name), or None for lambdas, closures and objects defined in `__main__`."""
+    module = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "name", None)
+    if not module or module == "__main__":
+        return None
+    mod = sys.modules.get(module)
+    if mod is None:
+        return None
+    prefix = getattr(mod, "__file__", None) if _by_file(module, mod) else module
+    if prefix is None:
+        return None
+    if isinstance(qualname, str) and qualname.isidentifier() and getattr(mod, qualname, None) is obj:
+        return f"{prefix}:{qualname}"
+    for name, value in vars(mod).items():
+        if value is obj and name.isidentifier():
+            return f"{prefix}:{name}"
+    return None

@@ -1,0 +1,264 @@
+"""Metrics for a task of your own: `parse_metric(spec)` for one of
+
+- `exact`: equal after normalisation (lowercase, ASCII punctuation and a/an/the dropped,
+  whitespace collapsed: the SQuAD rule the QA tasks use);
+- `f1`: token F1 after the same normalisation;
+- `contains`: the normalised gold appears, as whole words, in the normalised prediction;
+- `numeric[:REL_TOL]`: the last number in the prediction equals the gold number within a
+  relative tolerance (default 1e-6; commas as thousands separators are ignored);
+- `regex`: the gold is a regular expression the whole (stripped) prediction must match;
+- `json`: the prediction holds a JSON object; the score is the fraction of the gold object's
+  keys whose values are equal (strings compared normalised);
+- `module:function` or `file.py:function`: your callable `(prediction, gold, example) -> float`
+  in [0, 1], run in the parent process only;
+- `judge:MODEL`: an LLM judge through the model layer with the fixed rubric `JUDGE_RUBRIC`
+  (greedy decoding, so its calls are cached; `calls` and `cache_hits` count them).
+
+Built-in metrics score against every gold answer (`answer`, or each of `answers`) and keep the
+best. A metric may raise or return anything: `check_score` turns that into one clear error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness_learning.evals.custom.imports import resolve
+from harness_learning.evals.qa.metrics import f1_score, normalize_answer
+
+METRIC_NAMES = ("exact", "f1", "contains", "numeric[:REL_TOL]", "regex", "json",
+                "module:function", "judge:MODEL")
+DEFAULT_REL_TOL = 1e-6
+_NUMBER = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+JUDGE_RUBRIC = (
+    "You grade an answer to a question against a reference answer. Reply with exactly one "
+    "word: CORRECT if the answer gives the same final result as the reference (wording, "
+    "formatting and extra explanation do not matter), PARTIAL if it is partly right (some of "
+    "the required facts, or the right result with a wrong detail), INCORRECT otherwise."
+)
+JUDGE_GRADES = {"CORRECT": 1.0, "PARTIAL": 0.5, "INCORRECT": 0.0}
+
+
+class MetricError(ValueError):
+    """A metric spec that names no metric, or a metric that misbehaved on one problem."""
+
+
+@dataclass
+class Metric:
+    """A scorer `(prediction, gold, example) -> float in [0, 1]` and the words the Proposer is
+    told about it. `per_gold` metrics are applied to each gold answer and the best is kept."""
+
+    spec: str
+    description: str
+    fn: Callable[[str, Any, dict[str, Any]], float]
+    per_gold: bool = True
+    judge: Judge | None = None
+
+    def score(self, prediction: str, golds: list[Any], example: dict[str, Any]) -> float:
+        """The checked score (raises `MetricError` for a value outside [0, 1])."""
+        if not self.per_gold:
+            gold = example.get("answer", golds[0] if len(golds) == 1 else golds)
+            return check_score(self.fn(prediction, gold, example), self.spec)
+        return max(check_score(self.fn(prediction, g, example), self.spec) for g in golds)
+
+    async def ascore(self, prediction: str, golds: list[Any], example: dict[str, Any]) -> float:
+        if self.judge is None:
+            return self.score(prediction, golds, example)
+        return max([await self.judge.agrade(example.get("question", ""), prediction, g)
+                    for g in golds])
+
+
+def check_score(value: Any, spec: str) -> float:
+    """A number in [0, 1] (bools count), else `MetricError` naming what came back."""
+    if isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, int | float) or math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise MetricError(f"metric {spec!r} returned {value!r:.80}; a metric must return a "
+                          "number in [0, 1]")
+    return float(value)
+
+
+def parse_metric(spec: str) -> Metric:
+    """The metric `spec` names (see the module docstring); `MetricError` for an unknown one."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise MetricError(f"metric must be a non-empty string; known: {', '.join(METRIC_NAMES)}")
+    name, _, arg = spec.partition(":")
+    if name in _SIMPLE and not arg:
+        fn, words = _SIMPLE[name]
+        return Metric(spec, words, fn)
+    if name == "numeric":
+        tol = _tolerance(spec, arg)
+        return Metric(spec, f"the last number in `answer` must equal the gold number within a "
+                            f"relative tolerance of {tol:g}", _numeric(tol))
+    if name == "judge":
+        if not arg:
+            raise MetricError("metric 'judge:MODEL' needs a model, e.g. judge:local")
+        judge = Judge(arg)
+        return Metric(spec, f"an LLM judge ({arg}) grades `answer` against the gold answer: "
+                            "same final result 1, partly right 0.5, else 0",
+                      judge.grade_sync, judge=judge)
+    if ":" in spec and name not in _SIMPLE:
+        fn = resolve(spec, "metric")
+        if not callable(fn):
+            raise MetricError(f"metric {spec!r} is a {type(fn).__name__}, not a callable "
+                              "(prediction, gold, example) -> float")
+        doc = (fn.__doc__ or "").strip().split("\n\n")[0]
+        return Metric(spec, f"your metric {spec}" + (f": {doc}" if doc else ""), fn,
+                      per_gold=False)
+    raise MetricError(f"unknown metric {spec!r}; known: {', '.join(METRIC_NAMES)}")
+
+
+def _tolerance(spec: str, arg: str) -> float:
+    if not arg:
+        return DEFAULT_REL_TOL
+    try:
+        tol = float(arg)
+    except ValueError:
+        tol = -1.0
+    if not tol >= 0 or math.isinf(tol):
+        raise MetricError(f"metric {spec!r}: REL_TOL must be a number >= 0, e.g. numeric:0.01")
+    return tol
+
+
+def exact(prediction: str, gold: Any, example: dict[str, Any]) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(str(gold)))
+
+
+def token_f1(prediction: str, gold: Any, example: dict[str, Any]) -> float:
+    return f1_score(prediction, str(gold), rule="musique")
+
+
+def contains(prediction: str, gold: Any, example: dict[str, Any]) -> float:
+    needle = normalize_answer(str(gold))
+    return float(bool(needle) and f" {needle} " in f" {normalize_answer(prediction)} ")
+
+
+def last_number(text: str) -> float | None:
+    found = _NUMBER.findall(text)
+    for raw in reversed(found):
+        try:
+            return float(raw.replace(",", ""))
+        except ValueError:
+            continue
+    return None
+
+
+def _numeric(tol: float) -> Callable[[str, Any, dict[str, Any]], float]:
+    def numeric(prediction: str, gold: Any, example: dict[str, Any]) -> float:
+        want = gold if isinstance(gold, int | float) else last_number(str(gold))
+        got = last_number(prediction)
+        if want is None:
+            raise MetricError(f"metric 'numeric': the gold answer {gold!r:.60} is not a number")
+        return float(got is not None and math.isclose(got, float(want), rel_tol=tol,
+                                                      abs_tol=tol if want == 0 else 0.0))
+    return numeric
+
+
+def regex(prediction: str, gold: Any, example: dict[str, Any]) -> float:
+    try:
+        return float(re.fullmatch(str(gold), prediction.strip(), re.DOTALL) is not None)
+    except re.error as exc:
+        raise MetricError(f"metric 'regex': the gold pattern {gold!r:.60} is invalid: {exc}") from exc
+
+
+def json_keys(prediction: str, gold: Any, example: dict[str, Any]) -> float:
+    if isinstance(gold, str):
+        try:
+            gold = json.loads(gold)
+        except ValueError as exc:
+            raise MetricError(f"metric 'json': the gold answer is not JSON: {exc}") from exc
+    got = _first_json_object(prediction)
+    if not isinstance(gold, dict):
+        return float(_same(got, gold))
+    if not isinstance(got, dict) or not gold:
+        return float(got == gold)
+    return sum(_same(got.get(k, _MISSING), v) for k, v in gold.items()) / len(gold)
+
+
+_MISSING = object()
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, str) and isinstance(b, str):
+        return normalize_answer(a) == normalize_answer(b)
+    return a == b
+
+
+def _first_json_object(text: str) -> Any:
+    """The JSON value the prediction is, or the first {...} object inside it (None if none)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    decoder = json.JSONDecoder()
+    for start in (m.start() for m in re.finditer(r"\{", text)):
+        try:
+            return decoder.raw_decode(text, start)[0]
+        except ValueError:
+            continue
+    return None
+
+
+_SIMPLE: dict[str, tuple[Callable[[str, Any, dict[str, Any]], float], str]] = {
+    "exact": (exact, "exact match after normalisation (lowercase, ASCII punctuation and the "
+                     "articles a/an/the removed, whitespace collapsed); extra words are wrong"),
+    "f1": (token_f1, "token F1 between `answer` and the gold answer after normalisation"),
+    "contains": (contains, "1 when the normalised gold answer appears as whole words in the "
+                           "normalised `answer`"),
+    "regex": (regex, "the whole stripped `answer` must match the gold regular expression"),
+    "json": (json_keys, "`answer` must hold a JSON object; score = fraction of the gold "
+                        "object's keys with equal values"),
+}
+
+
+@dataclass
+class Judge:
+    """An LLM judge: one greedy call per (question, prediction, gold), cached by the model
+    layer; `calls` counts calls made, `cache_hits` those answered from the cache."""
+
+    model: str
+    calls: int = 0
+    cache_hits: int = 0
+    _client: Any = field(default=None, repr=False)
+
+    def messages(self, question: str, prediction: str, gold: Any) -> list[dict[str, str]]:
+        return [{"role": "system", "content": JUDGE_RUBRIC},
+                {"role": "user", "content": f"Question: {question}\nReference answer: {gold}\n"
+                                            f"Answer to grade: {prediction}\nGrade:"}]
+
+    def client(self) -> Any:
+        if self._client is None:
+            from harness_learning.harnesses.llm import get_client
+
+            self._client = get_client(self.model)
+        return self._client
+
+    async def agrade(self, question: str, prediction: str, gold: Any) -> float:
+        completion = await self.client().acomplete(
+            self.messages(question, prediction, gold), temperature=0.0, max_tokens=8)
+        return self._count(completion)
+
+    def grade_sync(self, prediction: str, gold: Any, example: dict[str, Any]) -> float:
+        completion = self.client().complete(
+            self.messages(example.get("question", ""), prediction, gold), temperature=0.0,
+            max_tokens=8)
+        return self._count(completion)
+
+    def _count(self, completion: Any) -> float:
+        self.calls += 1
+        self.cache_hits += bool(getattr(completion, "cached", False))
+        return parse_grade(str(getattr(completion, "text", completion)))
+
+
+def parse_grade(text: str) -> float:
+    """The grade word of a judge's reply (INCORRECT is checked before CORRECT, its suffix)."""
+    words = re.findall(r"[A-Za-z]+", text.upper())
+    for word in words:
+        if word in JUDGE_GRADES:
+            return JUDGE_GRADES[word]
+    raise MetricError(f"the judge's reply {text!r:.80} holds no grade "
+                      f"({', '.join(JUDGE_GRADES)})")

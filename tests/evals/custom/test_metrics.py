@@ -1,0 +1,122 @@
+"""Each metric of a task of one's own, and each way a metric can be given wrongly."""
+
+from __future__ import annotations
+
+import pytest
+from harness_learning.evals.custom.metrics import (
+    JUDGE_RUBRIC,
+    MetricError,
+    check_score,
+    last_number,
+    parse_grade,
+    parse_metric,
+)
+
+EX = {"question": "q"}
+
+
+def score(spec: str, prediction: str, *golds) -> float:
+    return parse_metric(spec).score(prediction, list(golds), {**EX, "answer": golds[0]})
+
+
+def test_exact_normalises_case_punctuation_and_articles():
+    assert score("exact", "The Eiffel Tower.", "eiffel tower") == 1.0
+    assert score("exact", "the tower in Paris", "eiffel tower") == 0.0
+    assert score("exact", "Paris", "Lyon", "paris") == 1.0  # best over `answers`
+
+
+def test_f1_gives_partial_credit():
+    assert score("f1", "eiffel tower paris", "eiffel tower") == pytest.approx(0.8)
+    assert score("f1", "louvre", "eiffel tower") == 0.0
+
+
+def test_contains_needs_whole_words():
+    assert score("contains", "I think it is Paris, France", "paris") == 1.0
+    assert score("contains", "Parisian", "paris") == 0.0
+
+
+def test_numeric_takes_the_last_number_within_tolerance():
+    assert score("numeric", "3 apples at 0.40 make 1.20", "1.2") == 1.0
+    assert score("numeric", "1,200 euros", "1200") == 1.0
+    assert score("numeric", "1.21", "1.2") == 0.0
+    assert score("numeric:0.01", "1.21", "1.2") == 1.0
+    assert score("numeric:0.01", "no number here", "1.2") == 0.0
+
+
+def test_numeric_rejects_a_bad_tolerance_and_a_non_numeric_gold():
+    with pytest.raises(MetricError, match="REL_TOL must be a number >= 0"):
+        parse_metric("numeric:lots")
+    with pytest.raises(MetricError, match="gold answer 'abc' is not a number"):
+        score("numeric", "3", "abc")
+
+
+def test_regex_matches_the_whole_answer():
+    assert score("regex", " 2026-12-01 ", r"\d{4}-\d{2}-\d{2}") == 1.0
+    assert score("regex", "on 2026-12-01", r"\d{4}-\d{2}-\d{2}") == 0.0
+    with pytest.raises(MetricError, match="gold pattern .* is invalid"):
+        score("regex", "x", "(unclosed")
+
+
+def test_json_scores_key_by_key():
+    gold = {"city": "Paris", "year": 1889}
+    assert score("json", '{"city": "paris", "year": 1889}', gold) == 1.0
+    assert score("json", 'Here: {"city": "Paris", "year": 1900} done', gold) == 0.5
+    assert score("json", '{"city": "Paris"}', '{"city": "Paris", "year": 1889}') == 0.5
+    assert score("json", "not json", gold) == 0.0
+
+
+def test_a_callable_metric_gets_prediction_gold_and_example(tmp_path):
+    module = tmp_path / "my_metric.py"
+    module.write_text("def half(prediction, gold, example):\n"
+                      "    '''Half credit for the right length.'''\n"
+                      "    return 0.5 if len(prediction) == len(gold) + example['pad'] else 0.0\n")
+    metric = parse_metric(f"{module}:half")
+    assert metric.score("abcd", ["ab"], {"answer": "ab", "pad": 2}) == 0.5
+    assert "Half credit for the right length" in metric.description
+
+
+def test_unknown_metrics_name_the_known_ones(tmp_path):
+    with pytest.raises(MetricError, match="unknown metric 'bleu'; known: exact, f1"):
+        parse_metric("bleu")
+    with pytest.raises(ImportError, match="importing 'no_such_module_xyz' failed"):
+        parse_metric("no_such_module_xyz:score")
+    (tmp_path / "m.py").write_text("score = 3\n")
+    with pytest.raises(MetricError, match="is a int, not a callable"):
+        parse_metric(f"{tmp_path / 'm.py'}:score")
+    with pytest.raises(MetricError, match="judge:MODEL' needs a model"):
+        parse_metric("judge:")
+
+
+def test_check_score_refuses_values_outside_the_unit_interval():
+    assert check_score(True, "m") == 1.0
+    for bad in (1.5, -0.1, float("nan"), "0.5", None):
+        with pytest.raises(MetricError, match="must return a number in \\[0, 1\\]"):
+            check_score(bad, "m")
+
+
+def test_last_number_and_judge_grades():
+    assert last_number("from 3 to -4.5e1") == -45.0 and last_number("none") is None
+    assert parse_grade("INCORRECT.") == 0.0 and parse_grade("Grade: correct") == 1.0
+    assert parse_grade("partial") == 0.5
+    with pytest.raises(MetricError, match="holds no grade"):
+        parse_grade("maybe")
+    assert "CORRECT" in JUDGE_RUBRIC and "PARTIAL" in JUDGE_RUBRIC
+
+
+@pytest.mark.slow
+def test_the_judge_grades_with_the_real_local_model_and_caches(local_model_url, tmp_path):
+    from harness_learning.harnesses.llm import ModelClient, ModelConfig
+
+    metric = parse_metric("judge:local")
+    judge = metric.judge
+    judge._client = ModelClient(ModelConfig.coerce("local").with_(cache=str(tmp_path / "c.sqlite")))
+    example = {"question": "What is 2 + 2?", "answer": "4"}
+    grades = []
+    for _ in range(2):  # greedy: the second call is the first one's cached reply
+        try:
+            grades.append(metric.score("4", ["4"], example))
+        except MetricError as exc:  # a 135M model may answer with no grade word: scored 0
+            grades.append(str(exc))
+    assert grades[0] == grades[1]
+    assert grades[0] in (0.0, 0.5, 1.0) or "holds no grade" in grades[0]
+    assert judge.calls == 2 and judge.cache_hits == 1
