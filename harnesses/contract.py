@@ -16,6 +16,12 @@ LINE_LIMIT = 200
 """Default maximum number of source lines of a valid harness."""
 
 TOOL_NAMES = ("llm", "search", "python")
+"""The built-in tools every harness may call (and the Proposer's prompt documents)."""
+BRIDGE_OPS = (*TOOL_NAMES, "tool", "chat")
+"""Every tool name the bridge serves: the built-ins, a user's tool (`tools.call`) and the Solver
+as a chat model (`tools.chat_model()`)."""
+SOLVER_OPS = ("llm", "chat")
+"""Bridge ops that call the Solver (counted against `Limits.llm_calls_per_problem`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +41,18 @@ class Tools(Protocol):
 
     def python(self, code: str, timeout: float = 10.0) -> ExecResult: ...
 
+    def call(self, name: str, **args: Any) -> Any:
+        """A user's own tool, run in the parent; its JSON result (see `harnesses.usertools`)."""
+        ...
+
+    def chat_model(self) -> Any:
+        """The Solver as a LangChain `BaseChatModel` (with `bind_tools`), for agent graphs."""
+        ...
+
+    def langchain_tools(self) -> list[Any]:
+        """The user's tools as LangChain tools that call through the bridge."""
+        ...
+
 
 @dataclass(slots=True)
 class ToolCall:
@@ -50,4 +68,4 @@ class ToolCall:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-__all__ = ["LINE_LIMIT", "TOOL_NAMES", "ExecResult", "Passage", "ToolCall", "Tools"]
+__all__ = ["BRIDGE_OPS", "LINE_LIMIT", "SOLVER_OPS", "TOOL_NAMES", "ExecResult", "Passage", "ToolCall", "Tools"]

@@ -1,7 +1,8 @@
-"""The parent-side tools behind the sandbox bridge: the Solver, the retriever, the interpreter.
+"""The parent-side tools behind the sandbox bridge: the Solver, the retriever, the interpreter,
+the user's own tools (`harnesses.usertools`) and the Solver as a chat model with tool calls.
 
-Harness code in a worker calls `tools.llm/search/python`; each call arrives here as
-`Toolbox.call(tool, args)`. Results are returned whole (reports trim later) but one result's
+Harness code in a worker calls `tools.llm/search/python/call` (and `tools.chat_model()`); each
+call arrives here as `Toolbox.call(tool, args)`. Results are returned whole (reports trim later) but one result's
 size is capped, and the parameters a harness may pass to the Solver are a fixed list, so a
 harness cannot point the parent's model client somewhere else.
 """
@@ -72,8 +73,11 @@ class Toolbox:
 
     def __init__(self, solver: SolverClient | None = None, retriever: Any = None,
                  python_limits: Limits | None = None, budget: Budget | None = None,
-                 *, solver_params: dict[str, Any] | None = None, backend: Any = None) -> None:
+                 *, solver_params: dict[str, Any] | None = None, backend: Any = None,
+                 user_tools: Any = None) -> None:
         self.solver = solver
+        self.user_tools = user_tools
+        """A `harnesses.usertools.UserTools`, or None when the run has no tools of the user's."""
         self.solver_params = dict(solver_params or {})
         """Defaults of every Solver call (the run's configuration); a harness may override
         the ones in `LLM_PARAMS`."""
@@ -89,7 +93,39 @@ class Toolbox:
             return await self.search(args.get("query"), args.get("k", 5))
         if tool == "python":
             return await self.python(args.get("code"), args.get("timeout"))
+        if tool == "tool":
+            return await self.user_tool(args.get("name"), args.get("args"))
+        if tool == "chat":
+            return await self.chat(args.get("messages"), args.get("tools") or [],
+                                   args.get("tool_choice"), args.get("params") or {})
         raise ToolInputError(f"unknown tool {tool!r}")
+
+    def tool_specs(self) -> list[dict[str, Any]]:
+        """Name, description and argument schema of each user tool (sent to the worker)."""
+        return self.user_tools.specs() if self.user_tools is not None else []
+
+    async def user_tool(self, name: Any, args: Any) -> ToolReply:
+        if self.user_tools is None:
+            raise ToolInputError(f"tools.call({name!r}): this run has no tools of its own "
+                                 "(pass --tools module:attr)")
+        from harness_learning.harnesses.usertools import ToolArgumentError
+
+        try:
+            return await self.user_tools.call(name, args)
+        except ToolArgumentError as exc:
+            raise ToolInputError(str(exc)) from None
+
+    async def chat(self, messages: Any, tools: list[dict[str, Any]], tool_choice: Any,
+                   params: dict[str, Any]) -> ToolReply:
+        """The Solver as a chat model: tool schemas in, a reply with tool calls out
+        (prompted tool calling, see `harnesses.chat_tools`)."""
+        from harness_learning.harnesses.chat_tools import parse_reply, to_text_messages
+
+        if not isinstance(tools, list):
+            raise ToolInputError("chat: `tools` must be a list of tool schemas")
+        reply = await self.llm(to_text_messages(messages, tools, tool_choice), params)
+        reply.result = parse_reply(reply.result, tools)
+        return reply
 
     async def llm(self, messages: Any, params: dict[str, Any]) -> ToolReply:
         if self.solver is None:

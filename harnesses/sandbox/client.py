@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_learning.harnesses.contract import LINE_LIMIT, TOOL_NAMES, ToolCall
+from harness_learning.harnesses.contract import BRIDGE_OPS, LINE_LIMIT, SOLVER_OPS, ToolCall
 from harness_learning.harnesses.runtime import HarnessInvalid, check_source
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.protocol import (
@@ -158,7 +158,9 @@ class Worker:
         that runs past `timeout` kills the worker."""
         check_source(source, line_limit)
         self._loaded = asyncio.get_running_loop().create_future()
-        await self._send({"op": "load", "source": source, "line_limit": line_limit})
+        specs = getattr(self.toolbox, "tool_specs", None)  # the user's tools, for the harness
+        await self._send({"op": "load", "source": source, "line_limit": line_limit,
+                          "tools": specs() if callable(specs) else []})
         try:
             reply = await asyncio.wait_for(self._loaded, timeout)
         except TimeoutError:
@@ -292,7 +294,7 @@ class Worker:
         if run is None or run.done or run.future.done():
             over = "no such run" if run is None else "the run is over"
             reply: dict[str, Any] = {"ok": False, "kind": "cancelled", "error": over}
-        elif tool not in TOOL_NAMES or self.toolbox is None:
+        elif tool not in BRIDGE_OPS or self.toolbox is None:
             reply = {"ok": False, "kind": "tool", "error": f"no tool {tool!r} is available"}
         else:
             run.pause()
@@ -316,7 +318,7 @@ class Worker:
     def _count_call(self, rid: str, run: _Run, tool: str) -> None:
         """Stop the run past its Solver-call or tool-call cap (see `Limits`)."""
         run.tool_calls += 1
-        run.llm_calls += tool == "llm"
+        run.llm_calls += tool in SOLVER_OPS
         limits = self.limits
         for made, cap, what, name in (
                 (run.llm_calls, limits.llm_calls_per_problem, "Solver", "llm_calls_per_problem"),

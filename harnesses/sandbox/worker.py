@@ -139,6 +139,30 @@ class BridgeTools:
 
     def __init__(self, bridge: Bridge) -> None:
         self._bridge = bridge
+        self._specs: list[dict[str, Any]] = []
+        """The user's tools (name, description, schema), sent with the source by the parent."""
+
+    def call(self, name: str, **args: Any) -> Any:
+        """Run the user's tool `name` in the parent; its JSON result."""
+        return self._bridge.call("tool", {"name": name, "args": args})
+
+    def __getattr__(self, name: str) -> Any:
+        """`tools.lookup(city="Oslo")` is `tools.call("lookup", city="Oslo")`."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda **args: self.call(name, **args)
+
+    def chat_model(self, **params: Any) -> Any:
+        """The Solver as a LangChain chat model (`bind_tools` included), over the bridge."""
+        from harness_learning.harnesses.sandbox.chat_bridge import BridgeChatModel
+
+        return BridgeChatModel(call=self._bridge.call, params=params)
+
+    def langchain_tools(self) -> list:
+        """The user's tools as LangChain tools that run in the parent."""
+        from harness_learning.harnesses.sandbox.chat_bridge import bridge_tools
+
+        return bridge_tools(self._specs, self._bridge.call)
 
     def llm(self, messages_or_prompt: Any, **params: Any) -> str:
         result = self._bridge.call("llm", {"messages": messages_or_prompt, "params": params})
@@ -168,6 +192,9 @@ class Worker:
     def load(self, message: dict[str, Any]) -> None:
         from harness_learning.harnesses.runtime import HarnessInvalid, compile_harness
 
+        specs = message.get("tools")
+        self.tools._specs = [s for s in specs if isinstance(s, dict) and isinstance(
+            s.get("name"), str)] if isinstance(specs, list) else []
         try:
             compile_harness(message["source"], self.tools, int(message["line_limit"]))
         except HarnessInvalid as exc:

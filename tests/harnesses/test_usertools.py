@@ -1,0 +1,126 @@
+"""The user's own tools in the parent: what counts as a tool, argument validation against the
+schema, JSON results and their cap, and the cache of deterministic tools."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from harness_learning.harnesses.toolbox import ToolInputError, Toolbox
+from harness_learning.harnesses.usertools import (
+    MAX_RESULT_CHARS,
+    ToolArgumentError,
+    ToolSetupError,
+    build_user_tools,
+)
+from langchain_core.tools import tool
+
+CALLS: list[dict] = []
+
+
+@tool
+def unit_price(item: str, quantity: int = 1) -> dict:
+    """Price of `quantity` units of an item."""
+    CALLS.append({"item": item, "quantity": quantity})
+    return {"item": item, "total": 0.5 * quantity}
+
+
+def shout(text: str, times: int) -> str:
+    """The text in capitals, `times` times."""
+    return text.upper() * times
+
+
+shout.deterministic = True
+
+
+def call(tools, name, **args):
+    return asyncio.run(tools.call(name, args))
+
+
+def test_a_langchain_tool_is_validated_against_its_schema():
+    tools = build_user_tools([unit_price])
+    assert call(tools, "unit_price", item="apple", quantity=3).result == {"item": "apple",
+                                                                          "total": 1.5}
+    with pytest.raises(ToolArgumentError) as bad_type:
+        call(tools, "unit_price", item="apple", quantity="many")
+    message = str(bad_type.value)
+    assert "quantity: Input should be a valid integer" in message
+    assert 'Schema: {"properties": {"item": {"type": "string"}' in message
+    with pytest.raises(ToolArgumentError, match="missing argument 'item'"):
+        call(tools, "unit_price", quantity=2)
+    with pytest.raises(ToolArgumentError, match="unknown argument 'colour'"):
+        call(tools, "unit_price", item="apple", colour="red")
+
+
+def test_an_unknown_tool_lists_the_available_ones():
+    tools = build_user_tools([unit_price, shout])
+    with pytest.raises(ToolArgumentError, match="no tool 'price'; available: shout, unit_price"):
+        call(tools, "price", item="x")
+
+
+def test_a_typed_function_becomes_a_tool_and_deterministic_ones_are_cached():
+    tools = build_user_tools([shout])
+    spec = tools.specs()[0]
+    assert spec["name"] == "shout" and spec["deterministic"] is True
+    assert spec["parameters"]["required"] == ["text", "times"]
+    first, second = call(tools, "shout", text="a", times=2), call(tools, "shout", text="a", times=2)
+    assert first.result == "AA" and not first.cached and second.cached
+    CALLS.clear()
+    lc = build_user_tools([unit_price])  # not declared deterministic: runs every time
+    call(lc, "unit_price", item="a")
+    again = call(lc, "unit_price", item="a")
+    assert len(CALLS) == 2 and not again.cached
+
+
+def test_factories_lists_and_bad_objects():
+    tools = build_user_tools([lambda: [unit_price, shout]], ["factory"])
+    assert tools.names == ["shout", "unit_price"]
+    with pytest.raises(ToolSetupError, match="a int is not a LangChain tool"):
+        build_user_tools([3], ["mod:three"])
+    with pytest.raises(ToolSetupError, match="two tools are named 'shout'"):
+        build_user_tools([shout, shout])
+
+    def python(code: str) -> str:
+        """Clashes with the built-in interpreter."""
+        return code
+
+    with pytest.raises(ToolSetupError, match="the name 'python' is not usable"):
+        build_user_tools([python])
+
+    def undocumented(x: int) -> int:
+        return x
+
+    with pytest.raises(ToolSetupError, match="needs a docstring"):
+        build_user_tools([undocumented])
+
+
+def test_results_are_json_and_capped():
+    def big(n: int) -> str:
+        """A long text."""
+        return "x" * n
+
+    def odd(n: int) -> object:
+        """Not JSON."""
+        return {1, 2}
+
+    tools = build_user_tools([big, odd])
+    reply = call(tools, "big", n=MAX_RESULT_CHARS * 2)
+    assert len(reply.result) == MAX_RESULT_CHARS and reply.meta["truncated_from"] > MAX_RESULT_CHARS
+    assert call(tools, "odd", n=1).result == "{1, 2}"
+
+
+def test_the_toolbox_serves_user_tools_and_says_when_there_are_none():
+    box = Toolbox(user_tools=build_user_tools([shout]))
+    assert asyncio.run(box.call("tool", {"name": "shout", "args": {"text": "b", "times": 1}})
+                       ).result == "B"
+    assert box.tool_specs()[0]["name"] == "shout"
+    with pytest.raises(ToolInputError, match="missing argument 'times'"):
+        asyncio.run(box.call("tool", {"name": "shout", "args": {"text": "b"}}))
+    with pytest.raises(ToolInputError, match="this run has no tools of its own"):
+        asyncio.run(Toolbox().call("tool", {"name": "shout", "args": {}}))
+
+
+def test_the_prompt_section_lists_name_description_and_schema():
+    text = build_user_tools([unit_price, shout]).describe()
+    assert "tools.call('unit_price', **args)" in text and "Price of `quantity` units" in text
+    assert '"quantity": {"default": 1, "type": "integer"}' in text and "deterministic" in text
