@@ -49,6 +49,12 @@ class HarnessInput(TypedDict):
     question: str
 
 
+class HarnessInputWithFields(HarnessInput):
+    """For a task with more public fields (a data file of your own): those in `fields`."""
+
+    fields: dict[str, Any]
+
+
 class HarnessOutput(TypedDict):
     """What it returns: the answer and the run's tool calls (the execution trace)."""
 
@@ -58,7 +64,7 @@ class HarnessOutput(TypedDict):
     version: NotRequired[str]
 
 
-class HarnessState(HarnessInput, HarnessOutput):
+class HarnessState(HarnessInputWithFields, HarnessOutput):
     pass
 
 
@@ -80,6 +86,8 @@ class HarnessSource:
     task: str | None = None
     task_options: dict[str, Any] = field(default_factory=dict)
     solver: str | None = None
+    config: Any = None
+    """The run's `AdaptConfig` for a run directory (its tools are reopened from it)."""
 
     @property
     def sha(self) -> str:
@@ -104,6 +112,7 @@ def resolve_harness(ref: str | Path, version: str = "current") -> HarnessSource:
 
 
 def _from_run_dir(path: Path, version: str) -> HarnessSource:
+    from harness_learning.graphs.adapter.inputs import task_args
     from harness_learning.graphs.adapter.run import load_config
     from harness_learning.harnesses.store import SQLiteLogStore
 
@@ -124,8 +133,9 @@ def _from_run_dir(path: Path, version: str) -> HarnessSource:
                                   f"{len(found)} stored versions (want exactly one)")
             sha, label = found[0], "by sha"
         source = store.get_version_source(sha)
-    return HarnessSource(source, f"run {path} version {sha[:12]} ({label})", config.task,
-                         dict(config.task_options), config.solver)
+    task, options = task_args(config, serving=True)  # the stored data copy, the run's options
+    return HarnessSource(source, f"run {path} version {sha[:12]} ({label})", task, options,
+                         config.solver, config)
 
 
 # -- the sandboxed runner --------------------------------------------------------------------
@@ -149,9 +159,10 @@ class SandboxedHarness:
 
     def __init__(self, source: str, *, model: str = "local", task: Any = None,
                  limits: Limits | None = None, line_limit: int = LINE_LIMIT,
-                 solver_params: dict[str, Any] | None = None) -> None:
+                 solver_params: dict[str, Any] | None = None, user_tools: Any = None) -> None:
         check_source(source, line_limit)  # static: a broken file fails here, naming the line
         self.source, self.model, self.task_ref = source, model, task
+        self.user_tools = user_tools
         self.limits, self.line_limit = limits or Limits(), line_limit
         self.solver_params = dict(solver_params or {})
         self._worker: Worker | None = None
@@ -162,7 +173,7 @@ class SandboxedHarness:
         _LIVE.add(self)
 
     def toolbox(self) -> Any:
-        return make_toolbox(self.model, self.task_ref, self.solver_params)
+        return make_toolbox(self.model, self.task_ref, self.solver_params, self.user_tools)
 
     async def _arun(self, inputs: dict[str, Any]) -> RunOutcome:
         if self._lock is None:
@@ -238,15 +249,17 @@ def _close_all() -> None:
 
 
 def make_toolbox(model: str = "local", task: Any = None,
-                 solver_params: dict[str, Any] | None = None) -> Any:
+                 solver_params: dict[str, Any] | None = None, user_tools: Any = None) -> Any:
     """The parent-side tools: the shared client of `model` (with `solver_params` as its
-    defaults) and the retriever of `task` (a name, {"name", "options"}, a Task, or None)."""
+    defaults), the retriever of `task` (a name, {"name", "options"}, a Task, or None) and the
+    user's tools (a `UserTools`, or None)."""
     from harness_learning.harnesses.llm import get_client
     from harness_learning.harnesses.toolbox import Toolbox
 
     task = _task(task)
     return Toolbox(solver=get_client(model), solver_params=solver_params,
-                   retriever=task.retriever() if task is not None else None)
+                   retriever=task.retriever() if task is not None else None,
+                   user_tools=user_tools)
 
 
 def _task(task: Any) -> Any:
@@ -257,6 +270,11 @@ def _task(task: Any) -> Any:
     if isinstance(task, dict):
         return get_task(task["name"], **task.get("options", {}))
     return get_task(task)
+
+
+def _inputs(state: HarnessInput) -> dict[str, Any]:
+    """The problem's public inputs: the question and any other fields given."""
+    return {**(state.get("fields") or {}), "question": state["question"]}
 
 
 def _output(outcome: RunOutcome, version: str) -> dict[str, Any]:
@@ -276,19 +294,22 @@ def _trim(value: Any) -> Any:
     return text[:TRACE_CHARS] + f"... [{len(text) - TRACE_CHARS} more chars]"
 
 
-def served_graph(runner: SandboxedHarness, name: str = "harness", version: str = "") -> Any:
-    """The thin outer graph: question in, answer (and trace) out; the work happens in the worker."""
+def served_graph(runner: SandboxedHarness, name: str = "harness", version: str = "",
+                 with_fields: bool = False) -> Any:
+    """The thin outer graph: question in, answer (and trace) out; the work happens in the worker.
+    `with_fields`: the input also takes `fields`, the task's other public inputs."""
     from langgraph.graph import END, START, StateGraph
 
     version = version or hashlib.sha256(runner.source.encode()).hexdigest()[:12]
 
     def run(state: HarnessInput, config: RunnableConfig) -> dict[str, Any]:
-        return _output(runner.run({"question": state["question"]}), version)
+        return _output(runner.run(_inputs(state)), version)
 
     async def arun(state: HarnessInput, config: RunnableConfig) -> dict[str, Any]:
-        return _output(await runner.arun({"question": state["question"]}), version)
+        return _output(await runner.arun(_inputs(state)), version)
 
-    graph = StateGraph(HarnessState, input_schema=HarnessInput, output_schema=HarnessOutput)
+    schema = HarnessInputWithFields if with_fields else HarnessInput
+    graph = StateGraph(HarnessState, input_schema=schema, output_schema=HarnessOutput)
     graph.add_node("run_in_sandbox", RunnableLambda(run, afunc=arun, name="run_in_sandbox"))
     graph.add_edge(START, "run_in_sandbox")
     graph.add_edge("run_in_sandbox", END)
@@ -357,20 +378,39 @@ class InProcessTools:
         row = self._call(self._toolbox.python(code, timeout)) or {}
         return ExecResult(str(row.get("stdout", "")), row.get("error"))
 
+    def call(self, name: str, **args: Any) -> Any:
+        return self._call(self._toolbox.user_tool(name, args))
+
+    def _bridge(self, tool: str, args: dict[str, Any]) -> Any:
+        return self._call(self._toolbox.call(tool, args))
+
+    def chat_model(self, **params: Any) -> Any:
+        from harness_learning.harnesses.sandbox.chat_bridge import BridgeChatModel
+
+        return BridgeChatModel(call=self._bridge, params=params)
+
+    def langchain_tools(self) -> list:
+        from harness_learning.harnesses.sandbox.chat_bridge import bridge_tools
+
+        return bridge_tools(self._toolbox.tool_specs(), self._bridge)
+
 
 def load_harness(harness: str | Path, *, sandboxed: bool = True, reviewed: bool = False,
                  model: str | None = None, task: Any = None, version: str = "current",
                  limits: Limits | None = None, line_limit: int = LINE_LIMIT,
-                 solver_params: dict[str, Any] | None = None, name: str = "harness") -> Any:
+                 solver_params: dict[str, Any] | None = None, name: str = "harness",
+                 tools: Any = None) -> Any:
     """A compiled graph running `harness` (a seed name, a .py file, or a run directory).
 
     `model`: the Solver (default: the run's Solver for a run directory, else `local`).
     `task`: a task name or `Task` whose retriever backs `tools.search` (default: the run's task
-    for a run directory, else none). In process only with `sandboxed=False, reviewed=True`."""
+    for a run directory, else none). `tools`: your tools for `tools.call` (default: a run
+    directory's own, re-imported). In process only with `sandboxed=False, reviewed=True`."""
     found = resolve_harness(harness, version)
     model = model or found.solver or "local"
     if task is None and found.task is not None:
         task = {"name": found.task, "options": found.task_options}
+    user_tools = _user_tools(tools, found)
     if not sandboxed:
         if not reviewed:
             raise PermissionError(
@@ -379,12 +419,36 @@ def load_harness(harness: str | Path, *, sandboxed: bool = True, reviewed: bool 
                 "has read it")
         from harness_learning.harnesses.runtime import compile_harness
 
-        tools = InProcessTools(make_toolbox(model, task, solver_params))
-        return compile_harness(found.source, tools, line_limit, trusted=True,
+        in_process = InProcessTools(make_toolbox(model, task, solver_params, user_tools))
+        return compile_harness(found.source, in_process, line_limit, trusted=True,
                                filename=f"<harness {found.sha[:12]}>")
     runner = SandboxedHarness(found.source, model=model, task=task, limits=limits,
-                              line_limit=line_limit, solver_params=solver_params)
-    return served_graph(runner, name=name, version=found.sha[:12])
+                              line_limit=line_limit, solver_params=solver_params,
+                              user_tools=user_tools)
+    return served_graph(runner, name=name, version=found.sha[:12],
+                        with_fields=_has_fields(found))
+
+
+def _has_fields(found: HarnessSource) -> bool:
+    """A run on a data file of one's own: its problems may carry more public fields."""
+    from harness_learning.evals.custom.datafile import is_data_path
+
+    return found.config is not None and is_data_path(found.config.task)
+
+
+def _user_tools(tools: Any, found: HarnessSource) -> Any:
+    """`tools` given (tool objects, or a `UserTools`), else the run directory's own."""
+    from harness_learning.harnesses.usertools import UserTools, build_user_tools
+
+    if isinstance(tools, UserTools):
+        return tools
+    if tools is not None:
+        return build_user_tools(tools if isinstance(tools, list | tuple) else [tools])
+    if found.config is not None:
+        from harness_learning.graphs.adapter.inputs import open_tools
+
+        return open_tools(found.config)
+    return None
 
 
 __all__ = ["HarnessInput", "HarnessOutput", "HarnessRunError", "HarnessSource", "InProcessTools",

@@ -37,8 +37,24 @@ class AdaptConfig:
     """Everything that defines a run. Stored in the run directory, so `resume` needs nothing else."""
 
     task: str
+    """Task: rg:<dataset>, hotpotqa, musique, 2wiki; a data file of your own (.jsonl, .json,
+    .csv or a saved `datasets` directory, copied into the run directory); module:Class for a
+    class implementing the Task protocol; or a name registered under `harness_learning.tasks`."""
     run_dir: str
     task_options: dict[str, Any] = field(default_factory=dict)
+    metric: str | None = None
+    """How a data-file task scores answers: exact, f1, contains, numeric[:REL_TOL], regex,
+    json, module:function (or file.py:function), judge:MODEL."""
+    describe: str | None = None
+    """The Proposer's description of the task (text, or @file); derived from the data's
+    fields and the metric when unset."""
+    tools: list[str] = field(default_factory=list)
+    """Your own tools as module:attr or file.py:attr (a LangChain tool, a list of them, a typed
+    function, or a factory returning those); harnesses call them with tools.call(name, ...)."""
+    index_backend: str | None = None
+    """Retrieval index backend of a QA task: auto, bm25, chroma, hybrid or rank-bm25."""
+    aliases: str | None = None
+    """2Wiki's id_aliases.json (answer aliases of its entities)."""
     solver: str = "local"
     proposer: str = "local"
     solver_params: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.0, "max_tokens": 256})
@@ -51,6 +67,8 @@ class AdaptConfig:
     selection: int | None = None
     seed: int = 0
     seed_harness: str | None = None
+    """The start harness: a seed name, a harness .py file or its source text (a copy is kept in
+    the run directory); the task's seed when unset."""
     line_limit: int = LINE_LIMIT
     patience: int | None = None
     """Stop after this many rounds without a gain in selection score."""

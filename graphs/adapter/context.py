@@ -10,10 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
-from harness_learning.evals.registry import get_task
 from harness_learning.evals.task import Task
 from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.inputs import open_task, open_tools
 from harness_learning.harnesses.llm import ModelClient, ModelConfig, get_client
 from harness_learning.harnesses.sandbox import Limits, WorkerPool
 from harness_learning.harnesses.store import SQLiteLogStore
@@ -28,10 +29,17 @@ class AdapterContext:
     limits: Limits = field(default_factory=Limits)
     progress: Callable[[str, dict], None] = field(default=lambda kind, data: None)
     """Called with ("problem", {...}) per finished evaluation and ("candidate", view)."""
+    live: dict[str, Any] = field(default_factory=dict)
+    """Python objects given to `adapt()` (a metric, tools) by their `live:NAME` in the config."""
 
     @cached_property
     def task(self) -> Task:
-        return get_task(self.config.task, **self.config.task_options)
+        return open_task(self.config, self.live)
+
+    @cached_property
+    def user_tools(self) -> Any:
+        """The user's own tools (None when the run has none); imported once, before any worker."""
+        return open_tools(self.config, self.live)
 
     @cached_property
     def store(self) -> SQLiteLogStore:
@@ -49,7 +57,7 @@ class AdapterContext:
     @cached_property
     def toolbox(self) -> Toolbox:
         return Toolbox(solver=self.solver, retriever=self.task.retriever(),
-                       solver_params=self.config.solver_params)
+                       solver_params=self.config.solver_params, user_tools=self.user_tools)
 
     @cached_property
     def pool(self) -> WorkerPool:

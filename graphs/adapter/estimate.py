@@ -44,13 +44,12 @@ class Estimate:
                 f"~{self.tokens:,} tokens (upper bound; evaluations are cached and reused)")
 
 
-def estimate_budget(config: AdaptConfig, seed_source_text: str | None = None) -> Estimate:
-    from harness_learning.evals.registry import get_task
-    from harness_learning.harnesses.seeds import seed_source
+def estimate_budget(config: AdaptConfig, seed_source_text: str | None = None,
+                    live: dict | None = None) -> Estimate:
+    from harness_learning.graphs.adapter.inputs import open_task, start_source
 
     if seed_source_text is None:
-        name = config.seed_harness or get_task(config.task, **config.task_options).seed
-        seed_source_text = seed_source(name)
+        seed_source_text = start_source(config, open_task(config, live))
     per_problem = llm_calls_per_problem(seed_source_text)
     candidate_problems = (config.race.max_problems(config.candidates, config.selection)
                           if config.policy == "racing" else config.selection * config.candidates)

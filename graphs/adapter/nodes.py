@@ -14,6 +14,7 @@ from harness_learning.evals.rewards import proposal_reward
 from harness_learning.evals.splits import sample_round
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.guards import report_golds, reward_hacking_reason
+from harness_learning.graphs.adapter.inputs import start_source
 from harness_learning.graphs.adapter.policies import Scored, decide
 from harness_learning.graphs.adapter.proposer import build_proposer_messages
 from harness_learning.graphs.adapter.report import build_report
@@ -21,7 +22,6 @@ from harness_learning.graphs.adapter.result_writer import ResultWriter
 from harness_learning.graphs.adapter.state import AdapterState, CandidateView, RoundView
 from harness_learning.harnesses.edits import propose_candidate
 from harness_learning.harnesses.runtime import HarnessInvalid, check_source
-from harness_learning.harnesses.seeds import seed_source
 from langgraph.types import Send, interrupt
 
 DIFF_CHARS = 4000
@@ -81,7 +81,7 @@ def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
     async def init(state: AdapterState) -> dict:
         if state.get("current_sha"):
             return {}
-        source = seed_source(cfg.seed_harness or ctx.task.seed)
+        source = start_source(cfg, ctx.task)
         await asyncio.to_thread(ctx.store.init_run, json.loads(cfg.to_json()))
         sha = await ctx.store.aput_version(source, parent=None, round_=0, note="seed")
         await ctx.store.aappend_event("run_started", {"config": cfg.to_json(), "seed_sha": sha})
@@ -137,7 +137,8 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
     proposal = await store.aget_proposal(round_, index)
     if proposal is None:
         messages = build_proposer_messages(ctx.task.description, parent_source, payload["report"],
-                                           cfg.edit_format, cfg.line_limit)
+                                           cfg.edit_format, cfg.line_limit,
+                                           user_tools=ctx.user_tools)
         seed = cfg.seed * 100_003 + round_ * 1_009 + index
         completion = await ctx.proposer.acomplete(messages, **{**cfg.proposer_params, "seed": seed})
         proposal = await store.aput_proposal_draft(

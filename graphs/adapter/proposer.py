@@ -53,30 +53,38 @@ def tools_api() -> str:
     return "\n".join(f"    {_signature(n)}\n        {TOOL_NOTES.get(n, '')}" for n in TOOL_NAMES)
 
 
-def constraints(line_limit: int) -> str:
+def constraints(line_limit: int, user_tools: Any = None) -> str:
+    own = ""
+    if user_tools is not None and getattr(user_tools, "tools", None):
+        own = ("\n- The user's own tools (run outside the sandbox; results are JSON; a wrong "
+               "argument raises an error showing the schema):\n" + user_tools.describe())
     return f"""\
 - The program defines `build_graph(tools)` and returns an uncompiled LangGraph `StateGraph`.
 - Declare the state with `typing_extensions.TypedDict` (not `typing.TypedDict`). The input state
   holds `question` (and the task's other public fields); the graph must set `answer` (a string).
 - Reach the world only through `tools`:
-{tools_api()}
-- Imports: the Python standard library, `langgraph` and `typing_extensions` only. No files,
-  network or environment variables.
+{tools_api()}{own}
+- `tools.chat_model()` is the Solver as a LangChain chat model (with `bind_tools`) and
+  `tools.langchain_tools()` the user's tools as LangChain tools, for agent graphs.
+- Imports: the Python standard library, `langgraph`, `langchain_core` and `typing_extensions`
+  only. No files, network or environment variables.
 - At most {line_limit} lines in total.
 - Keep what works; change what the report shows failing."""
 
 
 def build_proposer_messages(
-    task_description: str, source: str, report: str, fmt: str, line_limit: int
+    task_description: str, source: str, report: str, fmt: str, line_limit: int,
+    user_tools: Any = None,
 ) -> list[dict[str, str]]:
-    """Chat messages asking for one edit of `source` in edit format `fmt`."""
+    """Chat messages asking for one edit of `source` in edit format `fmt`; `user_tools` (a
+    `harnesses.usertools.UserTools`) adds each of the user's tools with its schema."""
     check_format(fmt)
     n_lines = len(source.splitlines())
     user = "\n\n".join([
         f"## Task\n{task_description.strip()}",
         f"## Current program ({n_lines} lines)\n```python\n{source.rstrip()}\n```",
         f"## Report on feedback problems\n{report.strip()}",
-        f"## Constraints\n{constraints(line_limit)}",
+        f"## Constraints\n{constraints(line_limit, user_tools)}",
         f"## How to answer\n{format_instructions(fmt)}",
     ])
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]

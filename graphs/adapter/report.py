@@ -217,9 +217,17 @@ def _calls(r: ProblemResult, d: Detail) -> list[str]:
     first = len(calls) - len(keep)
     lines = [f"Calls ({len(calls)}" + (f", last {len(keep)} shown" if first else "") + "):"]
     for no, call in enumerate(keep, first + 1):
-        lines.append(f"  {no}. {call.tool}({_show_args(call.args, d.arg_chars)}) -> "
-                     f"{_show_result(call, d.result_chars)}")
+        lines.append(f"  {no}. {_show_call(call, d)} -> {_show_result(call, d.result_chars)}")
     return lines
+
+
+def _show_call(call: Any, d: Detail) -> str:
+    """`llm(...)`, or a user tool as the harness wrote it: `tools.call('name', arg=...)`."""
+    args = call.args if isinstance(call.args, dict) else {}
+    if call.tool == "tool" and isinstance(args.get("args"), dict):
+        inner = _show_args(args["args"], d.arg_chars)
+        return f"tools.call({args.get('name')!r}" + (f", {inner})" if inner else ")")
+    return f"{call.tool}({_show_args(call.args, d.arg_chars)})"
 
 
 def trim_traceback(tb: str, frames: int) -> list[str]:

@@ -11,6 +11,7 @@ from typing import Any
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.graph import build_adapter_graph
+from harness_learning.graphs.adapter.inputs import resolve_inputs, store_inputs
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 CONFIG_FILE = "config.json"
@@ -20,10 +21,13 @@ THREAD = {"configurable": {"thread_id": "adapt"}}
 OnUpdate = Callable[[str, dict[str, Any]], None]
 
 
-def prepare(config: AdaptConfig) -> AdaptConfig:
-    """Fill track defaults and write config.json; refuse to reuse a run dir for another config."""
-    ctx = AdapterContext(config)
+def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptConfig:
+    """Fill track defaults, keep the run's outside inputs (data, start harness, user code) in
+    the run dir and write config.json; refuse to reuse a run dir for another config."""
+    config, harness_source = resolve_inputs(config)
+    ctx = AdapterContext(config, live=dict(live or {}))
     full = config.with_track_defaults(ctx.task.track)
+    _ = ctx.user_tools  # a tool that does not import fails now, before anything is written
     path = full.path / CONFIG_FILE
     if path.exists():
         stored = AdaptConfig.from_json(path.read_text())
@@ -32,6 +36,7 @@ def prepare(config: AdaptConfig) -> AdaptConfig:
                              "use `harness-learn resume` or a new --run-dir")
     else:
         full.path.mkdir(parents=True, exist_ok=True)
+        store_inputs(full, harness_source)
         path.write_text(json.dumps(json.loads(full.to_json()), indent=2))
     return full
 
@@ -41,9 +46,11 @@ def load_config(run_dir: str | Path) -> AdaptConfig:
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: {run_dir} is not a run directory")
     try:
-        return AdaptConfig.from_json(path.read_text())
+        config = AdaptConfig.from_json(path.read_text())
     except (ValueError, TypeError) as exc:  # name the file (JSON errors do not)
         raise ValueError(f"{path}: unreadable run config: {exc}") from exc
+    config.run_dir = str(run_dir)  # where it is now: it may be opened from another directory
+    return config
 
 
 def freeze_imports() -> None:
@@ -84,11 +91,10 @@ async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
         return (await app.aget_state(THREAD)).values
 
 
-def adapt(config: AdaptConfig | None = None, /, **fields: Any) -> dict[str, Any]:
-    """Run an adaptation from Python and wait for it: `adapt(task="rg:leg_counting",
-    run_dir="runs/legs", rounds=2)`. Takes an `AdaptConfig` or its fields; returns the final
-    state, as `run_adaptation` does."""
-    import asyncio
+def adapt(config: AdaptConfig | None = None, /, **options: Any) -> Any:
+    """Run an adaptation from Python and wait for it: `adapt(harness=..., trainset=[...] |
+    task=..., metric=..., tools=[...], rounds=1, run_dir="runs/mine")` (or an `AdaptConfig`,
+    or any of its fields). Returns an `AdaptResult` (see `graphs.adapter.api`)."""
+    from harness_learning.graphs.adapter.api import adapt as adapt_
 
-    config = prepare(config if config is not None else AdaptConfig(**fields))
-    return asyncio.run(run_adaptation(config))
+    return adapt_(config, **options)

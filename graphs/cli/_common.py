@@ -59,6 +59,21 @@ def read_harness(harness: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
+USER_ERRORS = (ValueError, TypeError, LookupError, OSError, ImportError)
+"""What bad input raises (a data file's bad line, an unknown metric, a tool that does not
+import, a missing run directory): shown as one line, not a traceback."""
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn bad input into one `error: ...` line (with its hint) and exit code 2."""
+    try:
+        yield
+    except USER_ERRORS as exc:
+        console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False, soft_wrap=True)
+        raise SystemExit(2) from None
+
+
 def short(text: Any, width: int = 40) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"

@@ -14,13 +14,29 @@ from harness_learning.graphs.cli._common import (
     race_rule,
     run_async,
     task_options,
+    user_errors,
 )
+
+
+def check_inputs(config) -> None:
+    """Open the run's task and tools now, so a missing file or a failing import is one clear
+    line before any work starts."""
+    from harness_learning.graphs.adapter.inputs import open_task, open_tools
+
+    open_task(config)
+    open_tools(config)
 
 
 @app.command()
 def adapt(
-    task: Annotated[str, typer.Option(help="Task: rg:<dataset>, hotpotqa, musique or 2wiki.")],
+    task: Annotated[str, typer.Option(help="Task: rg:<dataset>, hotpotqa, musique, 2wiki; a data file of your own (.jsonl, .json, .csv or a saved `datasets` dir); module:Class; or a registered name.")],
     run_dir: Annotated[Path, typer.Option(help="Run directory (log, versions, checkpoints).")],
+    harness: Annotated[str | None, typer.Option(help="Start harness: a seed name or a .py file (the task's seed if unset).")] = None,
+    metric: Annotated[str | None, typer.Option(help="Data-file metric: exact, f1, contains, numeric[:REL_TOL], regex, json, module:function, judge:MODEL.")] = None,
+    describe: Annotated[str | None, typer.Option(help="The Proposer's task description: TEXT or @file (derived from the data if unset).")] = None,
+    tools: Annotated[list[str] | None, typer.Option("--tools", help="Your tool(s), module:attr or file.py:attr (repeatable): a LangChain tool, a list, a typed function or a factory.")] = None,
+    index_backend: Annotated[str | None, typer.Option(help="QA index backend: auto, bm25, chroma, hybrid.")] = None,
+    aliases: Annotated[Path | None, typer.Option(help="2Wiki's id_aliases.json.")] = None,
     solver: Annotated[str, typer.Option(help="Solver model ('local' or litellm string).")] = "local",
     proposer: Annotated[str, typer.Option(help="Proposer model.")] = "local",
     rounds: Annotated[int | None, typer.Option(help="Rounds (track default if unset).")] = None,
@@ -47,14 +63,17 @@ def adapt(
     from harness_learning.graphs.adapter.config import AdaptConfig, Budget
     from harness_learning.graphs.adapter.run import prepare
 
-    config = prepare(AdaptConfig(
-        task=task, run_dir=str(run_dir), solver=solver, proposer=proposer,
-        task_options=task_options(data, index, n_dev=dev, n_test=test, seed=None),
-        proposer_params={"temperature": 0.7, "max_tokens": proposer_max_tokens},
-        rounds=rounds, candidates=candidates, policy=policy, edit_format=edit_format,
-        feedback=feedback, selection=selection, seed=seed, patience=patience,
-        budget=Budget(solver_calls=max_solver_calls, tokens=max_tokens),
-        concurrency=concurrency, approval=approval, race=race_rule(race)))
+    with user_errors():
+        config = prepare(AdaptConfig(
+            task=task, run_dir=str(run_dir), solver=solver, proposer=proposer,
+            seed_harness=harness, metric=metric, describe=describe, tools=list(tools or []),
+            index_backend=index_backend, aliases=str(aliases) if aliases else None,
+            task_options=task_options(data, index, n_dev=dev, n_test=test, seed=None),
+            proposer_params={"temperature": 0.7, "max_tokens": proposer_max_tokens},
+            rounds=rounds, candidates=candidates, policy=policy, edit_format=edit_format,
+            feedback=feedback, selection=selection, seed=seed, patience=patience,
+            budget=Budget(solver_calls=max_solver_calls, tokens=max_tokens),
+            concurrency=concurrency, approval=approval, race=race_rule(race)))
     _run(config, resume=False, as_json=as_json)
 
 
@@ -66,16 +85,20 @@ def resume(
     """Continue a run that was stopped or killed; nothing finished is redone."""
     from harness_learning.graphs.adapter.run import load_config
 
-    _run(load_config(run_dir), resume=True, as_json=as_json)
+    with user_errors():
+        config = load_config(run_dir)
+    _run(config, resume=True, as_json=as_json)
 
 
 def _run(config, *, resume: bool, as_json: bool) -> None:
+    from harness_learning.graphs.adapter.context import AdapterContext
     from harness_learning.graphs.adapter.estimate import estimate_budget
     from harness_learning.graphs.adapter.run import run_adaptation
     from harness_learning.graphs.cli.live import LiveView
 
-    console.print(estimate_budget(config).describe())
-    from harness_learning.graphs.adapter.context import AdapterContext
+    with user_errors():
+        check_inputs(config)
+        console.print(estimate_budget(config).describe())
 
     with LiveView(config) as view:
         context = AdapterContext(config, progress=view.on_progress)
@@ -103,6 +126,10 @@ def eval_run(
 
     if split != "test":
         raise typer.BadParameter("the final evaluation is on the held-out test split")
+    from harness_learning.graphs.adapter.run import load_config
+
+    with user_errors():
+        check_inputs(load_config(run_dir))
     summary = run_async(final_evaluation(run_dir, n=n, console=console))
     out.print(summary.table())
     out.print(f"plot: {summary.plot_path}\ndiffs: {summary.diffs_path}")

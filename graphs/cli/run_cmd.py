@@ -15,18 +15,23 @@ from harness_learning.graphs.cli._common import (
     results_table,
     run_async,
     task_options,
+    user_errors,
 )
 
 
 @app.command()
 def run(
-    task: Annotated[str, typer.Option(help="Task name: rg:<dataset>, hotpotqa, musique or 2wiki.")],
+    task: Annotated[str, typer.Option(help="Task: rg:<dataset>, hotpotqa, musique, 2wiki, a data file of your own, module:Class or a registered name.")],
     harness: Annotated[str, typer.Option(help="Harness file, or a seed name.")] = "",
     split: Annotated[str, typer.Option(help="feedback (the dev pool) or test.")] = "feedback",
     n: Annotated[int, typer.Option(help="Number of problems (0 = all of the split).")] = 10,
     model: Annotated[str, typer.Option(help="Solver model: 'local' or a litellm model string.")] = "local",
     data: Annotated[Path | None, typer.Option(help="QA dataset file.")] = None,
     index: Annotated[Path | None, typer.Option(help="QA retrieval index directory.")] = None,
+    index_backend: Annotated[str | None, typer.Option(help="QA index backend: auto, bm25, chroma, hybrid.")] = None,
+    aliases: Annotated[Path | None, typer.Option(help="2Wiki's id_aliases.json.")] = None,
+    metric: Annotated[str | None, typer.Option(help="Data-file metric (see `adapt --help`).")] = None,
+    tools: Annotated[list[str] | None, typer.Option("--tools", help="Your tool(s), module:attr or file.py:attr (repeatable).")] = None,
     concurrency: Annotated[int, typer.Option(help="Problems in flight.")] = 4,
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
 ) -> None:
@@ -35,11 +40,20 @@ def run(
 
     if split not in ("feedback", "test"):
         raise typer.BadParameter("split must be feedback or test")
-    the_task = get_task(task, **task_options(data, index))
+    from harness_learning.evals.custom.imports import resolve
+    from harness_learning.harnesses.usertools import build_user_tools
+
+    extra = {"index_backend": index_backend, "aliases": str(aliases) if aliases else None,
+             "metric": metric}
+    with user_errors():
+        the_task = get_task(task, **task_options(data, index),
+                            **{k: v for k, v in extra.items() if v is not None})
+        user_tools = build_user_tools([resolve(t, "tool") for t in tools], tools) if tools else None
     source = read_harness(harness or the_task.seed)
     problems = the_task.dev() if split == "feedback" else the_task.test()
     problems = problems[:n] if n else problems
-    summary, rows = run_async(_evaluate(the_task, source, problems, model, concurrency))
+    summary, rows = run_async(_evaluate(the_task, source, problems, model, concurrency,
+                                        user_tools))
     out.print(results_table(f"{task} · {split} · {len(rows)} problems", rows,
                             ["id", "question", "answer", "gold", "score", "error"]))
     metrics = "".join(f" · {k.upper()} {summary[k]:.3f}" for k in ("em", "f1") if k in summary)
@@ -49,13 +63,13 @@ def run(
         print_json_last(summary)
 
 
-async def _evaluate(task, source, problems, model, concurrency):
+async def _evaluate(task, source, problems, model, concurrency, user_tools=None):
     from harness_learning.evals.evaluator import evaluate
     from harness_learning.graphs.adapter.report import gold_answer
     from harness_learning.harnesses.llm import get_client
     from harness_learning.harnesses.toolbox import Toolbox
 
-    toolbox = Toolbox(solver=get_client(model), retriever=task.retriever())
+    toolbox = Toolbox(solver=get_client(model), retriever=task.retriever(), user_tools=user_tools)
     with progress("evaluating", len(problems), transient=True) as advance:
         result = await evaluate(source, problems, task, toolbox, concurrency=concurrency,
                                 on_result=lambda _r: advance())

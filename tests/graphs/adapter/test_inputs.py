@@ -1,0 +1,103 @@
+"""A run keeps what it needs from outside (data, start harness, metric and tool files) in its
+run directory, so it reopens from anywhere once the originals are gone; and bad input to
+`adapt` is one clear line with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.inputs import MissingInput, open_task, open_tools, start_source
+from harness_learning.graphs.adapter.run import load_config, prepare
+from harness_learning.graphs.cli import app
+from typer.testing import CliRunner
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "your_own_agent"
+
+
+@pytest.fixture
+def copied(tmp_path):
+    """The example copied to a folder of its own (deleted by the tests that need it gone)."""
+    src = tmp_path / "src"
+    shutil.copytree(EXAMPLE, src)
+    return src
+
+
+def example_config(src: Path, run_dir: Path) -> AdaptConfig:
+    return AdaptConfig(task=str(src / "tasks.jsonl"), run_dir=str(run_dir),
+                       metric=f"{src / 'shop_metric.py'}:score",
+                       tools=[f"{src / 'shop_tools.py'}:unit_price"],
+                       seed_harness=str(src / "shop_harness.py"), describe=f"@{src / 'task.md'}")
+
+
+def test_a_prepared_run_reopens_without_its_original_files(copied, tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    prepare(example_config(copied, run_dir))
+    harness = (copied / "shop_harness.py").read_text()
+    readme = (copied / "task.md").read_text()
+    shutil.rmtree(copied)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    config = load_config(run_dir)
+    task = open_task(config)
+    assert len(task.dev()) + len(task.test()) == 20 and task.description == readme
+    assert task.score(task.dev()[0], task.dev()[0].gold[0]) == 1.0  # the stored metric file
+    tools = open_tools(config)
+    assert tools.names == ["unit_price"]
+    assert start_source(config, task) == harness
+    assert json.loads((run_dir / "config.json").read_text())["describe"] == readme
+
+
+def test_source_text_as_the_start_harness_is_stored(tmp_path):
+    source = (EXAMPLE / "shop_harness.py").read_text()
+    config = prepare(AdaptConfig(task=str(EXAMPLE / "tasks.jsonl"), run_dir=str(tmp_path / "r"),
+                                 seed_harness=source))
+    assert config.seed_harness == "inputs/start_harness.py"
+    assert start_source(load_config(tmp_path / "r"), None) == source
+
+
+def test_live_objects_must_be_passed_again_to_reopen(tmp_path):
+    config = AdaptConfig(task=str(EXAMPLE / "tasks.jsonl"), run_dir=str(tmp_path / "r"),
+                         metric="live:mine", tools=["live:tool:mine"])
+    with pytest.raises(MissingInput, match="metric 'live:mine' was a Python object"):
+        open_task(config)
+    with pytest.raises(MissingInput, match="tool 'live:tool:mine' was a Python object"):
+        open_tools(config)
+
+
+def adapt_error(tmp_path, *extra: str) -> str:
+    args = ["adapt", "--run-dir", str(tmp_path / "run"), *extra]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "run" / "config.json").exists()  # nothing was started
+    return " ".join(result.output.split())
+
+
+def test_bad_input_to_adapt_is_one_clear_line(tmp_path):
+    data = str(EXAMPLE / "tasks.jsonl")
+    assert "error: unknown metric 'bleu'; known: exact, f1" in adapt_error(
+        tmp_path, "--task", data, "--metric", "bleu")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "q", "answer": "1"}\n{"question": \n')
+    assert f"error: {bad}:2: not JSON" in adapt_error(tmp_path, "--task", str(bad))
+    (tmp_path / "broken_tools.py").write_text("import no_such_package_xyz\n")
+    line = adapt_error(tmp_path, "--task", data, "--tools", f"{tmp_path}/broken_tools.py:t")
+    assert "error: tool" in line and "ModuleNotFoundError" in line and "no_such_package_xyz" in line
+    assert "error: tool 'shop_tools_missing:t': importing 'shop_tools_missing' failed" in \
+        adapt_error(tmp_path, "--task", data, "--tools", "shop_tools_missing:t")
+    assert "asked for 30 dev + 0 test examples but the file has 20" in adapt_error(
+        tmp_path, "--task", data, "--dev", "30", "--test", "0")
+    assert "error: harness 'nope.py' is neither a seed" in adapt_error(
+        tmp_path, "--task", data, "--harness", "nope.py")
+
+
+def test_resume_and_eval_of_no_run_directory_are_one_line(tmp_path):
+    for command in ("resume", "eval"):
+        result = CliRunner().invoke(app, [command, str(tmp_path)])
+        assert result.exit_code == 2 and "is not a run directory" in result.output
+        assert "Traceback" not in result.output
