@@ -3,8 +3,9 @@ paths are relative to this file)."""
 import json
 from pathlib import Path
 
-import harness_learning as hl
 from shop_tools import unit_price
+
+import harness_learning as hl
 
 here = Path(__file__).parent
 rows = [json.loads(line) for line in (here / "tasks.jsonl").read_text().splitlines()]

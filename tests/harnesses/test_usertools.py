@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from harness_learning.harnesses.toolbox import ToolInputError, Toolbox
+from harness_learning.harnesses.toolbox import Toolbox, ToolInputError
 from harness_learning.harnesses.usertools import (
     MAX_RESULT_CHARS,
     ToolArgumentError,
