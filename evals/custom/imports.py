@@ -8,6 +8,7 @@ import hashlib
 import importlib
 import importlib.util
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +78,12 @@ def _load_file(path: Path, what: str, ref: str) -> Any:
 def _by_file(module: str, mod: Any) -> bool:
     """A loose script-side module (one file next to a script, not an installed package) is
     referred to by its file, so a run can keep a copy and reopen it from anywhere."""
+    if module.startswith("_user_"):
+        return True
     path = str(getattr(mod, "__file__", "") or "")
-    return module.startswith("_user_") or (
-        "." not in module and path.endswith(".py") and "site-packages" not in path)
+    installed = {sysconfig.get_path(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return ("." not in module and path.endswith(".py") and not path.endswith("__init__.py")
+            and not any(path.startswith(p) for p in installed if p))
 
 
 def file_of(ref: str) -> str | None:
@@ -89,21 +93,18 @@ def file_of(ref: str) -> str | None:
 
 
 def reference_of(obj: Any) -> str | None:
-    """`module:attr` for an importable, module-level object (so a run can re-import it by
-    name), or None for lambdas, closures and objects defined in `__main__`."""
-    module = getattr(obj, "__module__", None)
-    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "name", None)
-    if not module or module == "__main__":
-        return None
-    mod = sys.modules.get(module)
-    if mod is None:
-        return None
-    prefix = getattr(mod, "__file__", None) if _by_file(module, mod) else module
-    if prefix is None:
-        return None
-    if isinstance(qualname, str) and qualname.isidentifier() and getattr(mod, qualname, None) is obj:
-        return f"{prefix}:{qualname}"
-    for name, value in vars(mod).items():
-        if value is obj and name.isidentifier():
-            return f"{prefix}:{name}"
+    """`module:attr` (or `file.py:attr` for a loose script-side module) for an importable,
+    module-level object, so a run can re-import it by name; None for lambdas, closures and
+    objects defined in `__main__`. A LangChain tool made by `@tool` is found in the module of
+    the function it wraps."""
+    names = [getattr(obj, "__module__", None)]
+    names += [getattr(getattr(obj, a, None), "__module__", None) for a in ("func", "coroutine")]
+    for module in dict.fromkeys(n for n in names if n and n != "__main__"):
+        mod = sys.modules.get(module)
+        prefix = getattr(mod, "__file__", None) if _by_file(module, mod) else module
+        if mod is None or prefix is None:
+            continue
+        for name, value in vars(mod).items():
+            if value is obj and name.isidentifier():
+                return f"{prefix}:{name}"
     return None

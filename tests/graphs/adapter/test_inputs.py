@@ -101,3 +101,14 @@ def test_resume_and_eval_of_no_run_directory_are_one_line(tmp_path):
         result = CliRunner().invoke(app, [command, str(tmp_path)])
         assert result.exit_code == 2 and "is not a run directory" in result.output
         assert "Traceback" not in result.output
+
+
+def test_studio_takes_the_same_settings(tmp_path):
+    from harness_learning.graphs.studio import adapt_config
+
+    config = adapt_config({"configurable": {
+        "task": str(EXAMPLE / "tasks.jsonl"), "run_dir": str(tmp_path / "r"),
+        "metric": f"{EXAMPLE / 'shop_metric.py'}:score", "seed_harness": "reasoning_direct",
+        "tools": [f"{EXAMPLE / 'shop_tools.py'}:unit_price"]}})
+    assert config.metric.endswith("shop_metric.py:score") and config.rounds == 5
+    assert open_tools(config).names == ["unit_price"]
