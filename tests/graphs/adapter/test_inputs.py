@@ -112,3 +112,31 @@ def test_studio_takes_the_same_settings(tmp_path):
         "tools": [f"{EXAMPLE / 'shop_tools.py'}:unit_price"]}})
     assert config.metric.endswith("shop_metric.py:score") and config.rounds == 5
     assert open_tools(config).names == ["unit_price"]
+
+
+def test_retrieval_choices_reach_the_task_options(tmp_path):
+    from harness_learning.graphs.adapter.inputs import task_args
+
+    config = AdaptConfig(task="2wiki", run_dir=str(tmp_path), index_backend="bm25",
+                         aliases="id_aliases.json", task_options={"n_dev": 3})
+    assert task_args(config) == ("2wiki", {"n_dev": 3, "index_backend": "bm25",
+                                           "aliases": "id_aliases.json"})
+    result = CliRunner().invoke(app, ["run", "--task", "hotpotqa", "--aliases", "a.json"])
+    assert result.exit_code == 2 and "error: task 'hotpotqa': 'aliases' applies to 2wiki only" \
+        in " ".join(result.output.split())
+
+
+def test_a_reviewed_harness_in_process_reaches_the_user_tools(tmp_path):
+    from harness_learning.evals.custom.imports import resolve
+    from harness_learning.graphs.embed import load_harness
+    from harness_learning.harnesses.usertools import build_user_tools
+
+    source = (EXAMPLE / "shop_harness.py").read_text().replace(
+        'tools.unit_price(item=state["item"], shop=state["shop"])',
+        'tools.call("unit_price", item="melon", shop=state["shop"])').replace(
+        "reply = tools.llm(", "reply = 'x' or tools.llm(")  # no Solver needed: only the tool
+    (tmp_path / "h.py").write_text(source)
+    tool = resolve(f"{EXAMPLE / 'shop_tools.py'}:unit_price", "tool")
+    graph = load_harness(tmp_path / "h.py", sandboxed=False, reviewed=True,
+                         tools=build_user_tools([tool]))
+    assert graph.invoke({"question": "q", "shop": "south"})["price"] == "2.2"
