@@ -57,8 +57,9 @@ def _find_file(name: str, base: Path | None) -> Path:
 
 
 def _load_file(path: Path, what: str, ref: str) -> Any:
-    """Import a file once per content (a stable module name, so pickling and reloads agree)."""
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    """Import a file once per (place, content): a stable module name, so reloads agree, and
+    one whose `__file__` is this very file (a reference to it must name where it is)."""
+    digest = hashlib.sha256(str(path.resolve()).encode() + b"\0" + path.read_bytes()).hexdigest()[:12]
     name = f"_user_{path.stem}_{digest}"
     if name in sys.modules:
         return sys.modules[name]

@@ -1,0 +1,54 @@
+"""`tools` for a reviewed harness compiled in this process (`load_harness(...,
+sandboxed=False, reviewed=True)`): the same parent-side Toolbox the sandbox bridge serves,
+called synchronously through the model layer's background loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+
+class InProcessTools:
+    """`tools` for a reviewed harness compiled in this process: the same Toolbox as the
+    sandbox bridge, called synchronously through the background loop."""
+
+    def __init__(self, toolbox: Any) -> None:
+        self._toolbox = toolbox
+
+    def _call(self, coro: Any) -> Any:
+        if threading.current_thread().name == "model-client-loop":
+            raise RuntimeError("a harness tool was called on the model client's own loop")
+        from harness_learning.graphs.embed import _loop
+
+        return asyncio.run_coroutine_threadsafe(coro, _loop()).result().result
+
+    def llm(self, messages_or_prompt: Any, **params: Any) -> str:
+        return str(self._call(self._toolbox.llm(messages_or_prompt, params)) or "")
+
+    def search(self, query: str, k: int = 5) -> list:
+        from harness_learning.retrieval.passage import Passage
+
+        return [Passage.from_dict(r) for r in self._call(self._toolbox.search(query, k)) or []]
+
+    def python(self, code: str, timeout: float = 10.0) -> Any:
+        from harness_learning.harnesses.contract import ExecResult
+
+        row = self._call(self._toolbox.python(code, timeout)) or {}
+        return ExecResult(str(row.get("stdout", "")), row.get("error"))
+
+    def call(self, name: str, **args: Any) -> Any:
+        return self._call(self._toolbox.user_tool(name, args))
+
+    def _bridge(self, tool: str, args: dict[str, Any]) -> Any:
+        return self._call(self._toolbox.call(tool, args))
+
+    def chat_model(self, **params: Any) -> Any:
+        from harness_learning.harnesses.sandbox.chat_bridge import BridgeChatModel
+
+        return BridgeChatModel(call=self._bridge, params=params)
+
+    def langchain_tools(self) -> list:
+        from harness_learning.harnesses.sandbox.chat_bridge import bridge_tools
+
+        return bridge_tools(self._toolbox.tool_specs(), self._bridge)
