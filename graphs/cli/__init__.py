@@ -30,6 +30,7 @@ from harness_learning.graphs.cli import (  # noqa: E402,F401  (each module regis
     index_cmd,
     run_cmd,
     show_cmd,
+    steer_cmd,
     studio_cmd,
     train_cmd,
 )
