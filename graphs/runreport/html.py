@@ -28,7 +28,7 @@ h3{font-size:15px;margin:18px 0 6px}.sub{color:#57606a}
 .fact b{display:block;font-size:18px}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{border-bottom:1px solid #eaeef2;padding:4px 8px;text-align:left;vertical-align:top}
-th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f6f8fa}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;border-radius:10px;padding:0 8px;color:#fff;font-size:12px;font-weight:600}
 pre{background:#f6f8fa;border-radius:6px;padding:8px 10px;overflow-x:auto;font-size:12px;margin:6px 0;white-space:pre-wrap}
 pre.diff .add{color:#116329;background:#dafbe1}pre.diff .del{color:#82071e;background:#ffebe9}
@@ -85,8 +85,9 @@ def _round(run: RunRecord, rnd: RoundRecord) -> str:
         f'<tr><td><a href="#{c.id}">{escape(c.id)}</a></td><td>{_badge(c.outcome)}</td>'
         f'<td class=num>{_f(c.proposal.selection_score)}</td><td class=num>{_f(c.proposal.reward)}</td>'
         f"<td class=num>{c.tokens:,}</td><td>{escape(c.reason[:200])}</td></tr>" for c in rnd.candidates)
-    table = ("<table><tr><th>candidate</th><th>outcome</th><th>selection</th><th>reward</th>"
-             f"<th>Proposer tokens</th><th>reason</th></tr>{rows}</table>")
+    table = ("<table><tr><th>candidate</th><th>outcome</th><th class=num>selection</th>"
+             f"<th class=num>reward</th><th class=num>Proposer tokens</th><th>reason</th></tr>"
+             f"{rows}</table>")
     feedback = _details(f"feedback problems of the version in force ({len(rnd.feedback)})",
                         _results(rnd.feedback))
     report = _details("the report the Proposer saw", f"<pre>{escape(_report(rnd))}</pre>")
@@ -121,8 +122,8 @@ def _results(results: list[Any]) -> str:
         rows.append(f"<tr><td>{escape(e.problem_id)}</td><td>{escape(str(e.answer)[:120])}</td>"
                     f"<td class=num>{_f(e.score)}</td><td>{escape(error[:200])}</td>"
                     f"<td class=num>{e.tokens:,}</td><td>{_details(f'trace ({len(e.trace)} calls)', f'<pre>{escape(trace)}</pre>')}</td></tr>")
-    return ("<table class=results><tr><th>problem</th><th>answer</th><th>score</th><th>error</th>"
-            f"<th>tokens</th><th>trace</th></tr>{''.join(rows)}</table>")
+    return ("<table class=results><tr><th>problem</th><th>answer</th><th class=num>score</th>"
+            f"<th>error</th><th class=num>tokens</th><th>trace</th></tr>{''.join(rows)}</table>")
 
 
 def _test_table(run: RunRecord) -> str:
@@ -134,7 +135,8 @@ def _test_table(run: RunRecord) -> str:
                    f"<td class=num>{len(run.test_results.get(s.sha, []))}</td></tr>"
                    for s in run.lineage)
     return ('<div class="card"><table id="test-scores"><tr><th>round</th><th>version in force</th>'
-            f"<th>selection</th><th>test</th><th>test problems</th></tr>{rows}</table></div>")
+            "<th class=num>selection</th><th class=num>test</th><th class=num>test problems</th></tr>"
+            f"{rows}</table></div>")
 
 
 def _spend_table(run: RunRecord) -> str:
@@ -143,7 +145,7 @@ def _spend_table(run: RunRecord) -> str:
         f"<td class=num>{r.spend[k]:,}</td>" for k in keys) + "</tr>" for r in run.rounds
         if r.kind != ROLLBACK_POLICY)
     total = "".join(f"<td class=num><b>{run.spent.get(k, 0):,}</b></td>" for k in keys)
-    head = "".join(f"<th>{k.replace('_', ' ')}</th>" for k in keys)
+    head = "".join(f"<th class=num>{k.replace('_', ' ')}</th>" for k in keys)
     return (f"<table id=spend-table><tr><th>round</th>{head}</tr>{rows}<tr><td><b>all (incl. test)"
             f"</b></td>{total}</tr></table>")
 
