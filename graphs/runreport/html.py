@@ -21,7 +21,7 @@ CSS = """
 body{font:14px/1.45 system-ui,sans-serif;color:#24292f;margin:0;background:#f6f8fa}
 main{max-width:1180px;margin:0 auto;padding:24px 28px 60px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:32px 0 10px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
-h3{font-size:15px;margin:18px 0 6px}.sub{color:#57606a}
+h3{font-size:15px;margin:18px 0 6px}h4{font-size:13px;margin:10px 0 2px}.sub{color:#57606a}
 .card{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:14px 16px;margin:10px 0;overflow-x:auto}
 .facts{display:flex;flex-wrap:wrap;gap:10px;margin:14px 0}
 .fact{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:8px 14px}
@@ -91,6 +91,7 @@ def _round(run: RunRecord, rnd: RoundRecord) -> str:
     feedback = _details(f"feedback problems of the version in force ({len(rnd.feedback)})",
                         _results(rnd.feedback))
     report = _details("the report the Proposer saw", f"<pre>{escape(_report(rnd))}</pre>")
+    report += _details("the Proposer's whole prompt", _prompt(rnd))
     cands = "".join(_candidate(c) for c in rnd.candidates)
     return f'<div class="card" {anchor}>{head}{table}{report}{feedback}{cands}</div>'
 
@@ -134,9 +135,18 @@ def _test_table(run: RunRecord) -> str:
                    f"{_f(s.selection_score)}</td><td class=num>{_f(run.test_scores.get(s.sha))}</td>"
                    f"<td class=num>{len(run.test_results.get(s.sha, []))}</td></tr>"
                    for s in run.lineage)
+    shown: set[str] = set()
+    traces = ""
+    for s in run.lineage:
+        if s.sha in shown:
+            continue
+        shown.add(s.sha)
+        results = run.test_results.get(s.sha, [])
+        traces += _details(f"held-out test results of {s.sha[:12]} (round {s.round}, "
+                           f"{len(results)} problems)", _results(results))
     return ('<div class="card"><table id="test-scores"><tr><th>round</th><th>version in force</th>'
             "<th class=num>selection</th><th class=num>test</th><th class=num>test problems</th></tr>"
-            f"{rows}</table></div>")
+            f"{rows}</table>{traces}</div>")
 
 
 def _spend_table(run: RunRecord) -> str:
@@ -153,6 +163,15 @@ def _spend_table(run: RunRecord) -> str:
 def _config(run: RunRecord) -> str:
     text = json.dumps(run.config, indent=2, sort_keys=True, default=str)
     return f'<h2 id="config">Configuration</h2><div class="card"><pre>{escape(text)}</pre></div>'
+
+
+def _prompt(rnd: RoundRecord) -> str:
+    """Every message the round's Proposer calls were given (one prompt per round)."""
+    prompt = rnd.candidates[0].proposal.prompt if rnd.candidates else None
+    if not isinstance(prompt, list):
+        return f"<pre>{escape(str(prompt or '(none)'))}</pre>"
+    return "".join(f"<h4>{escape(str(m.get('role', '?')))}</h4><pre>{escape(str(m.get('content', '')))}</pre>"
+                   for m in prompt if isinstance(m, dict))
 
 
 def _report(rnd: RoundRecord) -> str:

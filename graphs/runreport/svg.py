@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from html import escape
 
-from harness_learning.graphs.runreport.model import ROLLBACK_POLICY, RunRecord, short_model
+from harness_learning.graphs.runreport.model import (
+    ROLLBACK_POLICY,
+    RoundRecord,
+    RunRecord,
+    short_model,
+)
 
 COLORS = {"adopted": "#1a7f37", "rejected": "#bf8700", "valid": "#0969da", "raced out": "#8250df",
           "invalid": "#cf222e", "kept": "#57606a", ROLLBACK_POLICY: "#0550ae", "seed": "#24292f"}
@@ -24,75 +29,92 @@ def _text(x: float, y: float, text: str, size: int = 12, anchor: str = "middle",
             f'font-weight="{weight}" fill="{fill}" {extra}>{escape(text)}</text>')
 
 
+COL_W, ROW_H, TOP, LEFT = 150, 56, 92, 20
+"""Lineage graph grid: column width, row height, top of row 0, left margin."""
+
+
+class _Lineage:
+    """The lineage graph's nodes and edges, placed on a grid of rounds x candidates."""
+
+    def __init__(self) -> None:
+        self.nodes: list[str] = []
+        self.edges: list[str] = []
+        self.heads: dict[str, float] = {}
+        """x of the row-0 node where each version came into force (rollback arcs end there)."""
+
+    def node(self, col: int, row: int, title: str, sub: str, kind: str,
+             anchor: str = "") -> tuple[float, float]:
+        """A box, linked to `#anchor`; returns its left edge and vertical middle."""
+        x, y, w = LEFT + col * COL_W + 10, TOP + row * ROW_H, COL_W - 30
+        box = (f'<g class="node {escape(kind)}"><rect x="{x}" y="{y}" width="{w}" '
+               f'height="{ROW_H - 14}" rx="7" fill="white" stroke="{COLORS[kind]}" '
+               f'stroke-width="{3 if row == 0 else 1.5}"/>'
+               + _text(x + w / 2, y + 17, title, 12, weight="bold", fill=COLORS[kind])
+               + _text(x + w / 2, y + 33, sub, 11, fill="#57606a") + "</g>")
+        self.nodes.append(f'<a href="#{escape(anchor)}">{box}</a>' if anchor else box)
+        return x, y + (ROW_H - 14) / 2
+
+    def edge(self, start: tuple[float, float], end: tuple[float, float], kind: str) -> None:
+        (x0, y0), (x1, y1) = (start[0] + COL_W - 30, start[1]), end
+        main = kind in ("adopted", "kept")
+        dash = "" if main else ' stroke-dasharray="4 3"'
+        self.edges.append(f'<path d="M{x0:.1f},{y0:.1f} C{x0 + 20:.1f},{y0:.1f} {x1 - 20:.1f},'
+                          f'{y1:.1f} {x1:.1f},{y1:.1f}" fill="none" stroke="'
+                          f'{COLORS.get(kind, "#8c959f")}" stroke-width="{2.5 if main else 1.2}"'
+                          f"{dash}/>")
+
+    def arc(self, x_from: float, x_to: float) -> None:
+        """A rollback's dashed arc over the top, back to the version it restored."""
+        a, b = x_from + COL_W - 50, x_to + COL_W - 50
+        self.edges.append(f'<path d="M{a:.1f},{TOP - 2} C{a:.1f},{TOP - 34} {b:.1f},{TOP - 34} '
+                          f'{b:.1f},{TOP - 2}" fill="none" stroke="{COLORS[ROLLBACK_POLICY]}" '
+                          'stroke-width="1.8" stroke-dasharray="5 3"/>')
+
+    def column(self, col: int, rnd: RoundRecord, prev: tuple[float, float]) -> tuple[float, float]:
+        """Round `rnd`'s column; returns the node of the version in force after it."""
+        adopted = next((c for c in rnd.candidates if c.outcome == "adopted"), None)
+        if rnd.kind == ROLLBACK_POLICY and rnd.decision:
+            head = self.node(col, 0, "rollback", f"to {rnd.decision.chosen_sha[:8]}",
+                             ROLLBACK_POLICY, f"round-{rnd.round}")
+            if rnd.decision.chosen_sha in self.heads:
+                self.arc(head[0], self.heads[rnd.decision.chosen_sha])
+        elif adopted is not None:
+            head = self.node(col, 0, f"{adopted.id} adopted", f"{(adopted.sha or '')[:8]} · "
+                             f"{_f(adopted.proposal.selection_score)}", "adopted", adopted.id)
+        else:
+            head = self.node(col, 0, "kept", f"{rnd.chosen_sha[:8]} · {_f(rnd.current_score)}",
+                             "kept", f"round-{rnd.round}")
+        self.heads.setdefault(rnd.chosen_sha, head[0])
+        self.edge(prev, head, "adopted" if adopted else "kept")
+        for row, c in enumerate((c for c in rnd.candidates if c is not adopted), start=1):
+            sub = _f(c.proposal.selection_score) if c.proposal.valid else _reason_kind(c.reason)
+            self.edge(prev, self.node(col, row, f"{c.id} {c.outcome}", sub, c.outcome, c.id),
+                      c.outcome)
+        return head
+
+
 def lineage_svg(run: RunRecord) -> str:
     """One column per round. Row 0: the version in force after the round (the adopted
     candidate, the kept version or a rollback); below it the round's other candidates. Edges
     run from the version in force before the round to everything the round produced."""
-    col_w, row_h, top, left = 150, 56, 92, 20
     rows = max([1] + [1 + sum(1 for c in r.candidates if c.outcome != "adopted")
                       for r in run.rounds])
-    width = max(860, left * 2 + col_w * (len(run.rounds) + 1))
-    height = top + rows * row_h + 20
-    body = _title(left, f"Lineage of {run.task}", f"{run.models} · run {run.run_dir.name} · "
+    width = max(860, LEFT * 2 + COL_W * (len(run.rounds) + 1))
+    body = _title(LEFT, f"Lineage of {run.task}", f"{run.models} · run {run.run_dir.name} · "
                   "thick: the version in force after each round; dashed: candidates not adopted")
-    seed = run.lineage[0] if run.lineage else None
-    nodes: list[str] = []
-    edges: list[str] = []
-
-    def node(col: int, row: int, title: str, sub: str, kind: str, cid: str = "") -> tuple[float, float]:
-        x, y = left + col * col_w + 10, top + row * row_h
-        link = f'<a href="#{cid}">' if cid else ""
-        nodes.append(f'{link}<g class="node {escape(kind)}"><rect x="{x}" y="{y}" width="{col_w - 30}" '
-                     f'height="{row_h - 14}" rx="7" fill="white" stroke="{COLORS[kind]}" '
-                     f'stroke-width="{3 if row == 0 else 1.5}"/>'
-                     + _text(x + (col_w - 30) / 2, y + 17, title, 12, weight="bold", fill=COLORS[kind])
-                     + _text(x + (col_w - 30) / 2, y + 33, sub, 11, fill="#57606a")
-                     + "</g>" + ("</a>" if cid else ""))
-        return x, y + (row_h - 14) / 2
-
     for col in range(len(run.rounds) + 1):
-        body.append(_text(left + col * col_w + col_w / 2 - 5, top - 8,
+        body.append(_text(LEFT + col * COL_W + COL_W / 2 - 5, TOP - 8,
                           "seed" if col == 0 else f"round {run.rounds[col - 1].round}", 11,
                           fill="#57606a"))
-    heads: dict[str, tuple[float, float]] = {}
-    prev = node(0, 0, "seed", f"{seed.sha[:8]} · {_f(seed.selection_score)}" if seed else "-",
-                "seed")
+    graph = _Lineage()
+    seed = run.lineage[0] if run.lineage else None
+    prev = graph.node(0, 0, "seed", f"{seed.sha[:8]} · {_f(seed.selection_score)}" if seed
+                      else "-", "seed")
     if seed is not None:
-        heads[seed.sha] = (prev[0], top)
+        graph.heads[seed.sha] = prev[0]
     for col, rnd in enumerate(run.rounds, start=1):
-        outs: list[tuple[float, float, str]] = []
-        adopted = next((c for c in rnd.candidates if c.outcome == "adopted"), None)
-        if rnd.kind == ROLLBACK_POLICY and rnd.decision:
-            head = node(col, 0, "rollback", f"to {rnd.decision.chosen_sha[:8]}", ROLLBACK_POLICY,
-                        f"round-{rnd.round}")
-            target = heads.get(rnd.decision.chosen_sha)
-            if target is not None:  # an arc back to the version it restored
-                tx, hx = target[0] + col_w - 50, head[0] + col_w - 50
-                edges.append(f'<path d="M{hx:.1f},{top - 2} C{hx:.1f},{top - 34} {tx:.1f},'
-                             f'{top - 34} {tx:.1f},{top - 2}" fill="none" stroke="'
-                             f'{COLORS[ROLLBACK_POLICY]}" stroke-width="1.8" stroke-dasharray="5 3"/>')
-        elif adopted is not None:
-            head = node(col, 0, f"{adopted.id} adopted",
-                        f"{(adopted.sha or '')[:8]} · {_f(adopted.proposal.selection_score)}",
-                        "adopted", adopted.id)
-        else:
-            head = node(col, 0, "kept", f"{rnd.chosen_sha[:8]} · {_f(rnd.current_score)}", "kept",
-                        f"round-{rnd.round}")
-        heads.setdefault(rnd.chosen_sha, (head[0], top))
-        outs.append((*head, "adopted" if adopted else "kept"))
-        others = [c for c in rnd.candidates if c is not adopted]
-        for row, c in enumerate(others, start=1):
-            outs.append((*node(col, row, f"{c.id} {c.outcome}",
-                               _f(c.proposal.selection_score) if c.proposal.valid
-                               else _reason_kind(c.reason), c.outcome, c.id), c.outcome))
-        for x, y, kind in outs:
-            dash = ' stroke-dasharray="4 3"' if kind not in ("adopted", "kept") else ""
-            edges.append(f'<path d="M{prev[0] + col_w - 30:.1f},{prev[1]:.1f} C{prev[0] + col_w - 10:.1f},'
-                         f'{prev[1]:.1f} {x - 20:.1f},{y:.1f} {x:.1f},{y:.1f}" fill="none" '
-                         f'stroke="{COLORS.get(kind, "#8c959f")}" stroke-width="'
-                         f'{2.5 if kind in ("adopted", "kept") else 1.2}"{dash}/>')
-        prev = head
-    return _svg(width, height, body + edges + nodes, "lineage graph")
+        prev = graph.column(col, rnd, prev)
+    return _svg(width, TOP + rows * ROW_H + 20, body + graph.edges + graph.nodes, "lineage graph")
 
 
 def scores_svg(run: RunRecord) -> str:
