@@ -47,7 +47,8 @@ def lineage_tree(run: RunRecord) -> Tree:
             continue
         branch = node.add(Text(f"round {rnd.round}: "
                                f"{decided.reason if decided else 'in progress'}"))
-        for c in rnd.candidates:
+        # The adopted candidate last: the chain goes on below it, after its round's others.
+        for c in sorted(rnd.candidates, key=lambda c: c.outcome == "adopted"):
             label = f"{c.id} {c.outcome}"
             if c.sha:
                 label += f" {c.sha[:12]}"
