@@ -29,10 +29,14 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # bubblewrap gives the sandbox namespaces; the sandbox still works (rlimits only) without it.
+# chromium renders `harness-learn report` pages in tests/graphs/test_run_report.py (skipped without).
 sandbox-tools:
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null); } || \
 	  echo "bubblewrap not installed: sandbox runs with rlimits only"
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); } || \
+	  echo "chromium not installed: the HTML report's browser test is skipped"
 
 demo: venv
 	$(BIN)/harness-learn demo

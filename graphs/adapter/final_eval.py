@@ -63,7 +63,7 @@ async def final_evaluation(run_dir: str | Path, n: int = 0, console=None) -> Fin
     finally:
         await ctx.pool.close()
     out_dir = Path(run_dir)
-    plot_path = plot_rounds(rows, out_dir / "scores.png")
+    plot_path = plot_rounds(rows, out_dir / "scores.png", title=plot_title(config, out_dir))
     diffs_path = out_dir / "adopted.diff"
     diffs_path.write_text(await _adopted_diffs(ctx, rows), encoding="utf-8")
     return FinalSummary(rows, plot_path, diffs_path)
@@ -81,20 +81,29 @@ async def _adopted_diffs(ctx: AdapterContext, rows: list[RoundScore]) -> str:
     return "".join(parts) or "# no version was adopted\n"
 
 
-def plot_rounds(rows: list[RoundScore], path: Path) -> Path:
+def plot_title(config, run_dir: Path) -> str:
+    """Task, models and run, so a plot read on its own says what it shows."""
+    from harness_learning.graphs.runreport.model import short_model
+
+    return (f"{config.task} · solver {short_model(config.solver)} · proposer "
+            f"{short_model(config.proposer)} · run {Path(run_dir).resolve().name}")
+
+
+def plot_rounds(rows: list[RoundScore], path: Path, title: str = "") -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig, ax = plt.subplots(figsize=(7, 4))
     xs = [r.round for r in rows]
     ax.plot(xs, [r.test for r in rows], marker="o", label="test (held out)")
     sel = [(r.round, r.selection) for r in rows if r.selection is not None]
     if sel:
         ax.plot([x for x, _ in sel], [y for _, y in sel], marker="s", label="selection")
+    ax.set_title(f"Held-out test and selection score per round\n{title}", fontsize=9)
     ax.set_xlabel("round (0 = seed)")
-    ax.set_ylabel("score")
+    ax.set_ylabel("mean score")
     ax.set_ylim(-0.02, 1.02)
     ax.set_xticks(xs)
     ax.legend()

@@ -150,6 +150,8 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
                            "sha": None, "parsed": edit.parsed, "applied": edit.applied,
                            "valid": False, "invalid_reason": None, "selection_score": None,
                            "completed_fraction": None, "reward": 0.0, "diff": edit.diff[:DIFF_CHARS]}
+    # Every candidate's diff is logged, invalid ones too (`harness-learn show/report` read it).
+    await store.aappend_event("candidate_diff", {"proposal_id": proposal.id, "diff": edit.diff})
     if edit.failure is not None:
         view["invalid_reason"] = f"{edit.failure.kind}: {edit.failure.detail}"[:500]
     else:
@@ -237,7 +239,8 @@ async def choose(ctx: AdapterContext, state: AdapterState) -> dict:
                                   reason=decision.reason,
                                   scores={"current": current.score, "chosen": chosen_score,
                                           "candidates": {c["index"]: c["selection_score"]
-                                                         for c in mine}})
+                                                         for c in mine},
+                                          "rejected": pick["index"] if approved is False else None})
     view: RoundView = {"round": round_, "current_sha": current.sha,
                        "feedback_score": state.get("feedback_score", 0.0),
                        "current_selection_score": current.score, "candidates": mine,

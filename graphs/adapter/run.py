@@ -13,10 +13,13 @@ from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.graph import build_adapter_graph
 from harness_learning.graphs.adapter.inputs import resolve_inputs, store_inputs
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.types import Command
 
 CONFIG_FILE = "config.json"
 CHECKPOINTS_FILE = "checkpoints.sqlite"
 THREAD = {"configurable": {"thread_id": "adapt"}}
+PENDING = "pending_approval"
+"""Key of the final state returned while the approval gate waits for a person."""
 
 OnUpdate = Callable[[str, dict[str, Any]], None]
 
@@ -67,8 +70,11 @@ def freeze_imports() -> None:
 
 async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
                          on_update: OnUpdate | None = None,
-                         context: AdapterContext | None = None) -> dict[str, Any]:
-    """Run (or continue) the adapter until it stops; returns the final state."""
+                         context: AdapterContext | None = None,
+                         answer: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run (or continue) the adapter until it stops; returns the final state. A run stopped
+    at the approval gate returns with `PENDING` set to what the gate asks; continue it with
+    `answer` ({"approve": bool, "reason": str})."""
     ctx = context or AdapterContext(config)
     _ = ctx.store  # opening the log checks its schema: refuse another version's run dir first
     graph = build_adapter_graph(config, ctx)
@@ -80,7 +86,8 @@ async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
         started = bool(snapshot.values)
         if started and not resume:
             raise ValueError(f"{config.path} already holds a started run: resume it instead")
-        payload = None if started else {"task": config.task}
+        payload = Command(resume=answer) if answer is not None else (
+            None if started else {"task": config.task})
         try:
             async for chunk in app.astream(payload, THREAD, stream_mode="updates"):
                 for node, update in chunk.items():
@@ -88,7 +95,9 @@ async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
                         on_update(node, update if isinstance(update, dict) else {})
         finally:
             await ctx.pool.close()
-        return (await app.aget_state(THREAD)).values
+        snapshot = await app.aget_state(THREAD)
+        asks = [i.value for task in snapshot.tasks for i in task.interrupts]
+        return {**snapshot.values, PENDING: asks[0]} if asks else snapshot.values
 
 
 def adapt(config: AdaptConfig | None = None, /, **options: Any) -> Any:

@@ -29,6 +29,8 @@ from harness_learning.graphs.cli import (  # noqa: E402,F401  (each module regis
     experiment_cmd,
     index_cmd,
     run_cmd,
+    show_cmd,
+    steer_cmd,
     studio_cmd,
     train_cmd,
 )

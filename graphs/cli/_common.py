@@ -65,13 +65,16 @@ import, a missing run directory): shown as one line, not a traceback."""
 
 
 @contextlib.contextmanager
-def user_errors() -> Iterator[None]:
-    """Turn bad input into one `error: ...` line (with its hint) and exit code 2."""
+def user_errors(hint: str = "check the values given on the command line (--help lists them)"
+                ) -> Iterator[None]:
+    """Turn bad input into the command line's one error line (graphs/cli/errors.py) with exit
+    code 2, not a traceback."""
+    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+
     try:
         yield
     except USER_ERRORS as exc:
-        console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False, soft_wrap=True)
-        raise SystemExit(2) from None
+        raise CliError(str(exc), hint, EXIT_USAGE) from exc
 
 
 def short(text: Any, width: int = 40) -> str:

@@ -91,27 +91,11 @@ def resume(
 
 
 def _run(config, *, resume: bool, as_json: bool) -> None:
-    from harness_learning.graphs.adapter.context import AdapterContext
-    from harness_learning.graphs.adapter.estimate import estimate_budget
-    from harness_learning.graphs.adapter.run import run_adaptation
-    from harness_learning.graphs.cli.live import LiveView
+    from harness_learning.graphs.cli.steer_cmd import drive
 
     with user_errors():
         check_inputs(config)
-        console.print(estimate_budget(config).describe())
-
-    with LiveView(config) as view:
-        context = AdapterContext(config, progress=view.on_progress)
-        final = run_async(run_adaptation(config, resume=resume, on_update=view.on_update,
-                                         context=context))
-    out.print(view.rounds_table(final))
-    out.print(f"stopped: {final.get('stop_reason', '?')} · current version "
-              f"{final.get('current_sha', '')[:12]}")
-    if as_json:
-        rounds = final.get("rounds", [])
-        print_json_last({"rounds": len(rounds), "current_sha": final.get("current_sha"),
-                         "best_score": final.get("best_score"),
-                         "stop_reason": final.get("stop_reason"), "spent": final.get("spent")})
+    drive(config, resume=resume, as_json=as_json)
 
 
 @app.command("eval")
@@ -123,14 +107,18 @@ def eval_run(
 ) -> None:
     """Evaluate the seed and each round's selected version on held-out test problems."""
     from harness_learning.graphs.adapter.final_eval import final_evaluation
+    from harness_learning.graphs.adapter.nodes import InfraStop
+    from harness_learning.graphs.adapter.run import load_config
+    from harness_learning.graphs.cli.errors import unreachable
 
     if split != "test":
         raise typer.BadParameter("the final evaluation is on the held-out test split")
-    from harness_learning.graphs.adapter.run import load_config
-
     with user_errors():
         check_inputs(load_config(run_dir))
-    summary = run_async(final_evaluation(run_dir, n=n, console=console))
+    try:
+        summary = run_async(final_evaluation(run_dir, n=n, console=console))
+    except InfraStop as exc:  # name the endpoint that failed
+        raise unreachable(load_config(run_dir).solver, "solver", str(exc), "--solver") from exc
     out.print(summary.table())
     out.print(f"plot: {summary.plot_path}\ndiffs: {summary.diffs_path}")
     if as_json:

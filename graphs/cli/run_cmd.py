@@ -17,6 +17,7 @@ from harness_learning.graphs.cli._common import (
     task_options,
     user_errors,
 )
+from harness_learning.graphs.cli.outcomes import check_evaluation, score_line
 
 
 @app.command()
@@ -56,11 +57,10 @@ def run(
                                         user_tools))
     out.print(results_table(f"{task} · {split} · {len(rows)} problems", rows,
                             ["id", "question", "answer", "gold", "score", "error"]))
-    metrics = "".join(f" · {k.upper()} {summary[k]:.3f}" for k in ("em", "f1") if k in summary)
-    out.print(f"mean score {summary['mean_score']:.3f}{metrics} · completed "
-              f"{summary['completed_fraction']:.0%} · infra errors {summary['infra_errors']}")
+    out.print(score_line(summary))
     if as_json:
         print_json_last(summary)
+    check_evaluation(summary, model)
 
 
 async def _evaluate(task, source, problems, model, concurrency, user_tools=None):
@@ -86,7 +86,11 @@ async def _evaluate(task, source, problems, model, concurrency, user_tools=None)
             for key, value in metrics(problem, r.answer).items():
                 metric_sums[key] = metric_sums.get(key, 0.0) + value
         rows.append(row)
-    summary = {"mean_score": result.mean_score, "n": len(result.results),
+    summary = {"mean_score": result.mean_score if result.scored else None,
+               "n": len(result.results), "scored": len(result.scored),
+               "invalid": sum(r.error_kind == "invalid" for r in result.results),
+               "first_error": next((f"{r.error_kind}: {r.error}" for r in result.results
+                                    if r.error_kind), None),
                "completed_fraction": result.completed_fraction,
                "infra_errors": result.infra_errors, "tokens": result.tokens}
     summary.update({k: v / max(1, len(result.results)) for k, v in metric_sums.items()})

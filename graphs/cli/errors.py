@@ -1,0 +1,133 @@
+"""How the command line fails: one line on stderr that says what went wrong and what to do, and
+an exit code a script can branch on. The traceback is printed only with `--debug` (anywhere on
+the command line), because its last line is all a user needs and it buries that line.
+
+Exit codes: 1 an unexpected error, 2 bad input, 3 an invalid harness, 4 an unreachable or failing
+model endpoint, 5 a budget stop, 6 a run waiting for a person's approval, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any
+
+EXIT_ERROR, EXIT_USAGE, EXIT_INVALID, EXIT_UNREACHABLE, EXIT_BUDGET, EXIT_WAITING = 1, 2, 3, 4, 5, 6
+EXIT_INTERRUPTED = 130
+DEBUG_FLAG = "--debug"
+LINE_CHARS = 400
+
+
+class CliError(Exception):
+    """An error the command line reports as one line with a hint and exits `code`."""
+
+    def __init__(self, message: str, hint: str = "", code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.message, self.hint, self.code = message, hint, code
+
+
+def one_line(text: Any, limit: int = LINE_CHARS) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def endpoint_of(model: Any) -> str:
+    """The URL(s) a model spec talks to, for naming them in an error."""
+    from harness_learning.harnesses.llm import ModelConfig
+
+    try:
+        config = ModelConfig.coerce(model)
+    except (ValueError, TypeError):
+        return str(model)
+    if config.endpoints:
+        return ", ".join(config.endpoints)
+    if config.model == "local" or str(model) == "local":
+        from harness_learning.harnesses.llm import LOCAL_URL_ENV
+
+        return os.environ.get(LOCAL_URL_ENV) or "the local model server (started on loopback)"
+    return f"{config.model} (litellm's default endpoint for it)"
+
+
+def unreachable(model: Any, role: str, detail: str, flag: str = "--model",
+                run_dir: str | None = None) -> CliError:
+    """An endpoint that did not answer, named by its URL."""
+    again = f"`harness-learn resume {run_dir}` continues the run" if run_dir else "rerun"
+    return CliError(f"the {role} endpoint {endpoint_of(model)} failed: {detail}",
+                    f"check that the server is up and the URL is right ({flag} MODEL@URL); "
+                    f"then {again}", EXIT_UNREACHABLE)
+
+
+def classify(exc: BaseException) -> CliError:
+    """The one line and exit code for an exception that reached the command line."""
+    from harness_learning.harnesses.runtime import HarnessInvalid
+    from harness_learning.harnesses.store import LogStoreError
+
+    if isinstance(exc, CliError):
+        return exc
+    if _is_usage_error(exc):  # typer's (vendored) click: usage errors carry their context
+        ctx = getattr(exc, "ctx", None)
+        command = ctx.command_path if ctx is not None else "harness-learn"
+        return CliError(exc.format_message(), f"see `{command} --help`", EXIT_USAGE)
+    if isinstance(exc, HarnessInvalid):
+        return CliError(f"invalid harness: {exc}", "fix the harness source; `harness-learn run "
+                        "--harness FILE --n 1` checks it", EXIT_INVALID)
+    if isinstance(exc, LogStoreError):
+        return CliError(str(exc), "use a run directory written by this version, or a new "
+                        "--run-dir", EXIT_USAGE)
+    if type(exc).__name__ == "InfraStop":
+        return CliError(str(exc), "check the model endpoint", EXIT_UNREACHABLE)
+    if isinstance(exc, FileNotFoundError | NotADirectoryError):
+        return CliError(str(exc), "check the path; a run directory is the --run-dir given to "
+                        "`harness-learn adapt`", EXIT_USAGE)
+    if isinstance(exc, LookupError | ValueError):
+        text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        return CliError(str(text), "check the values given on the command line (--help lists "
+                        "them)", EXIT_USAGE)
+    return CliError(f"unexpected error: {type(exc).__name__}: {exc}",
+                    f"rerun with {DEBUG_FLAG} for the traceback and report it", EXIT_ERROR)
+
+
+def _is_usage_error(exc: BaseException) -> bool:
+    """click's UsageError, whichever copy of click raised it (typer ships its own)."""
+    return any(k.__name__ == "UsageError" for k in type(exc).__mro__) and hasattr(
+        exc, "format_message")
+
+
+def report(error: CliError) -> None:
+    hint = f" · hint: {one_line(error.hint, 240)}" if error.hint else ""
+    print(f"harness-learn: error: {one_line(error.message)}{hint}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The `harness-learn` entry point: the Typer app, with errors turned into one line each."""
+    from harness_learning.graphs.cli import app
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = DEBUG_FLAG in args
+    args = [a for a in args if a != DEBUG_FLAG]
+    try:
+        code = app(args, prog_name="harness-learn", standalone_mode=False)
+    except SystemExit as exc:  # a command that exits on purpose (typer.Exit is not an error)
+        if isinstance(exc.code, str):
+            report(CliError(exc.code, "see `harness-learn --help`", EXIT_USAGE))
+            raise SystemExit(EXIT_USAGE) from None
+        raise
+    except KeyboardInterrupt:
+        report(CliError("interrupted", "nothing finished is lost: `harness-learn resume RUN` "
+                        "continues a run", EXIT_INTERRUPTED))
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    except Exception as exc:  # noqa: BLE001 - the command line's last word on any failure
+        import typer
+
+        if isinstance(exc, typer.Exit):
+            raise SystemExit(exc.exit_code) from None
+        if isinstance(exc, typer.Abort):
+            report(CliError("aborted", "", EXIT_INTERRUPTED))
+            raise SystemExit(EXIT_INTERRUPTED) from None
+        error = classify(exc)
+        if debug:
+            traceback.print_exception(exc)
+        report(error)
+        raise SystemExit(error.code) from None
+    raise SystemExit(code if isinstance(code, int) else 0)

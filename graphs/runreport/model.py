@@ -1,0 +1,248 @@
+"""A run read back from its log (`run_dir/log.sqlite`) through the store layer, shaped for people:
+rounds of candidates with an outcome each, the adopted chain, scores and spend.
+
+Nothing here writes: reading a run (even one that is still going) never changes it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness_learning.harnesses.edits import propose_candidate
+from harness_learning.harnesses.edits.candidate import unified_diff
+from harness_learning.harnesses.store import (
+    Decision,
+    Evaluation,
+    LineageStep,
+    LogStore,
+    Proposal,
+    SQLiteLogStore,
+)
+from harness_learning.harnesses.store.sqlite import FILENAME
+
+DIFF_EVENT = "candidate_diff"
+"""Event kind under which the adapter logs every candidate's diff (invalid ones included)."""
+ROLLBACK_POLICY = "rollback"
+"""`Decision.policy` of a rollback: a person made an earlier version current."""
+REVIEWER_REJECTED = "rejected by reviewer"
+
+
+class NotARunError(FileNotFoundError):
+    """The directory holds no execution log."""
+
+
+@dataclass
+class CandidateRecord:
+    proposal: Proposal
+    index: int
+    outcome: str
+    """adopted | rejected | valid | raced out | invalid."""
+    reason: str
+    diff: str
+    results: list[Evaluation] = field(default_factory=list)
+    """Its selection evaluations in its round (racing: the problems it reached)."""
+
+    @property
+    def id(self) -> str:
+        return self.proposal.id
+
+    @property
+    def sha(self) -> str | None:
+        return self.proposal.candidate_sha
+
+    @property
+    def report(self) -> str:
+        """What the Proposer was shown: the last user message of its prompt."""
+        prompt = self.proposal.prompt
+        if isinstance(prompt, str):
+            return prompt
+        users = [m.get("content", "") for m in prompt or [] if isinstance(m, dict)
+                 and m.get("role") == "user"]
+        return str(users[-1]) if users else ""
+
+    @property
+    def tokens(self) -> int:
+        return self.proposal.prompt_tokens + self.proposal.completion_tokens
+
+
+@dataclass
+class RoundRecord:
+    round: int
+    current_sha: str
+    decision: Decision | None
+    candidates: list[CandidateRecord]
+    feedback: list[Evaluation]
+    current_selection: list[Evaluation]
+    spend: dict[str, int]
+
+    @property
+    def kind(self) -> str:
+        if self.decision is None:
+            return "in progress"
+        return ROLLBACK_POLICY if self.decision.policy == ROLLBACK_POLICY else "round"
+
+    @property
+    def chosen_sha(self) -> str:
+        return self.decision.chosen_sha if self.decision else self.current_sha
+
+    @property
+    def feedback_score(self) -> float | None:
+        return mean_score(self.feedback)
+
+    @property
+    def current_score(self) -> float | None:
+        logged = (self.decision.scores or {}).get("current") if self.decision else None
+        return logged if isinstance(logged, int | float) else mean_score(self.current_selection)
+
+
+@dataclass
+class RunRecord:
+    run_dir: Path
+    run_id: str
+    config: dict[str, Any]
+    lineage: list[LineageStep]
+    rounds: list[RoundRecord]
+    test_scores: dict[str, float]
+    test_results: dict[str, list[Evaluation]]
+    spent: dict[str, int]
+    stop_reason: str | None
+
+    @property
+    def task(self) -> str:
+        return str(self.config.get("task", "?"))
+
+    @property
+    def title(self) -> str:
+        """Task, models and run: what every plot and page heading names."""
+        return f"{self.task} · {self.models} · run {self.run_dir.name}"
+
+    @property
+    def models(self) -> str:
+        """The Solver and Proposer by model name (their URLs are in the configuration)."""
+        return (f"solver {short_model(self.config.get('solver'))} · proposer "
+                f"{short_model(self.config.get('proposer'))}")
+
+    @property
+    def current_sha(self) -> str | None:
+        return self.lineage[-1].sha if self.lineage else None
+
+    def candidate(self, key: str) -> CandidateRecord:
+        """By proposal id (`r1-c0`) or a prefix of its version's sha."""
+        every = [c for r in self.rounds for c in r.candidates]
+        found = [c for c in every if c.id == key] or [
+            c for c in every if c.sha and len(key) >= 6 and c.sha.startswith(key)]
+        if not found:
+            ids = ", ".join(c.id for c in every) or "none"
+            raise KeyError(f"no candidate {key!r} in this run (candidates: {ids})")
+        return found[0]
+
+
+def short_model(spec: Any) -> str:
+    """`openai/qwen@http://h:8000/v1?temperature=0` -> `openai/qwen`."""
+    if isinstance(spec, dict):
+        spec = spec.get("model", "?")
+    return str(spec or "?").split("@", 1)[0].split("?", 1)[0]
+
+
+def mean_score(results: list[Evaluation]) -> float | None:
+    scores = [e.score for e in results if e.score is not None]
+    return sum(scores) / len(scores) if scores else None
+
+
+def open_store(run_dir: str | Path) -> SQLiteLogStore:
+    path = Path(run_dir)
+    if not (path / FILENAME).is_file():
+        raise NotARunError(f"{path} holds no {FILENAME}: not a run directory")
+    return SQLiteLogStore(path)
+
+
+def load_run(run_dir: str | Path) -> RunRecord:
+    """Everything the terminal and HTML reports show, read once."""
+    with open_store(run_dir) as store:
+        return read_run(store, Path(run_dir))
+
+
+def read_run(store: LogStore, run_dir: Path) -> RunRecord:
+    meta = store.get_run()
+    decisions = {d.round: d for d in store.iter_decisions()}
+    proposals = list(store.iter_proposals())
+    evaluations = list(store.iter_evaluations())
+    diffs = {e.payload.get("proposal_id"): e.payload.get("diff", "")
+             for e in store.iter_events(kinds=[DIFF_EVENT])}
+    finished = [e.payload for e in store.iter_events(kinds=["run_finished"])]
+    numbers = sorted({p.round for p in proposals} | set(decisions))
+    rounds = [_round(store, n, decisions.get(n), [p for p in proposals if p.round == n],
+                     evaluations, diffs) for n in numbers]
+    tests = {}
+    for ev in evaluations:
+        if ev.purpose == "test":
+            tests.setdefault(ev.sha, []).append(ev)
+    return RunRecord(
+        run_dir=run_dir, run_id=meta.run_id if meta else "?", config=meta.config if meta else {},
+        lineage=store.lineage(), rounds=rounds,
+        test_scores={sha: s for sha, evs in tests.items() if (s := mean_score(evs)) is not None},
+        test_results=tests, spent=store.spent(),
+        stop_reason=finished[-1].get("reason") if finished else None)
+
+
+def _round(store: LogStore, number: int, decision: Decision | None, proposals: list[Proposal],
+           evaluations: list[Evaluation], diffs: dict[Any, str]) -> RoundRecord:
+    current = decision.current_sha if decision else (proposals[0].parent_sha if proposals else "")
+    mine = [e for e in evaluations if e.round == number]
+    candidates: list[CandidateRecord] = []
+    for p in sorted(proposals, key=_index):
+        outcome, reason = outcome_of(p, decision)
+        twin = next((c for c in candidates if c.outcome == "adopted"), None)
+        if outcome == "adopted" and twin is not None:  # an identical edit: one version, one adoption
+            outcome, reason = "valid", f"the same version as {twin.id}, which was adopted"
+        results = [e for e in mine if e.sha == p.candidate_sha and e.purpose == "selection"]
+        diff = diffs.get(p.id)
+        candidates.append(CandidateRecord(p, _index(p), outcome, reason,
+                                          diff if diff is not None else rebuild_diff(store, p),
+                                          results))
+    spend = {"solver_calls": sum(_llm_calls(e) for e in mine),
+             "solver_tokens": sum(e.tokens for e in mine),
+             "proposer_calls": len(proposals),
+             "proposer_tokens": sum(p.prompt_tokens + p.completion_tokens for p in proposals)}
+    return RoundRecord(number, current or "", decision, candidates,
+                       [e for e in mine if e.sha == current and e.purpose == "feedback"],
+                       [e for e in mine if e.sha == current and e.purpose == "selection"], spend)
+
+
+def outcome_of(p: Proposal, decision: Decision | None) -> tuple[str, str]:
+    """What became of a candidate, and why, from its proposal and its round's decision."""
+    parts = p.reward_parts or {}
+    if not p.valid:
+        return "invalid", p.invalid_reason or "not judged yet"
+    if parts.get("raced_out"):
+        return "raced out", str(parts.get("race") or "dropped by the race")
+    if decision is None:
+        return "valid", "round not decided yet"
+    rejected = (decision.scores or {}).get("rejected")
+    if decision.reason.startswith(REVIEWER_REJECTED) and rejected in (_index(p), str(_index(p))):
+        return "rejected", decision.reason
+    if p.candidate_sha == decision.chosen_sha and decision.chosen_sha != decision.current_sha:
+        return "adopted", decision.reason
+    return "valid", f"not chosen: {decision.reason}"
+
+
+def rebuild_diff(store: LogStore, p: Proposal) -> str:
+    """The diff of a candidate logged before diffs were: from its stored version, else by
+    re-applying its logged completion to its parent (deterministic)."""
+    parent = store.get_version(p.parent_sha) if p.parent_sha else None
+    if parent is None:
+        return ""
+    child = store.get_version(p.candidate_sha) if p.candidate_sha else None
+    if child is not None:
+        return unified_diff(parent.source, child.source)
+    return propose_candidate(parent.source, p.completion, p.edit_format, p.finish_reason).diff
+
+
+def _index(p: Proposal) -> int:
+    tail = p.id.rsplit("-c", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def _llm_calls(e: Evaluation) -> int:
+    return sum(1 for c in e.trace if isinstance(c, dict) and c.get("tool") == "llm")
