@@ -12,8 +12,7 @@ import pytest
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.inputs import MissingInput, open_task, open_tools, start_source
 from harness_learning.graphs.adapter.run import load_config, prepare
-from harness_learning.graphs.cli import app
-from typer.testing import CliRunner
+from harness_learning.graphs.cli.errors import main
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "your_own_agent"
 
@@ -69,38 +68,49 @@ def test_live_objects_must_be_passed_again_to_reopen(tmp_path):
         open_tools(config)
 
 
-def adapt_error(tmp_path, *extra: str) -> str:
-    args = ["adapt", "--run-dir", str(tmp_path / "run"), *extra]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
+def cli_main(args: list[str], capsys) -> tuple[int, str]:
+    """The entry point in process, with the CLI's own error handling: (exit code, output)."""
+    capsys.readouterr()
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    captured = capsys.readouterr()
+    return code, " ".join((captured.out + captured.err).split())
+
+
+def adapt_error(tmp_path, capsys, *extra: str) -> str:
+    code, output = cli_main(["adapt", "--run-dir", str(tmp_path / "run"), *extra], capsys)
+    assert code == 2, output
+    assert "Traceback" not in output
     assert not (tmp_path / "run" / "config.json").exists()  # nothing was started
-    return " ".join(result.output.split())
+    return output
 
 
-def test_bad_input_to_adapt_is_one_clear_line(tmp_path):
+def test_bad_input_to_adapt_is_one_clear_line(tmp_path, capsys):
     data = str(EXAMPLE / "tasks.jsonl")
     assert "error: unknown metric 'bleu'; known: exact, f1" in adapt_error(
-        tmp_path, "--task", data, "--metric", "bleu")
+        tmp_path, capsys, "--task", data, "--metric", "bleu")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "q", "answer": "1"}\n{"question": \n')
-    assert f"error: {bad}:2: not JSON" in adapt_error(tmp_path, "--task", str(bad))
+    assert f"error: {bad}:2: not JSON" in adapt_error(tmp_path, capsys, "--task", str(bad))
     (tmp_path / "broken_tools.py").write_text("import no_such_package_xyz\n")
-    line = adapt_error(tmp_path, "--task", data, "--tools", f"{tmp_path}/broken_tools.py:t")
+    line = adapt_error(tmp_path, capsys, "--task", data, "--tools", f"{tmp_path}/broken_tools.py:t")
     assert "error: tool" in line and "ModuleNotFoundError" in line and "no_such_package_xyz" in line
     assert "error: tool 'shop_tools_missing:t': importing 'shop_tools_missing' failed" in \
-        adapt_error(tmp_path, "--task", data, "--tools", "shop_tools_missing:t")
+        adapt_error(tmp_path, capsys, "--task", data, "--tools", "shop_tools_missing:t")
     assert "asked for 30 dev + 0 test examples but the file has 20" in adapt_error(
-        tmp_path, "--task", data, "--dev", "30", "--test", "0")
+        tmp_path, capsys, "--task", data, "--dev", "30", "--test", "0")
     assert "error: harness 'nope.py' is neither a seed" in adapt_error(
-        tmp_path, "--task", data, "--harness", "nope.py")
+        tmp_path, capsys, "--task", data, "--harness", "nope.py")
 
 
-def test_resume_and_eval_of_no_run_directory_are_one_line(tmp_path):
+def test_resume_and_eval_of_no_run_directory_are_one_line(tmp_path, capsys):
     for command in ("resume", "eval"):
-        result = CliRunner().invoke(app, [command, str(tmp_path)])
-        assert result.exit_code == 2 and "is not a run directory" in result.output
-        assert "Traceback" not in result.output
+        code, output = cli_main([command, str(tmp_path)], capsys)
+        assert code == 2 and "is not a run directory" in output
+        assert "Traceback" not in output
 
 
 def test_studio_takes_the_same_settings(tmp_path):
@@ -114,16 +124,15 @@ def test_studio_takes_the_same_settings(tmp_path):
     assert open_tools(config).names == ["unit_price"]
 
 
-def test_retrieval_choices_reach_the_task_options(tmp_path):
+def test_retrieval_choices_reach_the_task_options(tmp_path, capsys):
     from harness_learning.graphs.adapter.inputs import task_args
 
     config = AdaptConfig(task="2wiki", run_dir=str(tmp_path), index_backend="bm25",
                          aliases="id_aliases.json", task_options={"n_dev": 3})
     assert task_args(config) == ("2wiki", {"n_dev": 3, "index_backend": "bm25",
                                            "aliases": "id_aliases.json"})
-    result = CliRunner().invoke(app, ["run", "--task", "hotpotqa", "--aliases", "a.json"])
-    assert result.exit_code == 2 and "error: task 'hotpotqa': 'aliases' applies to 2wiki only" \
-        in " ".join(result.output.split())
+    code, output = cli_main(["run", "--task", "hotpotqa", "--aliases", "a.json"], capsys)
+    assert code == 2 and "error: task 'hotpotqa': 'aliases' applies to 2wiki only" in output
 
 
 def test_a_reviewed_harness_in_process_reaches_the_user_tools(tmp_path):
