@@ -80,28 +80,31 @@ class ProblemResult:
         return self.error_kind in UNSCORED
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: the calls become plain dicts (their results stay JSON values)."""
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        data["calls"] = [dataclasses.asdict(c) for c in self.calls]
+        """JSON-ready: the calls become plain dicts (their args and results are JSON values
+        already: they crossed the bridge). Shallow, as it runs once per stored problem."""
+        data = {name: getattr(self, name) for name in _FIELDS}
+        data["calls"] = [{name: getattr(c, name) for name in _CALL_FIELDS} for c in self.calls]
         data["error_kind"] = None if self.error_kind is None else str(self.error_kind)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProblemResult:
         """The inverse of `to_dict`; unknown keys are ignored (older logs carried more)."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
+        values = {k: v for k, v in data.items() if k in _FIELDS}
         values["calls"] = tuple(calls_from_json(values.get("calls") or ()))
         return cls(**values)
 
 
+_FIELDS = tuple(f.name for f in dataclasses.fields(ProblemResult))
+_CALL_FIELDS = tuple(f.name for f in dataclasses.fields(ToolCall))
+
+
 def calls_from_json(items: Any) -> list[ToolCall]:
     """`ToolCall`s from their JSON form (entries that are not calls are skipped)."""
-    names = {f.name for f in dataclasses.fields(ToolCall)}
     out = []
     for item in items:
         if isinstance(item, ToolCall):
             out.append(item)
         elif isinstance(item, dict) and "tool" in item and "args" in item:
-            out.append(ToolCall(**{k: v for k, v in item.items() if k in names}))
+            out.append(ToolCall(**{k: v for k, v in item.items() if k in _CALL_FIELDS}))
     return out
