@@ -8,17 +8,19 @@ the answers. Problems run concurrently up to a bound, and each result is handed 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from harness_learning.evals.problem import Problem
-from harness_learning.evals.result import EvalResult, ProblemResult
+from harness_learning.evals.result import EvalResult
 from harness_learning.evals.task import Task
 from harness_learning.harnesses.contract import LINE_LIMIT
+from harness_learning.harnesses.results import UNSCORED, ErrorKind, ProblemResult
 from harness_learning.harnesses.runtime import HarnessInvalid, check_source
-from harness_learning.harnesses.sandbox import Limits, RunOutcome, Worker, WorkerPool
+from harness_learning.harnesses.sandbox import Limits, Worker, WorkerPool
 
 OnResult = Callable[[ProblemResult], Awaitable[None] | None]
 
@@ -57,7 +59,8 @@ async def evaluate(
             worker = Worker(toolbox, limits, backend)
             await worker.start()
     except Exception as exc:  # the sandbox itself could not start: nobody's answer is wrong
-        failed = RunOutcome(error=f"the sandbox did not start: {exc}", error_kind="infra")
+        failed = ProblemResult(error=f"the sandbox did not start: {exc}",
+                               error_kind=ErrorKind.INFRA)
         return await _all_failed(problems, failed, on_result)
     try:
         try:
@@ -65,7 +68,7 @@ async def evaluate(
         except HarnessInvalid as exc:
             return await _all_failed(problems, exc, on_result)
         except OSError as exc:  # the worker vanished before the source arrived
-            failed = RunOutcome(error=f"the sandbox failed: {exc}", error_kind="infra")
+            failed = ProblemResult(error=f"the sandbox failed: {exc}", error_kind=ErrorKind.INFRA)
             return await _all_failed(problems, failed, on_result)
         gate = asyncio.Semaphore(concurrency)
 
@@ -88,26 +91,22 @@ def evaluate_sync(source: str, problems: Sequence[Problem], task: Task, toolbox:
     return asyncio.run(evaluate(source, problems, task, toolbox, **kwargs))
 
 
-def to_result(problem: Problem, outcome: RunOutcome, task: Task) -> ProblemResult:
+def to_result(problem: Problem, outcome: ProblemResult, task: Task) -> ProblemResult:
     """Score a run: answers are scored, harness faults and timeouts score 0, infra and
-    budget stops stay unscored (None)."""
+    budget stops stay unscored (None). The sandbox's record comes back with its score."""
     score: float | None
     error = outcome.error
-    if outcome.error_kind in ("infra", "budget"):
+    if outcome.error_kind in UNSCORED:
         score = None
     elif outcome.error_kind is not None or outcome.answer is None:
         score = 0.0
     else:
         score, scorer_error = guarded_score(task, problem, outcome.answer)
         error = error or scorer_error
-    return ProblemResult(
-        problem_id=problem.id, answer=outcome.answer, score=score, error=error,
-        error_kind=outcome.error_kind, traceback=outcome.traceback, calls=outcome.calls,
-        latency_s=outcome.latency_s, tokens=outcome.tokens,
-    )
+    return dataclasses.replace(outcome, problem_id=problem.id, score=score, error=error)
 
 
-async def ato_result(problem: Problem, outcome: RunOutcome, task: Task) -> ProblemResult:
+async def ato_result(problem: Problem, outcome: ProblemResult, task: Task) -> ProblemResult:
     """`to_result`, awaiting a task's `ascore` (an LLM judge) where it has one, so a scorer
     that calls a model does not block the event loop the problems run on."""
     ascore = getattr(task, "ascore", None)
@@ -144,16 +143,15 @@ def guarded_score(task: Task, problem: Problem, answer: str) -> tuple[float, str
     return min(1.0, max(0.0, value)), None
 
 
-async def _all_failed(problems: Sequence[Problem], why: HarnessInvalid | RunOutcome,
+async def _all_failed(problems: Sequence[Problem], why: HarnessInvalid | ProblemResult,
                       on_result: OnResult | None) -> EvalResult:
     results = []
     for problem in problems:
         if isinstance(why, HarnessInvalid):
-            result = ProblemResult(problem.id, None, 0.0, error=str(why), error_kind="invalid",
-                                   traceback=why.traceback)
+            result = ProblemResult(problem.id, None, 0.0, error=str(why),
+                                   error_kind=ErrorKind.INVALID, traceback=why.traceback)
         else:
-            result = ProblemResult(problem.id, None, None, error=why.error,
-                                   error_kind=why.error_kind)
+            result = dataclasses.replace(why, problem_id=problem.id)
         await _emit(on_result, result)
         results.append(result)
     return EvalResult(results)

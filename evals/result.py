@@ -1,38 +1,15 @@
-"""What an evaluation returns: per-problem results, streamed, and their summary."""
+"""What an evaluation returns: per-problem results, streamed, and their summary.
+
+The per-problem record and the error kinds are `harnesses.results` (the sandbox fills the record,
+the evaluator scores it, the store keeps it); this module summarises a list of them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
 
-from harness_learning.harnesses.contract import ToolCall
+from harness_learning.harnesses.results import UNSCORED, ErrorKind, ProblemResult
 
-ErrorKind = Literal["harness", "timeout", "infra", "invalid", "budget"]
-"""`harness`: the harness raised or returned no answer (scored 0). `timeout`: it ran past its
-wall-clock limit (scored 0). `infra`: a model endpoint or the sandbox itself failed: never scored
-as a wrong answer, counted apart. `invalid`: the source never compiled. `budget`: stopped by a
-spending limit (not scored)."""
-
-UNSCORED: frozenset[str] = frozenset({"infra", "budget"})
-
-
-@dataclass
-class ProblemResult:
-    problem_id: str
-    answer: str | None
-    score: float | None
-    """0..1, or None when the problem was not scored (infra error or budget stop)."""
-    error: str | None = None
-    error_kind: ErrorKind | None = None
-    traceback: str | None = None
-    calls: list[ToolCall] = field(default_factory=list)
-    latency_s: float = 0.0
-    tokens: int = 0
-
-    @property
-    def completed(self) -> bool:
-        """The harness ran to the end and produced an answer."""
-        return self.error_kind is None and self.answer is not None
+__all__ = ["UNSCORED", "ErrorKind", "EvalResult", "ProblemResult"]
 
 
 @dataclass
@@ -55,7 +32,7 @@ class EvalResult:
 
     @property
     def infra_errors(self) -> int:
-        return sum(r.error_kind == "infra" for r in self.results)
+        return sum(r.error_kind == ErrorKind.INFRA for r in self.results)
 
     @property
     def tokens(self) -> int:

@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any, NotRequired
 
 from harness_learning.harnesses.contract import LINE_LIMIT
+from harness_learning.harnesses.results import ErrorKind, ProblemResult
 from harness_learning.harnesses.runtime import HarnessInvalid, check_source
-from harness_learning.harnesses.sandbox import Limits, RunOutcome, Worker
+from harness_learning.harnesses.sandbox import Limits, Worker
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from typing_extensions import TypedDict
 
@@ -175,7 +176,7 @@ class SandboxedHarness:
     def toolbox(self) -> Any:
         return make_toolbox(self.model, self.task_ref, self.solver_params, self.user_tools)
 
-    async def _arun(self, inputs: dict[str, Any]) -> RunOutcome:
+    async def _arun(self, inputs: dict[str, Any]) -> ProblemResult:
         if self._lock is None:
             self._lock = asyncio.Lock()
         self._busy += 1
@@ -188,10 +189,10 @@ class SandboxedHarness:
                     try:
                         await self._start()
                     except HarnessInvalid as exc:  # compiling it failed inside the worker
-                        return RunOutcome(error=str(exc), error_kind="invalid",
-                                          traceback=exc.traceback)
+                        return ProblemResult(error=str(exc), error_kind=ErrorKind.INVALID,
+                                             traceback=exc.traceback)
                     except RuntimeError as exc:  # the sandbox itself did not start
-                        return RunOutcome(error=str(exc), error_kind="infra")
+                        return ProblemResult(error=str(exc), error_kind=ErrorKind.INFRA)
                 worker = self._worker
             return await worker.run(f"q{next(self._ids)}", inputs, self.limits.problem_timeout_s)
         finally:
@@ -216,11 +217,11 @@ class SandboxedHarness:
         if self._busy == 0:
             asyncio.ensure_future(self.aclose())
 
-    async def arun(self, inputs: dict[str, Any]) -> RunOutcome:
+    async def arun(self, inputs: dict[str, Any]) -> ProblemResult:
         """Run one problem in the worker (from any event loop)."""
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._arun(inputs), _loop()))
 
-    def run(self, inputs: dict[str, Any]) -> RunOutcome:
+    def run(self, inputs: dict[str, Any]) -> ProblemResult:
         return asyncio.run_coroutine_threadsafe(self._arun(inputs), _loop()).result()
 
     async def aclose(self) -> None:
@@ -277,7 +278,7 @@ def _inputs(state: HarnessInput) -> dict[str, Any]:
     return {**(state.get("fields") or {}), "question": state["question"]}
 
 
-def _output(outcome: RunOutcome, version: str) -> dict[str, Any]:
+def _output(outcome: ProblemResult, version: str) -> dict[str, Any]:
     if outcome.answer is None:
         raise HarnessRunError(outcome.error_kind or "harness", outcome.error or "no answer",
                               outcome.traceback)

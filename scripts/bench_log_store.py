@@ -10,15 +10,18 @@ import sys
 import tempfile
 import time
 
+from harness_learning.harnesses.contract import ToolCall
+from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.store import Evaluation, SQLiteLogStore
 
 
 def bench(rows: int, synchronous: str) -> float:
     with tempfile.TemporaryDirectory() as tmp, SQLiteLogStore(tmp, synchronous=synchronous) as store:
-        trace = [{"tool": "llm", "args": {"messages_or_prompt": "q " * 400}, "result": "a " * 100}] * 3
+        calls = [ToolCall("llm", {"messages_or_prompt": "q " * 400}, "a " * 100)] * 3
         start = time.perf_counter()
         for i in range(rows):
-            store.put_evaluation(Evaluation("run", "sha", "selection", 1, f"p{i}", "42", 1.0, trace=trace))
+            result = ProblemResult(f"p{i}", "42", 1.0, calls=calls)
+            store.put_evaluation(Evaluation("run", "sha", "selection", 1, result))
         elapsed = time.perf_counter() - start
         assert len(store.completed_problem_ids("sha", "selection", 1)) == rows
     return elapsed

@@ -22,6 +22,8 @@ from harness_learning.harnesses.offline import set_offline_switches
 
 set_offline_switches()
 
+from harness_learning.evals.judge import Outcome, judge_candidate  # noqa: E402
+from harness_learning.harnesses.contract import LINE_LIMIT  # noqa: E402
 from harness_learning.training.config import GRPOOnlineConfig, as_dict  # noqa: E402
 from harness_learning.training.data import LogError, as_messages  # noqa: E402
 from harness_learning.training.grpo_offline import TrainResult  # noqa: E402
@@ -77,23 +79,11 @@ def logged_prompts(run_dirs: Sequence[str | Path]) -> PromptSet:
                     continue
                 seen.add(group.group_id)
                 rows.append({"prompt": as_messages(group.prompt), "source": source,
-                             "edit_format": group.proposals[0].edit_format or "search_replace"})
+                             "edit_format": group.proposals[0].edit_format or "search_replace",
+                             "line_limit": int(config.get("line_limit") or LINE_LIMIT)})
     if not rows:
         raise LogError(f"no logged prompt with a recoverable harness in {list(map(str, run_dirs))}")
     return PromptSet(rows, task, options)
-
-
-@dataclass
-class Judged:
-    reward: float
-    parts: dict[str, Any]
-    parsed: bool = False
-    applied: bool = False
-    valid: bool = False
-    invalid_reason: str | None = None
-    completed_fraction: float | None = None
-    selection_score: float | None = None
-    new_source: str | None = None
 
 
 class HarnessReward:
@@ -124,39 +114,38 @@ class HarnessReward:
 
         return Toolbox(solver=get_client(self.config.solver), retriever=self.task.retriever())
 
+    @cached_property
+    def dev_pool(self) -> list[Any]:
+        """The task's dev problems: a logged prompt's report showed some of them."""
+        return list(self.task.dev())
+
     async def evaluate(self, source: str) -> Any:
         from harness_learning.evals.evaluator import evaluate
 
-        return await asyncio.wait_for(
-            evaluate(source, self.problems, self.task, self.toolbox,
-                     concurrency=self.config.concurrency),
-            timeout=self.config.eval_timeout_s)
+        limit = self.config.eval_timeout_s
+        try:
+            return await asyncio.wait_for(
+                evaluate(source, self.problems, self.task, self.toolbox,
+                         concurrency=self.config.concurrency), timeout=limit)
+        except TimeoutError:
+            raise TimeoutError(f"evaluation over {limit}s") from None
 
-    async def judge(self, source: str, text: str, fmt: str, finish: str) -> Judged:
-        from harness_learning.evals.rewards import proposal_reward
-        from harness_learning.harnesses.edits import propose_candidate
-        from harness_learning.harnesses.runtime import HarnessInvalid, check_source
+    async def judge(self, source: str, text: str, fmt: str, finish: str, *,
+                    line_limit: int = LINE_LIMIT, shown_golds: Sequence[object] = ()) -> Outcome:
+        """The adapter's judge (evals/judge.py) on one sampled completion."""
+        return await judge_candidate(source, text, fmt, finish, track=self.task.track,
+                                     line_limit=line_limit, shown_golds=shown_golds,
+                                     evaluate=self.evaluate)
 
-        edit = propose_candidate(source, text, fmt, finish)
-        out = Judged(0.0, {}, edit.parsed, edit.applied, new_source=edit.new_source)
-        if edit.failure is not None:
-            out.invalid_reason = f"{edit.failure.kind}: {edit.failure.detail}"[:500]
-        else:
-            try:
-                check_source(edit.new_source)
-                result = await self.evaluate(edit.new_source)
-                out.completed_fraction = result.completed_fraction
-                out.valid = all(r.error_kind != "invalid" for r in result.results)
-                out.selection_score = result.mean_score if out.valid else None
-            except HarnessInvalid as err:
-                out.invalid_reason = f"{err.kind}: {err.detail}"[:500]
-            except TimeoutError:
-                out.invalid_reason = f"timeout: evaluation over {self.config.eval_timeout_s}s"
-        out.reward, out.parts = proposal_reward(
-            track=self.task.track, parsed=out.parsed, applied=out.applied, valid=out.valid,
-            completed_fraction=out.completed_fraction or 0.0, score=out.selection_score or 0.0,
-            source=edit.new_source)
-        return out
+    def shown_golds(self, prompt: Any) -> list[object]:
+        """Gold answers the prompt's report showed: those of the dev problems whose question
+        it quotes (the feedback problems of the round that logged it)."""
+        from harness_learning.evals.guards import report_golds
+
+        text = prompt if isinstance(prompt, str) else "\n".join(
+            str(m.get("content", "")) for m in prompt)
+        quoted = [p for p in self.dev_pool if str(p.inputs.get("question", "")) in text]
+        return report_golds(quoted, text)
 
     async def parent_score(self, source: str) -> float:
         if source not in self._parent_scores:
@@ -164,15 +153,19 @@ class HarnessReward:
         return self._parent_scores[source]
 
     async def __call__(self, prompts: list, completions: list, completion_ids: list,
-                       source: list[str], edit_format: list[str], **_: Any) -> list[float]:
+                       source: list[str], edit_format: list[str],
+                       line_limit: list[int] | None = None, **_: Any) -> list[float]:
         limit = self.config.max_completion_length
         texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
         finish = ["length" if len(ids) >= limit else "stop" for ids in completion_ids]
+        lines = line_limit or [LINE_LIMIT] * len(texts)
         sem = asyncio.Semaphore(self.config.concurrency)
 
-        async def one(i: int) -> Judged:
+        async def one(i: int) -> Outcome:
             async with sem:
-                return await self.judge(source[i], texts[i], edit_format[i], finish[i])
+                return await self.judge(source[i], texts[i], edit_format[i], finish[i],
+                                        line_limit=lines[i],
+                                        shown_golds=self.shown_golds(prompts[i]))
 
         judged = await asyncio.gather(*(one(i) for i in range(len(texts))))
         parents = {s: await self.parent_score(s) for s in set(source)}
@@ -181,7 +174,7 @@ class HarnessReward:
         return [j.reward for j in judged]
 
     def log(self, prompts: list, texts: list[str], finish: list[str], source: list[str],
-            fmts: list[str], judged: list[Judged], parents: dict[str, float]) -> None:
+            fmts: list[str], judged: list[Outcome], parents: dict[str, float]) -> None:
         """Write every completion as a proposal of the adapter's log format."""
         from harness_learning.harnesses.store import Proposal, prompt_group_id
 
@@ -196,7 +189,7 @@ class HarnessReward:
                 parsed=j.parsed, applied=j.applied, valid=j.valid,
                 invalid_reason=j.invalid_reason, completed_fraction=j.completed_fraction,
                 selection_score=j.selection_score, parent_score=parents[source[i]],
-                reward=j.reward, reward_parts=j.parts))
+                reward=j.reward, reward_parts=j.reward_parts, parsed_edit=j.edit))
 
 
 def grpo_args(config: GRPOOnlineConfig, out: Path, progress: bool) -> Any:

@@ -8,20 +8,20 @@ import json
 from typing import Any
 
 from harness_learning.evals.evaluator import evaluate
+from harness_learning.evals.guards import report_golds
+from harness_learning.evals.judge import Outcome, check_candidate, score_candidate
 from harness_learning.evals.problem import Problem
-from harness_learning.evals.result import UNSCORED, EvalResult, ProblemResult
-from harness_learning.evals.rewards import proposal_reward
+from harness_learning.evals.result import EvalResult
 from harness_learning.evals.splits import sample_round
 from harness_learning.graphs.adapter.context import AdapterContext
-from harness_learning.graphs.adapter.guards import report_golds, reward_hacking_reason
 from harness_learning.graphs.adapter.inputs import start_source
 from harness_learning.graphs.adapter.policies import Scored, decide
 from harness_learning.graphs.adapter.proposer import build_proposer_messages
 from harness_learning.graphs.adapter.report import build_report
 from harness_learning.graphs.adapter.result_writer import ResultWriter
 from harness_learning.graphs.adapter.state import AdapterState, CandidateView, RoundView
-from harness_learning.harnesses.edits import propose_candidate
-from harness_learning.harnesses.runtime import HarnessInvalid, check_source
+from harness_learning.harnesses.results import ProblemResult
+from harness_learning.harnesses.store import LogStore
 from langgraph.types import Send, interrupt
 
 DIFF_CHARS = 4000
@@ -45,7 +45,7 @@ async def evaluate_cached(ctx: AdapterContext, sha: str, problems: list[Problem]
     writer = ResultWriter(store, sha, purpose, round_)
 
     async def keep(result: ProblemResult) -> None:
-        if result.error_kind in UNSCORED:
+        if result.unscored:
             infra.append(f"{result.problem_id}: {result.error}")
             return
         writer.add(result)
@@ -129,7 +129,9 @@ def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
 
 
 async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
-    """Propose (or reuse the logged proposal), apply, validate, evaluate on selection, reward."""
+    """Propose (or reuse the logged proposal), judge (evals/judge.py), log the outcome. With
+    policy "racing" a candidate that passed the checks is stored and left for the race node,
+    its outcome in the view; otherwise it is evaluated on the selection problems here."""
     cfg, store = ctx.config, ctx.store
     round_, index = payload["round"], payload["index"]
     parent_sha = payload["current_sha"]
@@ -144,69 +146,50 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
         proposal = await store.aput_proposal_draft(
             round_=round_, index=index, messages=messages, completion=completion,
             edit_format=cfg.edit_format, parent_sha=parent_sha)
-    edit = propose_candidate(parent_source, proposal.completion, cfg.edit_format,
-                             proposal.finish_reason)
-    view: CandidateView = {"round": round_, "index": index, "proposal_id": proposal.id,
-                           "sha": None, "parsed": edit.parsed, "applied": edit.applied,
-                           "valid": False, "invalid_reason": None, "selection_score": None,
-                           "completed_fraction": None, "reward": 0.0, "diff": edit.diff[:DIFF_CHARS]}
+    rules = {"track": ctx.task.track, "line_limit": cfg.line_limit}
+    shown = report_golds(ctx.dev_problems(payload.get("feedback_ids", [])), payload["report"])
+    outcome = check_candidate(parent_source, proposal.completion, cfg.edit_format,
+                              proposal.finish_reason, shown_golds=shown, **rules)
     # Every candidate's diff is logged, invalid ones too (`harness-learn show/report` read it).
-    await store.aappend_event("candidate_diff", {"proposal_id": proposal.id, "diff": edit.diff})
-    if edit.failure is not None:
-        view["invalid_reason"] = f"{edit.failure.kind}: {edit.failure.detail}"[:500]
-    else:
-        try:
-            check_source(edit.new_source, cfg.line_limit)
-        except HarnessInvalid as err:
-            view["invalid_reason"] = f"{err.kind}: {err.detail}"[:500]
-    # Reward-hacking guard (graphs/adapter/guards.py): hard-coding gold answers the report
-    # showed scores 0 (reward too) and the candidate never runs.
-    hacked = None
-    if view["invalid_reason"] is None:
-        shown = report_golds(ctx.dev_problems(payload.get("feedback_ids", [])), payload["report"])
-        hacked = reward_hacking_reason(edit.new_source, parent_source, shown)
-        if hacked:
-            view.update(invalid_reason=hacked, selection_score=0.0)
-    if view["invalid_reason"] is None:
-        sha = await store.aput_version(edit.new_source, parent=parent_sha, round_=round_,
+    await store.aappend_event("candidate_diff", {"proposal_id": proposal.id, "diff": outcome.diff})
+    sha = None
+    if outcome.needs_evaluation:
+        sha = await store.aput_version(outcome.new_source, parent=parent_sha, round_=round_,
                                        note=f"candidate {index}")
         if cfg.policy == "racing":  # evaluated with the round's others by the race node
-            view.update(sha=sha, pending=True)
-            return view
+            return {**candidate_view(round_, index, proposal.id, sha, outcome), "pending": True,
+                    "outcome": outcome.to_dict()}
         result = await evaluate_cached(ctx, sha, ctx.dev_problems(payload["selection_ids"]),
                                        "selection", round_)
-        view.update(sha=sha, completed_fraction=result.completed_fraction)
-        view["invalid_reason"] = incomplete_reason(result)
-        if view["invalid_reason"] is None:
-            view.update(valid=True, selection_score=result.mean_score)
-    reward, parts = proposal_reward(
-        track=ctx.task.track, parsed=view["parsed"], applied=view["applied"],
-        valid=view["valid"], completed_fraction=view["completed_fraction"] or 0.0,
-        score=view["selection_score"] or 0.0, source=edit.new_source, line_limit=cfg.line_limit)
-    if hacked:
-        reward, parts = 0.0, {**parts, "reward_hacking": True}
-    view["reward"] = reward
+        outcome = score_candidate(outcome, result, **rules)
+    view = candidate_view(round_, index, proposal.id, sha, outcome)
     ctx.progress("candidate", dict(view))
-    await store.aupdate_proposal_outcome(
-        proposal.id, candidate_sha=view["sha"], parsed=view["parsed"], applied=view["applied"],
-        valid=view["valid"], invalid_reason=view["invalid_reason"],
-        completed_fraction=view["completed_fraction"], selection_score=view["selection_score"],
-        parent_score=payload["parent_score"], reward=reward, reward_parts=parts,
-        parsed_edit=edit.edit.to_dict() if edit.edit is not None else None)
+    await record_outcome(store, proposal.id, sha, outcome, payload["parent_score"])
     return view
 
 
-def incomplete_reason(result: EvalResult) -> str | None:
-    """Why an evaluation does not count as completed (DESIGN.md: a valid harness "completes an
-    evaluation"): it never compiled, or not one problem ran to an answer."""
-    invalid = next((r for r in result.results if r.error_kind == "invalid"), None)
-    if invalid is not None:
-        return (invalid.error or "invalid")[:500]
-    if result.results and result.completed_fraction == 0.0:
-        first = next((r for r in result.results if r.error), None)
-        detail = f"{first.error_kind}: {first.error}" if first else "no answer produced"
-        return f"did not complete the evaluation: {detail}"[:500]
-    return None
+def candidate_view(round_: int, index: int, proposal_id: str, sha: str | None,
+                   outcome: Outcome) -> CandidateView:
+    """What the graph state (and Studio) shows of a judged candidate. A racing draft also
+    carries its `outcome` record, which the race node settles without re-reading the proposal
+    (settled views leave it out: the log holds it, and the state stays small)."""
+    return {"round": round_, "index": index, "proposal_id": proposal_id, "sha": sha,
+            "parsed": outcome.parsed, "applied": outcome.applied, "valid": outcome.valid,
+            "invalid_reason": outcome.invalid_reason, "selection_score": outcome.selection_score,
+            "completed_fraction": outcome.completed_fraction, "reward": outcome.reward,
+            "diff": outcome.diff[:DIFF_CHARS]}
+
+
+async def record_outcome(store: LogStore, proposal_id: str, sha: str | None, outcome: Outcome,
+                         parent_score: float | None, **extra_parts: Any) -> None:
+    """Write a judged outcome onto its proposal in the log; `extra_parts` (the race's notes)
+    go into the stored reward parts."""
+    await store.aupdate_proposal_outcome(
+        proposal_id, candidate_sha=sha, parsed=outcome.parsed, applied=outcome.applied,
+        valid=outcome.valid, invalid_reason=outcome.invalid_reason,
+        completed_fraction=outcome.completed_fraction, selection_score=outcome.selection_score,
+        parent_score=parent_score, reward=outcome.reward,
+        reward_parts={**outcome.reward_parts, **extra_parts}, parsed_edit=outcome.edit)
 
 
 async def choose(ctx: AdapterContext, state: AdapterState) -> dict:

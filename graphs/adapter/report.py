@@ -17,10 +17,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness_learning.evals.problem import Problem
-from harness_learning.evals.result import EvalResult, ProblemResult
+from harness_learning.evals.result import EvalResult
+from harness_learning.harnesses.results import HARNESS_FAULTS, ErrorKind, ProblemResult
 
 ORDER = ("error", "wrong", "partial", "correct", "unscored")
-ERROR_KINDS = {"harness", "timeout", "invalid"}
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def trim(text: Any, limit: int) -> str:
 def _status(r: ProblemResult) -> str:
     if r.score is None:
         return "unscored"
-    if r.error_kind in ERROR_KINDS:
+    if r.error_kind in HARNESS_FAULTS:
         return "error"
     if r.score >= 1.0 - 1e-9:
         return "correct"
@@ -133,11 +133,11 @@ def likely_cause(item: Item) -> str:
     r, text = item.result, f"{item.result.error or ''}\n{item.result.traceback or ''}".lower()
     if any(k in text for k in ("context length", "context window", "too many tokens", "maximum context")):
         return "memory/context"
-    if r.error_kind == "timeout":
+    if r.error_kind == ErrorKind.TIMEOUT:
         return "control flow (ran out of time)"
     if any(c.error for c in r.calls):
         return "tool use (a tool call failed)"
-    if r.error_kind in ERROR_KINDS:
+    if r.error_kind in HARNESS_FAULTS:
         return "control flow (the harness raised)"
     answer, gold = (r.answer or "").strip(), gold_answer(item.problem)
     if not answer:

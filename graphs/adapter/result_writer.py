@@ -9,8 +9,8 @@ batches grow, when idle each result is written immediately.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
+from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.store import LogStore
 
 
@@ -19,10 +19,10 @@ class ResultWriter:
 
     def __init__(self, store: LogStore, sha: str, purpose: str, round_: int) -> None:
         self.store, self.sha, self.purpose, self.round = store, sha, purpose, round_
-        self._pending: list[Any] = []
+        self._pending: list[ProblemResult] = []
         self._drain_task: asyncio.Task | None = None
 
-    def add(self, result: Any) -> None:
+    def add(self, result: ProblemResult) -> None:
         self._pending.append(result)
         if self._drain_task is None or self._drain_task.done():
             self._drain_task = asyncio.ensure_future(self._drain())

@@ -27,6 +27,8 @@ class CandidateView(TypedDict, total=False):
     diff: str
     pending: bool
     """Racing only: valid and stored, waiting for the race node to evaluate it."""
+    outcome: dict[str, Any]
+    """Racing drafts only: the judge's `Outcome` so far (`evals.judge.Outcome.to_dict`)."""
     raced_out: bool
     """Racing only: dropped before the last stage (its score covers `evaluated` problems)."""
     evaluated: int

@@ -56,7 +56,8 @@ def _answers_table(config, sha: str):
     problems = {p.id: p for p in get_task(config.task, **config.task_options).test()}
     rows = []
     with SQLiteLogStore(config.path) as store:
-        for e in store.iter_evaluations(sha=sha, purpose="test"):
+        for ev in store.iter_evaluations(sha=sha, purpose="test"):
+            e = ev.result
             problem = problems[e.problem_id]
             rows.append({"question": problem.question, "answer": e.answer,
                          "gold": gold_answer(problem),

@@ -3,6 +3,7 @@ and nothing is loaded from anywhere, so the file opens from disk, offline, and c
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from html import escape
 from typing import Any
@@ -115,14 +116,14 @@ def _results(results: list[Any]) -> str:
     if not results:
         return "<div class=sub>not evaluated</div>"
     rows = []
-    for e in results:
-        trace = json.dumps(e.trace, indent=1, default=str)
+    for e in (ev.result for ev in results):
+        trace = json.dumps([dataclasses.asdict(c) for c in e.calls], indent=1, default=str)
         if len(trace) > TRACE_CHARS:
             trace = trace[:TRACE_CHARS] + f"\n… ({len(trace) - TRACE_CHARS:,} more characters)"
         error = f"{e.error_kind}: {e.error}" if e.error_kind else ""
         rows.append(f"<tr><td>{escape(e.problem_id)}</td><td>{escape(str(e.answer)[:120])}</td>"
                     f"<td class=num>{_f(e.score)}</td><td>{escape(error[:200])}</td>"
-                    f"<td class=num>{e.tokens:,}</td><td>{_details(f'trace ({len(e.trace)} calls)', f'<pre>{escape(trace)}</pre>')}</td></tr>")
+                    f"<td class=num>{e.tokens:,}</td><td>{_details(f'trace ({len(e.calls)} calls)', f'<pre>{escape(trace)}</pre>')}</td></tr>")
     return ("<table class=results><tr><th>problem</th><th>answer</th><th class=num>score</th>"
             f"<th>error</th><th class=num>tokens</th><th>trace</th></tr>{''.join(rows)}</table>")
 

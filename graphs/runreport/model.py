@@ -146,7 +146,7 @@ def short_model(spec: Any) -> str:
 
 
 def mean_score(results: list[Evaluation]) -> float | None:
-    scores = [e.score for e in results if e.score is not None]
+    scores = [e.result.score for e in results if e.result.score is not None]
     return sum(scores) / len(scores) if scores else None
 
 
@@ -202,7 +202,7 @@ def _round(store: LogStore, number: int, decision: Decision | None, proposals: l
                                           diff if diff is not None else rebuild_diff(store, p),
                                           results))
     spend = {"solver_calls": sum(_llm_calls(e) for e in mine),
-             "solver_tokens": sum(e.tokens for e in mine),
+             "solver_tokens": sum(e.result.tokens for e in mine),
              "proposer_calls": len(proposals),
              "proposer_tokens": sum(p.prompt_tokens + p.completion_tokens for p in proposals)}
     return RoundRecord(number, current or "", decision, candidates,
@@ -245,4 +245,4 @@ def _index(p: Proposal) -> int:
 
 
 def _llm_calls(e: Evaluation) -> int:
-    return sum(1 for c in e.trace if isinstance(c, dict) and c.get("tool") == "llm")
+    return sum(1 for c in e.result.calls if c.tool == "llm")

@@ -122,10 +122,10 @@ def results_table(title: str, results: list[Any]) -> Table:
     table = Table(title=title, title_justify="left")
     for col in ("problem", "answer", "score", "error", "tool calls", "tokens"):
         table.add_column(col, overflow="fold")
-    for e in results:
+    for e in (ev.result for ev in results):
         table.add_row(e.problem_id, _short(e.answer, 40), fmt(e.score),
                       _short(f"{e.error_kind}: {e.error}" if e.error_kind else "", 50),
-                      str(len(e.trace)), f"{e.tokens:,}")
+                      str(len(e.calls)), f"{e.tokens:,}")
     if not results:
         table.add_row("(none: never evaluated)", "", "", "", "", "")
     return table

@@ -15,9 +15,9 @@ if TYPE_CHECKING:
     from harness_learning.harnesses.sandbox.limits import Limits
     from harness_learning.harnesses.sandbox.pool import WorkerPool
     from harness_learning.harnesses.sandbox.python_exec import run_python
-    from harness_learning.harnesses.sandbox.records import RunOutcome, ToolHandler, ToolReply
+    from harness_learning.harnesses.sandbox.records import ToolHandler, ToolReply
 
-_LAZY = {"RunOutcome": "records", "ToolHandler": "records", "ToolReply": "records",
+_LAZY = {"ToolHandler": "records", "ToolReply": "records",
          "Worker": "client", "Limits": "limits", "WorkerPool": "pool", "run_python": "python_exec"}
 
 
@@ -52,5 +52,5 @@ def sandbox_info() -> dict[str, Any]:
     return info
 
 
-__all__ = ["Limits", "RunOutcome", "ToolHandler", "ToolReply", "Worker", "WorkerPool",
+__all__ = ["Limits", "ToolHandler", "ToolReply", "Worker", "WorkerPool",
            "choose_backend", "run_python", "sandbox_info"]

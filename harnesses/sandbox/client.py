@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness_learning.harnesses.contract import BRIDGE_OPS, LINE_LIMIT, SOLVER_OPS, ToolCall
+from harness_learning.harnesses.results import ErrorKind, ProblemResult
 from harness_learning.harnesses.runtime import HarnessInvalid, check_source
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.protocol import (
@@ -30,7 +31,6 @@ from harness_learning.harnesses.sandbox.protocol import (
 )
 from harness_learning.harnesses.sandbox.records import (
     CappedOutput,
-    RunOutcome,
     ToolHandler,
     failure_kind,
 )
@@ -172,14 +172,14 @@ class Worker:
             raise HarnessInvalid.from_dict(reply["invalid"])
 
     async def run(self, problem_id: str, inputs: dict[str, Any],
-                  timeout: float | None = None) -> RunOutcome:
+                  timeout: float | None = None) -> ProblemResult:
         """Run one problem; never raises for harness faults (they are in the outcome)."""
         timeout = self.limits.problem_timeout_s if timeout is None else timeout
         rid = f"{problem_id}#{next(self._ids)}"
         run = _Run(problem_id, asyncio.get_running_loop().create_future())
         t0 = time.perf_counter()
         if self._death is not None:
-            return RunOutcome(error=self._death[1], error_kind=self._death[0])
+            return ProblemResult(problem_id, error=self._death[1], error_kind=self._death[0])
         self._runs[rid] = run
         try:
             await self._send({"op": "run", "run": rid, "inputs": inputs, "timeout": timeout})
@@ -196,16 +196,15 @@ class Worker:
             run.done = True
             self._runs.pop(rid, None)
         answer = message.get("answer")
-        outcome = RunOutcome(
-            answer=answer if isinstance(answer, str) else None,
-            error=_text(message.get("error")), error_kind=_kind(message),
-            traceback=_text(message.get("traceback")), calls=run.calls,
-            latency_s=time.perf_counter() - t0,
+        kind = _kind(message)
+        error = _text(message.get("error"))
+        if kind is not None and error is None:
+            error = "the run finished without an answer"
+        return ProblemResult(
+            problem_id, answer=answer if isinstance(answer, str) else None, error=error,
+            error_kind=kind, traceback=_text(message.get("traceback")), calls=tuple(run.calls),
+            latency_s=time.perf_counter() - t0, tokens=sum(c.tokens for c in run.calls),
         )
-        if outcome.error_kind is not None and outcome.error is None:
-            outcome.error = "the run finished without an answer"
-        outcome.tokens = sum(c.tokens for c in run.calls)
-        return outcome
 
     @staticmethod
     async def _wait(run: _Run, t0: float, limit: float) -> dict[str, Any]:
@@ -384,12 +383,18 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _kind(message: dict[str, Any]) -> str | None:
+WORKER_KINDS = frozenset(ErrorKind) - {ErrorKind.INVALID}
+"""The error kinds a worker's result may carry (only the parent's check declares a source
+invalid); any other value is the harness's fault."""
+
+
+def _kind(message: dict[str, Any]) -> ErrorKind | None:
     kind = message.get("error_kind")
-    allowed = {"harness", "timeout", "infra", "budget"}
     if kind is None and not isinstance(message.get("answer"), str):
-        return "harness"
-    return kind if kind in allowed or kind is None else "harness"
+        return ErrorKind.HARNESS
+    if kind is None:
+        return None
+    return ErrorKind(kind) if kind in WORKER_KINDS else ErrorKind.HARNESS
 
 
 def default_backend() -> Any:

@@ -1,12 +1,13 @@
-"""What crosses between the parent's tools and a worker's runs: tool replies, run outcomes,
-how a toolbox's failure is classified, and the capped capture of a process's output."""
+"""What crosses between the parent's tools and a worker's runs: tool replies, how a toolbox's
+failure is classified, and the capped capture of a process's output. A run's outcome is a
+`harnesses.results.ProblemResult` (the one per-problem record)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness_learning.harnesses.contract import ToolCall
+from harness_learning.harnesses.results import ErrorKind
 
 
 @dataclass
@@ -25,27 +26,14 @@ class ToolHandler(Protocol):
     async def call(self, tool: str, args: dict[str, Any]) -> ToolReply: ...
 
 
-@dataclass
-class RunOutcome:
-    """One problem's run: its answer or why it has none, and its trace."""
-
-    answer: str | None = None
-    error: str | None = None
-    error_kind: str | None = None
-    traceback: str | None = None
-    calls: list[ToolCall] = field(default_factory=list)
-    latency_s: float = 0.0
-    tokens: int = 0
-
-
 def failure_kind(exc: BaseException) -> str:
     """`infra`, `budget` or `tool` for an exception a toolbox raised. Matched by class name
     so the sandbox needs no import of the model layer."""
     names = {c.__name__ for c in type(exc).__mro__}
     if "InfraError" in names:
-        return "budget" if getattr(exc, "kind", None) == "budget" else "infra"
+        return ErrorKind.BUDGET if getattr(exc, "kind", None) == "budget" else ErrorKind.INFRA
     if "BudgetExceeded" in names:
-        return "budget"
+        return ErrorKind.BUDGET
     return "tool"
 
 

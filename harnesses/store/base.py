@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from harness_learning.harnesses.results import UNSCORED, ProblemResult
 from harness_learning.harnesses.store.records import (
     Decision,
     Evaluation,
@@ -26,7 +27,7 @@ from harness_learning.harnesses.store.records import (
     to_jsonable,
 )
 
-UNFINISHED_KINDS = ("infra", "budget")
+UNFINISHED_KINDS: frozenset[str] = UNSCORED
 """Error kinds of evaluations that a resumed run should redo (not the harness's doing)."""
 
 
@@ -99,29 +100,26 @@ class LogStore(ABC):
         self, sha: str | None = None, purpose: str | None = None, round: int | None = None
     ) -> Iterator[Evaluation]: ...
 
-    def put_result(self, sha: str, purpose: str, round_: int, result: Any) -> None:
-        """Store an `evals.result.ProblemResult` (read by attribute: this layer cannot import it)."""
+    def put_result(self, sha: str, purpose: str, round_: int, result: ProblemResult) -> None:
         self.put_results(sha, purpose, round_, [result])
 
-    def put_results(self, sha: str, purpose: str, round_: int, results: Iterable[Any]) -> None:
-        """Store several `ProblemResult`s in one transaction."""
+    def put_results(self, sha: str, purpose: str, round_: int,
+                    results: Iterable[ProblemResult]) -> None:
+        """Store several results in one transaction; `get_results` gives them back equal."""
         run = self.get_run() or self.init_run({})
-        self.put_evaluations([Evaluation(
-            run.run_id, sha, purpose, round_, r.problem_id, r.answer, r.score,
-            r.error, r.error_kind, r.traceback, to_jsonable(r.calls), r.latency_s, r.tokens,
-        ) for r in results])
+        self.put_evaluations([Evaluation(run.run_id, sha, purpose, round_, r) for r in results])
 
     def get_results(
         self, sha: str, ids: Iterable[str], purpose: str, redo_kinds: Iterable[str] = UNFINISHED_KINDS
-    ) -> dict[str, Evaluation]:
-        """Finished evaluations of `sha` on `ids` for `purpose`, from any round (the latest row
-        wins). Rows whose error kind is in `redo_kinds` count as not finished. An `Evaluation` has
-        the attributes of a `ProblemResult` (`calls`, `completed`), so `EvalResult` takes them."""
+    ) -> dict[str, ProblemResult]:
+        """Finished results of `sha` on `ids` for `purpose`, from any round (the latest row
+        wins), as they were put. Rows whose error kind is in `redo_kinds` count as not
+        finished."""
         wanted, redo = set(ids), set(redo_kinds)
-        out: dict[str, Evaluation] = {}
+        out: dict[str, ProblemResult] = {}
         for ev in self.iter_evaluations(sha=sha, purpose=purpose):
-            if ev.problem_id in wanted and ev.error_kind not in redo:
-                out[ev.problem_id] = ev
+            if ev.problem_id in wanted and ev.result.error_kind not in redo:
+                out[ev.problem_id] = ev.result
         return out
 
     @abstractmethod
@@ -218,7 +216,8 @@ class LogStore(ABC):
         return steps
 
     def _selection_score(self, sha: str, round_: int) -> float | None:
-        scores = [e.score for e in self.iter_evaluations(sha, "selection", round_) if e.score is not None]
+        scores = [e.result.score for e in self.iter_evaluations(sha, "selection", round_)
+                  if e.result.score is not None]
         return sum(scores) / len(scores) if scores else None
 
     @abstractmethod
@@ -252,15 +251,17 @@ class LogStore(ABC):
     async def aget_version_source(self, sha: str) -> str:
         return await asyncio.to_thread(self.get_version_source, sha)
 
-    async def aput_result(self, sha: str, purpose: str, round_: int, result: Any) -> None:
+    async def aput_result(self, sha: str, purpose: str, round_: int,
+                          result: ProblemResult) -> None:
         await asyncio.to_thread(self.put_result, sha, purpose, round_, result)
 
-    async def aput_results(self, sha: str, purpose: str, round_: int, results: list[Any]) -> None:
+    async def aput_results(self, sha: str, purpose: str, round_: int,
+                           results: list[ProblemResult]) -> None:
         await asyncio.to_thread(self.put_results, sha, purpose, round_, results)
 
     async def aget_results(
         self, sha: str, ids: Iterable[str], purpose: str, redo_kinds: Iterable[str] = UNFINISHED_KINDS
-    ) -> dict[str, Evaluation]:
+    ) -> dict[str, ProblemResult]:
         return await asyncio.to_thread(self.get_results, sha, list(ids), purpose, tuple(redo_kinds))
 
     async def aspent(self) -> dict[str, int]:

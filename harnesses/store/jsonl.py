@@ -40,7 +40,8 @@ def export_run(store: LogStore, path: str | Path) -> int:
     if run is not None:
         lines.append({"kind": "run", "data": to_jsonable(run)})
     lines += [{"kind": "version", "data": to_jsonable(v)} for v in store.iter_versions()]
-    lines += [{"kind": "evaluation", "data": to_jsonable(e)} for e in store.iter_evaluations()]
+    lines += [{"kind": "evaluation", "data": to_jsonable(e.to_row())}
+              for e in store.iter_evaluations()]
     lines += [{"kind": "proposal", "data": to_jsonable(p)} for p in store.iter_proposals()]
     lines += [{"kind": "decision", "data": to_jsonable(d)} for d in store.iter_decisions()]
     lines += [{"kind": "event", "data": to_jsonable(e)} for e in store.iter_events()]
@@ -67,9 +68,7 @@ def _read(path: Path) -> list[tuple[str, dict[str, Any]]]:
             if kind != "run" and kind not in KINDS or not isinstance(data, dict):
                 raise ValueError(f"{where}: expected {{'kind': one of run/{'/'.join(KINDS)}, 'data': {{...}}}}")
             if kind in KINDS:
-                names = {f.name for f in dataclasses.fields(KINDS[kind])}
-                missing = {f.name for f in dataclasses.fields(KINDS[kind]) if f.default is dataclasses.MISSING
-                           and f.default_factory is dataclasses.MISSING} - set(data)
+                names, missing = _fields(KINDS[kind], data)
                 if set(data) - names or missing:
                     raise ValueError(
                         f"{where}: {kind} fields do not match (unknown: {sorted(set(data) - names)}, "
@@ -77,6 +76,16 @@ def _read(path: Path) -> list[tuple[str, dict[str, Any]]]:
                     )
             records.append((kind, data))
     return records
+
+
+def _fields(cls: type, data: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """The field names a record of `cls` may have in an export, and those `data` lacks."""
+    if cls is Evaluation:  # exported flat (`Evaluation.to_row`)
+        return set(Evaluation.COLUMNS), {"run_id", "sha", "purpose", "round", "problem_id"} - set(data)
+    fields = dataclasses.fields(cls)
+    missing = {f.name for f in fields if f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING} - set(data)
+    return {f.name for f in fields}, missing
 
 
 def import_run(store: LogStore, path: str | Path) -> int:
@@ -88,7 +97,7 @@ def import_run(store: LogStore, path: str | Path) -> int:
         elif kind == "version":
             store.put_version(data["source"], data["parent_sha"], data["round"], data["note"])
         elif kind == "evaluation":
-            store.put_evaluation(Evaluation(**data))
+            store.put_evaluation(Evaluation.from_row(data))
         elif kind == "proposal":
             store.put_proposal(Proposal(**data))
         elif kind == "decision":

@@ -11,9 +11,9 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
-from harness_learning.harnesses.contract import ToolCall
+from harness_learning.harnesses.results import ProblemResult
 
 
 def clean_text(text: str) -> str:
@@ -77,37 +77,41 @@ class Version:
     created_at: float = 0.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class Evaluation:
-    """One problem run by one harness version, for one purpose, in one round."""
+    """One problem's result (the record the evaluator returned, unchanged), keyed by the harness
+    version, purpose and round it was run for."""
 
     run_id: str
     sha: str
     purpose: str
     """feedback | selection | test (or another name the adapter uses)."""
     round: int
-    problem_id: str
-    answer: str | None = None
-    score: float | None = None
-    error: str | None = None
-    error_kind: str | None = None
-    traceback: str | None = None
-    trace: list[Any] = field(default_factory=list)
-    latency_s: float = 0.0
-    tokens: int = 0
+    result: ProblemResult
     created_at: float = 0.0
 
-    @property
-    def completed(self) -> bool:
-        """Same meaning as `ProblemResult.completed`, so an Evaluation reads like one."""
-        return self.error_kind is None and self.answer is not None
+    COLUMNS: ClassVar[tuple[str, ...]] = (
+        "run_id", "sha", "purpose", "round", "problem_id", "answer", "score", "error",
+        "error_kind", "traceback", "trace", "latency_s", "tokens", "created_at")
+    """The flat form of the record: the SQLite table's columns and the JSONL export's fields."""
 
     @property
-    def calls(self) -> list[ToolCall]:
-        """The trace as `ToolCall`s (results stay JSON: passages come back as dicts)."""
-        names = set(ToolCall.__dataclass_fields__)
-        return [ToolCall(**{k: v for k, v in c.items() if k in names}) for c in self.trace
-                if isinstance(c, dict) and "tool" in c and "args" in c]
+    def problem_id(self) -> str:
+        return self.result.problem_id
+
+    def to_row(self) -> dict[str, Any]:
+        """The flat form (`COLUMNS`); the result's calls are the `trace`."""
+        data = self.result.to_dict()
+        data["trace"] = data.pop("calls")
+        return {"run_id": self.run_id, "sha": self.sha, "purpose": self.purpose,
+                "round": self.round, **data, "created_at": self.created_at}
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Evaluation:
+        data = dict(row)
+        data["calls"] = data.pop("trace", None) or []
+        return cls(data["run_id"], data["sha"], data["purpose"], data["round"],
+                   ProblemResult.from_dict(data), data.get("created_at") or 0.0)
 
 
 @dataclass

@@ -65,15 +65,19 @@ def _encode(name: str, value: Any) -> Any:
 
 
 def _decode(cls: type[R], row: sqlite3.Row) -> R:
-    kwargs = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        value = row[f.name]
-        if f.name in JSON_FIELDS and value is not None:
+    return cls(**_decode_row(_columns(cls), row))
+
+
+def _decode_row(names: Iterable[str], row: sqlite3.Row) -> dict[str, Any]:
+    out = {}
+    for name in names:
+        value = row[name]
+        if name in JSON_FIELDS and value is not None:
             value = json.loads(value)
-        elif f.name in BOOL_FIELDS:
+        elif name in BOOL_FIELDS:
             value = bool(value)
-        kwargs[f.name] = value
-    return cls(**kwargs)
+        out[name] = value
+    return out
 
 
 def _columns(cls: type) -> list[str]:
@@ -142,10 +146,10 @@ class SQLiteLogStore(LogStore):
             return self._conn.execute(sql, tuple(params)).fetchall()
 
     def _upsert(self, c: sqlite3.Connection, table: str, record: Any, key: tuple[str, ...]) -> None:
-        cols = _columns(type(record))
-        if table == "events":
-            cols = [x for x in cols if x != "seq"]
-        values = [_encode(n, getattr(record, n)) for n in cols]
+        row = record.to_row() if isinstance(record, Evaluation) else {
+            n: getattr(record, n) for n in _columns(type(record))}
+        cols = [x for x in row if not (table == "events" and x == "seq")]
+        values = [_encode(n, row[n]) for n in cols]
         update = ", ".join(f"{n}=excluded.{n}" for n in cols if n not in key)
         sql = (
             f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
@@ -232,7 +236,7 @@ class SQLiteLogStore(LogStore):
                 params.append(value)
         sql = "SELECT * FROM evaluations" + (f" WHERE {' AND '.join(where)}" if where else "")
         for row in self._query(sql + " ORDER BY rowid", params):
-            yield _decode(Evaluation, row)
+            yield Evaluation.from_row(_decode_row(Evaluation.COLUMNS, row))
 
     def spent(self) -> dict[str, int]:
         solver = self._query(

@@ -48,7 +48,7 @@ def test_show_candidate_prints_diff_report_and_results(sim_run: Path) -> None:
     assert "## Report on feedback problems" in result.stdout
     for ev in first.results:
         assert ev.problem_id in result.stdout
-    assert len(first.results) == 3 and all(ev.score == 1.0 for ev in first.results)
+    assert len(first.results) == 3 and all(ev.result.score == 1.0 for ev in first.results)
 
 
 def test_every_candidate_diff_is_logged_invalid_ones_too(sim_run: Path) -> None:

@@ -64,7 +64,7 @@ def logged_rounds(run_dir: str | Path, min_problems: int = 8) -> list[LoggedRoun
         order = {v.sha: i for i, v in enumerate(versions)}  # the order they were logged in
         by_round: dict[int, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
         for ev in store.iter_evaluations(purpose="selection"):
-            by_round[ev.round][ev.sha][ev.problem_id] = float(ev.score or 0.0)
+            by_round[ev.round][ev.sha][ev.problem_id] = float(ev.result.score or 0.0)
     rounds = []
     for round_, by_sha in sorted(by_round.items()):
         most = max(len(v) for v in by_sha.values())

@@ -244,11 +244,10 @@ async def stored_results(run_dir: Path, expected: int) -> dict:
     from harness_learning.harnesses.store import SQLiteLogStore
 
     store = SQLiteLogStore(run_dir)
-    rows = list(store.iter_evaluations())
+    rows = [e.result for e in store.iter_evaluations()]
     store.close()
     return {"expected_results": expected, "stored_results": len(rows),
-            "infra_scored": sum(1 for r in rows if r.error_kind in ("infra", "budget")
-                                and r.score is not None)}
+            "infra_scored": sum(1 for r in rows if r.unscored and r.score is not None)}
 
 
 def run(latencies=(1.0, 0.1), candidates: int = 8, problems: int = 64, slots: int = 64,

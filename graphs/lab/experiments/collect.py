@@ -85,8 +85,8 @@ def read_run(run_dir: Path) -> RunRecord | None:
 def _test_means(store: SQLiteLogStore) -> dict[str, float]:
     scores: dict[str, list[float]] = {}
     for ev in store.iter_evaluations(purpose="test"):
-        if ev.score is not None:
-            scores.setdefault(ev.sha, []).append(ev.score)
+        if ev.result.score is not None:
+            scores.setdefault(ev.sha, []).append(ev.result.score)
     return {sha: sum(v) / len(v) for sha, v in scores.items()}
 
 

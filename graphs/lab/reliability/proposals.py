@@ -8,17 +8,15 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+from harness_learning.evals.judge import INVALID_KINDS, REWARD_HACKING
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
-from harness_learning.graphs.adapter.guards import REASON_PREFIX
 from harness_learning.graphs.adapter.nodes import make_candidate
 from harness_learning.graphs.lab.reliability.common import SumTask
-from harness_learning.harnesses.edits import EDIT_ERROR_KINDS
 from harness_learning.harnesses.llm import Completion
-from harness_learning.harnesses.runtime import INVALID_KINDS
 from harness_learning.harnesses.seeds import seed_source
 
-NAMED_PREFIXES = (*EDIT_ERROR_KINDS, *INVALID_KINDS, REASON_PREFIX, "did not complete")
+NAMED_PREFIXES = tuple(f"{kind}:" for kind in INVALID_KINDS)
 
 
 class FixedProposer:
@@ -138,7 +136,7 @@ async def run_bad_proposals(root: Path) -> list[dict[str, Any]]:
         for name, (text, ids) in hardcoding_completions(bench.ctx.task).items():
             view = await bench.judge(text, report=report_for(bench.ctx.task, ids), feedback_ids=ids)
             ok = (view["selection_score"] == 0.0 and view["reward"] == 0.0 and not view["valid"]
-                  and (view["invalid_reason"] or "").startswith(REASON_PREFIX))
+                  and (view["invalid_reason"] or "").startswith(REWARD_HACKING))
             rows.append({"case": name, "kind": "reward_hacking", "ok": ok,
                          "reason": view["invalid_reason"]})
     finally:

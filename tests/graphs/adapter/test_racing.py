@@ -169,9 +169,9 @@ def test_race_node_follows_the_configured_rule(tmp_path, scripted):
 def test_race_node_with_the_real_local_solver(local_model_url, tmp_path):
     """The race over two stored candidates, their problems answered by the real local model:
     stages run, results land in the log, and each candidate is settled with its own count."""
+    from harness_learning.evals.judge import check_candidate
     from harness_learning.graphs.adapter.race_round import race_candidates
     from harness_learning.graphs.adapter.racing import RaceRule
-    from harness_learning.harnesses.edits import propose_candidate
     from harness_learning.harnesses.llm import Completion
     from harness_learning.harnesses.seeds import seed_source
 
@@ -189,11 +189,16 @@ def test_race_node_with_the_real_local_solver(local_model_url, tmp_path):
     for index, edit in enumerate(EDITS[2:]):
         done = Completion(text=edit, prompt_tokens=0, completion_tokens=0, latency_s=0.0,
                           finish_reason="stop", cached=False, model="fixed edit")
-        store.put_proposal_draft(round_=1, index=index, messages="edit it", completion=done,
-                                 edit_format="search_replace", parent_sha=parent)
-        new = propose_candidate(seed, edit, "search_replace", "stop").new_source
-        drafts.append({"round": 1, "index": index, "parsed": True, "applied": True, "diff": "",
-                       "sha": store.put_version(new, parent=parent, round_=1, note="c")})
+        proposal = store.put_proposal_draft(round_=1, index=index, messages="edit it",
+                                            completion=done, edit_format="search_replace",
+                                            parent_sha=parent)
+        outcome = check_candidate(seed, edit, "search_replace", "stop", track="reasoning",
+                                  line_limit=config.line_limit)
+        assert outcome.needs_evaluation
+        drafts.append({"round": 1, "index": index, "proposal_id": proposal.id,
+                       "outcome": outcome.to_dict(),
+                       "sha": store.put_version(outcome.new_source, parent=parent, round_=1,
+                                                note="c")})
     ids = [p.id for p in SumTask(8).dev()]
 
     async def go():

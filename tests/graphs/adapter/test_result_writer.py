@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from harness_learning.evals.result import ProblemResult
 from harness_learning.graphs.adapter.result_writer import ResultWriter
+from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.store import SQLiteLogStore
 
 
@@ -36,9 +36,9 @@ def test_every_result_is_committed_in_batches(tmp_path):
         await writer.flush()
 
     asyncio.run(main())
-    rows = {e.problem_id: e for e in store.iter_evaluations(sha="abc")}
+    rows = {e.problem_id: e.result for e in store.iter_evaluations(sha="abc")}
     assert sorted(rows) == sorted(f"p{i}" for i in range(50))
-    assert rows["p7"].answer == "7" and rows["p7"].tokens == 7
+    assert rows["p7"] == _result(7)
     assert sum(batches) == 50 and len(batches) < 50
 
 

@@ -17,13 +17,15 @@ REPO = Path(__file__).resolve().parents[3]
 
 WRITER = textwrap.dedent("""
     import sys
+    from harness_learning.harnesses.contract import ToolCall
+    from harness_learning.harnesses.results import ProblemResult
     from harness_learning.harnesses.store import Evaluation, Proposal, SQLiteLogStore
     store = SQLiteLogStore(sys.argv[1])
     run = store.init_run({"crash": True})
     i = 0
     while True:
-        store.put_evaluation(Evaluation(run.run_id, "sha", "selection", 1, f"p{i}", "a" * 2000,
-                                        0.5, trace=[{"tool": "llm", "args": {"x": "y" * 5000}}]))
+        store.put_evaluation(Evaluation(run.run_id, "sha", "selection", 1, ProblemResult(
+            f"p{i}", "a" * 2000, 0.5, calls=[ToolCall("llm", {"x": "y" * 5000})])))
         store.put_proposal(Proposal(f"prop{i}", 1, "g", "prompt " * 500, "completion " * 500))
         seq = store.append_event("tick", {"i": i})
         print(i, seq, flush=True)
@@ -57,5 +59,5 @@ def test_sigkill_mid_writes_keeps_every_acknowledged_write(tmp_path):
             assert f"p{i}" in done and events[i] == seq
             assert store.get_proposal(f"prop{i}").completion == "completion " * 500
         # Whatever was in flight is either wholly there or wholly absent.
-        assert all(len(e.answer) == 2000 for e in store.iter_evaluations())
+        assert all(len(e.result.answer) == 2000 for e in store.iter_evaluations())
         store.append_event("resumed")  # and the store takes new writes

@@ -7,6 +7,7 @@ import sqlite3
 
 import pytest
 from harness_learning.harnesses.contract import ToolCall
+from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.store import (
     Decision,
     Evaluation,
@@ -55,29 +56,28 @@ def test_versions_are_content_addressed_with_parents(store):
 
 def test_evaluations_upsert_and_resume_skips_only_finished(store):
     run = store.init_run({})
-    ev = Evaluation(run.run_id, "s", "selection", 1, "p1", "42", 1.0, trace=[{"tool": "llm"}])
+    def ev(round_, *result, **fields):
+        return Evaluation(run.run_id, "s", "selection", round_, ProblemResult(*result, **fields))
+
     store.put_evaluations([
-        ev,
-        Evaluation(run.run_id, "s", "selection", 1, "p2", None, None, error="down", error_kind="infra"),
-        Evaluation(run.run_id, "s", "selection", 1, "p3", None, 0.0, error="boom", error_kind="harness"),
-        Evaluation(run.run_id, "s", "selection", 2, "p4", "x", 0.0),
+        ev(1, "p1", "42", 1.0, calls=[ToolCall("llm", {})]),
+        ev(1, "p2", None, None, error="down", error_kind="infra"),
+        ev(1, "p3", None, 0.0, error="boom", error_kind="harness"),
+        ev(2, "p4", "x", 0.0),
     ])
     assert store.completed_problem_ids("s", "selection", 1) == {"p1", "p3"}
-    store.put_evaluation(Evaluation(run.run_id, "s", "selection", 1, "p2", "7", 0.0))  # the retry
+    store.put_evaluation(ev(1, "p2", "7", 0.0))  # the retry
     assert store.completed_problem_ids("s", "selection", 1) == {"p1", "p2", "p3"}
     rows = list(store.iter_evaluations(sha="s", round=1))
     assert [r.problem_id for r in rows] == ["p1", "p2", "p3"]
-    assert rows[1].answer == "7" and rows[1].error_kind is None
+    assert rows[1].result == ProblemResult("p2", "7", 0.0)
 
 
 def test_problem_results_round_trip_with_their_traces(store):
-    class Result:  # what evals.result.ProblemResult exposes
-        problem_id, answer, score, error, error_kind, traceback = "p1", "Paris", 1.0, None, None, None
-        latency_s, tokens = 0.5, 12
-        calls = [ToolCall("search", {"query": "capital", "k": 2}, [Passage("France", "Paris is ...", 1.5)]),
-                 ToolCall("llm", {"messages_or_prompt": "q"}, "Paris", tokens=12)]
-
-    store.put_result("sha1", "feedback", 1, Result())
+    result = ProblemResult("p1", "Paris", 1.0, latency_s=0.5, tokens=12, calls=[
+        ToolCall("search", {"query": "capital", "k": 2}, [Passage("France", "Paris is ...", 1.5)]),
+        ToolCall("llm", {"messages_or_prompt": "q"}, "Paris", tokens=12)])
+    store.put_result("sha1", "feedback", 1, result)
     got = store.get_results("sha1", ["p1", "p2"], "feedback")
     assert set(got) == {"p1"}
     ev = got["p1"]
@@ -130,7 +130,8 @@ def test_decisions_events_and_lineage(store):
     seed = store.put_version("s\n", note="seed")
     cand = store.put_version("c\n", parent=seed, round_=1)
     for sha, score in ((seed, 0.2), (cand, 0.6)):
-        store.put_evaluation(Evaluation(run.run_id, sha, "selection", 1, "p", "a", score))
+        store.put_evaluation(Evaluation(run.run_id, sha, "selection", 1,
+                                        ProblemResult("p", "a", score)))
     store.put_decision(round_=1, current_sha=seed, chosen_sha=cand, policy="strict",
                        reason="higher", scores={0: 0.6})
     store.put_decision(Decision(2, cand, cand, "strict", "no candidate was better", {}))
@@ -146,14 +147,12 @@ def test_decisions_events_and_lineage(store):
 def test_async_twins(store):
     async def go():
         sha = await store.aput_version("x\n")
-        await store.aput_result(sha, "test", -1, type("R", (), dict(
-            problem_id="p", answer="a", score=0.0, error=None, error_kind=None, traceback=None,
-            calls=[], latency_s=0.0, tokens=0))())
+        await store.aput_result(sha, "test", -1, ProblemResult("p", "a", 0.0))
         await store.aappend_event("e", {})
         return await store.aget_results(sha, ["p"], "test"), await store.aget_version_source(sha)
 
     results, source = asyncio.run(go())
-    assert list(results) == ["p"] and source == "x\n"
+    assert results == {"p": ProblemResult("p", "a", 0.0)} and source == "x\n"
 
 
 def test_newer_schema_version_is_refused_and_left_untouched(tmp_path):
@@ -190,8 +189,8 @@ def test_any_text_is_stored_and_read_back(tmp_path, answer, arg, completion, sou
     with SQLiteLogStore(tmp_path) as s:
         sha = s.put_version(source)
         assert s.get_version_source(sha) == clean_text(source) and sha == source_sha(source)
-        s.put_evaluation(Evaluation("r", sha, "feedback", 1, "p", answer, 0.0,
-                                    trace=[{"tool": "llm", "args": {"x": arg}, "result": answer}]))
+        s.put_evaluation(Evaluation("r", sha, "feedback", 1, ProblemResult(
+            "p", answer, 0.0, calls=[ToolCall("llm", {"x": arg}, answer)])))
         ev = s.get_results(sha, ["p"], "feedback")["p"]
         assert ev.answer == clean_text(answer) and ev.calls[0].args["x"] == clean_text(arg)
         s.put_proposal(Proposal("x", 1, prompt_group_id([{"content": arg}]), [{"content": arg}], completion))
@@ -200,7 +199,8 @@ def test_any_text_is_stored_and_read_back(tmp_path, answer, arg, completion, sou
 
 def test_concurrent_async_writes_all_land(store):
     async def go():
-        await asyncio.gather(*(store.aput_evaluation(Evaluation("r", "s", "selection", 1, f"p{i}", "a", 1.0))
+        await asyncio.gather(*(store.aput_evaluation(
+                                   Evaluation("r", "s", "selection", 1, ProblemResult(f"p{i}", "a", 1.0)))
                                for i in range(40)),
                              *(store.aappend_event("tick", {"i": i}) for i in range(40)))
 

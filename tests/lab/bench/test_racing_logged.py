@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,6 +15,7 @@ from harness_learning.graphs.lab.bench.racing_logged import (
     replay,
     table,
 )
+from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.store.sqlite import SQLiteLogStore
 
 
@@ -40,9 +40,8 @@ def test_the_interval_brackets_the_fit_and_narrows_with_more_problems():
     assert large["rho_high"] - large["rho_low"] < small["rho_high"] - small["rho_low"]
 
 
-def _result(pid: str, score: float) -> SimpleNamespace:
-    return SimpleNamespace(problem_id=pid, answer="a", score=score, error=None, error_kind=None,
-                           traceback=None, calls=[], latency_s=0.1, tokens=1)
+def _result(pid: str, score: float) -> ProblemResult:
+    return ProblemResult(pid, "a", score, latency_s=0.1, tokens=1)
 
 
 def test_rounds_are_read_from_a_run_log(tmp_path):

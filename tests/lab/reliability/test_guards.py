@@ -4,13 +4,13 @@ parent, are caught; ordinary programs are not."""
 from __future__ import annotations
 
 import pytest
-from harness_learning.evals.problem import Problem
-from harness_learning.graphs.adapter.guards import (
+from harness_learning.evals.guards import (
     hardcoded_gold,
     normalize_gold,
     report_golds,
     reward_hacking_reason,
 )
+from harness_learning.evals.problem import Problem
 from harness_learning.harnesses.seeds import seed_source
 
 pytestmark = pytest.mark.reliability

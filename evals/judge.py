@@ -1,0 +1,185 @@
+"""Judging a candidate: one Proposer completion in, one `Outcome` out (DESIGN.md, "Judging a
+candidate").
+
+The adapter's candidate node, its racing node and online GRPO's reward all judge through this
+module, so a completion gets the same verdict and the same reward wherever it is judged. The
+outcome is one frozen record that carries the candidate from the completion to its reward; nothing
+downstream parses the completion again.
+
+Judging has two halves because racing evaluates the round's candidates together, later:
+`check_candidate` parses, applies, compares with the parent, checks the source and runs the
+reward-hacking guard (no evaluation); `score_candidate` takes the evaluation of a candidate that
+passed and settles validity, scores and reward. `judge_candidate` does both around an `evaluate`
+callable.
+
+Why a candidate is invalid is `Outcome.invalid_kind`, one of `INVALID_KINDS` (the edit's failure
+kinds, the runtime's check kinds and the judge's own), and `invalid_reason` is
+`"<kind>: <detail>"` for people. A new check adds its kind to `JUDGE_KINDS`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness_learning.evals.guards import REASON_PREFIX, reward_hacking_reason
+from harness_learning.evals.result import EvalResult
+from harness_learning.evals.rewards import proposal_reward
+from harness_learning.harnesses.edits import EDIT_ERROR_KINDS, propose_candidate
+from harness_learning.harnesses.results import ErrorKind
+from harness_learning.harnesses.runtime import INVALID_KINDS as CHECK_KINDS
+from harness_learning.harnesses.runtime import HarnessInvalid, check_source
+
+UNCHANGED = "unchanged"
+"""The edit applied but the new source is the parent's: nothing new to evaluate, reward 0."""
+REWARD_HACKING = REASON_PREFIX
+"""The source hard-codes gold answers the report showed: scored 0 without running."""
+INCOMPLETE = "incomplete"
+"""The evaluation ran but not one problem produced an answer."""
+EVAL_TIMEOUT = "timeout"
+"""The evaluate callable gave up (online GRPO's overall evaluation deadline)."""
+JUDGE_KINDS: tuple[str, ...] = (UNCHANGED, REWARD_HACKING, INCOMPLETE, EVAL_TIMEOUT)
+INVALID_KINDS: tuple[str, ...] = (*EDIT_ERROR_KINDS, *CHECK_KINDS, *JUDGE_KINDS)
+"""Every value `Outcome.invalid_kind` takes: what logs record and tables count."""
+ZEROED = frozenset({UNCHANGED, REWARD_HACKING})
+"""Invalid kinds whose reward is 0 whatever the bonuses would say."""
+REASON_CHARS = 500
+
+Evaluate = Callable[[str], Awaitable[EvalResult]]
+"""Evaluates a candidate source on the selection problems (in the sandbox)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one completion, from parsing to reward."""
+
+    parsed: bool
+    applied: bool
+    unchanged: bool = False
+    valid: bool = False
+    invalid_kind: str | None = None
+    invalid_reason: str | None = None
+    new_source: str | None = None
+    diff: str = ""
+    edit: dict[str, Any] | None = None
+    """The parsed edit, JSON-ready (what the log stores as `parsed_edit`)."""
+    evaluated: bool = False
+    completed_fraction: float | None = None
+    selection_score: float | None = None
+    reward: float = 0.0
+    reward_parts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def needs_evaluation(self) -> bool:
+        """Passed every check that needs no run: its evaluation decides the rest."""
+        return self.invalid_kind is None and not self.evaluated
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, for graph state (a racing draft) and logs."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Outcome:
+        return cls(**data)
+
+
+def invalid(kind: str, detail: str) -> dict[str, str]:
+    """The two fields of an invalid verdict; the kind must be one of `INVALID_KINDS`."""
+    if kind not in INVALID_KINDS:
+        raise ValueError(f"unknown invalid kind {kind!r}; known: {INVALID_KINDS}")
+    return {"invalid_kind": kind, "invalid_reason": f"{kind}: {detail}"[:REASON_CHARS]}
+
+
+def check_candidate(parent_source: str, completion: str, edit_format: str,
+                    finish_reason: str | None, *, track: str, line_limit: int,
+                    shown_golds: Iterable[object] = ()) -> Outcome:
+    """Everything about a completion that needs no run. An invalid outcome is final (its reward
+    is set); a valid one `needs_evaluation`."""
+    edit = propose_candidate(parent_source, completion, edit_format, finish_reason)
+    base = Outcome(parsed=edit.parsed, applied=edit.applied, unchanged=edit.unchanged,
+                   new_source=edit.new_source, diff=edit.diff,
+                   edit=edit.edit.to_dict() if edit.edit is not None else None)
+    verdict: dict[str, Any] = {}
+    if edit.failure is not None:
+        verdict = invalid(edit.failure.kind, edit.failure.detail)
+    elif edit.unchanged:
+        verdict = invalid(UNCHANGED, "the edit leaves the parent's source as it was")
+    else:
+        try:
+            check_source(edit.new_source, line_limit)
+        except HarnessInvalid as err:
+            verdict = invalid(err.kind, err.detail)
+    if not verdict:
+        hacked = reward_hacking_reason(edit.new_source, parent_source, shown_golds)
+        if hacked:
+            detail = hacked.removeprefix(f"{REWARD_HACKING}: ")
+            verdict = {**invalid(REWARD_HACKING, detail), "selection_score": 0.0}
+    if not verdict:
+        return base
+    return _rewarded(dataclasses.replace(base, **verdict), track, line_limit)
+
+
+def score_candidate(outcome: Outcome, evaluation: EvalResult, *, track: str,
+                    line_limit: int) -> Outcome:
+    """Settle a checked candidate with its evaluation on the selection problems."""
+    if not outcome.needs_evaluation:
+        raise ValueError("score_candidate takes an outcome that needs evaluation")
+    verdict = incomplete_verdict(evaluation)
+    valid = not verdict
+    settled = dataclasses.replace(
+        outcome, **verdict, valid=valid, evaluated=True,
+        completed_fraction=evaluation.completed_fraction,
+        selection_score=evaluation.mean_score if valid else None)
+    return _rewarded(settled, track, line_limit)
+
+
+def timed_out(outcome: Outcome, detail: str, *, track: str, line_limit: int) -> Outcome:
+    """Settle a checked candidate whose evaluation did not finish in time."""
+    return _rewarded(dataclasses.replace(outcome, **invalid(EVAL_TIMEOUT, detail)),
+                     track, line_limit)
+
+
+async def judge_candidate(parent_source: str, completion: str, edit_format: str,
+                          finish_reason: str | None, *, track: str, line_limit: int,
+                          shown_golds: Iterable[object] = (), evaluate: Evaluate) -> Outcome:
+    """Check, evaluate (only a candidate that passed) and reward one completion. A
+    `TimeoutError` from `evaluate` makes the candidate invalid (kind `timeout`)."""
+    outcome = check_candidate(parent_source, completion, edit_format, finish_reason,
+                              track=track, line_limit=line_limit, shown_golds=shown_golds)
+    if not outcome.needs_evaluation:
+        return outcome
+    try:
+        evaluation = await evaluate(outcome.new_source or "")
+    except TimeoutError as exc:
+        return timed_out(outcome, str(exc) or "the evaluation did not finish", track=track,
+                         line_limit=line_limit)
+    return score_candidate(outcome, evaluation, track=track, line_limit=line_limit)
+
+
+def incomplete_verdict(result: EvalResult) -> dict[str, str]:
+    """Why an evaluation does not count as completed (DESIGN.md: a valid harness "completes an
+    evaluation"): it never compiled, or not one problem ran to an answer. {} when it counts."""
+    bad = next((r for r in result.results if r.error_kind == ErrorKind.INVALID), None)
+    if bad is not None:
+        kind, _, detail = (bad.error or "").partition(": ")
+        if kind in CHECK_KINDS:
+            return invalid(kind, detail)
+        return invalid(INCOMPLETE, bad.error or "the source did not compile")
+    if result.results and result.completed_fraction == 0.0:
+        first = next((r for r in result.results if r.error), None)
+        detail = f"{first.error_kind}: {first.error}" if first else "no answer produced"
+        return invalid(INCOMPLETE, f"did not complete the evaluation: {detail}")
+    return {}
+
+
+def _rewarded(outcome: Outcome, track: str, line_limit: int) -> Outcome:
+    """The outcome with its reward and parts (DESIGN.md, "Rewards"); zeroed kinds score 0."""
+    reward, parts = proposal_reward(
+        track=track, parsed=outcome.parsed, applied=outcome.applied, valid=outcome.valid,
+        completed_fraction=outcome.completed_fraction or 0.0,
+        score=outcome.selection_score or 0.0, source=outcome.new_source, line_limit=line_limit)
+    if outcome.invalid_kind in ZEROED:
+        reward, parts = 0.0, {**parts, outcome.invalid_kind: True, "reward": 0.0}
+    return dataclasses.replace(outcome, reward=reward, reward_parts=parts)

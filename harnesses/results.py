@@ -1,0 +1,110 @@
+"""One problem's result: the one record that goes from the sandbox through the evaluator to the
+execution log and back (DESIGN.md, "The execution log").
+
+The sandbox fills in the run (answer or error, trace, cost), the evaluator adds the score, the
+store persists it and gives the same record back: there is no second or third shape of it. The
+error kinds, and which of them are not the harness's doing (never scored, redone on resume), are
+defined here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from harness_learning.harnesses.contract import ToolCall
+
+
+class ErrorKind(StrEnum):
+    """Why a problem has no scored answer. Members are strings, so logs store the plain value."""
+
+    HARNESS = "harness"
+    """The harness raised, broke the bridge protocol or returned no answer (scored 0)."""
+    TIMEOUT = "timeout"
+    """The run passed a wall-clock or CPU limit (scored 0)."""
+    INVALID = "invalid"
+    """The source never compiled (scored 0; the candidate is invalid)."""
+    INFRA = "infra"
+    """A model endpoint or the sandbox itself failed: never scored as a wrong answer."""
+    BUDGET = "budget"
+    """A spending limit stopped the run (not scored)."""
+
+    @classmethod
+    def coerce(cls, value: str | None) -> ErrorKind | None:
+        """The member for a stored or received value; an unknown kind is the harness's fault
+        (a worker must not be able to mark its own failure as infrastructure)."""
+        if value is None:
+            return None
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.HARNESS
+
+
+UNSCORED: frozenset[ErrorKind] = frozenset({ErrorKind.INFRA, ErrorKind.BUDGET})
+"""Kinds that are not the harness's doing: no score, not counted in the completed fraction,
+redone when a run resumes."""
+HARNESS_FAULTS: frozenset[ErrorKind] = frozenset(ErrorKind) - UNSCORED
+"""Kinds that are the harness's doing: scored 0 and shown to the Proposer as errors."""
+
+
+@dataclass(frozen=True)
+class ProblemResult:
+    """One problem run by one harness: its answer or why it has none, its score once scored,
+    and its trace (the tool calls that crossed the bridge)."""
+
+    problem_id: str = ""
+    answer: str | None = None
+    score: float | None = None
+    """0..1; None until scored, and for ever when the error kind is in UNSCORED."""
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+    traceback: str | None = None
+    calls: tuple[ToolCall, ...] = field(default_factory=tuple)
+    latency_s: float = 0.0
+    tokens: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "error_kind", ErrorKind.coerce(self.error_kind))
+        object.__setattr__(self, "calls", tuple(self.calls))
+
+    @property
+    def completed(self) -> bool:
+        """The harness ran to the end and produced an answer."""
+        return self.error_kind is None and self.answer is not None
+
+    @property
+    def unscored(self) -> bool:
+        return self.error_kind in UNSCORED
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the calls become plain dicts (their args and results are JSON values
+        already: they crossed the bridge). Shallow, as it runs once per stored problem."""
+        data = {name: getattr(self, name) for name in _FIELDS}
+        data["calls"] = [{name: getattr(c, name) for name in _CALL_FIELDS} for c in self.calls]
+        data["error_kind"] = None if self.error_kind is None else str(self.error_kind)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProblemResult:
+        """The inverse of `to_dict`; unknown keys are ignored (older logs carried more)."""
+        values = {k: v for k, v in data.items() if k in _FIELDS}
+        values["calls"] = tuple(calls_from_json(values.get("calls") or ()))
+        return cls(**values)
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(ProblemResult))
+_CALL_FIELDS = tuple(f.name for f in dataclasses.fields(ToolCall))
+
+
+def calls_from_json(items: Any) -> list[ToolCall]:
+    """`ToolCall`s from their JSON form (entries that are not calls are skipped)."""
+    out = []
+    for item in items:
+        if isinstance(item, ToolCall):
+            out.append(item)
+        elif isinstance(item, dict) and "tool" in item and "args" in item:
+            out.append(ToolCall(**{k: v for k, v in item.items() if k in _CALL_FIELDS}))
+    return out
