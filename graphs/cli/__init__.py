@@ -18,9 +18,11 @@ app = typer.Typer(
 bench_app = typer.Typer(help="Benchmarks: print figures from one run.", no_args_is_help=True)
 index_app = typer.Typer(help="Build and query retrieval indexes.", no_args_is_help=True)
 train_app = typer.Typer(help="Train the Proposer from execution logs.", no_args_is_help=True)
+models_app = typer.Typer(help="Local models: list them, fetch the Proposer's.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 app.add_typer(index_app, name="index")
 app.add_typer(train_app, name="train")
+app.add_typer(models_app, name="models")
 
 from harness_learning.graphs.cli import (  # noqa: E402,F401  (each module registers its commands)
     adapt_cmd,
@@ -28,6 +30,7 @@ from harness_learning.graphs.cli import (  # noqa: E402,F401  (each module regis
     demo_cmd,
     experiment_cmd,
     index_cmd,
+    models_cmd,
     run_cmd,
     show_cmd,
     steer_cmd,
@@ -35,4 +38,4 @@ from harness_learning.graphs.cli import (  # noqa: E402,F401  (each module regis
     train_cmd,
 )
 
-__all__ = ["app", "bench_app", "index_app", "train_app"]
+__all__ = ["app", "bench_app", "index_app", "models_app", "train_app"]

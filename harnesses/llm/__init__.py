@@ -2,6 +2,7 @@
 
     from harness_learning.harnesses.llm import get_client
     client = get_client("local")                       # embedded SmolLM2-135M on loopback
+    client = get_client("local:qwen2.5-coder-1.5b")    # after `harness-learn models fetch`
     client = get_client("openai/qwen@http://127.0.0.1:8000/v1?temperature=0")
     answer = client.complete("What is 2+2?").text       # or: await client.acomplete(...)
 
@@ -13,10 +14,14 @@ from harness_learning.harnesses.llm.cache import ResponseCache, cache_key
 from harness_learning.harnesses.llm.client import ModelClient, is_deterministic
 from harness_learning.harnesses.llm.completion import Completion, UsageStats
 from harness_learning.harnesses.llm.config import LOCAL_MODEL, ModelConfig
-from harness_learning.harnesses.llm.errors import INFRA_KINDS, InfraError, ModelRequestError
+from harness_learning.harnesses.llm.errors import (
+    INFRA_KINDS,
+    InfraError,
+    LocalModelError,
+    ModelRequestError,
+)
 from harness_learning.harnesses.llm.local import (
     LOCAL_URL_ENV,
-    LocalModelError,
     ensure_local_server,
     find_gguf,
     stop_local_server,

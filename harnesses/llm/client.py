@@ -19,14 +19,14 @@ from typing import Any
 
 from harness_learning.harnesses.llm.cache import ResponseCache, cache_key
 from harness_learning.harnesses.llm.completion import Completion, UsageStats
-from harness_learning.harnesses.llm.config import LOCAL_MODEL, ModelConfig
+from harness_learning.harnesses.llm.config import ModelConfig
 from harness_learning.harnesses.llm.direct import DirectTransport
 from harness_learning.harnesses.llm.errors import InfraError, ModelRequestError
 from harness_learning.harnesses.llm.failures import backoff_s, classify
 from harness_learning.harnesses.llm.local import (
     LOCAL_API_KEY,
-    LOCAL_LITELLM_MODEL,
     ensure_local_server,
+    litellm_model,
 )
 from harness_learning.harnesses.llm.runtime import (
     background_loop,
@@ -152,7 +152,7 @@ class ModelClient:
             try:
                 completion = await self._request(msgs, params)
             except InfraError as err:
-                if err.kind == "connection" and self.config.model == LOCAL_MODEL:
+                if err.kind == "connection" and self.config.is_local:
                     self._target = None  # the local server died: the next try restarts it
                 if not err.retryable or attempt >= self.config.max_retries:
                     self.stats.error(err.kind)
@@ -265,8 +265,10 @@ class ModelClient:
 
     def _make_target(self) -> _Target:
         cfg = self.config
-        if cfg.model == LOCAL_MODEL:
-            return _Target(LOCAL_LITELLM_MODEL, (ensure_local_server(),), LOCAL_API_KEY)
+        name = cfg.local_name
+        if name is not None:
+            url = ensure_local_server(name=name)
+            return _Target(litellm_model(name), (url,), LOCAL_API_KEY)
         key = cfg.api_key
         if key is None and cfg.endpoints and cfg.model.startswith("openai/"):
             key = os.environ.get("OPENAI_API_KEY") or "sk-no-key"  # local servers ignore it

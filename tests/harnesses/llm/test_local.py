@@ -71,7 +71,7 @@ def test_server_ends_with_the_process_that_started_it(ending: str) -> None:
         "import os, sys\n"
         "from harness_learning.harnesses.llm import local\n"
         "url = local.ensure_local_server()\n"
-        "print(local._server.process.pid, url, flush=True)\n"
+        "print(local.running_server().process.pid, url, flush=True)\n"
         "sys.stdin.readline()\n"
         + ("os.kill(os.getpid(), 9)\n" if ending == "killed" else "")
     )
