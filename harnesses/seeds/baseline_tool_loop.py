@@ -1,7 +1,9 @@
 """Baseline (not a seed): a fixed, human-written Python tool loop of up to 5 Solver turns.
 
 Each turn the Solver either writes a ```python block, which runs in the sandboxed interpreter
-and whose output is shown back, or gives the final answer as "Answer: ...".
+and whose output is shown back, or gives the final answer as "Answer: ...". Whether the loop
+is finished is kept in the state (`finished`), never read back from the last message: the nudge
+after a prose reply itself quotes "Answer: ...".
 """
 
 import re
@@ -21,6 +23,7 @@ class State(TypedDict, total=False):
     question: str
     messages: list
     turns: int
+    finished: bool
     answer: str
 
 
@@ -28,14 +31,16 @@ def build_graph(tools):
     def start(state: State) -> dict:
         messages = [{"role": "system", "content": SYSTEM},
                     {"role": "user", "content": state["question"]}]
-        return {"messages": messages, "turns": 0, "answer": ""}
+        return {"messages": messages, "turns": 0, "finished": False, "answer": ""}
 
     def turn(state: State) -> dict:
         messages = list(state["messages"])
         reply = tools.llm(messages)
         messages.append({"role": "assistant", "content": reply})
+        turns = state["turns"] + 1
         if "Answer:" in reply:
-            return {"messages": messages, "answer": reply.rsplit("Answer:", 1)[-1].strip()}
+            return {"messages": messages, "turns": turns, "finished": True,
+                    "answer": reply.rsplit("Answer:", 1)[-1].strip()}
         code = CODE.search(reply)
         if code:
             result = tools.python(code.group(1), timeout=10)
@@ -43,11 +48,10 @@ def build_graph(tools):
             messages.append({"role": "user", "content": f"Output:\n{output[-2000:]}"})
         else:
             messages.append({"role": "user", "content": "Run code or give 'Answer: ...'."})
-        return {"messages": messages, "turns": state["turns"] + 1, "answer": reply.strip()}
+        return {"messages": messages, "turns": turns, "answer": reply.strip()}
 
     def done(state: State) -> str:
-        finished = "Answer:" in state["messages"][-1]["content"]
-        return END if finished or state["turns"] >= MAX_TURNS else "turn"
+        return END if state["finished"] or state["turns"] >= MAX_TURNS else "turn"
 
     graph = StateGraph(State)
     graph.add_node("start", start)

@@ -57,6 +57,40 @@ def test_baseline_tool_loop_runs_python_through_the_bridge(sandbox):
     assert outcome.calls[1].result == {"stdout": "42\n", "error": None}
 
 
+def test_baseline_tool_loop_keeps_going_after_prose_replies(sandbox):
+    """Prose twice (each nudged with a hint that quotes "Answer: ..."), then code, then the
+    answer: four Solver turns, not one."""
+    replies = ["Let me think about 6 times 7.", "It is a product of two numbers.",
+               "```python\nprint(6 * 7)\n```", "Answer: 42"]
+    seen: list[list[dict]] = []
+
+    class Solver:
+        async def acomplete(self, messages, **params):
+            seen.append(messages)
+            return replies[len(seen) - 1]
+
+    from harness_learning.harnesses.toolbox import Toolbox
+
+    outcome = sandbox.run_one(seed_source("baseline_tool_loop"), Toolbox(Solver()),
+                              inputs={"question": "What is 6 * 7?"})
+    assert outcome.error is None and outcome.answer == "42", outcome
+    assert [c.tool for c in outcome.calls] == ["llm", "llm", "llm", "python", "llm"]
+    assert "Answer: ..." in seen[1][-1]["content"]  # the nudge that used to end the loop
+    assert seen[3][-1]["content"] == "Output:\n42\n"
+
+
+def test_baseline_tool_loop_stops_after_five_turns(sandbox):
+    from harness_learning.harnesses.toolbox import Toolbox
+
+    class Solver:
+        async def acomplete(self, messages, **params):
+            return "I am still thinking."
+
+    outcome = sandbox.run_one(seed_source("baseline_tool_loop"), Toolbox(Solver()))
+    assert [c.tool for c in outcome.calls] == ["llm"] * 5
+    assert outcome.answer == "I am still thinking."
+
+
 def test_sixteen_problems_overlap_their_tool_calls(sandbox):
     async def go():
         async with sandbox.worker(ScriptedToolbox(delay_s=0.5)) as worker:
@@ -298,3 +332,18 @@ while True:
     stopped = sandbox.run(go())
     assert stopped.error_kind == "harness" and "more than 30 tool calls" in stopped.error
     assert len(stopped.calls) == 30 and {c.tool for c in stopped.calls} == {"search"}
+
+
+@pytest.mark.slow
+def test_baseline_tool_loop_with_the_real_local_solver(sandbox, local_model_url):
+    """SmolLM2 rarely follows the format: the loop must still run until an answer or 5 turns."""
+    from harness_learning.harnesses.llm import ModelClient, ModelConfig
+    from harness_learning.harnesses.toolbox import Toolbox
+
+    solver = ModelClient(ModelConfig("local", params={"temperature": 0.0, "max_tokens": 64}))
+    outcome = sandbox.run_one(seed_source("baseline_tool_loop"), Toolbox(solver),
+                              inputs={"question": "What is 6 * 7?"})
+    llm_calls = [c for c in outcome.calls if c.tool == "llm"]
+    assert outcome.error is None, outcome
+    assert 1 <= len(llm_calls) <= 5
+    assert len(llm_calls) == 5 or "Answer:" in llm_calls[-1].result
