@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from harness_learning.graphs.cli._common import console
+from harness_learning.graphs.cli.candidate_outcomes import count_outcomes, describe_counts, outcome
 from rich.console import Group
 from rich.live import Live
 from rich.table import Table
@@ -51,7 +52,9 @@ class LiveView:
             self.scores = []
         elif node == "select":
             for r in update.get("rounds", []):
-                console.print(Text(f"round {r['round']}: {r['decision']}", style="bold"))
+                counts = describe_counts(count_outcomes(r.get("candidates", [])))
+                console.print(Text(f"round {r['round']}: {r['decision']} (candidates: {counts})",
+                                   style="bold"))
         self._live.update(self._render())
 
     def _render(self) -> Group:
@@ -59,18 +62,20 @@ class LiveView:
         head = Text(f"round {self.round}/{self.config.rounds} · {self.stage} · problems done "
                     f"{self.problems_done} · mean so far {mean:.3f} · tool calls {self.calls} · "
                     f"tokens {self.tokens:,} · {time.monotonic() - self.started:.0f}s")
-        table = Table("cand", "valid", "selection", "reward", "reason", box=None)
+        if self.candidates:
+            head.append(f"\ncandidates so far: {describe_counts(count_outcomes(self.candidates))}")
+        table = Table("cand", "outcome", "selection", "reward", "reason", box=None)
         for c in self.candidates:
             score = c.get("selection_score")
-            table.add_row(str(c["index"]), "yes" if c["valid"] else "no",
+            table.add_row(str(c["index"]), outcome(c),
                           "-" if score is None else f"{score:.3f}", f"{c['reward']:.3f}",
                           (c.get("invalid_reason") or "")[:60])
         return Group(head, table)
 
     def rounds_table(self, final: dict) -> Table:
         table = Table(title="adaptation rounds")
-        for col in ("round", "feedback", "current sel.", "candidates valid", "best cand.",
-                    "adopted", "decision"):
+        for col in ("round", "feedback", "current sel.", "candidates valid", "outcomes",
+                    "best cand.", "adopted", "decision"):
             table.add_column(col)
         for r in final.get("rounds", []):
             cands = r.get("candidates", [])
@@ -79,6 +84,7 @@ class LiveView:
             cur = r.get("current_selection_score")
             table.add_row(str(r["round"]), f"{r.get('feedback_score', 0):.3f}",
                           "-" if cur is None else f"{cur:.3f}", f"{len(valid)}/{len(cands)}",
+                          describe_counts(count_outcomes(cands)),
                           "-" if best is None else f"{best:.3f}",
                           "yes" if r.get("adopted") else "no", r.get("decision", "")[:50])
         return table
