@@ -62,7 +62,10 @@ def adapt(
     """Adapt a harness to TASK: evaluate, report, propose, validate, select, repeat."""
     from harness_learning.graphs.adapter.config import AdaptConfig, Budget
     from harness_learning.graphs.adapter.run import prepare
+    from harness_learning.graphs.cli.models_cmd import require_local_models
+    from harness_learning.harnesses.llm.models import resolve_role
 
+    require_local_models(solver, resolve_role(proposer, "proposer"))
     with user_errors():
         config = prepare(AdaptConfig(
             task=task, run_dir=str(run_dir), solver=solver, proposer=proposer,
@@ -90,12 +93,13 @@ def resume(
     _run(config, resume=True, as_json=as_json)
 
 
-def _run(config, *, resume: bool, as_json: bool) -> None:
+def _run(config, *, resume: bool, as_json: bool) -> dict:
+    """Check the inputs, run with the live view; returns the final state."""
     from harness_learning.graphs.cli.steer_cmd import drive
 
     with user_errors():
         check_inputs(config)
-    drive(config, resume=resume, as_json=as_json)
+    return drive(config, resume=resume, as_json=as_json)
 
 
 @app.command("eval")

@@ -29,8 +29,10 @@ def fetch(
             path = fetch_source(model.source, models_dir() / model.filename, log=console.print)
             out.print(f"{model.name}: {path} (verified sha256 {model.source.sha256[:16]}...)")
     except LocalModelError as err:
-        console.print(f"[red]error[/red]: {err}", soft_wrap=True)
-        raise typer.Exit(1) from None
+        from harness_learning.graphs.cli.errors import CliError
+
+        raise CliError(str(err), "the registry must be reachable by pip (its index settings "
+                       "apply); a refused file is never used") from None
 
 
 @models_app.command("list")
@@ -50,17 +52,17 @@ def list_models() -> None:
 
 
 def require_local_models(*specs: str) -> None:
-    """Exit with one clear line when a local model a run needs is not here (before any work)."""
+    """Fail with one clear line when a local model a run needs is not here (before any work)."""
+    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
     from harness_learning.harnesses.llm import ModelConfig
     from harness_learning.harnesses.llm.errors import LocalModelError
-    from harness_learning.harnesses.llm.models import local_model
+    from harness_learning.harnesses.llm.models import FETCH_COMMAND, local_model
 
     for spec in specs:
-        name = ModelConfig.parse(spec).local_name
-        if name is None:
-            continue
         try:
-            local_model(name).path()
+            name = ModelConfig.parse(spec).local_name
+            if name is not None:
+                local_model(name).path()
         except LocalModelError as err:
-            console.print(f"[red]error[/red]: {err}", soft_wrap=True)
-            raise typer.Exit(1) from None
+            raise CliError(str(err), f"`{FETCH_COMMAND}` fetches and verifies the local models; "
+                           "`harness-learn models list` shows where they are", EXIT_USAGE) from None

@@ -38,9 +38,11 @@ def run(
 ) -> None:
     """Run a harness on N problems of a task and print per-problem results and the mean."""
     from harness_learning.evals.registry import get_task
+    from harness_learning.graphs.cli.models_cmd import require_local_models
 
     if split not in ("feedback", "test"):
         raise typer.BadParameter("split must be feedback or test")
+    require_local_models(model)
     from harness_learning.evals.custom.imports import resolve
     from harness_learning.harnesses.usertools import build_user_tools
 

@@ -14,9 +14,9 @@ from harness_learning.graphs.cli.errors import EXIT_USAGE, EXIT_WAITING, CliErro
 from harness_learning.graphs.cli.outcomes import check_stop
 
 
-def drive(config: Any, *, resume: bool, as_json: bool, answer: dict | None = None) -> None:
+def drive(config: Any, *, resume: bool, as_json: bool, answer: dict | None = None) -> dict:
     """Run (or continue) an adaptation until it stops; in a terminal, answer the approval gate
-    by asking, elsewhere stop with exit code 6 and say how to answer."""
+    by asking, elsewhere stop with exit code 6 and say how to answer. Returns the final state."""
     from harness_learning.graphs.adapter.estimate import estimate_budget
     from harness_learning.graphs.adapter.run import PENDING
 
@@ -36,6 +36,7 @@ def drive(config: Any, *, resume: bool, as_json: bool, answer: dict | None = Non
                          "best_score": final.get("best_score"),
                          "stop_reason": final.get("stop_reason"), "spent": final.get("spent")})
     check_stop(final.get("stop_reason"), config.run_dir)
+    return final
 
 
 def _run_once(config: Any, *, resume: bool, answer: dict | None) -> tuple[dict, Any]:
