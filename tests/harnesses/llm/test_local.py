@@ -95,6 +95,19 @@ def test_missing_packages_are_named(missing: str, monkeypatch: pytest.MonkeyPatc
         importlib.util, "find_spec", lambda name, *a: None if name == missing else real_find_spec(name, *a)
     )
     monkeypatch.delenv(LOCAL_URL_ENV, raising=False)
-    monkeypatch.setattr(local, "_server", None)
+    monkeypatch.setattr(local, "_servers", {})
     with pytest.raises(LocalModelError, match=missing.replace("_", "[-_]")):
         local.LocalServer().start()
+
+
+def test_the_proposer_model_has_a_server_of_its_own(local_model_url: str) -> None:
+    """`local:qwen2.5-coder-1.5b` (fetched by `make venv`) answers from its own loopback
+    server, so the Solver's requests never evict the Proposer's cached prompt."""
+    from harness_learning.harnesses.llm.models import QWEN_CODER
+
+    client = ModelClient(ModelConfig.parse("local:qwen2.5-coder-1.5b?max_tokens=8"))
+    reply = client.complete("Reply with the word: ok")
+    assert reply.text.strip() and reply.completion_tokens <= 8
+    qwen = local.running_server(QWEN_CODER)
+    assert qwen is not None and qwen.base_url != local_model_url
+    assert qwen.gguf.name == "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
