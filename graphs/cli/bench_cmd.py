@@ -211,3 +211,22 @@ def bench_reliability(
     print(table(figures), flush=True)
     if as_json:
         print(_json.dumps(figures))
+
+
+# --- bench local-models (Proposer and Solver servers side by side) -----------------------
+@_bench_app.command("local-models")
+def bench_local_models(
+    threads: _Annotated[list[int] | None, _typer.Option(help="Proposer thread counts to try.")] = None,
+    candidates: _Annotated[int, _typer.Option(help="Proposals per round.")] = 3,
+    max_tokens: _Annotated[int, _typer.Option(help="Tokens generated per proposal.")] = 64,
+    as_json: _Annotated[bool, _typer.Option("--json", help="Last line: a JSON object of figures.")] = False,
+) -> None:
+    """Qwen2.5-Coder Proposer beside a busy SmolLM2 Solver: first-token time per candidate
+    (prompt evaluation) with a shared vs an own server, and generation tokens/s, per thread count."""
+    from harness_learning.graphs.lab.bench import local_models
+
+    results = local_models.run(threads or [1, 2], candidates, max_tokens,
+                               log=lambda m: print(m, file=_sys.stderr, flush=True))
+    print(local_models.table(results), flush=True)
+    if as_json:
+        print(_json.dumps({"results": results}))
