@@ -112,6 +112,7 @@ def run(threads: list[int], candidates: int = 3, max_tokens: int = 64,
                     log(f"proposer threads {n}, mode {mode} ...")
                     figures = measure_round(url, solver_url, mode, candidates, max_tokens, True)
                     results.append({"proposer_threads": n, **figures})
+                    log(table(results[-1:]).splitlines()[-1])  # kept if a later one is cut short
             finally:
                 proposer.stop()
     finally:
