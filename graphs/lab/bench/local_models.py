@@ -82,6 +82,8 @@ def measure_round(proposer_url: str, solver_url: str, mode: str, candidates: int
     if solver_load:
         load.start()
     rows = []
+    # A round's prompt differs from the last round's (a new report): start from a cold cache.
+    stream_once(proposer_url, qwen.alias, [{"role": "user", "content": "Say hello."}], 4, seed=0)
     try:
         for i in range(candidates):
             if mode == "shared":  # a Solver request on the Proposer's server evicts the prefix
