@@ -41,6 +41,7 @@ sandbox-tools:
 	  echo "chromium not installed: the HTML report's browser test is skipped"
 
 demo: venv
+	$(BIN)/harness-learn models fetch  # a no-op once verified; a .venv made before it needs it
 	$(BIN)/harness-learn demo
 
 test: venv
