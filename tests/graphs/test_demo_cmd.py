@@ -10,11 +10,15 @@ from harness_learning.graphs.cli import app
 from typer.testing import CliRunner
 
 
-def test_demo_without_the_proposer_model_names_the_fetch_command(tmp_path, monkeypatch):
+def test_demo_without_the_proposer_model_names_the_fetch_command(tmp_path, monkeypatch, capsys):
+    from harness_learning.graphs.cli.errors import EXIT_USAGE, main
+
     monkeypatch.setenv("HARNESS_LEARNING_MODELS", str(tmp_path / "empty"))
-    result = CliRunner().invoke(app, ["demo", "--run-dir", str(tmp_path / "demo")])
-    assert result.exit_code == 1
-    assert "run `harness-learn models fetch qwen2.5-coder-1.5b` once" in result.output
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--run-dir", str(tmp_path / "demo")])
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == EXIT_USAGE and line.startswith("harness-learn: error: ")
+    assert "run `harness-learn models fetch qwen2.5-coder-1.5b` once" in line
     assert not (tmp_path / "demo").exists()
 
 
