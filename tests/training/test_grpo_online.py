@@ -82,6 +82,7 @@ def _warm_on_group(tiny_dir, run, out, steps=120):
 @pytest.mark.slow
 def test_one_online_step_rewards_from_sandboxed_evaluations(short_run, tiny_dir, tmp_path,
                                                             local_model_url):
+    from harness_learning.evals.judge import ZEROED
     from harness_learning.evals.rewards import proposal_reward
     from harness_learning.harnesses.store import SQLiteLogStore
     from harness_learning.training.grpo_online import train_grpo_online
@@ -106,9 +107,11 @@ def test_one_online_step_rewards_from_sandboxed_evaluations(short_run, tiny_dir,
             track="reasoning", parsed=p.parsed, applied=p.applied, valid=p.valid,
             completed_fraction=p.completed_fraction or 0.0, score=p.selection_score or 0.0,
             source=source)
+        if (p.invalid_reason or "").split(":", 1)[0] in ZEROED:
+            expected = 0.0
         assert p.reward == expected, p
-        if p.applied:  # either refused by the runtime check, or run in the sandbox
-            assert source is not None and (p.invalid_reason or p.completed_fraction is not None), p
+        if p.applied:  # either refused with a reason, or run in the sandbox
+            assert p.invalid_reason or (source is not None and p.completed_fraction is not None), p
     # the prompt's harness itself was evaluated in the sandbox with the real local Solver
     assert all(p.parent_score is not None for p in logged)
     rows = [json.loads(line) for line in result.metrics.read_text().splitlines()]
