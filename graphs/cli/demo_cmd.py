@@ -76,7 +76,7 @@ def demo(
 def _candidates_table(final: dict[str, Any]):
     """Every candidate of every round: its outcome (valid, or why not) and selection score."""
     from harness_learning.graphs.cli._common import results_table
-    from harness_learning.graphs.cli.outcomes import outcome
+    from harness_learning.graphs.cli.candidate_outcomes import outcome
 
     rows = []
     for r in final.get("rounds", []):
