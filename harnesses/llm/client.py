@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness_learning.harnesses.llm.cache import ResponseCache, cache_key
-from harness_learning.harnesses.llm.completion import Completion, UsageStats
+from harness_learning.harnesses.llm.completion import Completion, UsageStats, parse_logprobs
 from harness_learning.harnesses.llm.config import ModelConfig
 from harness_learning.harnesses.llm.direct import DirectTransport
 from harness_learning.harnesses.llm.errors import InfraError, ModelRequestError
@@ -241,6 +241,7 @@ class ModelClient:
             text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
             latency_s=latency, finish_reason=finish, cached=False,
             model=str(getattr(response, "model", None) or self.config.model), cost=cost,
+            logprobs=parse_logprobs(getattr(choice, "logprobs", None)),
         )  # fmt: skip
 
     def _cost(self, response: Any, litellm: Any) -> float | None:

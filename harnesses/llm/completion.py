@@ -20,14 +20,57 @@ class Completion:
     cached: bool
     model: str
     cost: float | None = None
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    """The sampled tokens with their log-probs, when the request asked for them and the
+    endpoint returned them (llama.cpp and vLLM do): what offline GRPO's importance ratio needs."""
 
     def to_dict(self) -> dict[str, Any]:
-        # Every field is a scalar, so a shallow copy is the whole copy (asdict deep-copies).
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        # Scalars, plus log-probs as JSON-ready dicts (asdict would deep-copy everything).
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        if self.logprobs is not None:
+            data["logprobs"] = [t.to_dict() for t in self.logprobs]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Completion:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        if values.get("logprobs") is not None:
+            values["logprobs"] = tuple(TokenLogprob(str(t["token"]), float(t["logprob"]))
+                                       for t in values["logprobs"])
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """One sampled token (as the endpoint's tokenizer wrote it) and its log-probability."""
+
+    token: str
+    logprob: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"token": self.token, "logprob": self.logprob}
+
+
+LOGPROB_PARAMS: dict[str, Any] = {"logprobs": True, "top_logprobs": 1}
+"""Request parameters that make an OpenAI-compatible endpoint return the sampled tokens'
+log-probs; llama.cpp's server returns none unless `top_logprobs` is at least 1."""
+
+
+def parse_logprobs(raw: Any) -> tuple[TokenLogprob, ...] | None:
+    """The `choices[0].logprobs` of an OpenAI chat response (a dict or litellm's object) as
+    tokens with log-probs; None when the endpoint sent none or something unreadable (log-probs
+    are a by-product: their absence never fails a call)."""
+    content = raw.get("content") if isinstance(raw, dict) else getattr(raw, "content", None)
+    if not content:
+        return None
+    out = []
+    for item in content:
+        token = item.get("token") if isinstance(item, dict) else getattr(item, "token", None)
+        value = item.get("logprob") if isinstance(item, dict) else getattr(item, "logprob", None)
+        if not isinstance(token, str) or not isinstance(value, int | float):
+            return None
+        out.append(TokenLogprob(token, float(value)))
+    return tuple(out)
 
 
 @dataclass

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 import aiohttp
-from harness_learning.harnesses.llm.completion import Completion
+from harness_learning.harnesses.llm.completion import Completion, parse_logprobs
 from harness_learning.harnesses.llm.errors import InfraError, ModelRequestError
 from harness_learning.harnesses.llm.failures import retry_after
 
@@ -91,4 +91,5 @@ def to_completion(raw: bytes, latency: float, model: str) -> Completion:
         text=text, prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0), latency_s=latency,
         finish_reason=finish, cached=False, model=str(data.get("model") or model), cost=None,
+        logprobs=parse_logprobs(choice.get("logprobs")),
     )  # fmt: skip
