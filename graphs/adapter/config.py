@@ -59,8 +59,17 @@ class AdaptConfig:
     proposer: str = "local"
     solver_params: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.0, "max_tokens": 256})
     proposer_params: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.7, "max_tokens": 2048})
+    proposer_logprobs: bool = True
+    """Ask the Proposer endpoint for its sampled tokens' log-probs and log them with each
+    proposal (llama.cpp and vLLM return them), so offline GRPO takes its importance ratio
+    against the policy that wrote the log; turn off for an endpoint that rejects `logprobs`."""
     rounds: int | None = None
     candidates: int | None = None
+    group_size: int | None = None
+    """Proposer samples per round from the same prompt, for training data: the first
+    `candidates` compete for adoption under the policy, the others are judged (evaluated on
+    the selection problems, rewarded) and logged only, so every round leaves a GRPO group of
+    this size whatever the policy. Unset or below `candidates`: just the candidates."""
     policy: Policy | None = None
     edit_format: EditFormat | None = None
     feedback: int | None = None
@@ -83,6 +92,9 @@ class AdaptConfig:
 
     def with_track_defaults(self, track: str) -> AdaptConfig:
         """Fill every unset (None) knob from the paper's defaults for `track`."""
+        if self.group_size is not None and self.group_size < 1:
+            raise ValueError(f"group_size must be at least 1, got {self.group_size} (it counts "
+                             "the Proposer samples per round, candidates included)")
         values = asdict(self)
         for key, default in TRACK_DEFAULTS[track].items():
             if values.get(key) is None:
@@ -90,6 +102,11 @@ class AdaptConfig:
         values["budget"] = Budget(**values["budget"])
         values["race"] = RaceRule.from_dict(values["race"])
         return AdaptConfig(**values)
+
+    @property
+    def samples_per_round(self) -> int:
+        """Proposer samples drawn each round: the candidates plus any training-only ones."""
+        return max(self.candidates or 1, self.group_size or 0)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

@@ -37,9 +37,12 @@ class Estimate:
     solver_calls: int
     proposer_calls: int
     tokens: int
+    training_only: int = 0
+    """Samples per round drawn for training data only (`AdaptConfig.group_size`)."""
 
     def describe(self) -> str:
-        return (f"budget estimate: {self.rounds} rounds x {self.candidates} candidates -> "
+        extra = f" (+{self.training_only} for training)" if self.training_only else ""
+        return (f"budget estimate: {self.rounds} rounds x {self.candidates} candidates{extra} -> "
                 f"~{self.solver_calls:,} Solver calls, {self.proposer_calls} Proposer calls, "
                 f"~{self.tokens:,} tokens (upper bound; evaluations are cached and reused)")
 
@@ -53,10 +56,12 @@ def estimate_budget(config: AdaptConfig, seed_source_text: str | None = None,
     per_problem = llm_calls_per_problem(seed_source_text)
     candidate_problems = (config.race.max_problems(config.candidates, config.selection)
                           if config.policy == "racing" else config.selection * config.candidates)
+    training_only = config.samples_per_round - config.candidates  # evaluated in full
+    candidate_problems += config.selection * training_only
     problems_per_round = config.feedback + config.selection + candidate_problems
     solver_calls = config.rounds * problems_per_round * per_problem
-    proposer_calls = config.rounds * config.candidates
+    proposer_calls = config.rounds * config.samples_per_round
     solver_tokens = solver_calls * (PROMPT_TOKENS_GUESS + config.solver_params.get("max_tokens", 256))
     proposer_tokens = proposer_calls * (3000 + config.proposer_params.get("max_tokens", 2048))
     return Estimate(config.rounds, config.candidates, solver_calls, proposer_calls,
-                    solver_tokens + proposer_tokens)
+                    solver_tokens + proposer_tokens, training_only)

@@ -20,6 +20,7 @@ from harness_learning.graphs.adapter.proposer import build_proposer_messages
 from harness_learning.graphs.adapter.report import build_report
 from harness_learning.graphs.adapter.result_writer import ResultWriter
 from harness_learning.graphs.adapter.state import AdapterState, CandidateView, RoundView
+from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.store import LogStore
 from langgraph.types import Send, interrupt
@@ -114,7 +115,7 @@ def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
                                    "selection_ids": state["selection_ids"],
                                    "feedback_ids": state["feedback_ids"],
                                    "parent_score": state["current_selection_score"]})
-                for i in range(cfg.candidates)]
+                for i in range(cfg.samples_per_round)]
 
     async def candidate(payload: dict) -> dict:
         view = await make_candidate(ctx, payload)
@@ -142,7 +143,9 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
                                            cfg.edit_format, cfg.line_limit,
                                            user_tools=ctx.user_tools)
         seed = cfg.seed * 100_003 + round_ * 1_009 + index
-        completion = await ctx.proposer.acomplete(messages, **{**cfg.proposer_params, "seed": seed})
+        logprobs = LOGPROB_PARAMS if cfg.proposer_logprobs else {}
+        completion = await ctx.proposer.acomplete(
+            messages, **{**logprobs, **cfg.proposer_params, "seed": seed})
         proposal = await store.aput_proposal_draft(
             round_=round_, index=index, messages=messages, completion=completion,
             edit_format=cfg.edit_format, parent_sha=parent_sha)
@@ -156,7 +159,8 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
     if outcome.needs_evaluation:
         sha = await store.aput_version(outcome.new_source, parent=parent_sha, round_=round_,
                                        note=f"candidate {index}")
-        if cfg.policy == "racing":  # evaluated with the round's others by the race node
+        if cfg.policy == "racing" and not training_only(cfg, index):
+            # evaluated with the round's others by the race node
             return {**candidate_view(round_, index, proposal.id, sha, outcome), "pending": True,
                     "outcome": outcome.to_dict()}
         result = await evaluate_cached(ctx, sha, ctx.dev_problems(payload["selection_ids"]),
@@ -192,10 +196,18 @@ async def record_outcome(store: LogStore, proposal_id: str, sha: str | None, out
         reward_parts={**outcome.reward_parts, **extra_parts}, parsed_edit=outcome.edit)
 
 
+def training_only(cfg: Any, index: int) -> bool:
+    """Sample `index` of a round was drawn for training data only (`AdaptConfig.group_size`):
+    judged and logged like a candidate, never offered to the policy."""
+    return index >= (cfg.candidates or 1)
+
+
+
 async def choose(ctx: AdapterContext, state: AdapterState) -> dict:
     """Apply the policy to this round's candidates, ask a person if the gate is on, record."""
     cfg, round_ = ctx.config, state["round"]
-    mine = sorted((c for c in state.get("candidates", []) if c["round"] == round_),
+    mine = sorted((c for c in state.get("candidates", [])
+                   if c["round"] == round_ and not training_only(cfg, c["index"])),
                   key=lambda c: c["index"])
     current = Scored(state["current_sha"], True, state.get("current_selection_score"), -1)
     scored = [Scored(c["sha"] or "", c["valid"], c["selection_score"], c["index"],

@@ -41,6 +41,8 @@ def adapt(
     proposer: Annotated[str, typer.Option(help="Proposer model.")] = "local",
     rounds: Annotated[int | None, typer.Option(help="Rounds (track default if unset).")] = None,
     candidates: Annotated[int | None, typer.Option(help="Candidates per round.")] = None,
+    group_size: Annotated[int | None, typer.Option(help="Proposer samples per round for training data: the first --candidates compete for adoption, the rest are judged and logged only (a GRPO group of this size whatever the policy).")] = None,
+    proposer_logprobs: Annotated[bool, typer.Option(help="Log the Proposer's sampled tokens' log-probs (llama.cpp, vLLM) for offline GRPO; off for endpoints that reject `logprobs`.")] = True,
     policy: Annotated[str | None, typer.Option(help="strict, best_valid or racing.")] = None,
     edit_format: Annotated[str | None, typer.Option(help="search_replace or whole_program.")] = None,
     feedback: Annotated[int | None, typer.Option(help="Feedback problems per round.")] = None,
@@ -73,7 +75,8 @@ def adapt(
             index_backend=index_backend, aliases=str(aliases) if aliases else None,
             task_options=task_options(data, index, n_dev=dev, n_test=test, seed=None),
             proposer_params={"temperature": 0.7, "max_tokens": proposer_max_tokens},
-            rounds=rounds, candidates=candidates, policy=policy, edit_format=edit_format,
+            rounds=rounds, candidates=candidates, group_size=group_size,
+            proposer_logprobs=proposer_logprobs, policy=policy, edit_format=edit_format,
             feedback=feedback, selection=selection, seed=seed, patience=patience,
             budget=Budget(solver_calls=max_solver_calls, tokens=max_tokens),
             concurrency=concurrency, approval=approval, race=race_rule(race)))
