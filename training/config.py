@@ -78,6 +78,12 @@ class SFTTrainConfig(TrainConfig):
     drop_flat_groups: bool = field(
         default=False, metadata={"help": "SFT keeps groups whose rewards are all equal."}
     )
+    teacher: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Teacher runs (repeatable): run directories, or folders of them as "
+                  "`harness-learn collect-edits --out` writes, whose successful edits (valid, "
+                  "scored above the parent) join the SFT set, whichever model wrote them."},
+    )
 
 
 @dataclass

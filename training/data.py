@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,9 @@ class Proposal:
     selection_score: float | None = None
     parent_score: float | None = None
     logprobs: list[float] | None = None
+    logprob_tokens: list[str] | None = None
+    """The endpoint's own tokens for `logprobs` (when it logged them), to check that our
+    tokenisation of the completion is the one that was sampled."""
     model: str | None = None
     folded: int = 1
 
@@ -76,16 +80,20 @@ def _get(record: Any, name: str, default: Any = None) -> Any:
     return getattr(record, name, default)
 
 
-def _logprobs(raw: Any, where: str) -> list[float] | None:
+def _logprobs(raw: Any, where: str) -> tuple[list[float] | None, list[str] | None]:
+    """Logged log-probs and, when the log has them, the tokens they belong to."""
     if raw in (None, "", []):
-        return None
+        return None, None
     values = json.loads(raw) if isinstance(raw, str) else raw
     if isinstance(values, dict):  # OpenAI layout: {"content": [{"token", "logprob"}, ...]}
         values = values.get("content") or []
     out = [float(v["logprob"] if isinstance(v, dict) else v) for v in values]
     if not all(math.isfinite(v) and v <= 0 for v in out):
         raise LogError(f"{where}: completion log-probs must be finite and <= 0")
-    return out
+    tokens = [v.get("token") if isinstance(v, dict) else None for v in values]
+    if not all(isinstance(t, str) for t in tokens):
+        return out, None
+    return out, tokens
 
 
 def _proposal(record: Any, run: str) -> Proposal | None:
@@ -104,13 +112,14 @@ def _proposal(record: Any, run: str) -> Proposal | None:
             raise LogError(f"{where}: field {name!r} is missing or not text")
     if not isinstance(_get(record, "prompt"), str | list):
         raise LogError(f"{where}: prompt is neither text nor a list of chat messages")
+    logprobs, tokens = _logprobs(_get(record, "logprobs"), where)
     return Proposal(
         id=pid, run=run, group_id=_get(record, "group_id"), prompt=_get(record, "prompt"),
         completion=_get(record, "completion"), reward=float(reward),
         valid=bool(_get(record, "valid", False)), finish_reason=_get(record, "finish_reason"),
         selection_score=_get(record, "selection_score"),
         parent_score=_get(record, "parent_score"),
-        logprobs=_logprobs(_get(record, "logprobs"), where), model=_get(record, "model"),
+        logprobs=logprobs, logprob_tokens=tokens, model=_get(record, "model"),
     )
 
 
@@ -172,24 +181,53 @@ def fold_duplicates(group: Group) -> int:
     return before - len(group.proposals)
 
 
-def filter_groups(groups: list[Group], config: DataConfig) -> tuple[list[Group], FilterReport]:
+def filter_groups(groups: list[Group], config: DataConfig, unjudged: int = 0
+                  ) -> tuple[list[Group], FilterReport]:
     """Apply the filters of `config` in order: fold duplicates, minimum size, reward spread."""
-    report = FilterReport(groups_read=len(groups),
+    report = FilterReport(groups_read=len(groups), unjudged=unjudged,
                           proposals_read=sum(len(g.proposals) for g in groups))
     kept: list[Group] = []
+    small: Counter[int] = Counter()
+    flat: Counter[float] = Counter()
     for group in groups:
         if config.fold_duplicates:
             report.duplicates_folded += fold_duplicates(group)
         if len(group.proposals) < config.min_group_size:
             report.dropped_small += 1
+            small[len(group.proposals)] += 1
             continue
         if config.drop_flat_groups and max(group.rewards) - min(group.rewards) <= 1e-12:
             report.dropped_flat += 1
+            flat[round(group.rewards[0], 4)] += 1
             continue
         kept.append(group)
     report.groups_kept = len(kept)
     report.proposals_kept = sum(len(g.proposals) for g in kept)
+    report.notes += drop_notes(small, flat, report, config)
     return kept, report
+
+
+def drop_notes(small: Counter[int], flat: Counter[float], report: FilterReport,
+               config: DataConfig) -> list[str]:
+    """Why groups were dropped, in words the data summary prints."""
+    notes = []
+    if report.unjudged:
+        notes.append(f"skipped {report.unjudged} unjudged proposals (the run stopped before "
+                     "judging them)")
+    if report.duplicates_folded:
+        notes.append(f"folded {report.duplicates_folded} identical completions into their "
+                     "group's first (mean reward)")
+    if small:
+        sizes = ", ".join(f"{n} of size {size}" for size, n in sorted(small.items()))
+        notes.append(f"dropped {sum(small.values())} groups smaller than --min-group-size "
+                     f"{config.min_group_size} ({sizes}): a group needs several samples of one "
+                     "prompt; adapt with --group-size K to log K per round whatever the policy")
+    if flat:
+        rewards = ", ".join(f"{n} all at {r:g}" for r, n in sorted(flat.items()))
+        notes.append(f"dropped {sum(flat.values())} groups with no reward spread ({rewards}): "
+                     "equal rewards give zero advantages, nothing to learn (--no-drop-flat-groups "
+                     "keeps them)")
+    return notes
 
 
 def as_messages(prompt: Any) -> list[dict[str, str]]:
@@ -221,7 +259,7 @@ def grpo_rows(groups: list[Group], scale_by_std: bool = False) -> list[dict[str,
                 "prompt": as_messages(group.prompt), "completion": p.completion,
                 "finish_reason": p.finish_reason or "", "reward": p.reward,
                 "advantage": float(adv), "group_size": len(group.proposals),
-                "old_logprobs": p.logprobs or [],
+                "old_logprobs": p.logprobs or [], "old_tokens": p.logprob_tokens or [],
             })
     return rows
 
@@ -230,8 +268,8 @@ def load_groups(run_dirs: Sequence[str | Path], config: DataConfig
                 ) -> tuple[list[Group], FilterReport]:
     first = FilterReport()
     groups = group_proposals(read_proposals(run_dirs, first))
-    kept, report = filter_groups(groups, config)
-    report.runs, report.unjudged = len(run_dirs), first.unjudged
+    kept, report = filter_groups(groups, config, unjudged=first.unjudged)
+    report.runs = len(run_dirs)
     return kept, report
 
 
@@ -241,7 +279,8 @@ def grpo_dataset(run_dirs: Sequence[str | Path], config: DataConfig) -> tuple[An
 
     groups, report = load_groups(run_dirs, config)
     if not groups:
-        raise LogError(f"no usable groups in {list(map(str, run_dirs))}: {report}")
+        raise LogError(f"no usable groups in {', '.join(map(str, run_dirs))}: "
+                       f"{report.groups_read} read; " + "; ".join(report.notes or ["no proposals"]))
     return Dataset.from_list(grpo_rows(groups, config.scale_by_std)), report
 
 
@@ -268,12 +307,20 @@ def sft_rows(proposals: Iterable[Proposal]) -> list[dict[str, Any]]:
     return rows
 
 
-def sft_dataset(run_dirs: Sequence[str | Path]) -> Any:
-    """The SFT set as a Hugging Face `datasets.Dataset` (TRL conversational prompt-completion)."""
+def sft_dataset(run_dirs: Sequence[str | Path], report: FilterReport | None = None) -> Any:
+    """The SFT set as a Hugging Face `datasets.Dataset` (TRL conversational prompt-completion);
+    `report` receives what was read and left out, per run."""
     from datasets import Dataset
+    from harness_learning.training.teacher import sft_notes
 
-    rows = sft_rows(read_proposals(run_dirs))
+    proposals = read_proposals(run_dirs, report)
+    rows = sft_rows(proposals)
+    notes = sft_notes(proposals, len(rows))
+    if report is not None:
+        report.runs, report.proposals_read, report.proposals_kept = (
+            len(run_dirs), len(proposals), len(rows))
+        report.notes += notes
     if not rows:
-        raise LogError(f"no successful edits (valid, scored above parent) in "
-                       f"{list(map(str, run_dirs))}")
+        raise LogError("no successful edits (valid, scored above parent) in "
+                       f"{', '.join(map(str, run_dirs))}: " + "; ".join(notes or ["no proposals"]))
     return Dataset.from_list(rows)

@@ -3,8 +3,9 @@
 Each logged completion carries its group-relative advantage. The importance ratio is taken
 against the log-probs of the policy that wrote the log: the logged ones when the log has them
 (and they match our tokenisation), else recomputed from the base model before the first update,
-which is that policy when the log came from the base model. With `beta > 0` the KL reference is
-the base model too, so its log-probs are computed once at the start and no second model is kept.
+which is that policy when the log came from the base model (`training/ratio.py` checks the
+alignment and counts why a row had to be recomputed). With `beta > 0` the KL reference is the
+base model too, so its log-probs are computed once at the start and no second model is kept.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import random
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,13 @@ from harness_learning.training.models import (  # noqa: E402
     save_checkpoint,
     with_lora,
 )
+from harness_learning.training.ratio import (  # noqa: E402
+    RECOMPUTE_ASKED,
+    OldLogprobReport,
+    RatioStats,
+    align_logged,
+    ratio_stats,
+)
 
 
 @dataclass
@@ -40,7 +48,13 @@ class Encoded:
     n_prompt: int
     advantage: float
     reward: float
+    text_ids: list[int] = field(default_factory=list)
+    """Our tokenisation of the whole completion text (before the end-of-turn and the cut)."""
+    eos: bool = False
     old: torch.Tensor | None = None
+    """logp_old per completion token; NaN where the log has no value (the current policy's
+    is used there, ratio 1)."""
+    logged: bool = False
     ref: torch.Tensor | None = None
 
     @property
@@ -56,6 +70,9 @@ class TrainResult:
     checkpoint: Path | None
     summary: dict[str, float]
     report: FilterReport | None = None
+    ratio: dict[str, RatioStats] = field(default_factory=dict)
+    """Importance-ratio statistics over the tokens whose logp_old was logged: at step 1 (the
+    gap between the logging policy and the model before any update) and over all steps."""
 
 
 def encode(tokenizer: Any, row: dict[str, Any], max_length: int) -> Encoded:
@@ -64,13 +81,12 @@ def encode(tokenizer: Any, row: dict[str, Any], max_length: int) -> Encoded:
     text = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True,
                                          tokenize=False)
     prompt = tokenizer(text, add_special_tokens=False)["input_ids"]
-    completion = tokenizer(row["completion"], add_special_tokens=False)["input_ids"]
-    if row.get("finish_reason", "stop") in ("stop", "eos", ""):
-        completion = completion + [tokenizer.eos_token_id]
-    completion = completion[: max_length - 1]
+    text_ids = tokenizer(row["completion"], add_special_tokens=False)["input_ids"]
+    eos = row.get("finish_reason", "stop") in ("stop", "eos", "")
+    completion = (text_ids + [tokenizer.eos_token_id] if eos else text_ids)[: max_length - 1]
     prompt = prompt[-(max_length - len(completion)):]
     return Encoded(prompt + completion, len(prompt), float(row["advantage"]),
-                   float(row["reward"]))
+                   float(row["reward"]), text_ids=list(text_ids), eos=eos)
 
 
 def completion_logprobs(model: Any, e: Encoded, device: str) -> torch.Tensor:
@@ -85,35 +101,46 @@ def completion_logprobs(model: Any, e: Encoded, device: str) -> torch.Tensor:
 
 @torch.no_grad()
 def prepare_logprobs(model: Any, items: list[Encoded], rows: Any, config: GRPOOfflineConfig,
-                     device: str) -> int:
-    """Fill `old` (logged when usable, else the base model's) and `ref`; returns how many rows
-    had usable logged log-probs."""
+                     device: str, tokenizer: Any = None) -> OldLogprobReport:
+    """Fill `old` (logged when they align with our tokens, else the base model's) and `ref`;
+    returns how many rows used logged log-probs and why the others were recomputed."""
     model.eval()
-    used = 0
+    report = OldLogprobReport()
     for i, e in enumerate(items):
-        logged = rows[i]["old_logprobs"]
-        if not config.recompute_logprobs and len(logged) == e.n_completion:
-            e.old = torch.tensor(logged, dtype=torch.float32)
-            used += 1
+        aligned, why = align_logged(rows[i]["old_logprobs"], rows[i].get("old_tokens") or [],
+                                    e.text_ids, e.eos, e.n_completion, tokenizer)
+        if config.recompute_logprobs:
+            aligned, why = None, RECOMPUTE_ASKED
+        if aligned is not None:
+            e.old, e.logged = torch.tensor(aligned, dtype=torch.float32), True
+            report.logged += 1
+        else:
+            report.recomputed[why] += 1
         if e.old is None or config.beta:
             base = completion_logprobs(model, e, device).cpu()
             e.ref = base if config.beta else None
             e.old = base if e.old is None else e.old
     model.train()
-    return used
+    return report
 
 
-def train_step(model: Any, batch: list[Encoded], config: GRPOOfflineConfig,
-               device: str) -> dict[str, float]:
+def train_step(model: Any, batch: list[Encoded], config: GRPOOfflineConfig, device: str,
+               ratios: list[torch.Tensor] | None = None) -> dict[str, float]:
     """One optimizer step's forward/backward, one sequence at a time so memory stays that of one
-    sequence; token-level normalisation over the whole batch."""
+    sequence; token-level normalisation over the whole batch. The ratios of tokens whose
+    logp_old was logged are appended to `ratios`."""
     total = sum(e.n_completion for e in batch)
-    sums = {"loss": 0.0, "kl": 0.0, "clip_fraction": 0.0}
+    sums = {"loss": 0.0, "kl": 0.0, "clip_fraction": 0.0, "ratio_mean": 0.0}
     for e in batch:
         logp = completion_logprobs(model, e, device).unsqueeze(0)
         ref = e.ref.to(device).unsqueeze(0) if e.ref is not None else None
+        old = e.old.to(device).unsqueeze(0)
+        missing = torch.isnan(old)
+        old = torch.where(missing, logp.detach(), old)
+        if e.logged and ratios is not None:
+            ratios.append(torch.exp(logp.detach() - old)[~missing].cpu())
         loss, stats = grpo_loss(
-            logp, e.old.to(device).unsqueeze(0), torch.tensor([e.advantage], device=device),
+            logp, old, torch.tensor([e.advantage], device=device),
             torch.ones_like(logp), config.epsilon, config.epsilon_high, ref, config.beta,
         )
         weight = e.n_completion / total
@@ -138,20 +165,24 @@ def train_grpo_offline(run_dirs: Sequence[str | Path], config: GRPOOfflineConfig
     if config.lora:
         model = with_lora(model, config.lora_r, config.lora_alpha, config.lora_dropout)
     items = [encode(tokenizer, row, config.max_length) for row in dataset]
-    used = prepare_logprobs(model, items, dataset, config, device)
-    report.notes.append(f"logged log-probs used for {used}/{len(items)} completions")
+    report.notes.append(prepare_logprobs(model, items, dataset, config, device, tokenizer).note())
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.learning_rate)
     log = MetricsLog(out)
     (out / "config.json").write_text(json.dumps({**as_dict(config), "logs": list(map(
         str, run_dirs))}, indent=1))
     order: list[int] = []
+    first: list[torch.Tensor] = []
+    pooled: list[torch.Tensor] = []
     for step in tqdm(range(1, config.max_steps + 1), desc="grpo-offline", disable=not progress):
         if len(order) < config.batch_size:
             order += rng.sample(range(len(items)), len(items))
         batch = [items[order.pop()] for _ in range(min(config.batch_size, len(items)))]
         optimizer.zero_grad(set_to_none=True)
-        sums = train_step(model, batch, config, device)
+        ratios: list[torch.Tensor] = []
+        sums = train_step(model, batch, config, device, ratios)
+        first = first or ratios
+        pooled += ratios
         grad_norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
         optimizer.step()
         rewards = [e.reward for e in batch]
@@ -159,4 +190,7 @@ def train_grpo_offline(run_dirs: Sequence[str | Path], config: GRPOOfflineConfig
                 grad_norm=grad_norm, **sums)
     png = log.plot(f"offline GRPO: {config.model}")
     ckpt = save_checkpoint(model, tokenizer, out / "checkpoint") if config.save else None
-    return TrainResult(out, log.path, png, ckpt, log.summary(), report)
+    stats = {name: ratio_stats(r, config.epsilon, config.epsilon_high)
+             for name, r in (("step 1", first), ("all steps", pooled))}
+    return TrainResult(out, log.path, png, ckpt, log.summary(), report,
+                       {k: v for k, v in stats.items() if v is not None})

@@ -15,7 +15,7 @@ set_offline_switches()
 
 import torch  # noqa: E402
 from harness_learning.training.config import SFTTrainConfig, as_dict  # noqa: E402
-from harness_learning.training.data import sft_dataset  # noqa: E402
+from harness_learning.training.data import FilterReport, sft_dataset  # noqa: E402
 from harness_learning.training.grpo_offline import TrainResult  # noqa: E402
 from harness_learning.training.metrics import MetricsLog, metrics_callback  # noqa: E402
 from harness_learning.training.models import (  # noqa: E402
@@ -24,6 +24,7 @@ from harness_learning.training.models import (  # noqa: E402
     lora_config,
     save_checkpoint,
 )
+from harness_learning.training.teacher import run_dirs_under  # noqa: E402
 
 
 def trl_common(config, out: Path) -> dict:
@@ -44,7 +45,9 @@ def train_sft(run_dirs: Sequence[str | Path], config: SFTTrainConfig,
     from trl import SFTConfig, SFTTrainer
 
     out = Path(config.out)
-    dataset = sft_dataset(run_dirs).select_columns(["prompt", "completion"])
+    run_dirs = [*map(Path, run_dirs), *run_dirs_under(config.teacher)]
+    report = FilterReport()
+    dataset = sft_dataset(run_dirs, report).select_columns(["prompt", "completion"])
     tokenizer = load_tokenizer(config.model)
     lengths = [len(tokenizer(tokenizer.apply_chat_template(
         row["prompt"] + row["completion"], tokenize=False))["input_ids"]) for row in dataset]
@@ -71,4 +74,4 @@ def train_sft(run_dirs: Sequence[str | Path], config: SFTTrainConfig,
     png = log.plot(f"SFT: {config.model}")
     ckpt = (save_checkpoint(trainer.model, tokenizer, out / "checkpoint")
             if config.save else None)
-    return TrainResult(out, log.path, png, ckpt, log.summary())
+    return TrainResult(out, log.path, png, ckpt, log.summary(), report)

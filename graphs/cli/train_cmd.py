@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from harness_learning.graphs.cli import train_app
+from harness_learning.graphs.cli import app, train_app
 from harness_learning.training.config import GRPOOfflineConfig, GRPOOnlineConfig, SFTTrainConfig
 
 LOGS_HELP = "Run directories whose execution logs (log.sqlite) are read; repeat or list them."
@@ -36,9 +36,10 @@ def _parameters(cls: type) -> list[inspect.Parameter]:
     for f in dataclasses.fields(cls):
         flag = "--" + f.name.replace("_", "-")
         decls = [f"{flag}/--no-{flag[2:]}"] if hints[f.name] is bool else [flag]
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
         params.append(inspect.Parameter(
             f.name, inspect.Parameter.KEYWORD_ONLY, annotation=hints[f.name],
-            default=typer.Option(f.default, *decls, help=f.metadata.get("help", "")),
+            default=typer.Option(default, *decls, help=f.metadata.get("help", "")),
         ))
     return params
 
@@ -46,7 +47,12 @@ def _parameters(cls: type) -> list[inspect.Parameter]:
 def _show(result: object) -> None:
     report = getattr(result, "report", None)
     if report is not None:
-        typer.echo(f"data: {json.dumps(dataclasses.asdict(report))}")
+        counts = {k: v for k, v in dataclasses.asdict(report).items() if k != "notes"}
+        typer.echo(f"data: {json.dumps(counts)}")
+        for note in report.notes:
+            typer.echo(f"data: {note}")
+    for name, stats in (getattr(result, "ratio", None) or {}).items():
+        typer.echo(f"importance ratio vs the logged log-probs, {name}: {stats.line()}")
     typer.echo(f"metrics: {result.metrics}\nplot: {result.png}")
     if result.checkpoint:
         typer.echo(f"checkpoint: {result.checkpoint}")
@@ -56,14 +62,30 @@ def _show(result: object) -> None:
 def _register(name: str, cls: type, runner: str, help_text: str) -> None:
     def command(**kwargs: object) -> None:
         logs = list(kwargs.pop("logs") or []) + list(kwargs.pop("more_logs") or [])
-        if not logs:
-            raise typer.BadParameter("give at least one run directory with --logs")
+        if not logs and not kwargs.get("teacher"):
+            raise typer.BadParameter("give at least one run directory with --logs"
+                                     + (" or --teacher" if "teacher" in kwargs else ""))
+        if kwargs.get("teacher"):
+            from harness_learning.training.data import LogError
+            from harness_learning.training.teacher import run_dirs_under
+
+            try:
+                run_dirs_under(kwargs["teacher"])
+            except LogError as err:
+                raise typer.BadParameter(str(err)) from err
         missing = [str(p) for p in logs if not (Path(p) / "log.sqlite").is_file()]
         if missing:
             raise typer.BadParameter(f"no execution log (log.sqlite) in: {', '.join(missing)}")
         module, func = runner.rsplit(":", 1)
         train: Callable = getattr(__import__(module, fromlist=[func]), func)
-        _show(train(logs, cls(**kwargs)))
+        from harness_learning.training.data import LogError
+
+        try:
+            result = train(logs, cls(**kwargs))
+        except LogError as err:  # the log holds nothing this trainer can use: say why
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(2) from None
+        _show(result)
 
     params = _parameters(cls)
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
@@ -93,3 +115,50 @@ def serve(
     from harness_learning.training.serve import run_server
 
     run_server(checkpoint, host=host, port=port, name=name)
+
+
+@app.command("collect-edits")
+def collect_edits(
+    proposer: Annotated[str, typer.Option(help="The teacher Proposer ('local' or a litellm model string).")],
+    tasks: Annotated[str, typer.Option(help="Training task types, comma-separated (e.g. rg:basic_arithmetic,rg:leg_counting).")],
+    per_task: Annotated[int, typer.Option(help="Proposals per task, all answering the seed harness's prompt.")],
+    out: Annotated[Path, typer.Option(help="Folder receiving one run directory per task (give it to `train sft --teacher`).")],
+    solver: Annotated[str, typer.Option(help="Solver that scores each candidate.")] = "local",
+    feedback: Annotated[int | None, typer.Option(help="Feedback problems in the report (track default if unset).")] = None,
+    selection: Annotated[int | None, typer.Option(help="Selection problems each candidate is scored on (track default if unset).")] = None,
+    edit_format: Annotated[str | None, typer.Option(help="search_replace or whole_program (track default if unset).")] = None,
+    proposer_max_tokens: Annotated[int, typer.Option(help="Proposer completion limit.")] = 2048,
+    temperature: Annotated[float, typer.Option(help="Proposer sampling temperature.")] = 0.7,
+    seed: Annotated[int, typer.Option(help="Seed of problem sampling and Proposer samples.")] = 0,
+    concurrency: Annotated[int, typer.Option(help="Problems in flight per evaluation.")] = 8,
+    as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
+) -> None:
+    """Teacher runs for `train sft --teacher`: single-step proposals on training task types,
+    each scored by the real Solver; successful edits are valid and beat the seed."""
+    from harness_learning.graphs.cli._common import print_json_last, user_errors
+    from harness_learning.training.collect import collect_edits as collect
+    from harness_learning.training.collect import task_config
+
+    names = [t.strip() for t in tasks.split(",") if t.strip()]
+    with user_errors():
+        if not names:
+            raise ValueError("--tasks is empty: give task types, comma-separated "
+                             "(e.g. rg:basic_arithmetic,rg:leg_counting)")
+        configs = [task_config(t, out, proposer, per_task, solver=solver, feedback=feedback,
+                               selection=selection, edit_format=edit_format, seed=seed,
+                               proposer_params={"temperature": temperature,
+                                                "max_tokens": proposer_max_tokens},
+                               concurrency=concurrency) for t in names]
+
+        def shown(r) -> None:
+            typer.echo(f"{r.task}: {r.proposals} proposals, {r.valid} valid, {r.successful} "
+                       f"successful edits -> {r.run_dir}")
+
+        results = collect(configs, on_task=shown)
+    total = sum(r.successful for r in results)
+    typer.echo(f"{total} successful edits in {out} (train on them: harness-learn train sft "
+               f"--teacher {out})")
+    if as_json:
+        print_json_last({"out": str(out), "successful": total, "tasks": [
+            {"task": r.task, "run_dir": str(r.run_dir), "proposals": r.proposals,
+             "valid": r.valid, "successful": r.successful} for r in results]})

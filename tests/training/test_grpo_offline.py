@@ -31,7 +31,9 @@ def test_two_steps_move_weights_with_finite_loss(logged_run, tiny_dir, tmp_path,
     moved = _moved(_weights(tiny_dir), _weights(result.checkpoint))
     assert moved, "no weight changed after two optimizer steps"
     assert result.report.groups_kept == 2  # both rounds of the adapter run have a spread
-    assert result.report.notes[0].startswith("logged log-probs used for 0/")  # recomputed
+    (note,) = [n for n in result.report.notes if n.startswith("logged log-probs used for 0/")]
+    assert "recomputed from the base model" in note and "no log-probs in the log" in note
+    assert result.ratio == {}  # nothing logged: no ratio against logged log-probs
 
 
 def test_logged_logprobs_are_used_when_they_match(logged_run, tiny_dir, tmp_path):
@@ -45,14 +47,26 @@ def test_logged_logprobs_are_used_when_they_match(logged_run, tiny_dir, tmp_path
     tok = AutoTokenizer.from_pretrained(str(tiny_dir))
     items = [encode(tok, row, 512) for row in ds]
     rows = [dict(r) for r in ds]
-    rows[0]["old_logprobs"] = [-0.5] * items[0].n_completion
+    assert items[0].eos and items[2].eos
+    rows[0]["old_logprobs"] = [-0.5] * items[0].n_completion  # end-of-turn logged too
     rows[1]["old_logprobs"] = [-0.5] * (items[1].n_completion + 3)  # mismatched: recomputed
+    text = [tok.decode([t]) for t in items[2].text_ids]
+    rows[2]["old_logprobs"], rows[2]["old_tokens"] = [-0.25] * len(text), text  # no end-of-turn
+    rows[3]["old_logprobs"] = [-0.5] * len(items[3].text_ids)
+    rows[3]["old_tokens"] = ["x"] * len(items[3].text_ids)  # another tokenisation
     model = load_model(str(tiny_dir))
-    used = prepare_logprobs(model, items, rows, cfg, "cpu")
-    assert used == 1
+    report = prepare_logprobs(model, items, rows, cfg, "cpu", tok)
+    assert report.logged == 2
+    assert dict(report.recomputed) == {
+        f"token count differs (endpoint {items[1].n_completion + 3}, ours "
+        f"{len(items[1].text_ids)})": 1, "tokenisation differs from the endpoint's": 1,
+        "no log-probs in the log": len(items) - 4}
     assert torch.equal(items[0].old, torch.full((items[0].n_completion,), -0.5))
-    assert not torch.equal(items[1].old, torch.full((items[1].n_completion,), -0.5))
-    assert (items[1].old <= 0).all()
+    assert torch.equal(items[2].old[:-1], torch.full((len(text),), -0.25))
+    assert torch.isnan(items[2].old[-1])  # the trainer takes the current policy's value there
+    for e in (items[1], items[3]):
+        assert not torch.isnan(e.old).any() and (e.old <= 0).all() and not e.logged
+    assert report.note().startswith("logged log-probs used for 2/")
 
 
 def test_encode_appends_end_of_turn_only_when_the_model_stopped(tiny_dir):
