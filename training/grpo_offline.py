@@ -39,6 +39,7 @@ from harness_learning.training.ratio import (  # noqa: E402
     RatioStats,
     align_logged,
     ratio_stats,
+    sampled_ids,
 )
 
 
@@ -77,11 +78,14 @@ class TrainResult:
 
 def encode(tokenizer: Any, row: dict[str, Any], max_length: int) -> Encoded:
     """Prompt through the chat template, then the completion's tokens (plus end-of-turn when
-    the model stopped by itself); the prompt is cut on the left to fit."""
+    the model stopped by itself); the prompt is cut on the left to fit. The completion's tokens
+    are the ones the endpoint logged when they map onto ours (`ratio.sampled_ids`), else the
+    text re-tokenised."""
     text = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True,
                                          tokenize=False)
     prompt = tokenizer(text, add_special_tokens=False)["input_ids"]
-    text_ids = tokenizer(row["completion"], add_special_tokens=False)["input_ids"]
+    text_ids = (sampled_ids(tokenizer, row.get("old_tokens") or [], row["completion"])
+                or tokenizer(row["completion"], add_special_tokens=False)["input_ids"])
     eos = row.get("finish_reason", "stop") in ("stop", "eos", "")
     completion = (text_ids + [tokenizer.eos_token_id] if eos else text_ids)[: max_length - 1]
     prompt = prompt[-(max_length - len(completion)):]

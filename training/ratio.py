@@ -28,6 +28,23 @@ def _count_mismatch(logged: int, ours: int) -> str:
 TOKENS_DIFFER = "tokenisation differs from the endpoint's"
 
 
+def sampled_ids(tokenizer: Any, pieces: list[str], text: str) -> list[int] | None:
+    """The endpoint's sampled tokens as our token ids, when its pieces spell `text` and each
+    piece is exactly one token of ours. A model may sample a non-canonical split (' {}' then
+    ',' where re-tokenising the text gives ' {},'); training on the sampled split keeps the
+    logged log-probs usable. None when the pieces cannot be mapped (then the text is
+    re-tokenised)."""
+    if not pieces or "".join(pieces) != text:
+        return None
+    ids = []
+    for piece in pieces:
+        got = tokenizer(piece, add_special_tokens=False)["input_ids"]
+        if len(got) != 1:
+            return None
+        ids.append(got[0])
+    return ids
+
+
 def align_logged(logged: list[float], tokens: list[str], text_ids: list[int], eos: bool,
                  kept: int, tokenizer: Any = None) -> tuple[list[float] | None, str | None]:
     """Logged log-probs aligned to our completion tokens, or None and why not.

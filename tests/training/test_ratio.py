@@ -102,3 +102,24 @@ def test_cli_prints_the_ratio(logged_run, tiny_dir, tmp_path):
     line = next(x for x in result.output.splitlines() if "step 1:" in x)
     assert line.startswith("importance ratio vs the logged log-probs, step 1:")
     assert "mean 1.648" in line and "outside the clip range 100.0%" in line
+
+
+def test_the_sampled_split_is_kept_when_it_is_not_the_canonical_one(tokenizer_dir):
+    from harness_learning.training.grpo_offline import encode
+    from harness_learning.training.ratio import sampled_ids
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    text = 'x = {"content": {}, "a": 1}'
+    canonical = tok(text, add_special_tokens=False)["input_ids"]
+    pieces = [tok.decode([i]) for i in canonical]
+    k = pieces.index(" {},")  # SmolLM2 once sampled ' {}' then ',' here (a real log)
+    pieces[k:k + 1] = [" {}", ","]
+    ids = sampled_ids(tok, pieces, text)
+    assert ids is not None and len(ids) == len(canonical) + 1
+    assert [tok.decode([i]) for i in ids] == pieces
+    assert sampled_ids(tok, pieces, text + "!") is None  # pieces must spell the completion
+    row = {"prompt": [{"role": "user", "content": "q"}], "completion": text, "advantage": 0.0,
+           "reward": 0.0, "finish_reason": "length", "old_tokens": pieces}
+    assert encode(tok, row, 4096).text_ids == ids
+    assert encode(tok, {**row, "old_tokens": []}, 4096).text_ids == canonical
