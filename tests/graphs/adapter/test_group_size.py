@@ -30,7 +30,7 @@ EDITS = [  # as in test_policies_e2e: reward 0, 0.05, 0.15, 0.30, 1.30 by the pa
 ]
 
 
-def run(root, scripted, *, group_size, logprobs=True, policy="strict"):
+def run(root, scripted, *, group_size, logprobs=True, policy="strict", candidates=1):
     seen: list[dict] = []
 
     def proposer_rule(prompt: str, params: dict) -> str:
@@ -38,7 +38,7 @@ def run(root, scripted, *, group_size, logprobs=True, policy="strict"):
         return EDITS[params["seed"] % 1009]
 
     config = AdaptConfig(task="sums", run_dir=str(root / f"g{group_size}-{logprobs}-{policy}"),
-                         rounds=1, candidates=1, group_size=group_size, policy=policy,
+                         rounds=1, candidates=candidates, group_size=group_size, policy=policy,
                          proposer_logprobs=logprobs, edit_format="search_replace", feedback=6,
                          selection=6, concurrency=6).with_track_defaults("reasoning")
     ctx = AdapterContext(config)
@@ -85,6 +85,19 @@ def test_logprobs_are_requested_unless_turned_off(strict5, tmp_path, scripted):
     assert all(p["logprobs"] is True and p["top_logprobs"] == 1 for p in seen)
     *_, off = run(tmp_path, scripted, group_size=None, logprobs=False)
     assert len(off) == 1 and not LOGPROB_PARAMS.keys() & off[0].keys()
+
+
+def test_racing_races_its_candidates_and_evaluates_the_training_sample_in_full(tmp_path,
+                                                                             scripted):
+    final, ctx, _ = run(tmp_path, scripted, group_size=5, policy="racing", candidates=4)
+    (round1,) = final["rounds"]
+    assert [c["index"] for c in round1["candidates"]] == [0, 1, 2, 3]
+    assert round1["candidates"][3]["raced_out"]  # the race judged 2 and 3 on part of the set
+    better = ctx.store.get_proposal(1, 4)  # training-only: all 6 selection problems, no race
+    assert better.valid and better.selection_score == 1.0 and better.reward == pytest.approx(1.30)
+    assert "raced_out" not in better.reward_parts
+    assert len(ctx.store.completed_problem_ids(better.candidate_sha, "selection", 1)) == 6
+    assert final["current_sha"] != better.candidate_sha
 
 
 def test_estimate_counts_the_training_samples():
