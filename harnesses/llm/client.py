@@ -63,6 +63,7 @@ class _LoopState:
     router: Any = None
     direct: DirectTransport | None = None
     inflight: dict[str, asyncio.Task[Completion]] = field(default_factory=dict)
+    resolving: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 @dataclass(frozen=True)
@@ -258,10 +259,15 @@ class ModelClient:
             return None
 
     async def _resolve(self) -> _Target:
+        """The endpoint, found once: concurrent first calls (a round's candidates) wait for one
+        lookup instead of each health-checking a local server that is already busy answering
+        the first of them."""
         if self._target is None:
-            target = await asyncio.to_thread(self._make_target)
-            with self._lock:
-                self._target = self._target or target
+            async with self._state().resolving:
+                if self._target is None:
+                    target = await asyncio.to_thread(self._make_target)
+                    with self._lock:
+                        self._target = self._target or target
         return self._target
 
     def _make_target(self) -> _Target:
