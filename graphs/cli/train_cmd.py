@@ -78,13 +78,14 @@ def _register(name: str, cls: type, runner: str, help_text: str) -> None:
             raise typer.BadParameter(f"no execution log (log.sqlite) in: {', '.join(missing)}")
         module, func = runner.rsplit(":", 1)
         train: Callable = getattr(__import__(module, fromlist=[func]), func)
+        from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
         from harness_learning.training.data import LogError
 
         try:
             result = train(logs, cls(**kwargs))
-        except LogError as err:  # the log holds nothing this trainer can use: say why
-            typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(2) from None
+        except LogError as err:  # the logs hold nothing this trainer can use: say why
+            raise CliError(str(err), "give runs with usable proposals, or relax the filters "
+                           f"(`harness-learn train {name} --help`)", EXIT_USAGE) from err
         _show(result)
 
     params = _parameters(cls)

@@ -4,6 +4,7 @@ as `collect-edits --out` writes; the data summary says what each run gave and le
 import shutil
 
 import pytest
+from cli_run import cli, error_line
 from harness_learning.graphs.cli import app
 from harness_learning.training.collect import run_dir_name, task_config
 from harness_learning.training.data import FilterReport, LogError, sft_dataset
@@ -62,6 +63,20 @@ def test_collect_config_is_one_round_of_n_scored_candidates(tmp_path):
 
 
 def test_collect_edits_refuses_empty_tasks(tmp_path):
-    result = runner.invoke(app, ["collect-edits", "--proposer", "local", "--tasks", " , ",
-                                 "--per-task", "2", "--out", str(tmp_path)])
-    assert result.exit_code == 2 and "--tasks is empty" in result.output
+    result = cli("collect-edits", "--proposer", "local", "--tasks", " , ", "--per-task", "2",
+                 "--out", tmp_path)
+    assert result.returncode == 2 and "--tasks is empty" in error_line(result)
+
+
+def test_logs_with_nothing_to_learn_are_one_clear_line(logged_run, tmp_path):
+    from harness_learning.harnesses.store import SQLiteLogStore
+
+    flat = tmp_path / "flat"
+    shutil.copytree(logged_run, flat)
+    with SQLiteLogStore(flat) as store:
+        for p in list(store.iter_proposals()):
+            store.update_proposal(p.id, reward=0.0)
+    result = cli("train", "grpo-offline", "--logs", flat, "--out", tmp_path / "out")
+    assert result.returncode == 2
+    assert "no usable groups" in error_line(result) and "no reward spread" in error_line(result)
+    assert "Traceback" not in result.stderr
