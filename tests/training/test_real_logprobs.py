@@ -9,6 +9,7 @@ from harness_learning.graphs.cli import app
 from typer.testing import CliRunner
 
 pytestmark = pytest.mark.slow
+SMOL = "local:smollm2-135m"  # the tiny test model shares its tokenizer
 SMALL = {"task_options": {"n_dev": 3, "n_test": 1}, "feedback": 1, "selection": 1,
          "concurrency": 1, "proposer_params": {"temperature": 0.7, "max_tokens": 48}}
 
@@ -19,7 +20,7 @@ def real_run(local_model_url, tmp_path_factory):
 
     run_dir = tmp_path_factory.mktemp("real") / "run"
     adapt(task="rg:basic_arithmetic", run_dir=run_dir, rounds=1, candidates=1, group_size=2,
-          **SMALL)
+          proposer=SMOL, **SMALL)
     return run_dir
 
 
@@ -51,7 +52,7 @@ def test_offline_grpo_uses_the_logged_logprobs(real_run, tiny_dir, tmp_path):
 def test_collect_edits_makes_a_teacher_run(local_model_url, tmp_path):
     out = tmp_path / "teach"
     result = CliRunner().invoke(app, [
-        "collect-edits", "--proposer", "local", "--tasks", "rg:basic_arithmetic",
+        "collect-edits", "--proposer", SMOL, "--tasks", "rg:basic_arithmetic",
         "--per-task", "2", "--out", str(out), "--feedback", "1", "--selection", "1",
         "--proposer-max-tokens", "48", "--concurrency", "1", "--json"])
     assert result.exit_code == 0, result.output
