@@ -1,8 +1,9 @@
 """`harness-learn train {sft,grpo-offline,grpo-online,serve}`: train the Proposer from execution
 logs and serve the result.
 
-Each command's options are generated from its config dataclass (training/config.py), so the
-`--help` text is the fields' help metadata and a new field becomes a new option.
+Each command's options are generated from its config dataclass (training/config.py) by
+`graphs.cli.options`, as `adapt`'s are from `AdaptConfig`: the `--help` text is the fields'
+help metadata and a new field becomes a new option.
 """
 
 from __future__ import annotations
@@ -10,20 +11,20 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from harness_learning.graphs.cli import train_app
+from harness_learning.graphs.cli.options import field_parameters, field_values
+from harness_learning.harnesses.rundir import RunDir
 from harness_learning.training.config import GRPOOfflineConfig, GRPOOnlineConfig, SFTTrainConfig
 
 LOGS_HELP = "Run directories whose execution logs (log.sqlite) are read; repeat or list them."
 
 
 def _parameters(cls: type) -> list[inspect.Parameter]:
-    hints = typing.get_type_hints(cls)
     params = [
         inspect.Parameter("logs", inspect.Parameter.KEYWORD_ONLY, annotation=list[Path],
                           default=typer.Option([], "--logs", help=LOGS_HELP)),
@@ -33,14 +34,7 @@ def _parameters(cls: type) -> list[inspect.Parameter]:
                                                  "`--logs A B C` reads all three).",
                                                  show_default=False)),
     ]
-    for f in dataclasses.fields(cls):
-        flag = "--" + f.name.replace("_", "-")
-        decls = [f"{flag}/--no-{flag[2:]}"] if hints[f.name] is bool else [flag]
-        params.append(inspect.Parameter(
-            f.name, inspect.Parameter.KEYWORD_ONLY, annotation=hints[f.name],
-            default=typer.Option(f.default, *decls, help=f.metadata.get("help", "")),
-        ))
-    return params
+    return params + field_parameters(cls)
 
 
 def _show(result: object) -> None:
@@ -58,12 +52,12 @@ def _register(name: str, cls: type, runner: str, help_text: str) -> None:
         logs = list(kwargs.pop("logs") or []) + list(kwargs.pop("more_logs") or [])
         if not logs:
             raise typer.BadParameter("give at least one run directory with --logs")
-        missing = [str(p) for p in logs if not (Path(p) / "log.sqlite").is_file()]
+        missing = [str(p) for p in logs if not RunDir(p).has_log()]
         if missing:
-            raise typer.BadParameter(f"no execution log (log.sqlite) in: {', '.join(missing)}")
+            raise typer.BadParameter(f"no execution log ({RunDir.LOG}) in: {', '.join(missing)}")
         module, func = runner.rsplit(":", 1)
         train: Callable = getattr(__import__(module, fromlist=[func]), func)
-        _show(train(logs, cls(**kwargs)))
+        _show(train(logs, cls(**field_values(cls, kwargs))))
 
     params = _parameters(cls)
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
