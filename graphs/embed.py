@@ -115,10 +115,10 @@ def resolve_harness(ref: str | Path, version: str = "current") -> HarnessSource:
 def _from_run_dir(path: Path, version: str) -> HarnessSource:
     from harness_learning.graphs.adapter.inputs import task_args
     from harness_learning.graphs.adapter.run import load_config
-    from harness_learning.harnesses.store import SQLiteLogStore
+    from harness_learning.harnesses.rundir import RunDir
 
     config = load_config(path)  # raises, naming config.json, if this is no run directory
-    with SQLiteLogStore(path) as store:
+    with RunDir(path).open_store() as store:
         lineage = store.lineage()
         if version in ("current", "best"):
             if not lineage:

@@ -118,14 +118,15 @@ def read_proposals(run_dirs: Sequence[str | Path], report: FilterReport | None =
                    ) -> list[Proposal]:
     """Every judged proposal of every run, in log order (unjudged ones are counted in
     `report.unjudged`)."""
-    from harness_learning.harnesses.store import SQLiteLogStore
+    from harness_learning.harnesses.rundir import RunDir
 
     out: list[Proposal] = []
     for run_dir in run_dirs:
         path = Path(run_dir)
-        if not (path / "log.sqlite").is_file():
-            raise LogError(f"{path}: no execution log (log.sqlite) in this run directory")
-        store = SQLiteLogStore(path)
+        run = RunDir(path)
+        if not run.has_log():
+            raise LogError(f"{path}: no execution log ({RunDir.LOG}) in this run directory")
+        store = run.open_store()
         try:
             for group in store.iter_proposal_groups():
                 for record in group.proposals:

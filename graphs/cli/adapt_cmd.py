@@ -9,17 +9,24 @@ from typing import Annotated, Any
 import typer
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.cli import app
-from harness_learning.graphs.cli._common import run_async, user_errors
+from harness_learning.graphs.cli._common import (
+    console,
+    out,
+    print_json_last,
+    run_async,
+    user_errors,
+)
 from harness_learning.graphs.cli.options import field_parameters, field_values
 
 
-def check_inputs(config) -> None:
+def check_inputs(config) -> Any:
     """Open the run's task and tools now, so a missing file or a failing import is one clear
-    line before any work starts."""
+    line before any work starts; returns the task (opened once: the run uses it)."""
     from harness_learning.graphs.adapter.inputs import open_task, open_tools
 
-    open_task(config)
+    task = open_task(config)
     open_tools(config)
+    return task
 
 
 def adapt(**options: Any) -> None:
@@ -70,8 +77,8 @@ def _run(config, *, resume: bool, as_json: bool) -> dict:
     from harness_learning.graphs.cli.steer_cmd import drive
 
     with user_errors():
-        check_inputs(config)
-    return drive(config, resume=resume, as_json=as_json)
+        task = check_inputs(config)
+    return drive(config, resume=resume, as_json=as_json, task=task)
 
 
 @app.command("eval")

@@ -11,15 +11,14 @@ from typing import Any
 
 from harness_learning.harnesses.edits import propose_candidate
 from harness_learning.harnesses.edits.candidate import unified_diff
+from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.store import (
     Decision,
     Evaluation,
     LineageStep,
     LogStore,
     Proposal,
-    SQLiteLogStore,
 )
-from harness_learning.harnesses.store.sqlite import FILENAME
 
 DIFF_EVENT = "candidate_diff"
 """Event kind under which the adapter logs every candidate's diff (invalid ones included)."""
@@ -150,11 +149,11 @@ def mean_score(results: list[Evaluation]) -> float | None:
     return sum(scores) / len(scores) if scores else None
 
 
-def open_store(run_dir: str | Path) -> SQLiteLogStore:
-    path = Path(run_dir)
-    if not (path / FILENAME).is_file():
-        raise NotARunError(f"{path} holds no {FILENAME}: not a run directory")
-    return SQLiteLogStore(path)
+def open_store(run_dir: str | Path) -> LogStore:
+    run = RunDir(run_dir)
+    if not run.has_log():
+        raise NotARunError(f"{run.path} holds no {RunDir.LOG}: not a run directory")
+    return run.open_store()
 
 
 def load_run(run_dir: str | Path) -> RunRecord:

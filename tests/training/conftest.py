@@ -137,9 +137,8 @@ def write_adapter_run(run_dir, rounds: int = 2):
                          candidates=len(ADAPTER_EDITS), policy="best_valid",
                          edit_format="search_replace", feedback=3, selection=6,
                          concurrency=4).with_track_defaults("reasoning")
-    ctx = AdapterContext(config)
-    ctx.task = SumTask(6)
-    ctx.solver, ctx.proposer = ScriptedModel(solver_rule), ScriptedModel(proposer)
+    ctx = AdapterContext.from_config(config, task=SumTask(6), solver=ScriptedModel(solver_rule),
+                                     proposer=ScriptedModel(proposer))
     asyncio.run(run_adaptation(config, context=ctx))
     return run_dir
 

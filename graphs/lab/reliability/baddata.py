@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_learning.graphs.lab.reliability.common import file_hashes
+from harness_learning.harnesses.rundir import RunDir
 
 HOTPOT = {"_id": "q1", "question": "Who wrote Alpha?", "answer": "Bea",
           "context": [["Alpha", ["Alpha is a book by Bea."]]],
@@ -128,27 +129,27 @@ def run_dir_cases(d: Path) -> dict[str, tuple[Callable[[], Any], list[str]]]:
         path.mkdir(parents=True)
         cfg = AdaptConfig(task="rg:basic_arithmetic", run_dir=str(path),
                           rounds=1).with_track_defaults("reasoning")
-        (path / "config.json").write_text(cfg.to_json())
+        RunDir(path).write_config(json.loads(cfg.to_json()))
         SQLiteLogStore(path).close()
         return path
 
     unknown = run_dir("unknown_keys")
-    data = json.loads((unknown / "config.json").read_text())
-    (unknown / "config.json").write_text(json.dumps({**data, "speculative_decoding": True}))
+    data = RunDir(unknown).read_config()
+    RunDir(unknown).write_config({**data, "speculative_decoding": True})
     newer = run_dir("newer_schema")
-    conn = sqlite3.connect(newer / "log.sqlite")
+    conn = sqlite3.connect(RunDir(newer).log)
     conn.execute("UPDATE hl_schema SET value='99' WHERE key='version'")
     conn.commit()
     conn.close()
     garbage = run_dir("garbage_log")
-    (garbage / "log.sqlite").write_bytes(os.urandom(8192))
+    RunDir(garbage).log.write_bytes(os.urandom(8192))
     broken_config = run_dir("broken_config")
-    (broken_config / "config.json").write_text('{"task": "rg:basic_arithmetic", "run_dir": ')
+    RunDir(broken_config).config.write_text('{"task": "rg:basic_arithmetic", "run_dir": ')
     return {
         "run_dir_unknown_config_keys": (_resume(unknown), ["speculative_decoding"]),
         "run_dir_newer_log_schema": (_resume(newer), ["schema version 99"]),
-        "run_dir_garbage_log": (_resume(garbage), ["log.sqlite"]),
-        "run_dir_unreadable_config": (_resume(broken_config), ["config.json"]),
+        "run_dir_garbage_log": (_resume(garbage), [RunDir.LOG]),
+        "run_dir_unreadable_config": (_resume(broken_config), [RunDir.CONFIG]),
     }
 
 
