@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from typing import Any
 from harness_learning.graphs.lab.reliability.common import file_hashes
 from harness_learning.harnesses.rundir import RunDir
 
+CLI = str(Path(sys.executable).parent / "harness-learn")
 HOTPOT = {"_id": "q1", "question": "Who wrote Alpha?", "answer": "Bea",
           "context": [["Alpha", ["Alpha is a book by Bea."]]],
           "supporting_facts": [["Alpha", 0]], "type": "bridge"}
@@ -108,14 +111,16 @@ def index_cases(d: Path) -> dict[str, tuple[Callable[[], Any], list[str]]]:
 
 
 def _resume(run_dir: Path) -> Callable[[], Any]:
-    def go() -> Any:
-        from harness_learning.graphs.cli import app
-        from typer.testing import CliRunner
+    """`harness-learn resume RUN_DIR` as a user runs it: in a process of its own, so the lab
+    drives the CLI from outside (importing the CLI here would make an import cycle)."""
 
-        result = CliRunner().invoke(app, ["resume", str(run_dir)])
-        if result.exit_code == 0:
-            return result.output
-        raise RuntimeError(f"{result.output}\n{result.exception!r}")
+    def go() -> Any:
+        result = subprocess.run([CLI, "resume", str(run_dir)], capture_output=True, text=True,
+                                timeout=300, env={**os.environ, "COLUMNS": "200"})
+        output = result.stdout + result.stderr
+        if result.returncode == 0:
+            return output
+        raise RuntimeError(output)
 
     return go
 
