@@ -27,7 +27,7 @@ from typing import Any
 from harness_learning.evals.guards import REASON_PREFIX, reward_hacking_reason
 from harness_learning.evals.result import EvalResult
 from harness_learning.evals.rewards import proposal_reward
-from harness_learning.harnesses.edits import EDIT_ERROR_KINDS, propose_candidate
+from harness_learning.harnesses.edits import EDIT_ERROR_KINDS, parse_and_apply
 from harness_learning.harnesses.results import ErrorKind
 from harness_learning.harnesses.runtime import INVALID_KINDS as CHECK_KINDS
 from harness_learning.harnesses.runtime import HarnessInvalid, check_source
@@ -97,7 +97,7 @@ def check_candidate(parent_source: str, completion: str, edit_format: str,
                     shown_golds: Iterable[object] = ()) -> Outcome:
     """Everything about a completion that needs no run. An invalid outcome is final (its reward
     is set); a valid one `needs_evaluation`."""
-    edit = propose_candidate(parent_source, completion, edit_format, finish_reason)
+    edit = parse_and_apply(parent_source, completion, edit_format, finish_reason)
     base = Outcome(parsed=edit.parsed, applied=edit.applied, unchanged=edit.unchanged,
                    new_source=edit.new_source, diff=edit.diff,
                    edit=edit.edit.to_dict() if edit.edit is not None else None)

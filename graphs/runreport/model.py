@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_learning.harnesses.edits import propose_candidate
+from harness_learning.harnesses.edits import parse_and_apply
 from harness_learning.harnesses.edits.candidate import unified_diff
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.store import (
@@ -235,7 +235,7 @@ def rebuild_diff(store: LogStore, p: Proposal) -> str:
     child = store.get_version(p.candidate_sha) if p.candidate_sha else None
     if child is not None:
         return unified_diff(parent.source, child.source)
-    return propose_candidate(parent.source, p.completion, p.edit_format, p.finish_reason).diff
+    return parse_and_apply(parent.source, p.completion, p.edit_format, p.finish_reason).diff
 
 
 def _index(p: Proposal) -> int:
