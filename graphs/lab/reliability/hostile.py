@@ -128,7 +128,7 @@ class HostileEnv:
         store = SQLiteLogStore(self.root / "run")
         store.init_run({"task": "sums"})
         sha = store.put_version("def build_graph(tools):\n    pass\n", parent=None, round_=0)
-        store.put_result(sha, "selection", 1, ProblemResult("secret", self.gold, 1.0))
+        store.put_results(sha, "selection", 1, [ProblemResult("secret", self.gold, 1.0)])
         store.close()
         self.sentinel = subprocess.Popen(["sleep", "3600"])
         os.environ[SECRET_ENV] = self.token  # before any worker starts: it must not inherit it
