@@ -1,5 +1,5 @@
-"""Judging a candidate: one Proposer completion in, one `Outcome` out (DESIGN.md, "Judging a
-candidate").
+"""Judging a candidate: one Proposer completion in, one `Outcome` out (docs/ARCHITECTURE.md,
+"The judge's outcome").
 
 The adapter's candidate node, its racing node and online GRPO's reward all judge through this
 module, so a completion gets the same verdict and the same reward wherever it is judged. The
@@ -159,8 +159,9 @@ async def judge_candidate(parent_source: str, completion: str, edit_format: str,
 
 
 def incomplete_verdict(result: EvalResult) -> dict[str, str]:
-    """Why an evaluation does not count as completed (DESIGN.md: a valid harness "completes an
-    evaluation"): it never compiled, or not one problem ran to an answer. {} when it counts."""
+    """Why an evaluation does not count as completed (docs/ARCHITECTURE.md, "A harness": a valid
+    harness "completes an evaluation"): it never compiled, or not one problem ran to an answer.
+    {} when it counts."""
     bad = next((r for r in result.results if r.error_kind == ErrorKind.INVALID), None)
     if bad is not None:
         kind, _, detail = (bad.error or "").partition(": ")
@@ -175,7 +176,7 @@ def incomplete_verdict(result: EvalResult) -> dict[str, str]:
 
 
 def _rewarded(outcome: Outcome, track: str, line_limit: int) -> Outcome:
-    """The outcome with its reward and parts (DESIGN.md, "Rewards"); zeroed kinds score 0."""
+    """The outcome with its reward and parts (docs/ARCHITECTURE.md, "Rewards"); zeroed kinds score 0."""
     reward, parts = proposal_reward(
         track=track, parsed=outcome.parsed, applied=outcome.applied, valid=outcome.valid,
         completed_fraction=outcome.completed_fraction or 0.0,

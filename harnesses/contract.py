@@ -1,4 +1,4 @@
-"""The harness contract (DESIGN.md, "A harness").
+"""The harness contract (docs/ARCHITECTURE.md, "A harness").
 
 A harness is one Python source file defining `build_graph(tools)` that returns a LangGraph
 `StateGraph`. Its input state holds the problem's public fields (`question`, ...); its output

@@ -181,3 +181,21 @@ def test_training_is_imported_only_by_the_cli():
            for m, e in imports().items()
            if layer(m) not in ("training", None) and not m.startswith(CLI + ".")}
     assert {m: t for m, t in bad.items() if t} == {}
+
+
+def test_docstrings_cite_sections_that_exist_in_the_architecture_doc():
+    import re
+
+    doc = (REPO / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    headings = {m.group(1).strip() for m in re.finditer(r"^#+ (.+)$", doc, re.M)}
+    cited, stale = {}, []
+    for path in [*modules().values(), *(REPO / "tests").rglob("*.py")]:
+        text = path.read_text(encoding="utf-8")
+        if "DESIGN" + ".md" in text:
+            stale.append(str(path.relative_to(REPO)))
+        for m in re.finditer(r'ARCHITECTURE\.md,?\s+"([^"]+)"(?:\s+and\s+"([^"]+)")?', text):
+            for section in filter(None, m.groups()):
+                cited.setdefault(section, str(path.relative_to(REPO)))
+    assert stale == []
+    assert len(cited) >= 5
+    assert {s: where for s, where in cited.items() if s not in headings} == {}

@@ -1,5 +1,5 @@
-"""Edits a Proposer writes: SEARCH/REPLACE blocks or a whole program (DESIGN.md, "One adaptation
-round"). `parse_and_apply` is the entry point; failures are `EditError`s with a named kind."""
+"""Edits a Proposer writes: SEARCH/REPLACE blocks or a whole program (docs/ARCHITECTURE.md,
+"The judge's outcome"). `parse_and_apply` is the entry point; failures are `EditError`s with a named kind."""
 
 from harness_learning.harnesses.edits.candidate import (
     CandidateEdit,
