@@ -26,6 +26,7 @@ _PUBLIC = {
     "Task": ("harness_learning.evals.task", "Task"),
     "Problem": ("harness_learning.evals.problem", "Problem"),
     "Limits": ("harness_learning.harnesses.sandbox.limits", "Limits"),
+    "RunDir": ("harness_learning.harnesses.rundir", "RunDir"),
 }
 
 __all__ = sorted(_PUBLIC)
