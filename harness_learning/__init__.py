@@ -19,7 +19,7 @@ _PUBLIC = {
     "AdaptConfig": ("harness_learning.graphs.adapter.config", "AdaptConfig"),
     "Budget": ("harness_learning.graphs.adapter.config", "Budget"),
     "run_adaptation": ("harness_learning.graphs.adapter.run", "run_adaptation"),
-    "adapt": ("harness_learning.graphs.adapter.run", "adapt"),
+    "adapt": ("harness_learning.graphs.adapter.api", "adapt"),
     "load_harness": ("harness_learning.graphs.embed", "load_harness"),
     "evaluate": ("harness_learning.evals.evaluator", "evaluate"),
     "evaluate_sync": ("harness_learning.evals.evaluator", "evaluate_sync"),

@@ -68,4 +68,11 @@ class ToolCall:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-__all__ = ["BRIDGE_OPS", "LINE_LIMIT", "SOLVER_OPS", "TOOL_NAMES", "ExecResult", "Passage", "ToolCall", "Tools"]
+class ToolInputError(ValueError):
+    """A harness called a tool with arguments it cannot take; the harness sees a ToolError.
+    Defined with the contract, so the parent's toolbox and the chat-tool helpers share it
+    without importing each other."""
+
+
+__all__ = ["BRIDGE_OPS", "LINE_LIMIT", "SOLVER_OPS", "TOOL_NAMES", "ExecResult", "Passage",
+           "ToolCall", "ToolInputError", "Tools"]

@@ -108,11 +108,3 @@ async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
             asks = [i.value for task in snapshot.tasks for i in task.interrupts]
             return {**snapshot.values, PENDING: asks[0]} if asks else snapshot.values
 
-
-def adapt(config: AdaptConfig | None = None, /, **options: Any) -> Any:
-    """Run an adaptation from Python and wait for it: `adapt(harness=..., trainset=[...] |
-    task=..., metric=..., tools=[...], rounds=1, run_dir="runs/mine")` (or an `AdaptConfig`,
-    or any of its fields). Returns an `AdaptResult` (see `graphs.adapter.api`)."""
-    from harness_learning.graphs.adapter.api import adapt as adapt_
-
-    return adapt_(config, **options)
