@@ -399,8 +399,7 @@ def _kind(message: dict[str, Any]) -> ErrorKind | None:
 
 
 def default_backend() -> SandboxBackend:
-    """From `HARNESS_SANDBOX` (local, docker, a registered name, or auto: Docker when it
-    answers)."""
+    """From `HARNESS_SANDBOX`: local, docker, a registered name, or auto (Docker if it answers)."""
     import os
 
     return get_backend(os.environ.get("HARNESS_SANDBOX", "auto"))
