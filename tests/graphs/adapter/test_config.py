@@ -56,7 +56,7 @@ def test_every_config_field_is_an_adapt_option_with_its_help():
     assert result.exit_code == 0, result.output
     for f in dataclasses.fields(AdaptConfig):
         parts = f.metadata.get("parts") or ()
-        for name in [p.option for p in parts] or [f.name]:
+        for name in [p.option for p in parts] or [f.metadata.get("flag") or f.name]:
             assert "--" + name.replace("_", "-") in result.output, name
         assert f.metadata["help"], f.name  # the one place the option is documented
 
@@ -66,7 +66,9 @@ def test_adapt_options_fill_the_config_as_the_hand_written_flags_did(tmp_path):
     from harness_learning.graphs.cli.options import field_values
 
     given = {"task": "rg:basic_arithmetic", "run_dir": str(tmp_path), "test": 3, "dev": None,
-             "data": None, "index": tmp_path / "idx", "solver": "local", "proposer": "p",
+             "data": None, "index": tmp_path / "idx", "metric": None, "describe": None,
+             "tools": ["shop.py:lookup", "mod:tool"], "index_backend": None, "aliases": None,
+             "solver": "local", "proposer": "p",
              "solver_params": "", "proposer_max_tokens": 99, "rounds": 2, "candidates": None,
              "policy": "racing", "edit_format": None, "feedback": None, "selection": 4,
              "seed": 1, "seed_harness": None, "line_limit": 200, "patience": None,
@@ -79,6 +81,7 @@ def test_adapt_options_fill_the_config_as_the_hand_written_flags_did(tmp_path):
     assert config.solver_params == AdaptConfig.__dataclass_fields__["solver_params"].default_factory()
     assert config.budget == Budget(solver_calls=50)
     assert config.race == RaceRule(keep=(0.5,)) and config.policy == "racing"
+    assert config.tools == ["shop.py:lookup", "mod:tool"]
 
 
 def test_adapt_refuses_an_unknown_policy_with_the_choices(tmp_path):

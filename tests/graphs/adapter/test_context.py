@@ -45,12 +45,15 @@ def test_async_with_closes_the_pool_and_store_it_started(tmp_path):
 def test_prepare_knows_the_track_from_the_name_without_loading_the_task(tmp_path, monkeypatch):
     import harness_learning.evals.registry as registry
     import harness_learning.graphs.adapter.context as context
+    import harness_learning.graphs.adapter.inputs as inputs
+    import harness_learning.graphs.adapter.run as run
 
     def refuse(*args, **kwargs):
         raise AssertionError("prepare loaded the task")
 
     monkeypatch.setattr(registry, "get_task", refuse)
-    monkeypatch.setattr(context, "get_task", refuse)
+    for module in (context, inputs, run):
+        monkeypatch.setattr(module, "open_task", refuse)
     qa = prepare(AdaptConfig(task="hotpotqa", run_dir=str(tmp_path / "qa")))
     assert (qa.policy, qa.edit_format, qa.candidates) == ("best_valid", "whole_program", 8)
     rg = prepare(AdaptConfig(task="rg:basic_arithmetic", run_dir=str(tmp_path / "rg")))
