@@ -10,6 +10,7 @@ See docs/ARCHITECTURE.md, "Adding a sandbox backend".
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -97,6 +98,11 @@ def backend_class(name: str) -> type[SandboxBackend]:
         raise ValueError(f"unknown sandbox backend {name!r}; known: {known}, or auto "
                          "(set HARNESS_SANDBOX)")
     return _REGISTRY[name]
+
+
+def default_backend() -> SandboxBackend:
+    """From `HARNESS_SANDBOX`: local, docker, a registered name, or auto (Docker if it answers)."""
+    return get_backend(os.environ.get("HARNESS_SANDBOX", "auto"))
 
 
 def get_backend(name: str = "auto", **options: Any) -> SandboxBackend:

@@ -21,7 +21,7 @@ from typing import Any
 from harness_learning.harnesses.contract import BRIDGE_OPS, LINE_LIMIT, SOLVER_OPS, ToolCall
 from harness_learning.harnesses.results import ErrorKind, ProblemResult
 from harness_learning.harnesses.runtime import HarnessInvalid, check_source
-from harness_learning.harnesses.sandbox.backend import SandboxBackend, SandboxProcess, get_backend
+from harness_learning.harnesses.sandbox.backend import SandboxBackend, SandboxProcess
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.protocol import (
     BRIDGE_FD_ENV,
@@ -78,6 +78,7 @@ class Worker:
                  backend: SandboxBackend | None = None) -> None:
         self.toolbox = toolbox
         self.limits = limits or Limits()
+        from harness_learning.harnesses.sandbox.backend import default_backend
         self.backend = backend or default_backend()
         self.process: SandboxProcess | None = None
         self.stdout = CappedOutput(self.limits.output_bytes)
@@ -396,10 +397,3 @@ def _kind(message: dict[str, Any]) -> ErrorKind | None:
     if kind is None:
         return None
     return ErrorKind(kind) if kind in WORKER_KINDS else ErrorKind.HARNESS
-
-
-def default_backend() -> SandboxBackend:
-    """From `HARNESS_SANDBOX`: local, docker, a registered name, or auto (Docker if it answers)."""
-    import os
-
-    return get_backend(os.environ.get("HARNESS_SANDBOX", "auto"))

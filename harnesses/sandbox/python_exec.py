@@ -36,7 +36,7 @@ async def run_python(
 ) -> ExecResult:
     """Run `code` with a wall-clock limit; return its stdout (capped) and its error text
     (traceback, or the limit it hit). Never raises for faults of the code itself."""
-    from harness_learning.harnesses.sandbox.client import default_backend
+    from harness_learning.harnesses.sandbox.backend import default_backend
 
     limits = (limits or Limits()).for_python(timeout)
     backend = backend or default_backend()
