@@ -1,5 +1,5 @@
-"""Judging a candidate: one Proposer completion in, one `Outcome` out (DESIGN.md, "Judging a
-candidate").
+"""Judging a candidate: one Proposer completion in, one `Outcome` out (docs/ARCHITECTURE.md,
+"The judge's outcome").
 
 The adapter's candidate node, its racing node and online GRPO's reward all judge through this
 module, so a completion gets the same verdict and the same reward wherever it is judged. The
@@ -27,7 +27,7 @@ from typing import Any
 from harness_learning.evals.guards import REASON_PREFIX, reward_hacking_reason
 from harness_learning.evals.result import EvalResult
 from harness_learning.evals.rewards import proposal_reward
-from harness_learning.harnesses.edits import EDIT_ERROR_KINDS, propose_candidate
+from harness_learning.harnesses.edits import EDIT_ERROR_KINDS, parse_and_apply
 from harness_learning.harnesses.results import ErrorKind
 from harness_learning.harnesses.runtime import INVALID_KINDS as CHECK_KINDS
 from harness_learning.harnesses.runtime import HarnessInvalid, check_source
@@ -97,7 +97,7 @@ def check_candidate(parent_source: str, completion: str, edit_format: str,
                     shown_golds: Iterable[object] = ()) -> Outcome:
     """Everything about a completion that needs no run. An invalid outcome is final (its reward
     is set); a valid one `needs_evaluation`."""
-    edit = propose_candidate(parent_source, completion, edit_format, finish_reason)
+    edit = parse_and_apply(parent_source, completion, edit_format, finish_reason)
     base = Outcome(parsed=edit.parsed, applied=edit.applied, unchanged=edit.unchanged,
                    new_source=edit.new_source, diff=edit.diff,
                    edit=edit.edit.to_dict() if edit.edit is not None else None)
@@ -159,8 +159,9 @@ async def judge_candidate(parent_source: str, completion: str, edit_format: str,
 
 
 def incomplete_verdict(result: EvalResult) -> dict[str, str]:
-    """Why an evaluation does not count as completed (DESIGN.md: a valid harness "completes an
-    evaluation"): it never compiled, or not one problem ran to an answer. {} when it counts."""
+    """Why an evaluation does not count as completed (docs/ARCHITECTURE.md, "A harness": a valid
+    harness "completes an evaluation"): it never compiled, or not one problem ran to an answer.
+    {} when it counts."""
     bad = next((r for r in result.results if r.error_kind == ErrorKind.INVALID), None)
     if bad is not None:
         kind, _, detail = (bad.error or "").partition(": ")
@@ -175,7 +176,7 @@ def incomplete_verdict(result: EvalResult) -> dict[str, str]:
 
 
 def _rewarded(outcome: Outcome, track: str, line_limit: int) -> Outcome:
-    """The outcome with its reward and parts (DESIGN.md, "Rewards"); zeroed kinds score 0."""
+    """The outcome with its reward and parts (docs/ARCHITECTURE.md, "Rewards"); zeroed kinds score 0."""
     reward, parts = proposal_reward(
         track=track, parsed=outcome.parsed, applied=outcome.applied, valid=outcome.valid,
         completed_fraction=outcome.completed_fraction or 0.0,

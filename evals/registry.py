@@ -35,6 +35,22 @@ def known_task_names() -> list[str]:
     return [*QA_TASKS, *sorted(_entry_points()), *(RG_PREFIX + n for n in known_tasks())]
 
 
+def track_of(name: str, options: dict[str, Any] | None = None) -> str | None:
+    """The track ("reasoning" or "qa") of the task called `name`, without loading it, where
+    the name says it: the adapter fills its per-track defaults before anything else is built.
+    None for a task of one's own (a data file without a `track` option says "reasoning"; a
+    class or entry point says it only once built). Raises for a name `get_task` refuses."""
+    if name.startswith(RG_PREFIX):
+        from harness_learning.evals.reasoning import known_tasks
+
+        if name[len(RG_PREFIX):] in known_tasks():
+            return "reasoning"
+        raise _unknown(name)
+    if name in QA_TASKS:
+        return "qa"
+    return None
+
+
 def get_task(name: str, **options: Any) -> Task:
     """The task called `name`, built with `options` (see the module docstring)."""
     if name.startswith(RG_PREFIX):

@@ -1,4 +1,4 @@
-"""Proposer rewards (DESIGN.md, "Rewards") and GRPO group advantages.
+"""Proposer rewards (docs/ARCHITECTURE.md, "Rewards") and GRPO group advantages.
 
 reward = task score on the selection problems (0..1) + a validity bonus; never negative.
 - reasoning: +0.05 the edit parses, +0.10 it applies, + up to 0.15 x the fraction of evaluation

@@ -19,9 +19,10 @@ class InProcessTools:
     def _call(self, coro: Any) -> Any:
         if threading.current_thread().name == "model-client-loop":
             raise RuntimeError("a harness tool was called on the model client's own loop")
-        from harness_learning.graphs.embed import _loop
+        from harness_learning.harnesses.llm.runtime import background_loop
 
-        return asyncio.run_coroutine_threadsafe(coro, _loop()).result().result
+        # the model clients' own loop (the one embed's sandboxed runners use too)
+        return asyncio.run_coroutine_threadsafe(coro, background_loop().loop).result().result
 
     def llm(self, messages_or_prompt: Any, **params: Any) -> str:
         return str(self._call(self._toolbox.llm(messages_or_prompt, params)) or "")

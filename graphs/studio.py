@@ -54,8 +54,9 @@ def _configurable(config: RunnableConfig | None) -> dict[str, Any]:
 
 def adapt_config(config: RunnableConfig | None) -> Any:
     """The `AdaptConfig` a run's configurable values describe (track defaults filled)."""
+    from harness_learning.evals.registry import track_of
     from harness_learning.graphs.adapter.config import AdaptConfig, Budget
-    from harness_learning.graphs.adapter.context import AdapterContext
+    from harness_learning.graphs.adapter.inputs import open_task
     from harness_learning.graphs.adapter.racing import RaceRule
 
     conf = _configurable(config)
@@ -70,7 +71,8 @@ def adapt_config(config: RunnableConfig | None) -> Any:
     if isinstance(values.get("race"), dict):
         values["race"] = RaceRule.from_dict(values["race"])
     base = AdaptConfig(**values)
-    return base.with_track_defaults(AdapterContext(base).task.track)
+    return base.with_track_defaults(track_of(base.task, base.task_options)
+                                    or open_task(base).track)
 
 
 @contextlib.asynccontextmanager
@@ -84,12 +86,8 @@ async def adapter(config: RunnableConfig) -> AsyncIterator[Any]:
     if _configurable(config).get("__is_for_execution__"):  # not for schema or state reads
         # writes config.json; refuses a run dir that holds another config
         cfg = await asyncio.to_thread(prepare, cfg)
-    ctx = AdapterContext(cfg)
-    try:
+    async with AdapterContext.from_config(cfg) as ctx:  # starts a pool only if a run evaluates
         yield build_adapter_graph(cfg, ctx).compile(name="adapter")
-    finally:
-        if "pool" in ctx.__dict__:  # started only if the run evaluated something
-            await ctx.pool.close()
 
 
 # -- harness graphs ---------------------------------------------------------------------------

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any, Literal
 
 from harness_learning.graphs.embed import HarnessRunError, make_toolbox, resolve_harness, serve
@@ -145,14 +144,10 @@ class AdaptHarness(BaseTool):
                     feedback: int = 4, selection: int = 4, policy: str | None = None,
                     **_: Any) -> str:
         from harness_learning.graphs.adapter.config import AdaptConfig
-        from harness_learning.graphs.adapter.run import (
-            CONFIG_FILE,
-            load_config,
-            prepare,
-            run_adaptation,
-        )
+        from harness_learning.graphs.adapter.run import load_config, prepare, run_adaptation
+        from harness_learning.harnesses.rundir import RunDir
 
-        resume = (Path(run_dir) / CONFIG_FILE).exists()
+        resume = RunDir(run_dir).is_run()
         try:
             if resume:
                 config = load_config(run_dir)

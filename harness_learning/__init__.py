@@ -19,13 +19,14 @@ _PUBLIC = {
     "AdaptConfig": ("harness_learning.graphs.adapter.config", "AdaptConfig"),
     "Budget": ("harness_learning.graphs.adapter.config", "Budget"),
     "run_adaptation": ("harness_learning.graphs.adapter.run", "run_adaptation"),
-    "adapt": ("harness_learning.graphs.adapter.run", "adapt"),
+    "adapt": ("harness_learning.graphs.adapter.api", "adapt"),
     "load_harness": ("harness_learning.graphs.embed", "load_harness"),
     "evaluate": ("harness_learning.evals.evaluator", "evaluate"),
     "evaluate_sync": ("harness_learning.evals.evaluator", "evaluate_sync"),
     "Task": ("harness_learning.evals.task", "Task"),
     "Problem": ("harness_learning.evals.problem", "Problem"),
     "Limits": ("harness_learning.harnesses.sandbox.limits", "Limits"),
+    "RunDir": ("harness_learning.harnesses.rundir", "RunDir"),
 }
 
 __all__ = sorted(_PUBLIC)

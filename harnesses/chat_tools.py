@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any
 
-from harness_learning.harnesses.toolbox import ToolInputError
+from harness_learning.harnesses.contract import ToolInputError
 
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
 _CALL_BLOCK = re.compile(re.escape(CALL_OPEN) + r"\s*(.*?)\s*(?:" + re.escape(CALL_CLOSE) + r"|$)",

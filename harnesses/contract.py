@@ -1,4 +1,4 @@
-"""The harness contract (DESIGN.md, "A harness").
+"""The harness contract (docs/ARCHITECTURE.md, "A harness").
 
 A harness is one Python source file defining `build_graph(tools)` that returns a LangGraph
 `StateGraph`. Its input state holds the problem's public fields (`question`, ...); its output
@@ -68,4 +68,11 @@ class ToolCall:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-__all__ = ["BRIDGE_OPS", "LINE_LIMIT", "SOLVER_OPS", "TOOL_NAMES", "ExecResult", "Passage", "ToolCall", "Tools"]
+class ToolInputError(ValueError):
+    """A harness called a tool with arguments it cannot take; the harness sees a ToolError.
+    Defined with the contract, so the parent's toolbox and the chat-tool helpers share it
+    without importing each other."""
+
+
+__all__ = ["BRIDGE_OPS", "LINE_LIMIT", "SOLVER_OPS", "TOOL_NAMES", "ExecResult", "Passage",
+           "ToolCall", "ToolInputError", "Tools"]

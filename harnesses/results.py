@@ -1,5 +1,5 @@
 """One problem's result: the one record that goes from the sandbox through the evaluator to the
-execution log and back (DESIGN.md, "The execution log").
+execution log and back (docs/ARCHITECTURE.md, "The store").
 
 The sandbox fills in the run (answer or error, trace, cost), the evaluator adds the score, the
 store persists it and gives the same record back: there is no second or third shape of it. The

@@ -13,6 +13,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from harness_learning.harnesses.contract import ToolInputError
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.python_exec import run_python
 from harness_learning.harnesses.sandbox.records import ToolReply
@@ -42,10 +43,6 @@ class Budget(Protocol):
 
 class BudgetExceeded(Exception):
     """A spending limit is reached: the problem is reported with error_kind `budget`."""
-
-
-class ToolInputError(ValueError):
-    """A harness called a tool with arguments it cannot take; the harness sees a ToolError."""
 
 
 @dataclass

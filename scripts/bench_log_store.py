@@ -21,9 +21,9 @@ def bench(rows: int, synchronous: str) -> float:
         start = time.perf_counter()
         for i in range(rows):
             result = ProblemResult(f"p{i}", "42", 1.0, calls=calls)
-            store.put_evaluation(Evaluation("run", "sha", "selection", 1, result))
+            store.put_evaluations([Evaluation("run", "sha", "selection", 1, result)])
         elapsed = time.perf_counter() - start
-        assert len(store.completed_problem_ids("sha", "selection", 1)) == rows
+        assert len(store.get_results("sha", [f"p{i}" for i in range(rows)], "selection")) == rows
     return elapsed
 
 

@@ -60,7 +60,7 @@ def test_import_is_cheap_and_public_names_resolve():
             "print(hl.adapt.__module__, hl.load_harness.__module__, hl.Task.__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["harness_learning.graphs.adapter.run",
+    assert out.stdout.split() == ["harness_learning.graphs.adapter.api",
                                   "harness_learning.graphs.embed", "Task"]
 
 

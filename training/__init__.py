@@ -1,4 +1,4 @@
-"""The Proposer's training from execution logs (DESIGN.md, "Rewards" and "The execution log").
+"""The Proposer's training from execution logs (docs/ARCHITECTURE.md, "Rewards" and "The store").
 
 - `data`: groups of proposals per prompt read from run directories, filters, GRPO and SFT sets
   as Hugging Face datasets;

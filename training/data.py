@@ -127,14 +127,15 @@ def read_proposals(run_dirs: Sequence[str | Path], report: FilterReport | None =
                    ) -> list[Proposal]:
     """Every judged proposal of every run, in log order (unjudged ones are counted in
     `report.unjudged`)."""
-    from harness_learning.harnesses.store import SQLiteLogStore
+    from harness_learning.harnesses.rundir import RunDir
 
     out: list[Proposal] = []
     for run_dir in run_dirs:
         path = Path(run_dir)
-        if not (path / "log.sqlite").is_file():
-            raise LogError(f"{path}: no execution log (log.sqlite) in this run directory")
-        store = SQLiteLogStore(path)
+        run = RunDir(path)
+        if not run.has_log():
+            raise LogError(f"{path}: no execution log ({RunDir.LOG}) in this run directory")
+        store = run.open_store()
         try:
             for group in store.iter_proposal_groups():
                 for record in group.proposals:
@@ -305,22 +306,3 @@ def sft_rows(proposals: Iterable[Proposal]) -> list[dict[str, Any]]:
             "gain": float(p.selection_score) - float(p.parent_score),
         })
     return rows
-
-
-def sft_dataset(run_dirs: Sequence[str | Path], report: FilterReport | None = None) -> Any:
-    """The SFT set as a Hugging Face `datasets.Dataset` (TRL conversational prompt-completion);
-    `report` receives what was read and left out, per run."""
-    from datasets import Dataset
-    from harness_learning.training.teacher import sft_notes
-
-    proposals = read_proposals(run_dirs, report)
-    rows = sft_rows(proposals)
-    notes = sft_notes(proposals, len(rows))
-    if report is not None:
-        report.runs, report.proposals_read, report.proposals_kept = (
-            len(run_dirs), len(proposals), len(rows))
-        report.notes += notes
-    if not rows:
-        raise LogError("no successful edits (valid, scored above parent) in "
-                       f"{', '.join(map(str, run_dirs))}: " + "; ".join(notes or ["no proposals"]))
-    return Dataset.from_list(rows)

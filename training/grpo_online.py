@@ -65,11 +65,11 @@ def _run_config(store: Any) -> dict[str, Any]:
 
 def logged_prompts(run_dirs: Sequence[str | Path]) -> PromptSet:
     """One row per distinct logged prompt whose harness the log can give back."""
-    from harness_learning.harnesses.store import SQLiteLogStore
+    from harness_learning.harnesses.rundir import RunDir
 
     rows, seen, task, options = [], set(), "", {}
     for run_dir in run_dirs:
-        with SQLiteLogStore(Path(run_dir)) as store:
+        with RunDir(run_dir).open_store() as store:
             config = _run_config(store)
             task = task or str(config.get("task", ""))
             options = options or dict(config.get("task_options") or {})
@@ -100,9 +100,9 @@ class HarnessReward:
 
     @cached_property
     def store(self) -> Any:
-        from harness_learning.harnesses.store import SQLiteLogStore
+        from harness_learning.harnesses.rundir import RunDir
 
-        store = SQLiteLogStore(self.log_dir)
+        store = RunDir(self.log_dir).open_store()
         store.init_run({"task": self.config.task, "source": "grpo-online",
                         "model": self.config.model})
         return store

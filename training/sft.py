@@ -15,7 +15,7 @@ set_offline_switches()
 
 import torch  # noqa: E402
 from harness_learning.training.config import SFTTrainConfig, as_dict  # noqa: E402
-from harness_learning.training.data import FilterReport, sft_dataset  # noqa: E402
+from harness_learning.training.data import FilterReport  # noqa: E402
 from harness_learning.training.grpo_offline import TrainResult  # noqa: E402
 from harness_learning.training.metrics import MetricsLog, metrics_callback  # noqa: E402
 from harness_learning.training.models import (  # noqa: E402
@@ -24,7 +24,7 @@ from harness_learning.training.models import (  # noqa: E402
     lora_config,
     save_checkpoint,
 )
-from harness_learning.training.teacher import run_dirs_under  # noqa: E402
+from harness_learning.training.teacher import run_dirs_under, sft_dataset  # noqa: E402
 
 
 def trl_common(config, out: Path) -> dict:

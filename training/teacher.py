@@ -10,8 +10,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
-from harness_learning.training.data import LogError, Proposal, is_success
+from harness_learning.training.data import (
+    FilterReport,
+    LogError,
+    Proposal,
+    is_success,
+    read_proposals,
+    sft_rows,
+)
 
 LOG_FILE = "log.sqlite"
 
@@ -59,3 +67,21 @@ def sft_notes(proposals: Iterable[Proposal], kept: int) -> list[str]:
     if total > kept:
         notes.append(f"folded {total - kept} duplicate successful edits (same prompt and text)")
     return notes
+
+
+def sft_dataset(run_dirs: Sequence[str | Path], report: FilterReport | None = None) -> Any:
+    """The SFT set as a Hugging Face `datasets.Dataset` (TRL conversational prompt-completion);
+    `report` receives what was read and left out, per run."""
+    from datasets import Dataset
+
+    proposals = read_proposals(run_dirs, report)
+    rows = sft_rows(proposals)
+    notes = sft_notes(proposals, len(rows))
+    if report is not None:
+        report.runs, report.proposals_read, report.proposals_kept = (
+            len(run_dirs), len(proposals), len(rows))
+        report.notes += notes
+    if not rows:
+        raise LogError("no successful edits (valid, scored above parent) in "
+                       f"{', '.join(map(str, run_dirs))}: " + "; ".join(notes or ["no proposals"]))
+    return Dataset.from_list(rows)

@@ -1,1 +1,1 @@
-"""The adapter: the adaptation loop as a LangGraph graph (DESIGN.md, "One adaptation round")."""
+"""The adapter: the adaptation loop as a LangGraph graph (docs/ARCHITECTURE.md, "One round's data path")."""

@@ -47,9 +47,9 @@ class AdaptResult:
 
     @property
     def source(self) -> str:
-        from harness_learning.harnesses.store import SQLiteLogStore
+        from harness_learning.harnesses.rundir import RunDir
 
-        with SQLiteLogStore(self.run_dir) as store:
+        with RunDir(self.run_dir).open_store() as store:
             return store.get_version_source(self.best_sha)
 
     def load(self, **options: Any) -> Any:
@@ -90,7 +90,7 @@ def adapt(config: AdaptConfig | None = None, /, *, harness: str | None = None,
                              metric=_ref(metric, "metric", live), **fields)
         config.tools = [_ref(t, "tool", live) or "" for t in tools]
     config = prepare(config, live=live)
-    context = AdapterContext(config, live=live)
+    context = AdapterContext.from_config(config, live=live)
     final = asyncio.run(run_adaptation(config, context=context))
     return result_of(config.path, final, live)
 
@@ -119,9 +119,9 @@ def _ref(obj: Any, kind: str, live: dict[str, Any]) -> str | None:
 
 
 def result_of(run_dir: Path, final: dict[str, Any], live: dict[str, Any]) -> AdaptResult:
-    from harness_learning.harnesses.store import SQLiteLogStore
+    from harness_learning.harnesses.rundir import RunDir
 
-    with SQLiteLogStore(run_dir) as store:
+    with RunDir(run_dir).open_store() as store:
         lineage = [(s.round, s.sha, s.selection_score) for s in store.lineage()]
     if not lineage:
         raise RuntimeError(f"{run_dir}: the run stopped before storing any version "

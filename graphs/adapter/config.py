@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -23,6 +24,27 @@ TRACK_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+@dataclass(frozen=True)
+class Part:
+    """A command-line option that sets one key of a structured field (`task_options`,
+    `proposer_params`, `budget`): `adapt --dev 40` sets `task_options["n_dev"] = 40`."""
+
+    option: str
+    key: str
+    type: Any
+    help: str
+
+
+def _opt(default: Any = dataclasses.MISSING, *, help: str, factory: Any = None,
+         parts: tuple[Part, ...] = (), flag: str | None = None) -> Any:
+    """A field with its help text (TRL style): the one source of `adapt`'s options and docs.
+    `flag`: the option's name where it is not the field's (`--harness` sets `seed_harness`)."""
+    metadata = {"help": help, "parts": parts, "flag": flag}
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
 @dataclass
 class Budget:
     """Spending limits; a run stops cleanly at the first one reached (None = no limit)."""
@@ -34,61 +56,73 @@ class Budget:
 
 @dataclass
 class AdaptConfig:
-    """Everything that defines a run. Stored in the run directory, so `resume` needs nothing else."""
+    """Everything that defines a run. Stored in the run directory, so `resume` needs nothing else.
+    `harness-learn adapt` has one option per field, generated from the help texts below."""
 
-    task: str
-    """Task: rg:<dataset>, hotpotqa, musique, 2wiki; a data file of your own (.jsonl, .json,
-    .csv or a saved `datasets` directory, copied into the run directory); module:Class for a
-    class implementing the Task protocol; or a name registered under `harness_learning.tasks`."""
-    run_dir: str
-    task_options: dict[str, Any] = field(default_factory=dict)
-    metric: str | None = None
-    """How a data-file task scores answers: exact, f1, contains, numeric[:REL_TOL], regex,
-    json, module:function (or file.py:function), judge:MODEL."""
-    describe: str | None = None
-    """The Proposer's description of the task (text, or @file); derived from the data's
-    fields and the metric when unset."""
-    tools: list[str] = field(default_factory=list)
-    """Your own tools as module:attr or file.py:attr (a LangChain tool, a list of them, a typed
-    function, or a factory returning those); harnesses call them with tools.call(name, ...)."""
-    index_backend: str | None = None
-    """Retrieval index backend of a QA task: auto, bm25, chroma, hybrid or rank-bm25."""
-    aliases: str | None = None
-    """2Wiki's id_aliases.json (answer aliases of its entities)."""
-    solver: str = "local"
-    proposer: str = "local"
-    solver_params: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.0, "max_tokens": 256})
-    proposer_params: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.7, "max_tokens": 2048})
-    proposer_logprobs: bool = True
-    """Ask the Proposer endpoint for its sampled tokens' log-probs and log them with each
-    proposal (llama.cpp and vLLM return them), so offline GRPO takes its importance ratio
-    against the policy that wrote the log; turn off for an endpoint that rejects `logprobs`."""
-    rounds: int | None = None
-    candidates: int | None = None
-    group_size: int | None = None
-    """Proposer samples per round from the same prompt, for training data: the first
-    `candidates` compete for adoption under the policy, the others are judged (evaluated on
-    the selection problems, rewarded) and logged only, so every round leaves a GRPO group of
-    this size whatever the policy. Unset or below `candidates`: just the candidates."""
-    policy: Policy | None = None
-    edit_format: EditFormat | None = None
-    feedback: int | None = None
-    selection: int | None = None
-    seed: int = 0
-    seed_harness: str | None = None
-    """The start harness: a seed name, a harness .py file or its source text (a copy is kept in
-    the run directory); the task's seed when unset."""
-    line_limit: int = LINE_LIMIT
-    patience: int | None = None
-    """Stop after this many rounds without a gain in selection score."""
-    budget: Budget = field(default_factory=Budget)
-    race: RaceRule = field(default_factory=RaceRule)
-    """Stages and stopping rule of policy "racing" (the call/P(best) trade-off)."""
-    concurrency: int = 8
-    """Problems in flight per evaluation."""
-    report_chars: int = 12_000
-    approval: bool = False
-    """Interrupt before adopting a candidate, for a person to approve or reject it."""
+    task: str = _opt(help="Task: rg:<dataset>, hotpotqa, musique, 2wiki; a data file of your own "
+                          "(.jsonl, .json, .csv or a saved `datasets` dir, copied into the run "
+                          "directory); module:Class for a class implementing the Task protocol; "
+                          "or a name registered under `harness_learning.tasks`.")
+    run_dir: str = _opt(help="Run directory (log, versions, checkpoints).")
+    task_options: dict[str, Any] = _opt(
+        factory=dict, help="The task's options (get_task's keyword arguments).",
+        parts=(Part("test", "n_test", int, "Held-out test problems (task's default)."),
+               Part("dev", "n_dev", int, "Dev pool size (task's default)."),
+               Part("data", "path", Path, "QA dataset file."),
+               Part("index", "index_dir", Path, "QA retrieval index directory.")))
+    metric: str | None = _opt(None, help="Data-file metric: exact, f1, contains, numeric[:REL_TOL], "
+                                         "regex, json, module:function (or file.py:function), "
+                                         "judge:MODEL.")
+    describe: str | None = _opt(None, help="The Proposer's task description: TEXT or @file "
+                                           "(derived from the data and the metric if unset).")
+    tools: list[str] = _opt(factory=list, help="Your tool(s), module:attr or file.py:attr "
+                            "(repeatable): a LangChain tool, a list, a typed function or a "
+                            "factory; harnesses call them with tools.call(name, ...).")
+    index_backend: str | None = _opt(None, help="QA index backend: auto, bm25, chroma, hybrid or "
+                                                "rank-bm25.")
+    aliases: str | None = _opt(None, help="2Wiki's id_aliases.json (answer aliases of its "
+                                          "entities).")
+    solver: str = _opt("local", help="Solver model ('local' or litellm string).")
+    proposer: str = _opt("local", help="Proposer model.")
+    solver_params: dict[str, Any] = _opt(
+        factory=lambda: {"temperature": 0.0, "max_tokens": 256},
+        help="Sampling parameters of Solver calls, as JSON.")
+    proposer_params: dict[str, Any] = _opt(
+        factory=lambda: {"temperature": 0.7, "max_tokens": 2048},
+        help="Sampling parameters of Proposer calls, as JSON.",
+        parts=(Part("proposer_max_tokens", "max_tokens", int, "Proposer completion limit."),))
+    proposer_logprobs: bool = _opt(True, help=(
+        "Ask the Proposer endpoint for its sampled tokens' log-probs and log them with each "
+        "proposal (llama.cpp and vLLM return them), so offline GRPO takes its importance ratio "
+        "against the policy that wrote the log; turn off for an endpoint that rejects `logprobs`."))
+    rounds: int | None = _opt(None, help="Rounds (track default if unset).")
+    candidates: int | None = _opt(None, help="Candidates per round.")
+    group_size: int | None = _opt(None, help=(
+        "Proposer samples per round from the same prompt, for training data: the first "
+        "`candidates` compete for adoption under the policy, the others are judged and logged "
+        "only, so every round leaves a GRPO group of this size whatever the policy."))
+    policy: Policy | None = _opt(None, help="strict, best_valid or racing.")
+    edit_format: EditFormat | None = _opt(None, help="search_replace or whole_program.")
+    feedback: int | None = _opt(None, help="Feedback problems per round.")
+    selection: int | None = _opt(None, help="Selection problems per round.")
+    seed: int = _opt(0, help="Seed of sampling and Proposer samples.")
+    seed_harness: str | None = _opt(None, flag="harness", help=(
+        "Start harness: a seed name, a harness .py file or its source text (a copy is kept in "
+        "the run directory); the task's seed if unset."))
+    line_limit: int = _opt(LINE_LIMIT, help="Longest valid harness, in lines.")
+    patience: int | None = _opt(None, help="Stop after K rounds without gain.")
+    budget: Budget = _opt(
+        factory=Budget, help="Spending limits.",
+        parts=(Part("max_solver_calls", "solver_calls", int, "Budget: Solver calls."),
+               Part("max_tokens", "tokens", int, "Budget: tokens (Solver+Proposer)."),
+               Part("max_cost_usd", "cost_usd", float, "Budget: cost in USD.")))
+    race: RaceRule = _opt(
+        factory=RaceRule,
+        help="Policy racing's rule as JSON, e.g. '{\"fractions\": [0.3125, 0.75, 1], "
+             "\"keep\": [0.5, 0.75]}' (see `bench racing --curve`).")
+    concurrency: int = _opt(8, help="Problems in flight per evaluation.")
+    report_chars: int = _opt(12_000, help="Size budget of the Proposer's report, in characters.")
+    approval: bool = _opt(False, help="Ask before adopting a candidate.")
 
     def with_track_defaults(self, track: str) -> AdaptConfig:
         """Fill every unset (None) knob from the paper's defaults for `track`."""
@@ -113,7 +147,11 @@ class AdaptConfig:
 
     @classmethod
     def from_json(cls, text: str) -> AdaptConfig:
-        data = json.loads(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AdaptConfig:
+        data = dict(data)
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:

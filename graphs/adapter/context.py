@@ -1,14 +1,19 @@
 """The adapter's live resources: task, model clients, store, worker pool.
 
 They are not graph state (not serialisable); they are rebuilt from the run's config when a
-process starts or resumes, and shared by every node of that process.
+process starts or resumes, and shared by every node of that process. What is not given is
+built from the config on first use (a Studio schema read starts no worker and no model); what
+is given replaces it, at construction only: the resources are read-only attributes.
+
+    async with AdapterContext.from_config(config, task=my_task, solver=my_model) as ctx:
+        ...  # the pool and the store are closed on the way out
+
+See docs/ARCHITECTURE.md, "Wiring".
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -17,61 +22,119 @@ from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.inputs import open_task, open_tools
 from harness_learning.harnesses.llm import ModelClient, ModelConfig, get_client
 from harness_learning.harnesses.llm.models import resolve_role
+from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.sandbox import Limits, WorkerPool
-from harness_learning.harnesses.store import SQLiteLogStore
+from harness_learning.harnesses.store import LogStore
 from harness_learning.harnesses.toolbox import Toolbox
 
-SOLVER_CACHE = "solver_cache.sqlite"
+Progress = Callable[[str, dict], None]
+"""Called with ("problem", {...}) per finished evaluation and ("candidate", view)."""
 
 
-@dataclass
+def _no_progress(kind: str, data: dict) -> None:
+    return None
+
+
 class AdapterContext:
-    config: AdaptConfig
-    limits: Limits = field(default_factory=Limits)
-    progress: Callable[[str, dict], None] = field(default=lambda kind, data: None)
-    """Called with ("problem", {...}) per finished evaluation and ("candidate", view)."""
-    live: dict[str, Any] = field(default_factory=dict)
-    """Python objects given to `adapt()` (a metric, tools) by their `live:NAME` in the config."""
+    """What the adapter's nodes share. Build it with `from_config`; enter it with `async with`."""
 
-    @cached_property
+    def __init__(self, config: AdaptConfig, *, task: Task | None = None,
+                 store: LogStore | None = None, solver: ModelClient | None = None,
+                 proposer: ModelClient | None = None, toolbox: Toolbox | None = None,
+                 pool: WorkerPool | None = None, limits: Limits | None = None,
+                 progress: Progress | None = None, live: dict[str, Any] | None = None,
+                 user_tools: Any = None) -> None:
+        self.config = config
+        self.limits = limits or Limits()
+        self.progress: Progress = progress or _no_progress
+        self.live: dict[str, Any] = dict(live or {})
+        """Python objects given to `adapt()` (a metric, tools) by their `live:NAME` in the config."""
+        given = {"task": task, "store": store, "solver": solver, "proposer": proposer,
+                 "toolbox": toolbox, "pool": pool, "user_tools": user_tools}
+        self._made: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        self._problems: dict[str, Any] | None = None
+        self._closed = False
+
+    @classmethod
+    def from_config(cls, config: AdaptConfig, **overrides: Any) -> AdapterContext:
+        """The context of `config`; `overrides` (task, store, solver, proposer, toolbox, pool,
+        user_tools, limits, progress, live) replace what the config would build."""
+        return cls(config, **overrides)
+
+    async def __aenter__(self) -> AdapterContext:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close what was started: the worker pool, then the store. Resources are not
+        rebuilt afterwards: a closed context refuses to hand them out."""
+        self._closed = True
+        pool, store = self._made.pop("pool", None), self._made.pop("store", None)
+        try:
+            if pool is not None:
+                await pool.close()
+        finally:
+            if store is not None:
+                store.close()
+
+    def started(self, name: str) -> bool:
+        """Whether resource `name` was given or built (not whether it is healthy)."""
+        return name in self._made
+
+    def _get(self, name: str, build: Callable[[], Any]) -> Any:
+        if self._closed and name in ("store", "pool"):
+            raise RuntimeError(f"the adapter context is closed: its {name} is gone "
+                               f"(reopen the log with RunDir({str(self.config.path)!r}).open_store())")
+        if name not in self._made:
+            self._made[name] = build()
+        return self._made[name]
+
+    # -- the resources -----------------------------------------------------------------------
+    @property
     def task(self) -> Task:
-        return open_task(self.config, self.live)
+        return self._get("task", lambda: open_task(self.config, self.live))
 
-    @cached_property
+    @property
     def user_tools(self) -> Any:
         """The user's own tools (None when the run has none); imported once, before any worker."""
-        return open_tools(self.config, self.live)
+        return self._get("user_tools", lambda: open_tools(self.config, self.live))
 
-    @cached_property
-    def store(self) -> SQLiteLogStore:
-        self.config.path.mkdir(parents=True, exist_ok=True)
-        return SQLiteLogStore(self.config.path)
+    @property
+    def store(self) -> LogStore:
+        return self._get("store", lambda: RunDir.create(self.config.path).open_store())
 
-    @cached_property
+    @property
     def solver(self) -> ModelClient:
-        return run_solver(self.config.solver, self.config.path)
+        return self._get("solver", lambda: run_solver(self.config.solver, self.config.path))
 
-    @cached_property
+    @property
     def proposer(self) -> ModelClient:
         """Plain `local` proposes with Qwen2.5-Coder-1.5B, which writes valid edits (SmolLM2,
         the Solver's `local`, does not)."""
-        return get_client(resolve_role(self.config.proposer, "proposer"))
+        return self._get("proposer", lambda: get_client(resolve_role(self.config.proposer,
+                                                                     "proposer")))
 
-    @cached_property
+    @property
     def toolbox(self) -> Toolbox:
-        return Toolbox(solver=self.solver, retriever=self.task.retriever(),
-                       solver_params=self.config.solver_params, user_tools=self.user_tools)
+        return self._get("toolbox", lambda: Toolbox(
+            solver=self.solver, retriever=self.task.retriever(),
+            solver_params=self.config.solver_params, user_tools=self.user_tools))
 
-    @cached_property
+    @property
     def pool(self) -> WorkerPool:
         """As many warm workers as a round has candidates: they start while the current version
         is evaluated, so the candidate fan-out finds them ready."""
-        return WorkerPool(size=max(2, self.config.candidates or 2), limits=self.limits)
+        return self._get("pool", lambda: WorkerPool(size=max(2, self.config.candidates or 2),
+                                                    limits=self.limits))
 
-    @cached_property
+    @property
     def problems(self) -> dict:
         """Every dev problem by id (test problems are never loaded by the loop)."""
-        return {p.id: p for p in self.task.dev()}
+        if self._problems is None:
+            self._problems = {p.id: p for p in self.task.dev()}
+        return self._problems
 
     def dev_problems(self, ids: list[str]) -> list:
         return [self.problems[i] for i in ids]
@@ -83,5 +146,5 @@ def run_solver(spec: str | ModelConfig, run_dir: Path) -> ModelClient:
     run, are made once."""
     config = ModelConfig.coerce(spec)
     if config.cache is None:
-        config = config.with_(cache=str(Path(run_dir) / SOLVER_CACHE))
+        config = config.with_(cache=str(RunDir(run_dir).solver_cache))
     return get_client(config)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from harness_learning.evals.task import Task
 from harness_learning.graphs.adapter.config import AdaptConfig
 
 LOOP_GUESS = 5
@@ -48,11 +49,13 @@ class Estimate:
 
 
 def estimate_budget(config: AdaptConfig, seed_source_text: str | None = None,
-                    live: dict | None = None) -> Estimate:
+                    live: dict | None = None, task: Task | None = None) -> Estimate:
+    """`task`: the run's task if it is loaded already (else it is opened here, for its seed)."""
     from harness_learning.graphs.adapter.inputs import open_task, start_source
 
     if seed_source_text is None:
-        seed_source_text = start_source(config, open_task(config, live))
+        seed_source_text = start_source(config, task if task is not None
+                                        else open_task(config, live))
     per_problem = llm_calls_per_problem(seed_source_text)
     candidate_problems = (config.race.max_problems(config.candidates, config.selection)
                           if config.policy == "racing" else config.selection * config.candidates)

@@ -11,6 +11,7 @@ from typing import Any
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.nodes import evaluate_cached
 from harness_learning.graphs.adapter.run import load_config
+from harness_learning.harnesses.rundir import RunDir
 from rich.table import Table
 
 
@@ -47,26 +48,22 @@ class FinalSummary:
 
 
 async def final_evaluation(run_dir: str | Path, n: int = 0, console=None) -> FinalSummary:
-    config = load_config(run_dir)
-    ctx = AdapterContext(config)
-    problems = ctx.task.test()
-    problems = problems[:n] if n else problems
-    lineage = await ctx.store.alineage()  # [(round, sha, selection score)], round 0 = seed
-    rows: list[RoundScore] = []
-    try:
+    run = RunDir.open(run_dir)
+    config = load_config(run)
+    async with AdapterContext.from_config(config) as ctx:
+        problems = ctx.task.test()
+        problems = problems[:n] if n else problems
+        lineage = await ctx.store.alineage()  # [(round, sha, selection score)], round 0 = seed
+        rows: list[RoundScore] = []
         for round_, sha, selection in lineage:
             if console is not None:
                 console.print(f"testing round {round_} version {sha[:12]} on {len(problems)} problems")
             result = await evaluate_cached(ctx, sha, problems, "test", -1)
             rows.append(RoundScore(round_, sha, selection, result.mean_score,
                                    result.completed_fraction))
-    finally:
-        await ctx.pool.close()
-    out_dir = Path(run_dir)
-    plot_path = plot_rounds(rows, out_dir / "scores.png", title=plot_title(config, out_dir))
-    diffs_path = out_dir / "adopted.diff"
-    diffs_path.write_text(await _adopted_diffs(ctx, rows), encoding="utf-8")
-    return FinalSummary(rows, plot_path, diffs_path)
+        plot_path = plot_rounds(rows, run.plot, title=plot_title(config, run.path))
+        run.diffs.write_text(await _adopted_diffs(ctx, rows), encoding="utf-8")
+    return FinalSummary(rows, plot_path, run.diffs)
 
 
 async def _adopted_diffs(ctx: AdapterContext, rows: list[RoundScore]) -> str:

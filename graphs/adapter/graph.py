@@ -17,9 +17,9 @@ from harness_learning.graphs.adapter.state import AdapterState
 from langgraph.graph import END, START, StateGraph
 
 
-def build_adapter_graph(config: AdaptConfig, context: AdapterContext | None = None) -> StateGraph:
-    """The uncompiled adapter graph for `config` (track defaults must already be filled)."""
-    ctx = context or AdapterContext(config)
+def build_adapter_graph(config: AdaptConfig, ctx: AdapterContext) -> StateGraph:
+    """The uncompiled adapter graph for `config` (track defaults must already be filled); its
+    nodes share `ctx`, which the caller opens and closes."""
     nodes = make_nodes(ctx)
 
     def route(state: AdapterState) -> str:

@@ -19,8 +19,9 @@ from typing import Any
 from harness_learning.evals.custom.datafile import is_data_path
 from harness_learning.evals.custom.imports import file_of, resolve
 from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.harnesses.rundir import RunDir
 
-INPUTS_DIR = "inputs"
+INPUTS_DIR = RunDir.INPUTS
 START_HARNESS = "start_harness.py"
 LIVE_PREFIX = "live:"
 

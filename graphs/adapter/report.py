@@ -1,4 +1,4 @@
-"""The feedback report the Proposer reads (DESIGN.md, "One adaptation round").
+"""The feedback report the Proposer reads (docs/ARCHITECTURE.md, "One round's data path").
 
 Per feedback problem: question, gold answer (and gold supporting titles for QA), prediction and
 score, the tool calls with trimmed arguments and results, the documents read, the traceback's last

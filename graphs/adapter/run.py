@@ -8,15 +8,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness_learning.evals.registry import track_of
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.graph import build_adapter_graph
-from harness_learning.graphs.adapter.inputs import resolve_inputs, store_inputs
+from harness_learning.graphs.adapter.inputs import (
+    open_task,
+    open_tools,
+    resolve_inputs,
+    store_inputs,
+)
+from harness_learning.harnesses.rundir import RunDir
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Command
 
-CONFIG_FILE = "config.json"
-CHECKPOINTS_FILE = "checkpoints.sqlite"
 THREAD = {"configurable": {"thread_id": "adapt"}}
 PENDING = "pending_approval"
 """Key of the final state returned while the approval gate waits for a person."""
@@ -26,33 +31,38 @@ OnUpdate = Callable[[str, dict[str, Any]], None]
 
 def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptConfig:
     """Fill track defaults, keep the run's outside inputs (data, start harness, user code) in
-    the run dir and write config.json; refuse to reuse a run dir for another config."""
+    the run dir and write config.json; refuse to reuse a run dir for another config. A built-in
+    task's track is known from its name, so it is not loaded here (the context loads it once);
+    a task of one's own is opened here, to learn its track and to fail before anything is
+    written."""
     config, harness_source = resolve_inputs(config)
-    ctx = AdapterContext(config, live=dict(live or {}))
-    full = config.with_track_defaults(ctx.task.track)
-    _ = ctx.user_tools  # a tool that does not import fails now, before anything is written
-    path = full.path / CONFIG_FILE
-    if path.exists():
-        stored = AdaptConfig.from_json(path.read_text())
-        if stored.to_json() != full.to_json():
+    live = dict(live or {})
+    track = track_of(config.task, config.task_options)
+    if track is None:
+        track = open_task(config, live).track
+    full = config.with_track_defaults(track)
+    open_tools(config, live)  # a tool that does not import fails now, before anything is written
+    run = RunDir(full.path)
+    if run.is_run():
+        if load_config(run).to_json() != full.to_json():
             raise ValueError(f"{full.path} already holds a run with another config; "
                              "use `harness-learn resume` or a new --run-dir")
     else:
-        full.path.mkdir(parents=True, exist_ok=True)
+        run.path.mkdir(parents=True, exist_ok=True)
         store_inputs(full, harness_source)
-        path.write_text(json.dumps(json.loads(full.to_json()), indent=2))
+        run.write_config(json.loads(full.to_json()))
     return full
 
 
-def load_config(run_dir: str | Path) -> AdaptConfig:
-    path = Path(run_dir) / CONFIG_FILE
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found: {run_dir} is not a run directory")
+def load_config(run_dir: str | Path | RunDir) -> AdaptConfig:
+    """The config of the run in `run_dir` (errors name config.json)."""
+    run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
+    data = run.read_config()
     try:
-        config = AdaptConfig.from_json(path.read_text())
-    except (ValueError, TypeError) as exc:  # name the file (JSON errors do not)
-        raise ValueError(f"{path}: unreadable run config: {exc}") from exc
-    config.run_dir = str(run_dir)  # where it is now: it may be opened from another directory
+        config = AdaptConfig.from_dict(data)
+    except (ValueError, TypeError) as exc:  # name the file
+        raise ValueError(f"{run.config}: unreadable run config: {exc}") from exc
+    config.run_dir = str(run.path)  # where it is now: it may be opened from another directory
     return config
 
 
@@ -74,36 +84,27 @@ async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
                          answer: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run (or continue) the adapter until it stops; returns the final state. A run stopped
     at the approval gate returns with `PENDING` set to what the gate asks; continue it with
-    `answer` ({"approve": bool, "reason": str})."""
-    ctx = context or AdapterContext(config)
-    _ = ctx.store  # opening the log checks its schema: refuse another version's run dir first
-    graph = build_adapter_graph(config, ctx)
-    freeze_imports()
-    config.path.mkdir(parents=True, exist_ok=True)
-    async with AsyncSqliteSaver.from_conn_string(str(config.path / CHECKPOINTS_FILE)) as saver:
-        app = graph.compile(checkpointer=saver)
-        snapshot = await app.aget_state(THREAD)
-        started = bool(snapshot.values)
-        if started and not resume:
-            raise ValueError(f"{config.path} already holds a started run: resume it instead")
-        payload = Command(resume=answer) if answer is not None else (
-            None if started else {"task": config.task})
-        try:
+    `answer` ({"approve": bool, "reason": str}). A `context` given here (to override the task
+    or a model) is entered and closed here, like one this function builds: the run owns its
+    resources."""
+    async with context or AdapterContext.from_config(config) as ctx:
+        _ = ctx.store  # opening the log checks its schema: refuse another version's run dir first
+        graph = build_adapter_graph(config, ctx)
+        freeze_imports()
+        run = RunDir.create(config.path)
+        async with AsyncSqliteSaver.from_conn_string(str(run.checkpoints)) as saver:
+            app = graph.compile(checkpointer=saver)
+            snapshot = await app.aget_state(THREAD)
+            started = bool(snapshot.values)
+            if started and not resume:
+                raise ValueError(f"{config.path} already holds a started run: resume it instead")
+            payload = Command(resume=answer) if answer is not None else (
+                None if started else {"task": config.task})
             async for chunk in app.astream(payload, THREAD, stream_mode="updates"):
                 for node, update in chunk.items():
                     if on_update is not None:
                         on_update(node, update if isinstance(update, dict) else {})
-        finally:
-            await ctx.pool.close()
-        snapshot = await app.aget_state(THREAD)
-        asks = [i.value for task in snapshot.tasks for i in task.interrupts]
-        return {**snapshot.values, PENDING: asks[0]} if asks else snapshot.values
+            snapshot = await app.aget_state(THREAD)
+            asks = [i.value for task in snapshot.tasks for i in task.interrupts]
+            return {**snapshot.values, PENDING: asks[0]} if asks else snapshot.values
 
-
-def adapt(config: AdaptConfig | None = None, /, **options: Any) -> Any:
-    """Run an adaptation from Python and wait for it: `adapt(harness=..., trainset=[...] |
-    task=..., metric=..., tools=[...], rounds=1, run_dir="runs/mine")` (or an `AdaptConfig`,
-    or any of its fields). Returns an `AdaptResult` (see `graphs.adapter.api`)."""
-    from harness_learning.graphs.adapter.api import adapt as adapt_
-
-    return adapt_(config, **options)

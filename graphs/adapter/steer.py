@@ -12,9 +12,10 @@ from typing import Any
 
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.graph import build_adapter_graph
-from harness_learning.graphs.adapter.run import CHECKPOINTS_FILE, THREAD, load_config
+from harness_learning.graphs.adapter.run import THREAD, load_config
 from harness_learning.graphs.runreport.model import ROLLBACK_POLICY
-from harness_learning.harnesses.store import Decision, LineageStep, LogStore, SQLiteLogStore
+from harness_learning.harnesses.rundir import RunDir
+from harness_learning.harnesses.store import Decision, LineageStep, LogStore
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 
@@ -22,12 +23,13 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 async def adapter_app(run_dir: str | Path) -> AsyncIterator[Any]:
     """The run's adapter graph on its checkpoints (None when the run never started)."""
     config = load_config(run_dir)
-    path = Path(run_dir) / CHECKPOINTS_FILE
+    path = RunDir(run_dir).checkpoints
     if not path.exists():
         yield None
         return
-    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
-        yield build_adapter_graph(config, AdapterContext(config)).compile(checkpointer=saver)
+    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver, \
+            AdapterContext.from_config(config) as ctx:
+        yield build_adapter_graph(config, ctx).compile(checkpointer=saver)
 
 
 async def _snapshot(app: Any) -> Any:
@@ -83,7 +85,7 @@ async def _rollback(run_dir: Path, version: str, reason: str) -> Decision:
             raise ValueError(f"{run_dir} is not finished (next: {', '.join(snapshot.next)}); "
                              "roll back once it has stopped: `harness-learn resume` runs it to "
                              "its end")
-        with SQLiteLogStore(run_dir) as store:
+        with RunDir(run_dir).open_store() as store:
             decision = _record_rollback(store, version, reason)
         if snapshot is not None:  # the checkpoint agrees, for Studio and any later resume
             await app.aupdate_state(THREAD, {"current_sha": decision.chosen_sha,

@@ -2,85 +2,61 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import (
     console,
     out,
     print_json_last,
-    race_rule,
     run_async,
-    task_options,
     user_errors,
 )
+from harness_learning.graphs.cli.options import field_parameters, field_values
 
 
-def check_inputs(config) -> None:
+def check_inputs(config) -> Any:
     """Open the run's task and tools now, so a missing file or a failing import is one clear
-    line before any work starts."""
+    line before any work starts; returns the task (opened once: the run uses it)."""
     from harness_learning.graphs.adapter.inputs import open_task, open_tools
 
-    open_task(config)
+    task = open_task(config)
     open_tools(config)
+    return task
 
 
-@app.command()
-def adapt(
-    task: Annotated[str, typer.Option(help="Task: rg:<dataset>, hotpotqa, musique, 2wiki; a data file of your own (.jsonl, .json, .csv or a saved `datasets` dir); module:Class; or a registered name.")],
-    run_dir: Annotated[Path, typer.Option(help="Run directory (log, versions, checkpoints).")],
-    harness: Annotated[str | None, typer.Option(help="Start harness: a seed name or a .py file (the task's seed if unset).")] = None,
-    metric: Annotated[str | None, typer.Option(help="Data-file metric: exact, f1, contains, numeric[:REL_TOL], regex, json, module:function, judge:MODEL.")] = None,
-    describe: Annotated[str | None, typer.Option(help="The Proposer's task description: TEXT or @file (derived from the data if unset).")] = None,
-    tools: Annotated[list[str] | None, typer.Option("--tools", help="Your tool(s), module:attr or file.py:attr (repeatable): a LangChain tool, a list, a typed function or a factory.")] = None,
-    index_backend: Annotated[str | None, typer.Option(help="QA index backend: auto, bm25, chroma, hybrid.")] = None,
-    aliases: Annotated[Path | None, typer.Option(help="2Wiki's id_aliases.json.")] = None,
-    solver: Annotated[str, typer.Option(help="Solver model ('local' or litellm string).")] = "local",
-    proposer: Annotated[str, typer.Option(help="Proposer model.")] = "local",
-    rounds: Annotated[int | None, typer.Option(help="Rounds (track default if unset).")] = None,
-    candidates: Annotated[int | None, typer.Option(help="Candidates per round.")] = None,
-    group_size: Annotated[int | None, typer.Option(help="Proposer samples per round for training data: the first --candidates compete for adoption, the rest are judged and logged only (a GRPO group of this size whatever the policy).")] = None,
-    proposer_logprobs: Annotated[bool, typer.Option(help="Log the Proposer's sampled tokens' log-probs (llama.cpp, vLLM) for offline GRPO; off for endpoints that reject `logprobs`.")] = True,
-    policy: Annotated[str | None, typer.Option(help="strict, best_valid or racing.")] = None,
-    edit_format: Annotated[str | None, typer.Option(help="search_replace or whole_program.")] = None,
-    feedback: Annotated[int | None, typer.Option(help="Feedback problems per round.")] = None,
-    selection: Annotated[int | None, typer.Option(help="Selection problems per round.")] = None,
-    test: Annotated[int | None, typer.Option(help="Held-out test problems (task's default).")] = None,
-    dev: Annotated[int | None, typer.Option(help="Dev pool size (task's default).")] = None,
-    data: Annotated[Path | None, typer.Option(help="QA dataset file.")] = None,
-    index: Annotated[Path | None, typer.Option(help="QA retrieval index directory.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of sampling and Proposer samples.")] = 0,
-    patience: Annotated[int | None, typer.Option(help="Stop after K rounds without gain.")] = None,
-    max_solver_calls: Annotated[int | None, typer.Option(help="Budget: Solver calls.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Budget: tokens (Solver+Proposer).")] = None,
-    concurrency: Annotated[int, typer.Option(help="Problems in flight per evaluation.")] = 8,
-    proposer_max_tokens: Annotated[int, typer.Option(help="Proposer completion limit.")] = 2048,
-    approval: Annotated[bool, typer.Option(help="Ask before adopting a candidate.")] = False,
-    race: Annotated[str, typer.Option(help="Policy racing's rule as JSON, e.g. '{\"fractions\": [0.3125, 0.75, 1], \"keep\": [0.5, 0.75]}' (see `bench racing --curve`).")] = "",
-    as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
-) -> None:
+def adapt(**options: Any) -> None:
     """Adapt a harness to TASK: evaluate, report, propose, validate, select, repeat."""
-    from harness_learning.graphs.adapter.config import AdaptConfig, Budget
     from harness_learning.graphs.adapter.run import prepare
     from harness_learning.graphs.cli.models_cmd import require_local_models
     from harness_learning.harnesses.llm.models import resolve_role
 
-    require_local_models(solver, resolve_role(proposer, "proposer"))
+    as_json = options.pop("as_json")
+    try:
+        config = AdaptConfig(**field_values(AdaptConfig, options))
+    except (TypeError, ValueError) as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    require_local_models(config.solver, resolve_role(config.proposer, "proposer"))
     with user_errors():
-        config = prepare(AdaptConfig(
-            task=task, run_dir=str(run_dir), solver=solver, proposer=proposer,
-            seed_harness=harness, metric=metric, describe=describe, tools=list(tools or []),
-            index_backend=index_backend, aliases=str(aliases) if aliases else None,
-            task_options=task_options(data, index, n_dev=dev, n_test=test, seed=None),
-            proposer_params={"temperature": 0.7, "max_tokens": proposer_max_tokens},
-            rounds=rounds, candidates=candidates, group_size=group_size,
-            proposer_logprobs=proposer_logprobs, policy=policy, edit_format=edit_format,
-            feedback=feedback, selection=selection, seed=seed, patience=patience,
-            budget=Budget(solver_calls=max_solver_calls, tokens=max_tokens),
-            concurrency=concurrency, approval=approval, race=race_rule(race)))
+        config = prepare(config)
     _run(config, resume=False, as_json=as_json)
+
+
+def _register_adapt() -> None:
+    """`adapt`'s options are AdaptConfig's fields (graphs.cli.options), plus `--json`."""
+    params = [*field_parameters(AdaptConfig), inspect.Parameter(
+        "as_json", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+        default=typer.Option(False, "--json", help="End with a JSON summary line."))]
+    adapt.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    adapt.__annotations__ = {p.name: p.annotation for p in params}
+    app.command()(adapt)
+
+
+_register_adapt()
 
 
 @app.command()
@@ -101,8 +77,8 @@ def _run(config, *, resume: bool, as_json: bool) -> dict:
     from harness_learning.graphs.cli.steer_cmd import drive
 
     with user_errors():
-        check_inputs(config)
-    return drive(config, resume=resume, as_json=as_json)
+        task = check_inputs(config)
+    return drive(config, resume=resume, as_json=as_json, task=task)
 
 
 @app.command("eval")

@@ -131,7 +131,7 @@ def bench_log_round(
     from harness_learning.graphs.adapter.context import run_solver
     from harness_learning.graphs.cli._common import progress, read_harness, run_async
     from harness_learning.graphs.lab.bench import candidate_round
-    from harness_learning.harnesses.store.sqlite import SQLiteLogStore
+    from harness_learning.harnesses.rundir import RunDir
     from harness_learning.harnesses.toolbox import Toolbox
 
     try:
@@ -145,7 +145,7 @@ def bench_log_round(
     solver = run_solver(model, out)  # candidates that only parse differently cost no calls
     toolbox = Toolbox(solver=solver, retriever=the_task.retriever(),
                       solver_params={"temperature": 0.0, "max_tokens": max_tokens})
-    with SQLiteLogStore(out) as store, \
+    with RunDir(out).open_store() as store, \
             progress("evaluating", len(cands) * len(problems)) as advance:
         store.init_run({"task": task, "task_options": options, "solver": model,
                         "selection": selection, "max_tokens": max_tokens,

@@ -97,11 +97,11 @@ def _answers_table(config, sha: str):
     from harness_learning.evals.registry import get_task
     from harness_learning.graphs.adapter.report import gold_answer
     from harness_learning.graphs.cli._common import results_table
-    from harness_learning.harnesses.store import SQLiteLogStore
+    from harness_learning.harnesses.rundir import RunDir
 
     problems = {p.id: p for p in get_task(config.task, **config.task_options).test()}
     rows = []
-    with SQLiteLogStore(config.path) as store:
+    with RunDir(config.path).open_store() as store:
         for ev in store.iter_evaluations(sha=sha, purpose="test"):
             e = ev.result
             problem = problems[e.problem_id]

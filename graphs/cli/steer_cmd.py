@@ -14,15 +14,20 @@ from harness_learning.graphs.cli.errors import EXIT_USAGE, EXIT_WAITING, CliErro
 from harness_learning.graphs.cli.outcomes import check_stop
 
 
-def drive(config: Any, *, resume: bool, as_json: bool, answer: dict | None = None) -> dict:
+def drive(config: Any, *, resume: bool, as_json: bool, answer: dict | None = None,
+          task: Any = None) -> dict:
     """Run (or continue) an adaptation until it stops; in a terminal, answer the approval gate
-    by asking, elsewhere stop with exit code 6 and say how to answer. Returns the final state."""
+    by asking, elsewhere stop with exit code 6 and say how to answer. Returns the final state.
+    `task`: the run's task if the caller opened it already (it is opened once, and every run
+    below shares it)."""
     from harness_learning.graphs.adapter.estimate import estimate_budget
+    from harness_learning.graphs.adapter.inputs import open_task
     from harness_learning.graphs.adapter.run import PENDING
 
-    console.print(estimate_budget(config).describe())
+    task = task if task is not None else open_task(config)
+    console.print(estimate_budget(config, task=task).describe())
     while True:
-        final, view = _run_once(config, resume=resume, answer=answer)
+        final, view = _run_once(config, task, resume=resume, answer=answer)
         pending = final.get(PENDING)
         if pending is None:
             break
@@ -39,7 +44,8 @@ def drive(config: Any, *, resume: bool, as_json: bool, answer: dict | None = Non
     return final
 
 
-def _run_once(config: Any, *, resume: bool, answer: dict | None) -> tuple[dict, Any]:
+def _run_once(config: Any, task: Any, *, resume: bool, answer: dict | None
+              ) -> tuple[dict, Any]:
     from harness_learning.graphs.adapter.context import AdapterContext
     from harness_learning.graphs.adapter.nodes import InfraStop
     from harness_learning.graphs.adapter.run import run_adaptation
@@ -48,7 +54,7 @@ def _run_once(config: Any, *, resume: bool, answer: dict | None) -> tuple[dict, 
 
     try:
         with LiveView(config) as view:
-            context = AdapterContext(config, progress=view.on_progress)
+            context = AdapterContext.from_config(config, task=task, progress=view.on_progress)
             final = run_async(run_adaptation(config, resume=resume, on_update=view.on_update,
                                              context=context, answer=answer))
     except InfraStop as exc:

@@ -1,8 +1,9 @@
 """`harness-learn train {sft,grpo-offline,grpo-online,serve}`: train the Proposer from execution
 logs and serve the result.
 
-Each command's options are generated from its config dataclass (training/config.py), so the
-`--help` text is the fields' help metadata and a new field becomes a new option.
+Each command's options are generated from its config dataclass (training/config.py) by
+`graphs.cli.options`, as `adapt`'s are from `AdaptConfig`: the `--help` text is the fields'
+help metadata and a new field becomes a new option.
 """
 
 from __future__ import annotations
@@ -10,20 +11,20 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from harness_learning.graphs.cli import app, train_app
+from harness_learning.graphs.cli.options import field_parameters, field_values
+from harness_learning.harnesses.rundir import RunDir
 from harness_learning.training.config import GRPOOfflineConfig, GRPOOnlineConfig, SFTTrainConfig
 
 LOGS_HELP = "Run directories whose execution logs (log.sqlite) are read; repeat or list them."
 
 
 def _parameters(cls: type) -> list[inspect.Parameter]:
-    hints = typing.get_type_hints(cls)
     params = [
         inspect.Parameter("logs", inspect.Parameter.KEYWORD_ONLY, annotation=list[Path],
                           default=typer.Option([], "--logs", help=LOGS_HELP)),
@@ -33,15 +34,7 @@ def _parameters(cls: type) -> list[inspect.Parameter]:
                                                  "`--logs A B C` reads all three).",
                                                  show_default=False)),
     ]
-    for f in dataclasses.fields(cls):
-        flag = "--" + f.name.replace("_", "-")
-        decls = [f"{flag}/--no-{flag[2:]}"] if hints[f.name] is bool else [flag]
-        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
-        params.append(inspect.Parameter(
-            f.name, inspect.Parameter.KEYWORD_ONLY, annotation=hints[f.name],
-            default=typer.Option(default, *decls, help=f.metadata.get("help", "")),
-        ))
-    return params
+    return params + field_parameters(cls)
 
 
 def _show(result: object) -> None:
@@ -73,16 +66,16 @@ def _register(name: str, cls: type, runner: str, help_text: str) -> None:
                 run_dirs_under(kwargs["teacher"])
             except LogError as err:
                 raise typer.BadParameter(str(err)) from err
-        missing = [str(p) for p in logs if not (Path(p) / "log.sqlite").is_file()]
+        missing = [str(p) for p in logs if not RunDir(p).has_log()]
         if missing:
-            raise typer.BadParameter(f"no execution log (log.sqlite) in: {', '.join(missing)}")
+            raise typer.BadParameter(f"no execution log ({RunDir.LOG}) in: {', '.join(missing)}")
         module, func = runner.rsplit(":", 1)
         train: Callable = getattr(__import__(module, fromlist=[func]), func)
         from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
         from harness_learning.training.data import LogError
 
         try:
-            result = train(logs, cls(**kwargs))
+            result = train(logs, cls(**field_values(cls, kwargs)))
         except LogError as err:  # the logs hold nothing this trainer can use: say why
             raise CliError(str(err), "give runs with usable proposals, or relax the filters "
                            f"(`harness-learn train {name} --help`)", EXIT_USAGE) from err
@@ -137,8 +130,8 @@ def collect_edits(
     """Teacher runs for `train sft --teacher`: single-step proposals on training task types,
     each scored by the real Solver; successful edits are valid and beat the seed."""
     from harness_learning.graphs.cli._common import print_json_last, user_errors
-    from harness_learning.training.collect import collect_edits as collect
-    from harness_learning.training.collect import task_config
+    from harness_learning.graphs.cli.collect_edits import collect_edits as collect
+    from harness_learning.graphs.cli.collect_edits import task_config
 
     names = [t.strip() for t in tasks.split(",") if t.strip()]
     with user_errors():

@@ -9,17 +9,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_learning.harnesses.edits import propose_candidate
+from harness_learning.harnesses.edits import parse_and_apply
 from harness_learning.harnesses.edits.candidate import unified_diff
+from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.store import (
     Decision,
     Evaluation,
     LineageStep,
     LogStore,
     Proposal,
-    SQLiteLogStore,
 )
-from harness_learning.harnesses.store.sqlite import FILENAME
 
 DIFF_EVENT = "candidate_diff"
 """Event kind under which the adapter logs every candidate's diff (invalid ones included)."""
@@ -150,11 +149,11 @@ def mean_score(results: list[Evaluation]) -> float | None:
     return sum(scores) / len(scores) if scores else None
 
 
-def open_store(run_dir: str | Path) -> SQLiteLogStore:
-    path = Path(run_dir)
-    if not (path / FILENAME).is_file():
-        raise NotARunError(f"{path} holds no {FILENAME}: not a run directory")
-    return SQLiteLogStore(path)
+def open_store(run_dir: str | Path) -> LogStore:
+    run = RunDir(run_dir)
+    if not run.has_log():
+        raise NotARunError(f"{run.path} holds no {RunDir.LOG}: not a run directory")
+    return run.open_store()
 
 
 def load_run(run_dir: str | Path) -> RunRecord:
@@ -236,7 +235,7 @@ def rebuild_diff(store: LogStore, p: Proposal) -> str:
     child = store.get_version(p.candidate_sha) if p.candidate_sha else None
     if child is not None:
         return unified_diff(parent.source, child.source)
-    return propose_candidate(parent.source, p.completion, p.edit_format, p.finish_reason).diff
+    return parse_and_apply(parent.source, p.completion, p.edit_format, p.finish_reason).diff
 
 
 def _index(p: Proposal) -> int:

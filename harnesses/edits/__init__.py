@@ -1,11 +1,11 @@
-"""Edits a Proposer writes: SEARCH/REPLACE blocks or a whole program (DESIGN.md, "One adaptation
-round"). `propose_candidate` is the entry point; failures are `EditError`s with a named kind."""
+"""Edits a Proposer writes: SEARCH/REPLACE blocks or a whole program (docs/ARCHITECTURE.md,
+"The judge's outcome"). `parse_and_apply` is the entry point; failures are `EditError`s with a named kind."""
 
 from harness_learning.harnesses.edits.candidate import (
     CandidateEdit,
     apply_edit,
+    parse_and_apply,
     parse_edit,
-    propose_candidate,
     unified_diff,
 )
 from harness_learning.harnesses.edits.edit import EDIT_FORMATS, Block, Edit, EditFormat
@@ -24,6 +24,6 @@ __all__ = [
     "apply_edit",
     "format_instructions",
     "parse_edit",
-    "propose_candidate",
+    "parse_and_apply",
     "unified_diff",
 ]

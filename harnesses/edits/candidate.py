@@ -57,10 +57,11 @@ class CandidateEdit:
         return self.applied and self.diff == ""
 
 
-def propose_candidate(
+def parse_and_apply(
     source: str, completion: str, fmt: str, finish_reason: str | None = None
 ) -> CandidateEdit:
-    """Parse and apply one completion. Model mistakes come back as `failure`, never raised."""
+    """Parse one completion and apply it to `source` (nothing is checked or evaluated here:
+    that is the judge's). Model mistakes come back as `failure`, never raised."""
     check_format(fmt)
     if finish_reason in TRUNCATED_REASONS:
         failure = EditError("truncated", f"the completion was cut off (finish_reason={finish_reason!r})")

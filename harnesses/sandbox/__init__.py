@@ -1,8 +1,9 @@
 """The sandbox: worker processes that run untrusted harness code, and the tool bridge.
 
 Parent side: `Worker` (one candidate's process), `WorkerPool` (pre-started workers),
-`run_python` (`tools.python`), `sandbox_info` (which protections are active here).
-The worker side is `harnesses.sandbox.worker`.
+`run_python` (`tools.python`), `sandbox_info` (which protections are active here), and the
+backends a worker runs on (`SandboxBackend`, registered by name: `get_backend("local")`).
+The worker side is `harnesses.sandbox.worker` (its `HarnessHost` runs the harness).
 """
 
 from __future__ import annotations
@@ -11,6 +12,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from harness_learning.harnesses.sandbox.backend import (
+        SandboxBackend,
+        SandboxProcess,
+        get_backend,
+        sandbox_backend,
+    )
     from harness_learning.harnesses.sandbox.client import Worker
     from harness_learning.harnesses.sandbox.limits import Limits
     from harness_learning.harnesses.sandbox.pool import WorkerPool
@@ -18,7 +25,9 @@ if TYPE_CHECKING:
     from harness_learning.harnesses.sandbox.records import ToolHandler, ToolReply
 
 _LAZY = {"ToolHandler": "records", "ToolReply": "records",
-         "Worker": "client", "Limits": "limits", "WorkerPool": "pool", "run_python": "python_exec"}
+         "Worker": "client", "Limits": "limits", "WorkerPool": "pool", "run_python": "python_exec",
+         "SandboxBackend": "backend", "SandboxProcess": "backend", "get_backend": "backend",
+         "sandbox_backend": "backend"}
 
 
 def __getattr__(name: str) -> Any:
@@ -27,18 +36,6 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def choose_backend(kind: str = "auto") -> Any:
-    """`local`, `docker`, or `auto` (Docker when an engine answers, else local)."""
-    from harness_learning.harnesses.sandbox.docker_backend import DockerBackend, docker_available
-    from harness_learning.harnesses.sandbox.local import LocalBackend
-
-    if kind == "docker" or (kind == "auto" and docker_available()):
-        return DockerBackend()
-    if kind in ("local", "auto"):
-        return LocalBackend()
-    raise ValueError(f"unknown sandbox backend {kind!r}; expected local, docker or auto")
 
 
 def sandbox_info() -> dict[str, Any]:
@@ -52,5 +49,5 @@ def sandbox_info() -> dict[str, Any]:
     return info
 
 
-__all__ = ["Limits", "ToolHandler", "ToolReply", "Worker", "WorkerPool",
-           "choose_backend", "run_python", "sandbox_info"]
+__all__ = ["Limits", "SandboxBackend", "SandboxProcess", "ToolHandler", "ToolReply", "Worker",
+           "WorkerPool", "get_backend", "run_python", "sandbox_backend", "sandbox_info"]

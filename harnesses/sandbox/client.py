@@ -21,6 +21,7 @@ from typing import Any
 from harness_learning.harnesses.contract import BRIDGE_OPS, LINE_LIMIT, SOLVER_OPS, ToolCall
 from harness_learning.harnesses.results import ErrorKind, ProblemResult
 from harness_learning.harnesses.runtime import HarnessInvalid, check_source
+from harness_learning.harnesses.sandbox.backend import SandboxBackend, SandboxProcess
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.protocol import (
     BRIDGE_FD_ENV,
@@ -74,11 +75,12 @@ class Worker:
     """An async handle on one sandbox worker process. Use as `async with Worker(...) as w`."""
 
     def __init__(self, toolbox: ToolHandler | None = None, limits: Limits | None = None,
-                 backend: Any = None) -> None:
+                 backend: SandboxBackend | None = None) -> None:
         self.toolbox = toolbox
         self.limits = limits or Limits()
+        from harness_learning.harnesses.sandbox.backend import default_backend
         self.backend = backend or default_backend()
-        self.process: Any = None
+        self.process: SandboxProcess | None = None
         self.stdout = CappedOutput(self.limits.output_bytes)
         self.stderr = CappedOutput(self.limits.output_bytes)
         self.info: dict[str, Any] = {}
@@ -124,7 +126,7 @@ class Worker:
         loop = asyncio.get_running_loop()
         env = {LIMITS_ENV: json.dumps(self.limits.to_dict())}
         args = ["-m", "harness_learning.harnesses.sandbox.worker"]
-        if getattr(self.backend, "stdio_bridge", False):  # containers: bridge over stdin/stdout
+        if self.backend.stdio_bridge:  # containers: bridge over stdin/stdout
             env[BRIDGE_FD_ENV] = "stdio"
             self.process = await self.backend.spawn(args, self.limits, env, stdin=subprocess.PIPE)
             reader, self._writer = self.process.proc.stdout, self.process.proc.stdin
@@ -352,7 +354,7 @@ class Worker:
         if self.process is not None:
             with contextlib.suppress(asyncio.TimeoutError):
                 code = await asyncio.wait_for(self.process.proc.wait(), 5)
-        limit_hit = getattr(self.process, "limit_hit", None)
+        limit_hit = self.process.limit_hit if self.process is not None else None
         if self._death is None and limit_hit:
             self._death = ("harness", f"the worker was killed: {limit_hit}")
         if self._death is None and not self._closing:
@@ -395,12 +397,3 @@ def _kind(message: dict[str, Any]) -> ErrorKind | None:
     if kind is None:
         return None
     return ErrorKind(kind) if kind in WORKER_KINDS else ErrorKind.HARNESS
-
-
-def default_backend() -> Any:
-    """From `HARNESS_SANDBOX` (local, docker, auto; default auto: Docker when it answers)."""
-    import os
-
-    from harness_learning.harnesses.sandbox import choose_backend
-
-    return choose_backend(os.environ.get("HARNESS_SANDBOX", "auto"))

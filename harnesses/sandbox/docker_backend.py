@@ -17,6 +17,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness_learning.harnesses.sandbox.backend import (
+    SandboxBackend,
+    SandboxProcess,
+    sandbox_backend,
+)
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.local import SCRATCH, base_env, project_dirs
 from harness_learning.harnesses.sandbox.protocol import MAX_MESSAGE_BYTES
@@ -110,9 +115,10 @@ class _Proc:
 
 
 @dataclass
-class DockerProcess:
+class DockerProcess(SandboxProcess):
     proc: _Proc
     protections: dict[str, bool] = field(default_factory=dict)
+    limit_hit: str | None = None
 
     @property
     def pid(self) -> int:
@@ -127,11 +133,15 @@ class DockerProcess:
             await asyncio.to_thread(self.proc.container.remove, force=True)
 
 
-class DockerBackend:
+@sandbox_backend("docker")
+class DockerBackend(SandboxBackend):
     """Containers instead of local processes. The worker's bridge runs over stdin/stdout."""
 
-    name = "docker"
     stdio_bridge = True
+
+    @classmethod
+    def available(cls) -> bool:
+        return docker_available()
 
     def __init__(self, image: str = DEFAULT_IMAGE, client: Any = None) -> None:
         self.image = image

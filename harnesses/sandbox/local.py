@@ -31,6 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness_learning.harnesses.offline import OFFLINE_ENV
+from harness_learning.harnesses.sandbox.backend import (
+    SandboxBackend,
+    SandboxProcess,
+    sandbox_backend,
+)
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.protocol import LIMITS_ENV, MAX_MESSAGE_BYTES
 
@@ -114,7 +119,7 @@ def cgroup_works() -> bool:
 
 
 @dataclass
-class LocalProcess:
+class LocalProcess(SandboxProcess):
     """A started sandbox process and what must be cleaned up after it."""
 
     proc: asyncio.subprocess.Process
@@ -207,10 +212,9 @@ def nproc_limit(limits: Limits, cgroup: bool) -> int | None:
     return current + limits.pids
 
 
-class LocalBackend:
+@sandbox_backend("local")
+class LocalBackend(SandboxBackend):
     """Subprocess + rlimits (+ bubblewrap, + pids cgroup when available)."""
-
-    name = "local"
 
     def __init__(self, use_bwrap: bool | None = None, use_cgroup: bool | None = None) -> None:
         self.use_bwrap = bwrap_works() if use_bwrap is None else use_bwrap

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Any
 
+from harness_learning.harnesses.sandbox.backend import SandboxBackend
 from harness_learning.harnesses.sandbox.client import ToolHandler, Worker
 from harness_learning.harnesses.sandbox.limits import Limits
 
@@ -14,7 +14,8 @@ class WorkerPool:
     """Keeps `size` workers starting or ready. Workers are single-use: a worker handed out by
     `acquire` has run (or will run) one candidate's code and is closed by its user."""
 
-    def __init__(self, size: int = 2, limits: Limits | None = None, backend: Any = None) -> None:
+    def __init__(self, size: int = 2, limits: Limits | None = None,
+                 backend: SandboxBackend | None = None) -> None:
         if size < 1:
             raise ValueError(f"WorkerPool size must be >= 1, got {size}")
         self.size = size

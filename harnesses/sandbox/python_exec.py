@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-from typing import Any
 
 from harness_learning.harnesses.contract import ExecResult
+from harness_learning.harnesses.sandbox.backend import SandboxBackend
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.protocol import LIMITS_ENV
 from harness_learning.harnesses.sandbox.records import CappedOutput
@@ -31,11 +31,12 @@ exec(compile(src, "<solver>", "exec"), {"__name__": "__main__"})
 
 
 async def run_python(
-    code: str, timeout: float | None = None, limits: Limits | None = None, backend: Any = None
+    code: str, timeout: float | None = None, limits: Limits | None = None,
+    backend: SandboxBackend | None = None,
 ) -> ExecResult:
     """Run `code` with a wall-clock limit; return its stdout (capped) and its error text
     (traceback, or the limit it hit). Never raises for faults of the code itself."""
-    from harness_learning.harnesses.sandbox.client import default_backend
+    from harness_learning.harnesses.sandbox.backend import default_backend
 
     limits = (limits or Limits()).for_python(timeout)
     backend = backend or default_backend()

@@ -181,7 +181,11 @@ class BridgeTools:
         return ExecResult(str(row.get("stdout", "")), row.get("error"))
 
 
-class Worker:
+class HarnessHost:
+    """The child side of a worker: holds the loaded harness and runs its problems, one thread
+    each, answering the parent's `load`/`run`/`cancel` messages. (The parent's handle on this
+    process is `harnesses.sandbox.client.Worker`.)"""
+
     def __init__(self, bridge: Bridge) -> None:
         self.bridge = bridge
         self.tools = BridgeTools(bridge)
@@ -313,7 +317,7 @@ def open_bridge(spec: str) -> tuple[int, int]:
 
 def serve(read_fd: int, write_fd: int, import_s: float) -> None:
     bridge = Bridge(write_fd)
-    worker = Worker(bridge)
+    worker = HarnessHost(bridge)
     threading.Thread(target=worker.watchdog, daemon=True, name="watchdog").start()
     bridge.send({"op": "ready", "pid": os.getpid(), "import_s": import_s})
     for line in os.fdopen(read_fd, "rb"):

@@ -1,5 +1,6 @@
-"""The execution log (DESIGN.md, "The execution log"): versions, evaluations, proposals,
-decisions and events of one run, behind the `LogStore` interface; SQLite by default."""
+"""The execution log (docs/ARCHITECTURE.md, "The store"): versions, evaluations, proposals,
+decisions and events of one run, behind the `LogStore` interface; SQLite by default, JSON lines
+(`JsonlLogStore`) as a second backend."""
 
 from harness_learning.harnesses.store.base import (
     UNFINISHED_KINDS,
@@ -8,6 +9,7 @@ from harness_learning.harnesses.store.base import (
     SchemaVersionError,
 )
 from harness_learning.harnesses.store.jsonl import export_run, import_run
+from harness_learning.harnesses.store.jsonl_store import JsonlLogStore
 from harness_learning.harnesses.store.records import (
     Decision,
     Evaluation,
@@ -33,6 +35,7 @@ __all__ = [
     "Decision",
     "Evaluation",
     "Event",
+    "JsonlLogStore",
     "LogStore",
     "LineageStep",
     "LogStoreError",

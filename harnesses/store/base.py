@@ -1,8 +1,11 @@
 """`LogStore`: the execution log's persistence interface, shaped like LangGraph's
 `BaseCheckpointSaver` (sync methods to implement, async twins that default to a worker thread).
 
-Backends implement the abstract methods; reading helpers (`lineage`, `iter_proposal_groups`) and
-the async twins are shared. Every write method is one committed transaction.
+Backends implement the abstract methods; reading helpers (`lineage`, `iter_proposal_groups`,
+`get_results`) and the async twins are shared. Every write method is one committed
+transaction. The interface holds what callers use and no more: an async twin exists only where
+an async caller needs one. Every backend passes tests/harnesses/store/test_conformance.py.
+See docs/ARCHITECTURE.md, "The store".
 """
 
 from __future__ import annotations
@@ -67,41 +70,15 @@ class LogStore(ABC):
             raise KeyError(f"no harness version {sha[:12]} in the log")
         return version.source
 
-    def ancestors(self, sha: str) -> list[Version]:
-        """The version and its parents, newest first."""
-        out: list[Version] = []
-        seen: set[str] = set()
-        current: str | None = sha
-        while current and current not in seen:
-            seen.add(current)
-            version = self.get_version(current)
-            if version is None:
-                break
-            out.append(version)
-            current = version.parent_sha
-        return out
-
     # -- evaluations -------------------------------------------------------------------------
     @abstractmethod
     def put_evaluations(self, evaluations: Iterable[Evaluation]) -> None:
         """Upsert on (sha, purpose, round, problem_id): a re-run replaces the earlier row."""
 
-    def put_evaluation(self, evaluation: Evaluation) -> None:
-        self.put_evaluations([evaluation])
-
-    @abstractmethod
-    def completed_problem_ids(
-        self, sha: str, purpose: str, round: int, redo_kinds: Iterable[str] = UNFINISHED_KINDS
-    ) -> set[str]:
-        """Problems already evaluated, minus those whose error kind says to redo them."""
-
     @abstractmethod
     def iter_evaluations(
         self, sha: str | None = None, purpose: str | None = None, round: int | None = None
     ) -> Iterator[Evaluation]: ...
-
-    def put_result(self, sha: str, purpose: str, round_: int, result: ProblemResult) -> None:
-        self.put_results(sha, purpose, round_, [result])
 
     def put_results(self, sha: str, purpose: str, round_: int,
                     results: Iterable[ProblemResult]) -> None:
@@ -237,23 +214,13 @@ class LogStore(ABC):
         self.close()
 
     # -- async twins -------------------------------------------------------------------------
-    async def ainit_run(self, config: dict[str, Any], run_id: str | None = None) -> RunMeta:
-        return await asyncio.to_thread(self.init_run, config, run_id)
-
     async def aput_version(
         self, source: str, parent: str | None = None, round_: int = 0, note: str = ""
     ) -> str:
         return await asyncio.to_thread(self.put_version, source, parent, round_, note)
 
-    async def aget_version(self, sha: str) -> Version | None:
-        return await asyncio.to_thread(self.get_version, sha)
-
     async def aget_version_source(self, sha: str) -> str:
         return await asyncio.to_thread(self.get_version_source, sha)
-
-    async def aput_result(self, sha: str, purpose: str, round_: int,
-                          result: ProblemResult) -> None:
-        await asyncio.to_thread(self.put_result, sha, purpose, round_, result)
 
     async def aput_results(self, sha: str, purpose: str, round_: int,
                            results: list[ProblemResult]) -> None:
@@ -270,28 +237,11 @@ class LogStore(ABC):
     async def alineage(self) -> list[LineageStep]:
         return await asyncio.to_thread(self.lineage)
 
-    async def aput_evaluation(self, evaluation: Evaluation) -> None:
-        await asyncio.to_thread(self.put_evaluation, evaluation)
-
-    async def aput_evaluations(self, evaluations: Iterable[Evaluation]) -> None:
-        await asyncio.to_thread(self.put_evaluations, list(evaluations))
-
-    async def acompleted_problem_ids(
-        self, sha: str, purpose: str, round: int, redo_kinds: Iterable[str] = UNFINISHED_KINDS
-    ) -> set[str]:
-        return await asyncio.to_thread(self.completed_problem_ids, sha, purpose, round, tuple(redo_kinds))
-
-    async def aput_proposal(self, proposal: Proposal) -> str:
-        return await asyncio.to_thread(self.put_proposal, proposal)
-
     async def aget_proposal(self, key: str | int, index: int | None = None) -> Proposal | None:
         return await asyncio.to_thread(self.get_proposal, key, index)
 
     async def aput_proposal_draft(self, **kwargs: Any) -> Proposal:
         return await asyncio.to_thread(lambda: self.put_proposal_draft(**kwargs))
-
-    async def aupdate_proposal(self, proposal_id: str, **fields: Any) -> None:
-        await asyncio.to_thread(lambda: self.update_proposal(proposal_id, **fields))
 
     async def aupdate_proposal_outcome(self, proposal_id: str, **fields: Any) -> None:
         await asyncio.to_thread(lambda: self.update_proposal_outcome(proposal_id, **fields))

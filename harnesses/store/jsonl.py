@@ -97,7 +97,7 @@ def import_run(store: LogStore, path: str | Path) -> int:
         elif kind == "version":
             store.put_version(data["source"], data["parent_sha"], data["round"], data["note"])
         elif kind == "evaluation":
-            store.put_evaluation(Evaluation.from_row(data))
+            store.put_evaluations([Evaluation.from_row(data)])
         elif kind == "proposal":
             store.put_proposal(Proposal(**data))
         elif kind == "decision":

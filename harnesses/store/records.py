@@ -1,4 +1,4 @@
-"""The records of the execution log (DESIGN.md, "The execution log").
+"""The records of the execution log (docs/ARCHITECTURE.md, "The store").
 
 Plain dataclasses: the store persists them, `training/` reads them back. JSON-valued fields hold
 JSON-ready Python values (dicts, lists, str, numbers); `to_jsonable` converts dataclasses such as

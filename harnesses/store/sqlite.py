@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness_learning.harnesses.store.base import (
-    UNFINISHED_KINDS,
     LogStore,
     LogStoreError,
     SchemaVersionError,
@@ -215,16 +214,6 @@ class SQLiteLogStore(LogStore):
                 if not ev.created_at:
                     ev = dataclasses.replace(ev, created_at=now)
                 self._upsert(c, "evaluations", ev, ("sha", "purpose", "round", "problem_id"))
-
-    def completed_problem_ids(
-        self, sha: str, purpose: str, round: int, redo_kinds: Iterable[str] = UNFINISHED_KINDS
-    ) -> set[str]:
-        redo = set(redo_kinds)
-        rows = self._query(
-            "SELECT problem_id, error_kind FROM evaluations WHERE sha=? AND purpose=? AND round=?",
-            (sha, purpose, round),
-        )
-        return {r["problem_id"] for r in rows if r["error_kind"] not in redo}
 
     def iter_evaluations(
         self, sha: str | None = None, purpose: str | None = None, round: int | None = None

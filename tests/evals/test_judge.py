@@ -82,13 +82,14 @@ async def adapter_outcomes(tmp_path, policy: str) -> dict[str, dict]:
                              candidates=len(names), policy=policy, edit_format=fmt, selection=8,
                              concurrency=8, line_limit=LINE_LIMIT,
                              race=RaceRule(z=1e9, keep=None)).with_track_defaults("reasoning")
-        ctx = AdapterContext(config)
-        ctx.task, ctx.solver = SumTask(8), ScriptedModel(solver_rule)
-        ctx.proposer = ScriptedModel(lambda _, params, names=names: CASES[names[params["seed"] % 1009]][::2])
+        ctx = AdapterContext.from_config(
+            config, task=SumTask(8), solver=ScriptedModel(solver_rule),
+            proposer=ScriptedModel(lambda _, params, names=names:
+                                   CASES[names[params["seed"] % 1009]][::2]))
         ctx.store.init_run({"test": policy})
         parent = ctx.store.put_version(SEED, parent=None, round_=0, note="seed")
         ids = [p.id for p in ctx.task.dev()]
-        try:
+        async with ctx:
             views = [await make_candidate(ctx, {
                 "round": 1, "index": i, "current_sha": parent, "report": REPORT,
                 "selection_ids": ids, "feedback_ids": ["d5"], "parent_score": 0.5})
@@ -97,9 +98,7 @@ async def adapter_outcomes(tmp_path, policy: str) -> dict[str, dict]:
             assert (policy == "racing") == bool(drafts)
             if drafts:
                 await race_candidates(ctx, drafts, ids, 1, config.race, parent_score=0.5)
-        finally:
-            await ctx.pool.close()
-        out |= {name: logged(ctx.store.get_proposal(1, i)) for i, name in enumerate(names)}
+            out |= {name: logged(ctx.store.get_proposal(1, i)) for i, name in enumerate(names)}
     return out
 
 

@@ -1,4 +1,4 @@
-"""Rewards against hand-computed cases (DESIGN.md, "Rewards")."""
+"""Rewards against hand-computed cases (docs/ARCHITECTURE.md, "Rewards")."""
 
 from __future__ import annotations
 

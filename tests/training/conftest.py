@@ -68,7 +68,7 @@ def write_store_run(run_dir, rounds: int = 3):
     completion is parsed and applied for real (harnesses.edits) and rewarded by evals.rewards;
     selection scores vary by round so every group has a reward spread."""
     from harness_learning.evals.rewards import RewardInputs, reasoning_reward
-    from harness_learning.harnesses.edits import propose_candidate
+    from harness_learning.harnesses.edits import parse_and_apply
     from harness_learning.harnesses.seeds import seed_source
     from harness_learning.harnesses.store import Proposal, SQLiteLogStore, prompt_group_id
 
@@ -82,7 +82,7 @@ def write_store_run(run_dir, rounds: int = 3):
                     {"role": "user", "content": f"Task: rg:basic_arithmetic (round {r}).\n\n{source}\n\n"
                      f"Report: 2 of 5 wrong."}]
         for i, text in enumerate(completions + completions[:1]):  # one duplicate per group
-            edit = propose_candidate(source, text, "search_replace", "stop")
+            edit = parse_and_apply(source, text, "search_replace", "stop")
             score = [0.6, 0.4, 0.0, 0.0][i % 4] * r / rounds
             sha = (store.put_version(edit.new_source, seed_sha, r)
                    if edit.applied else None)
@@ -137,9 +137,8 @@ def write_adapter_run(run_dir, rounds: int = 2):
                          candidates=len(ADAPTER_EDITS), policy="best_valid",
                          edit_format="search_replace", feedback=3, selection=6,
                          concurrency=4).with_track_defaults("reasoning")
-    ctx = AdapterContext(config)
-    ctx.task = SumTask(6)
-    ctx.solver, ctx.proposer = ScriptedModel(solver_rule), ScriptedModel(proposer)
+    ctx = AdapterContext.from_config(config, task=SumTask(6), solver=ScriptedModel(solver_rule),
+                                     proposer=ScriptedModel(proposer))
     asyncio.run(run_adaptation(config, context=ctx))
     return run_dir
 

@@ -31,7 +31,7 @@ def short_run(tmp_path, completions):
     """A run whose one group answered a short prompt with three different completions (an edit
     that applies, one that parses but does not apply, none), so a tiny model learns them fast."""
     from harness_learning.evals.rewards import proposal_reward
-    from harness_learning.harnesses.edits import propose_candidate
+    from harness_learning.harnesses.edits import parse_and_apply
     from harness_learning.harnesses.seeds import seed_source
     from harness_learning.harnesses.store import Proposal, SQLiteLogStore, prompt_group_id
 
@@ -41,7 +41,7 @@ def short_run(tmp_path, completions):
         store.init_run({"task": "rg:basic_arithmetic", "task_options": {"n_dev": 4, "n_test": 1}})
         seed = store.put_version(source, None, 0, "seed")
         for i, text in enumerate(completions):
-            edit = propose_candidate(source, text, "search_replace", "stop")
+            edit = parse_and_apply(source, text, "search_replace", "stop")
             reward, parts = proposal_reward(
                 track="reasoning", parsed=edit.parsed, applied=edit.applied, valid=edit.applied,
                 completed_fraction=1.0, score=0.0, source=edit.new_source)

@@ -5,8 +5,8 @@ import math
 
 import torch
 from harness_learning.training.config import SFTTrainConfig
-from harness_learning.training.data import sft_dataset
 from harness_learning.training.sft import train_sft
+from harness_learning.training.teacher import sft_dataset
 from safetensors.torch import load_file
 
 

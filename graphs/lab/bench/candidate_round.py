@@ -22,7 +22,7 @@ from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import UNSCORED, ProblemResult
 from harness_learning.evals.task import Task
 from harness_learning.graphs.adapter.result_writer import ResultWriter
-from harness_learning.harnesses.edits import propose_candidate
+from harness_learning.harnesses.edits import parse_and_apply
 from harness_learning.harnesses.store.sqlite import SQLiteLogStore
 
 ROUND = 1
@@ -48,7 +48,7 @@ def build_candidates(seed_source: str, edits: dict[str, str],
     error naming it: a hand-written round should contain exactly the candidates asked for."""
     out = [Candidate("seed", seed_source)]
     for name, completion in edits.items():
-        edit = propose_candidate(seed_source, completion, fmt)
+        edit = parse_and_apply(seed_source, completion, fmt)
         if edit.failure is not None or edit.new_source is None:
             raise ValueError(f"edit {name!r} does not apply to the seed: {edit.failure}")
         if edit.unchanged:

@@ -25,7 +25,7 @@ from harness_learning.graphs.adapter.nodes import InfraStop, evaluate_cached
 from harness_learning.graphs.adapter.run import freeze_imports
 from harness_learning.graphs.lab.bench.sandbox import PING, Instant, probe_limits
 from harness_learning.harnesses.llm import ModelClient
-from harness_learning.harnesses.sandbox import Worker, WorkerPool
+from harness_learning.harnesses.sandbox import Limits, Worker, WorkerPool
 
 CALLS = 5
 SHARED_CALLS = 2
@@ -154,9 +154,9 @@ async def run_round(url: str, latency: float, candidates: int, problems: int, sl
                          proposer=f"openai/sim-proposer@{url}?max_concurrency={candidates}"
                                   f"&transport={transport}",
                          ).with_track_defaults("qa")
-    ctx = AdapterContext(config)
-    ctx.task = BenchTask(problems)
-    ctx.pool = TimedPool(size=candidates, limits=ctx.limits)
+    limits = Limits()
+    pool = TimedPool(size=candidates, limits=limits)
+    ctx = AdapterContext.from_config(config, task=BenchTask(problems), pool=pool, limits=limits)
     await asyncio.to_thread(ctx.store.init_run, {"bench": "round"})
     items = ctx.task.dev()
     solver = ctx.solver
@@ -188,7 +188,7 @@ async def run_round(url: str, latency: float, candidates: int, problems: int, sl
         raise next(g for g in stops if not isinstance(g, InfraStop))
     scores = [None if isinstance(g, BaseException) else g for g in got]
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    await ctx.pool.close()
+    await ctx.aclose()
     await solver.aclose()
     await ctx.proposer.aclose()
     after = solver.stats.snapshot()
@@ -206,7 +206,7 @@ async def run_round(url: str, latency: float, candidates: int, problems: int, sl
             "proposer_requests": proposer_requests,
             "cache_hits": stats["cache_hits"] + stats["shared"], "retries": stats["retries"],
             "infra_errors": stats["infra_errors"], "parent_cpu_s": cpu,
-            "worker_start_ms": [w * 1000 for w in ctx.pool.waits],
+            "worker_start_ms": [w * 1000 for w in pool.waits],
             "pool_cold_start_s": cold_s,
             "scores": scores, "infra_stops": len(stops), "per_call_latency_s": per_call_latency,
             "wait_per_call_ms_p50": 1000 * statistics.median(per_call) if per_call else None}

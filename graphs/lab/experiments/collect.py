@@ -12,9 +12,10 @@ from typing import Any
 
 from harness_learning.graphs.lab.experiments.runner import RUN_EVENT
 from harness_learning.graphs.lab.experiments.structure import Structure, analyze
+from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.store import SQLiteLogStore
 
-LOG_FILE = "log.sqlite"
+LOG_FILE = RunDir.LOG
 
 
 @dataclass

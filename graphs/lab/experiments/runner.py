@@ -27,8 +27,9 @@ from typing import Any
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.nodes import evaluate_cached
-from harness_learning.graphs.adapter.run import CONFIG_FILE, run_adaptation
+from harness_learning.graphs.adapter.run import load_config, run_adaptation
 from harness_learning.graphs.lab.experiments.config import ExperimentSpec
+from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.seeds import seed_source
 
 RUN_EVENT = "experiment_run"
@@ -109,15 +110,13 @@ def plan_runs(spec: ExperimentSpec, out: Path, task_options: Callable[[str], dic
 
 def write_config(config: AdaptConfig) -> None:
     """As `graphs.adapter.run.prepare`, without building the task: refuse a changed config."""
-    path = config.path / CONFIG_FILE
-    text = json.dumps(json.loads(config.to_json()), indent=2)
-    if path.exists():
-        if AdaptConfig.from_json(path.read_text()).to_json() != config.to_json():
+    run = RunDir(config.path)
+    if run.is_run():
+        if load_config(run).to_json() != config.to_json():
             raise ValueError(f"{config.path} already holds a run with another config: use a "
                              "new --out, or delete that run directory")
         return
-    config.path.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    run.write_config(json.loads(config.to_json()))
 
 
 def finished(ctx: AdapterContext) -> bool:
@@ -127,39 +126,34 @@ def finished(ctx: AdapterContext) -> bool:
 async def execute(plan: RunPlan, info: dict[str, Any], make_context: ContextFactory, log: Log) -> None:
     """Run (or resume) one plan, test its adopted chain, record the experiment_run event."""
     write_config(plan.config)
-    ctx = make_context(plan.config)
-    if finished(ctx):
-        log(f"done already: {plan.config.run_dir}")
-        ctx.store.close()
-        return
-    log(f"run: {plan.method} on {plan.task} (seed {plan.seed}) -> {plan.config.run_dir}")
-    start = time.perf_counter()
-    if plan.eval_only:
-        if ctx.store.get_run() is None:
-            ctx.store.init_run(json.loads(plan.config.to_json()))
-        name = plan.config.seed_harness or ctx.task.seed
-        ctx.store.put_version(seed_source(name), parent=None, round_=0, note=name)
-    else:
-        final = await run_adaptation(plan.config, resume=True, context=ctx)
+    async with make_context(plan.config) as ctx:
+        if finished(ctx):
+            log(f"done already: {plan.config.run_dir}")
+            return
+        log(f"run: {plan.method} on {plan.task} (seed {plan.seed}) -> {plan.config.run_dir}")
+        start = time.perf_counter()
+        if plan.eval_only:
+            if ctx.store.get_run() is None:
+                ctx.store.init_run(json.loads(plan.config.to_json()))
+            name = plan.config.seed_harness or ctx.task.seed
+            ctx.store.put_version(seed_source(name), parent=None, round_=0, note=name)
+    if not plan.eval_only:  # the run opens and closes a context of its own
+        final = await run_adaptation(plan.config, resume=True,
+                                     context=make_context(plan.config))
         log(f"  stopped: {final.get('stop_reason', '?')}")
-        ctx.store.close()
-        ctx = make_context(plan.config)  # run_adaptation closed the worker pool
-    if plan.tested:
-        await test_chain(ctx, log)
-    wall = time.perf_counter() - start
-    ctx.store.append_event(RUN_EVENT, {**plan.meta(info), "wall_s": round(wall, 1)})
-    ctx.store.close()
+    async with make_context(plan.config) as ctx:
+        if plan.tested:
+            await test_chain(ctx, log)
+        wall = time.perf_counter() - start
+        ctx.store.append_event(RUN_EVENT, {**plan.meta(info), "wall_s": round(wall, 1)})
 
 
 async def test_chain(ctx: AdapterContext, log: Log) -> None:
     """Every distinct version of the adopted chain on the held-out test problems."""
     problems = ctx.task.test()
-    try:
-        for sha in dict.fromkeys(step.sha for step in await ctx.store.alineage()):
-            result = await evaluate_cached(ctx, sha, problems, "test", -1)
-            log(f"  test {sha[:12]}: {result.mean_score:.3f} on {len(problems)}")
-    finally:
-        await ctx.pool.close()
+    for sha in dict.fromkeys(step.sha for step in await ctx.store.alineage()):
+        result = await evaluate_cached(ctx, sha, problems, "test", -1)
+        log(f"  test {sha[:12]}: {result.mean_score:.3f} on {len(problems)}")
 
 
 def task_options_for(spec: ExperimentSpec, out: Path, log: Log) -> Callable[[str], dict]:

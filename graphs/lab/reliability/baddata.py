@@ -8,12 +8,16 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from harness_learning.graphs.lab.reliability.common import file_hashes
+from harness_learning.harnesses.rundir import RunDir
 
+CLI = str(Path(sys.executable).parent / "harness-learn")
 HOTPOT = {"_id": "q1", "question": "Who wrote Alpha?", "answer": "Bea",
           "context": [["Alpha", ["Alpha is a book by Bea."]]],
           "supporting_facts": [["Alpha", 0]], "type": "bridge"}
@@ -107,14 +111,16 @@ def index_cases(d: Path) -> dict[str, tuple[Callable[[], Any], list[str]]]:
 
 
 def _resume(run_dir: Path) -> Callable[[], Any]:
-    def go() -> Any:
-        from harness_learning.graphs.cli import app
-        from typer.testing import CliRunner
+    """`harness-learn resume RUN_DIR` as a user runs it: in a process of its own, so the lab
+    drives the CLI from outside (importing the CLI here would make an import cycle)."""
 
-        result = CliRunner().invoke(app, ["resume", str(run_dir)])
-        if result.exit_code == 0:
-            return result.output
-        raise RuntimeError(f"{result.output}\n{result.exception!r}")
+    def go() -> Any:
+        result = subprocess.run([CLI, "resume", str(run_dir)], capture_output=True, text=True,
+                                timeout=300, env={**os.environ, "COLUMNS": "200"})
+        output = result.stdout + result.stderr
+        if result.returncode == 0:
+            return output
+        raise RuntimeError(output)
 
     return go
 
@@ -128,27 +134,27 @@ def run_dir_cases(d: Path) -> dict[str, tuple[Callable[[], Any], list[str]]]:
         path.mkdir(parents=True)
         cfg = AdaptConfig(task="rg:basic_arithmetic", run_dir=str(path),
                           rounds=1).with_track_defaults("reasoning")
-        (path / "config.json").write_text(cfg.to_json())
+        RunDir(path).write_config(json.loads(cfg.to_json()))
         SQLiteLogStore(path).close()
         return path
 
     unknown = run_dir("unknown_keys")
-    data = json.loads((unknown / "config.json").read_text())
-    (unknown / "config.json").write_text(json.dumps({**data, "speculative_decoding": True}))
+    data = RunDir(unknown).read_config()
+    RunDir(unknown).write_config({**data, "speculative_decoding": True})
     newer = run_dir("newer_schema")
-    conn = sqlite3.connect(newer / "log.sqlite")
+    conn = sqlite3.connect(RunDir(newer).log)
     conn.execute("UPDATE hl_schema SET value='99' WHERE key='version'")
     conn.commit()
     conn.close()
     garbage = run_dir("garbage_log")
-    (garbage / "log.sqlite").write_bytes(os.urandom(8192))
+    RunDir(garbage).log.write_bytes(os.urandom(8192))
     broken_config = run_dir("broken_config")
-    (broken_config / "config.json").write_text('{"task": "rg:basic_arithmetic", "run_dir": ')
+    RunDir(broken_config).config.write_text('{"task": "rg:basic_arithmetic", "run_dir": ')
     return {
         "run_dir_unknown_config_keys": (_resume(unknown), ["speculative_decoding"]),
         "run_dir_newer_log_schema": (_resume(newer), ["schema version 99"]),
-        "run_dir_garbage_log": (_resume(garbage), ["log.sqlite"]),
-        "run_dir_unreadable_config": (_resume(broken_config), ["config.json"]),
+        "run_dir_garbage_log": (_resume(garbage), [RunDir.LOG]),
+        "run_dir_unreadable_config": (_resume(broken_config), [RunDir.CONFIG]),
     }
 
 

@@ -8,9 +8,10 @@ import sqlite3
 from pathlib import Path
 
 from harness_learning.evals.problem import Problem
+from harness_learning.harnesses.rundir import RunDir
 
-LOG_FILE = "log.sqlite"
-CHECKPOINTS_FILE = "checkpoints.sqlite"
+LOG_FILE = RunDir.LOG
+CHECKPOINTS_FILE = RunDir.CHECKPOINTS
 
 
 class SumTask:

@@ -32,6 +32,7 @@ from harness_learning.graphs.lab.reliability.common import (
 )
 from harness_learning.harnesses.llm import SimServer
 from harness_learning.harnesses.llm.simserver import ARITHMETIC_RULE
+from harness_learning.harnesses.rundir import RunDir
 
 CLI = str(Path(sys.executable).parent / "harness-learn")
 IDLE_WORKER_THREADS = 3
@@ -47,7 +48,7 @@ def adapt_argv(run_dir: Path, url: str, rounds: int) -> list[str]:
 
 
 def _start(run_dir: Path, url: str, log_path: Path, rounds: int) -> subprocess.Popen:
-    argv = ([CLI, "resume", str(run_dir)] if (run_dir / "config.json").exists()
+    argv = ([CLI, "resume", str(run_dir)] if RunDir(run_dir).is_run()
             else adapt_argv(run_dir, url, rounds))
     out = log_path.open("ab")
     return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=str(run_dir.parent),

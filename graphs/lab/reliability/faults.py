@@ -28,6 +28,7 @@ from harness_learning.graphs.lab.reliability.common import (
 )
 from harness_learning.harnesses.llm import InfraError, SimServer, clear_clients
 from harness_learning.harnesses.llm.simserver import ARITHMETIC_RULE
+from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.sandbox import Limits
 
 MODES: dict[str, dict[str, Any]] = {
@@ -52,9 +53,8 @@ def fault_config(run_dir: Path, url: str) -> AdaptConfig:
 
 def _context(config: AdaptConfig) -> AdapterContext:
     clear_clients()  # a fresh event loop per run: no client bound to a closed one
-    ctx = AdapterContext(config, limits=Limits(problem_timeout_s=30.0, candidate_timeout_s=300.0))
-    ctx.task = SumTask()
-    return ctx
+    return AdapterContext.from_config(
+        config, task=SumTask(), limits=Limits(problem_timeout_s=30.0, candidate_timeout_s=300.0))
 
 
 def _killer(server: SimServer, after: int) -> threading.Thread:
@@ -105,7 +105,7 @@ def run_mode(root: Path, mode: str) -> dict[str, Any]:
             "scored_wrong_examples": [row for row in scores if row[1] != 1.0][:3],
             "evaluations": len(after), "current_sha": final.get("current_sha"),
             "decisions": [d[1:] for d in decisions(config.path)],
-            "log_integrity": integrity(config.path / "log.sqlite"),
+            "log_integrity": integrity(RunDir(config.path).log),
             "seconds": round(time.perf_counter() - t0, 1)}
 
 

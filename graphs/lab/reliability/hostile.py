@@ -25,6 +25,7 @@ from harness_learning.evals.result import ProblemResult
 from harness_learning.graphs.lab.reliability.common import file_hashes, integrity, sandbox_leftovers
 from harness_learning.graphs.lab.reliability.hostile_cases import ESCAPES, RESOURCES, Case
 from harness_learning.graphs.lab.reliability.hostile_reward_cases import REWARD_HACKING
+from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.sandbox import Limits, WorkerPool
 from harness_learning.harnesses.sandbox.local import LocalBackend
 
@@ -127,7 +128,7 @@ class HostileEnv:
         store = SQLiteLogStore(self.root / "run")
         store.init_run({"task": "sums"})
         sha = store.put_version("def build_graph(tools):\n    pass\n", parent=None, round_=0)
-        store.put_result(sha, "selection", 1, ProblemResult("secret", self.gold, 1.0))
+        store.put_results(sha, "selection", 1, [ProblemResult("secret", self.gold, 1.0)])
         store.close()
         self.sentinel = subprocess.Popen(["sleep", "3600"])
         os.environ[SECRET_ENV] = self.token  # before any worker starts: it must not inherit it
@@ -219,7 +220,7 @@ CHECKS: dict[str, Any] = {
     "no_direct_call": lambda r, e, d: (not any("direct-call" in p for p in e.server.prompts),
                                        "the Solver endpoint never saw the call"),
     "score_zero": lambda r, e, d: (r.score == 0.0 and e.gold not in (r.answer or ""), "scored 0"),
-    "store_intact": lambda r, e, d: (integrity(e.root / "run" / "log.sqlite") == "ok"
+    "store_intact": lambda r, e, d: (integrity(RunDir(e.root / "run").log) == "ok"
                                      and e.rows() == e.store_rows and r.score == 0.0,
                                      "log unchanged and sound"),
     "calls_match": lambda r, e, d: (

@@ -39,9 +39,8 @@ class CandidateBench:
         config = AdaptConfig(task="sums", run_dir=str(run_dir), rounds=1, candidates=1,
                              policy="strict", edit_format=fmt, feedback=3, selection=3,
                              solver=solver).with_track_defaults("reasoning")
-        self.ctx = AdapterContext(config)
-        self.ctx.task = SumTask()
-        self.proposer = self.ctx.proposer = FixedProposer()
+        self.proposer = FixedProposer()
+        self.ctx = AdapterContext.from_config(config, task=SumTask(), proposer=self.proposer)
         self.parent = seed_source("reasoning_direct")
         self.index = itertools.count()
         self.sha: str | None = None
@@ -57,8 +56,7 @@ class CandidateBench:
         return dict(await make_candidate(self.ctx, payload))
 
     async def close(self) -> None:
-        await self.ctx.pool.close()
-        self.ctx.store.close()
+        await self.ctx.aclose()
 
 
 def named(view: dict) -> bool:

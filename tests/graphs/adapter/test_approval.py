@@ -10,9 +10,11 @@ import asyncio
 import re
 
 import pytest
+from harness_learning.evals.registry import get_task
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.graph import build_adapter_graph
+from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.seeds import seed_source
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
@@ -60,23 +62,22 @@ def test_approve_once_reject_once(tmp_path, scripted) -> None:
         task_options={"n_dev": 6, "n_test": 1}, rounds=3, candidates=1, policy="best_valid",
         edit_format="search_replace", feedback=2, selection=3, concurrency=3, approval=True,
     ).with_track_defaults("reasoning")
-    ctx = AdapterContext(config)
-    golds = {p.question: str(p.gold["answer"]) for p in ctx.task.dev()}
-    ctx.solver = scripted(make_solver_rule(golds))
-    ctx.proposer = proposer = scripted(proposer_rule)
+    task = get_task(config.task, **config.task_options)
+    golds = {p.question: str(p.gold["answer"]) for p in task.dev()}
+    proposer = scripted(proposer_rule)
+    ctx = AdapterContext.from_config(config, task=task, solver=scripted(make_solver_rule(golds)),
+                                     proposer=proposer)
     app = build_adapter_graph(config, ctx).compile(checkpointer=InMemorySaver())
     thread = {"configurable": {"thread_id": "approval"}}
 
     async def scenario() -> tuple[list, list, dict]:
-        try:
+        async with ctx:
             first = await run_until_pause(app, {"task": config.task}, thread)
             second = await run_until_pause(app, Command(resume={"approve": True}), thread)
             done = await run_until_pause(
                 app, Command(resume={"approve": False, "reason": REASON}), thread)
             assert done == [], "round 3's proposal is unusable: nothing to approve"
             return first, second, (await app.aget_state(thread)).values
-        finally:
-            await ctx.pool.close()
 
     first, second, final = asyncio.run(scenario())
 
@@ -102,5 +103,5 @@ def test_approve_once_reject_once(tmp_path, scripted) -> None:
     assert len(proposer.calls) == 3
     assert REASON not in proposer.calls[1] and REASON in proposer.calls[2]
     # The decisions are in the execution log too.
-    decisions = list(ctx.store.iter_decisions())
+    decisions = list(RunDir(config.path).open_store().iter_decisions())
     assert [d.chosen_sha for d in decisions] == [r1["chosen_sha"]] * 3

@@ -47,3 +47,46 @@ def test_adapt_rejects_a_bad_race_rule_before_creating_anything(tmp_path):
                                       "--race", '{"kep": [0.5]}'])
     assert result.exit_code == 2
     assert "unknown race rule keys" in result.output and not run_dir.exists()
+
+
+def test_every_config_field_is_an_adapt_option_with_its_help():
+    import dataclasses
+
+    result = CliRunner().invoke(app, ["adapt", "--help"], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    for f in dataclasses.fields(AdaptConfig):
+        parts = f.metadata.get("parts") or ()
+        for name in [p.option for p in parts] or [f.metadata.get("flag") or f.name]:
+            assert "--" + name.replace("_", "-") in result.output, name
+        assert f.metadata["help"], f.name  # the one place the option is documented
+
+
+def test_adapt_options_fill_the_config_as_the_hand_written_flags_did(tmp_path):
+    from harness_learning.graphs.adapter.config import Budget
+    from harness_learning.graphs.cli.options import field_values
+
+    given = {"task": "rg:basic_arithmetic", "run_dir": str(tmp_path), "test": 3, "dev": None,
+             "data": None, "index": tmp_path / "idx", "metric": None, "describe": None,
+             "tools": ["shop.py:lookup", "mod:tool"], "index_backend": None, "aliases": None,
+             "solver": "local", "proposer": "p",
+             "solver_params": "", "proposer_max_tokens": 99, "rounds": 2, "candidates": None,
+             "policy": "racing", "edit_format": None, "feedback": None, "selection": 4,
+             "seed": 1, "seed_harness": None, "line_limit": 200, "patience": None,
+             "max_solver_calls": 50, "max_tokens": None, "max_cost_usd": None,
+             "race": '{"keep": [0.5]}', "concurrency": 8, "report_chars": 12000,
+             "approval": False, "proposer_logprobs": False, "group_size": 6}
+    config = AdaptConfig(**field_values(AdaptConfig, dict(given)))
+    assert config.task_options == {"n_test": 3, "index_dir": str(tmp_path / "idx")}
+    assert config.proposer_params == {"temperature": 0.7, "max_tokens": 99}
+    assert config.solver_params == AdaptConfig.__dataclass_fields__["solver_params"].default_factory()
+    assert config.budget == Budget(solver_calls=50)
+    assert config.race == RaceRule(keep=(0.5,)) and config.policy == "racing"
+    assert config.tools == ["shop.py:lookup", "mod:tool"]
+    assert config.proposer_logprobs is False and config.group_size == 6
+
+
+def test_adapt_refuses_an_unknown_policy_with_the_choices(tmp_path):
+    result = CliRunner().invoke(app, ["adapt", "--task", "rg:basic_arithmetic", "--run-dir",
+                                      str(tmp_path / "run"), "--policy", "greedy"])
+    assert result.exit_code == 2
+    assert "strict, best_valid, racing" in result.output and not (tmp_path / "run").exists()

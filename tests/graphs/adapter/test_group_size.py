@@ -5,6 +5,7 @@ Scripted models (control flow); the real-model run is in tests/training/test_rea
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 import pytest
 from harness_learning.graphs.adapter.config import AdaptConfig
@@ -12,6 +13,7 @@ from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.estimate import estimate_budget
 from harness_learning.graphs.adapter.run import run_adaptation
 from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS
+from harness_learning.harnesses.rundir import RunDir
 from scripted_sums import SumTask, solver_rule
 
 
@@ -41,11 +43,10 @@ def run(root, scripted, *, group_size, logprobs=True, policy="strict", candidate
                          rounds=1, candidates=candidates, group_size=group_size, policy=policy,
                          proposer_logprobs=logprobs, edit_format="search_replace", feedback=6,
                          selection=6, concurrency=6).with_track_defaults("reasoning")
-    ctx = AdapterContext(config)
-    ctx.task = SumTask(6, test_offset=1)
-    ctx.solver, ctx.proposer = scripted(solver_rule), scripted(proposer_rule)
-    final = asyncio.run(run_adaptation(config, context=ctx))
-    return final, ctx, seen
+    ctx = AdapterContext.from_config(config, task=SumTask(6, test_offset=1),
+                                     solver=scripted(solver_rule), proposer=scripted(proposer_rule))
+    final = asyncio.run(run_adaptation(config, context=ctx))  # closes ctx: reopen the log
+    return final, SimpleNamespace(config=config, store=RunDir(config.run_dir).open_store()), seen
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +97,8 @@ def test_racing_races_its_candidates_and_evaluates_the_training_sample_in_full(t
     better = ctx.store.get_proposal(1, 4)  # training-only: all 6 selection problems, no race
     assert better.valid and better.selection_score == 1.0 and better.reward == pytest.approx(1.30)
     assert "raced_out" not in better.reward_parts
-    assert len(ctx.store.completed_problem_ids(better.candidate_sha, "selection", 1)) == 6
+    assert len([e for e in ctx.store.iter_evaluations(sha=better.candidate_sha, purpose="selection",
+                                                      round=1) if e.result.completed]) == 6
     assert final["current_sha"] != better.candidate_sha
 
 

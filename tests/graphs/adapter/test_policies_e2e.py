@@ -10,6 +10,7 @@ import pytest
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.run import run_adaptation
+from harness_learning.harnesses.rundir import RunDir
 from scripted_sums import SumTask, solver_rule
 
 
@@ -37,11 +38,10 @@ def run(root, scripted, policy: str, candidates: int):
     config = AdaptConfig(task="sums", run_dir=str(root / f"{policy}-{candidates}"), rounds=1,
                          candidates=candidates, policy=policy, edit_format="search_replace",
                          feedback=6, selection=6, concurrency=6).with_track_defaults("reasoning")
-    ctx = AdapterContext(config)
-    ctx.task = SumTask(6, test_offset=1)
-    ctx.solver, ctx.proposer = scripted(solver_rule), scripted(proposer_rule)
+    ctx = AdapterContext.from_config(config, task=SumTask(6, test_offset=1),
+                                     solver=scripted(solver_rule), proposer=scripted(proposer_rule))
     final = asyncio.run(run_adaptation(config, context=ctx))
-    return final, ctx
+    return final, RunDir(config.path).open_store()  # the run closed its own
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def runs(tmp_path_factory, scripted):
 
 @pytest.mark.parametrize("policy", ["strict", "best_valid"])
 def test_each_policy_adopts_the_better_edit(runs, policy):
-    final, ctx = runs(policy, 5)
+    final, store = runs(policy, 5)
     (round1,) = final["rounds"]
     by_index = {c["index"]: c for c in round1["candidates"]}
     assert not by_index[0]["parsed"] and not by_index[0]["valid"]
@@ -71,7 +71,7 @@ def test_each_policy_adopts_the_better_edit(runs, policy):
     assert by_index[4]["valid"] and by_index[4]["selection_score"] == 1.0
     assert round1["current_selection_score"] == pytest.approx(0.5)
     assert round1["adopted"] and final["current_sha"] == by_index[4]["sha"]
-    assert "CAREFULLY" in ctx.store.get_version_source(final["current_sha"])
+    assert "CAREFULLY" in store.get_version_source(final["current_sha"])
 
 
 def test_strict_keeps_current_when_every_valid_edit_is_worse(runs):
@@ -89,8 +89,8 @@ def test_best_valid_adopts_the_best_valid_edit_even_if_worse(runs):
 
 
 def test_proposals_table_rewards_follow_the_papers_rules(runs):
-    _, ctx = runs("strict", 5)
-    rewards = {p.id: p.reward for p in ctx.store.iter_proposals()}
+    _, store = runs("strict", 5)
+    rewards = {p.id: p.reward for p in store.iter_proposals()}
     assert rewards["r1-c0"] == 0.0                    # does not parse: no bonus at all
     assert rewards["r1-c1"] == pytest.approx(0.05)    # parses, does not apply
     assert rewards["r1-c2"] == pytest.approx(0.15)    # parses + applies, no run completes

@@ -12,7 +12,7 @@ from harness_learning.graphs.adapter.proposer import (
     propose,
     report_budget,
 )
-from harness_learning.harnesses.edits import propose_candidate
+from harness_learning.harnesses.edits import parse_and_apply
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning.harnesses.store import SQLiteLogStore, prompt_group_id
 
@@ -56,7 +56,7 @@ def test_whole_program_rules_show_a_program_that_parses():
 
 def test_the_format_example_itself_parses_as_an_edit():
     rules = messages()[1]["content"].split("Example (changes one line):\n")[1]
-    c = propose_candidate(SOURCE, rules, "search_replace", "stop")
+    c = parse_and_apply(SOURCE, rules, "search_replace", "stop")
     assert c.applied, c.failure
 
 
@@ -98,7 +98,7 @@ def test_real_local_model_proposals_flow_into_candidates_log_and_rewards(local_m
             assert isinstance(completion.text, str) and completion.finish_reason in {"stop", "length"}
             draft = store.put_proposal_draft(round_=1, index=index, messages=msgs, completion=completion,
                                              edit_format="search_replace")
-            c = propose_candidate(SOURCE, draft.completion, "search_replace", draft.finish_reason)
+            c = parse_and_apply(SOURCE, draft.completion, "search_replace", draft.finish_reason)
             assert c.applied or c.failure is not None
             reward, parts = proposal_reward(track="reasoning", parsed=c.parsed, applied=c.applied,
                                             valid=c.applied, completed_fraction=0.0, score=0.0,

@@ -11,6 +11,7 @@ from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.policies import Scored, decide
 from harness_learning.graphs.adapter.racing import RaceRule, paired_gap, race
 from harness_learning.graphs.adapter.run import run_adaptation
+from harness_learning.harnesses.rundir import RunDir
 from scripted_sums import SumTask, solver_rule
 
 
@@ -130,17 +131,16 @@ def run_racing_round(tmp_path, scripted, race: RaceRule | None = None):
     config = AdaptConfig(task="sums", run_dir=str(tmp_path / "race"), rounds=1, candidates=4,
                          policy="racing", edit_format="search_replace", feedback=8, selection=8,
                          concurrency=8, race=race or RaceRule()).with_track_defaults("reasoning")
-    ctx = AdapterContext(config)
-    ctx.task = SumTask(8)
-    ctx.solver = scripted(solver_rule)
-    ctx.proposer = scripted(lambda prompt, params: EDITS[params["seed"] % 1009])
+    ctx = AdapterContext.from_config(
+        config, task=SumTask(8), solver=scripted(solver_rule),
+        proposer=scripted(lambda prompt, params: EDITS[params["seed"] % 1009]))
     final = asyncio.run(run_adaptation(config, context=ctx))
     (round1,) = final["rounds"]
-    return ctx, final, round1, {c["index"]: c for c in round1["candidates"]}
+    return RunDir(config.path).open_store(), final, round1, {c["index"]: c for c in round1["candidates"]}
 
 
 def test_race_node_evaluates_in_stages_and_adopts_the_better_edit(tmp_path, scripted):
-    ctx, final, round1, by_index = run_racing_round(tmp_path, scripted)
+    store, final, round1, by_index = run_racing_round(tmp_path, scripted)
     assert set(by_index) == {0, 1, 2, 3} and not by_index[0]["valid"]
     assert by_index[2]["valid"] and not by_index[2].get("raced_out")
     # after stage 1 (4 of 8 problems) both others are behind by more than z s.e.: race over
@@ -148,13 +148,13 @@ def test_race_node_evaluates_in_stages_and_adopts_the_better_edit(tmp_path, scri
         assert by_index[loser]["raced_out"] and by_index[loser]["evaluated"] == 4
     assert by_index[2]["evaluated"] == 4 and by_index[2]["selection_score"] == 1.0
     assert round1["adopted"] and final["current_sha"] == by_index[2]["sha"]
-    stored = {r.problem_id for r in ctx.store.get_results(by_index[1]["sha"],
-                                                          [f"d{i}" for i in range(1, 9)],
-                                                          "selection").values()}
+    stored = {r.problem_id for r in store.get_results(by_index[1]["sha"],
+                                                      [f"d{i}" for i in range(1, 9)],
+                                                      "selection").values()}
     assert len(stored) == 4  # the dropped candidate's other problems were never run
-    proposal = ctx.store.get_proposal(1, 1)
+    proposal = store.get_proposal(1, 1)
     assert proposal.reward_parts["raced_out"] and proposal.selection_score == 0.0
-    assert any(e.kind == "race" for e in ctx.store.iter_events())
+    assert any(e.kind == "race" for e in store.iter_events())
 
 
 def test_race_node_follows_the_configured_rule(tmp_path, scripted):
@@ -179,8 +179,7 @@ def test_race_node_with_the_real_local_solver(local_model_url, tmp_path):
                          policy="racing", edit_format="search_replace", feedback=2, selection=8,
                          concurrency=8, solver_params={"temperature": 0.0, "max_tokens": 24},
                          ).with_track_defaults("reasoning")
-    ctx = AdapterContext(config)
-    ctx.task = SumTask(8)
+    ctx = AdapterContext.from_config(config, task=SumTask(8))
     store = ctx.store
     store.init_run({"test": "racing"})
     seed = seed_source("reasoning_direct")
@@ -201,14 +200,15 @@ def test_race_node_with_the_real_local_solver(local_model_url, tmp_path):
                                                 note="c")})
     ids = [p.id for p in SumTask(8).dev()]
 
+    solver = ctx.solver
+
     async def go():
-        try:
+        async with ctx:
             return await race_candidates(ctx, drafts, ids, 1, RaceRule())
-        finally:
-            await ctx.pool.close()
 
     settled = asyncio.run(go())
-    assert ctx.solver.stats.calls > 0  # the real model answered
+    store = RunDir(config.path).open_store()
+    assert solver.stats.calls > 0  # the real model answered
     for view in settled:
         stored = store.get_results(view["sha"], ids, "selection")
         assert len(stored) == view["evaluated"] and view["evaluated"] in (4, 8)

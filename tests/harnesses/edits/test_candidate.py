@@ -1,4 +1,4 @@
-"""propose_candidate: the one entry point, on crafted cases and under fuzzing."""
+"""parse_and_apply: the one way a completion becomes a new source, on crafted cases and under fuzzing."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from harness_learning.harnesses.edits import (
     EDIT_ERROR_KINDS,
     Edit,
     EditError,
-    propose_candidate,
+    parse_and_apply,
     unified_diff,
 )
 from hypothesis import HealthCheck, given, settings
@@ -18,7 +18,7 @@ GOOD = "<<<<<<< SEARCH\n    x = 1\n=======\n    x = 2\n>>>>>>> REPLACE\n"
 
 
 def test_applied_candidate_has_source_diff_and_edit():
-    c = propose_candidate(SOURCE, GOOD, "search_replace", "stop")
+    c = parse_and_apply(SOURCE, GOOD, "search_replace", "stop")
     assert (c.parsed, c.applied, c.failure) == (True, True, None)
     assert c.new_source == SOURCE.replace("x = 1", "x = 2")
     assert "-    x = 1\n+    x = 2\n" in c.diff
@@ -26,29 +26,29 @@ def test_applied_candidate_has_source_diff_and_edit():
 
 
 def test_truncated_completion_is_never_adopted_even_if_it_would_apply():
-    c = propose_candidate(SOURCE, GOOD, "search_replace", "length")
+    c = parse_and_apply(SOURCE, GOOD, "search_replace", "length")
     assert (c.parsed, c.applied, c.new_source) == (False, False, None)
     assert c.failure.kind == "truncated"
 
 
 def test_parsed_but_not_applied():
-    c = propose_candidate(SOURCE, GOOD.replace("x = 1", "y = 1"), "search_replace", "stop")
+    c = parse_and_apply(SOURCE, GOOD.replace("x = 1", "y = 1"), "search_replace", "stop")
     assert (c.parsed, c.applied, c.failure.kind) == (True, False, "unmatched_search")
 
 
 def test_not_parsed():
-    c = propose_candidate(SOURCE, "I would change x.", "whole_program", None)
+    c = parse_and_apply(SOURCE, "I would change x.", "whole_program", None)
     assert (c.parsed, c.applied, c.failure.kind) == (False, False, "no_edit_found")
 
 
 def test_no_op_edit_is_applied_but_unchanged():
-    c = propose_candidate(SOURCE, GOOD.replace("x = 2", "x = 1"), "search_replace", "stop")
+    c = parse_and_apply(SOURCE, GOOD.replace("x = 2", "x = 1"), "search_replace", "stop")
     assert c.applied and c.unchanged
 
 
 def test_unknown_format_is_a_configuration_error():
     with pytest.raises(ValueError, match="unknown edit format"):
-        propose_candidate(SOURCE, GOOD, "udiff", "stop")
+        parse_and_apply(SOURCE, GOOD, "udiff", "stop")
 
 
 def test_edit_error_kinds_are_closed():
@@ -89,7 +89,7 @@ def _check(c, source):
        fmt=st.sampled_from(["search_replace", "whole_program"]),
        finish=st.sampled_from([None, "stop", "length"]))
 def test_arbitrary_completions_never_raise(source, completion, fmt, finish):
-    _check(propose_candidate(source, completion, fmt, finish), source)
+    _check(parse_and_apply(source, completion, fmt, finish), source)
 
 
 @FUZZ
@@ -97,8 +97,8 @@ def test_arbitrary_completions_never_raise(source, completion, fmt, finish):
        cut=st.integers(min_value=0, max_value=200), nl=st.sampled_from(["\n", "\r\n"]))
 def test_truncated_and_crlf_blocks_never_raise(source, search, replace, cut, nl):
     completion = f"<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n".replace("\n", nl)
-    _check(propose_candidate(source, completion[:cut], "search_replace", "stop"), source)
-    _check(propose_candidate(source, f"```python\n{completion[:cut]}", "whole_program", "stop"), source)
+    _check(parse_and_apply(source, completion[:cut], "search_replace", "stop"), source)
+    _check(parse_and_apply(source, f"```python\n{completion[:cut]}", "whole_program", "stop"), source)
 
 
 @FUZZ
@@ -115,7 +115,7 @@ def test_a_unique_exact_block_always_applies(lines, pick):
         return
     occurrences = sum(lines[k:k + len(run)] == run for k in range(len(lines) - len(run) + 1))
     completion = "<<<<<<< SEARCH\n" + "".join(x + "\n" for x in run) + "=======\nNEW\n>>>>>>> REPLACE\n"
-    c = propose_candidate(source, completion, "search_replace", "stop")
+    c = parse_and_apply(source, completion, "search_replace", "stop")
     if occurrences == 1:
         assert c.applied, c.failure
         assert c.new_source == "".join(x + "\n" for x in lines[:i] + ["NEW"] + lines[j:])

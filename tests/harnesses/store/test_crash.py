@@ -24,8 +24,8 @@ WRITER = textwrap.dedent("""
     run = store.init_run({"crash": True})
     i = 0
     while True:
-        store.put_evaluation(Evaluation(run.run_id, "sha", "selection", 1, ProblemResult(
-            f"p{i}", "a" * 2000, 0.5, calls=[ToolCall("llm", {"x": "y" * 5000})])))
+        store.put_evaluations([Evaluation(run.run_id, "sha", "selection", 1, ProblemResult(
+            f"p{i}", "a" * 2000, 0.5, calls=[ToolCall("llm", {"x": "y" * 5000})]))])
         store.put_proposal(Proposal(f"prop{i}", 1, "g", "prompt " * 500, "completion " * 500))
         seq = store.append_event("tick", {"i": i})
         print(i, seq, flush=True)
@@ -53,7 +53,7 @@ def test_sigkill_mid_writes_keeps_every_acknowledged_write(tmp_path):
 
     with SQLiteLogStore(tmp_path) as store:
         assert store.integrity_check() == "ok"
-        done = store.completed_problem_ids("sha", "selection", 1)
+        done = set(store.get_results("sha", [f"p{i}" for i, _ in acked], "selection"))
         events = {e.payload["i"]: e.seq for e in store.iter_events()}
         for i, seq in acked:
             assert f"p{i}" in done and events[i] == seq

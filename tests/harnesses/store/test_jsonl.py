@@ -20,8 +20,8 @@ def _fill(store):
     run = store.init_run({"task": "t"}, run_id="run-1")
     seed = store.put_version("a\n", note="seed")
     store.put_version("b\n", parent=seed, round_=1)
-    store.put_evaluation(Evaluation(run.run_id, seed, "feedback", 1, ProblemResult(
-        "p1", "x", 0.5, calls=[ToolCall("llm", {})])))
+    store.put_evaluations([Evaluation(run.run_id, seed, "feedback", 1, ProblemResult(
+        "p1", "x", 0.5, calls=[ToolCall("llm", {})]))])
     store.put_proposal(Proposal("r1-c0", 1, "g", [{"role": "user", "content": "ü"}], "done", reward=0.2))
     store.put_decision(round_=1, current_sha=seed, chosen_sha=seed, policy="strict", reason="r", scores={})
     store.append_event("run_started", {"k": 1})

@@ -47,7 +47,6 @@ def test_versions_are_content_addressed_with_parents(store):
     assert seed == source_sha("a = 1\n")
     assert store.put_version("a = 2\n", parent="other", round_=9) == child  # first record stays
     assert store.get_version(child).parent_sha == seed
-    assert [v.sha for v in store.ancestors(child)] == [child, seed]
     assert [v.sha for v in store.iter_versions()] == [seed, child]
     assert store.get_version_source(seed) == "a = 1\n"
     with pytest.raises(KeyError):
@@ -65,9 +64,9 @@ def test_evaluations_upsert_and_resume_skips_only_finished(store):
         ev(1, "p3", None, 0.0, error="boom", error_kind="harness"),
         ev(2, "p4", "x", 0.0),
     ])
-    assert store.completed_problem_ids("s", "selection", 1) == {"p1", "p3"}
-    store.put_evaluation(ev(1, "p2", "7", 0.0))  # the retry
-    assert store.completed_problem_ids("s", "selection", 1) == {"p1", "p2", "p3"}
+    assert set(store.get_results("s", ["p1", "p2", "p3"], "selection")) == {"p1", "p3"}
+    store.put_evaluations([ev(1, "p2", "7", 0.0)])  # the retry
+    assert set(store.get_results("s", ["p1", "p2", "p3"], "selection")) == {"p1", "p2", "p3"}
     rows = list(store.iter_evaluations(sha="s", round=1))
     assert [r.problem_id for r in rows] == ["p1", "p2", "p3"]
     assert rows[1].result == ProblemResult("p2", "7", 0.0)
@@ -77,7 +76,7 @@ def test_problem_results_round_trip_with_their_traces(store):
     result = ProblemResult("p1", "Paris", 1.0, latency_s=0.5, tokens=12, calls=[
         ToolCall("search", {"query": "capital", "k": 2}, [Passage("France", "Paris is ...", 1.5)]),
         ToolCall("llm", {"messages_or_prompt": "q"}, "Paris", tokens=12)])
-    store.put_result("sha1", "feedback", 1, result)
+    store.put_results("sha1", "feedback", 1, [result])
     got = store.get_results("sha1", ["p1", "p2"], "feedback")
     assert set(got) == {"p1"}
     ev = got["p1"]
@@ -130,8 +129,8 @@ def test_decisions_events_and_lineage(store):
     seed = store.put_version("s\n", note="seed")
     cand = store.put_version("c\n", parent=seed, round_=1)
     for sha, score in ((seed, 0.2), (cand, 0.6)):
-        store.put_evaluation(Evaluation(run.run_id, sha, "selection", 1,
-                                        ProblemResult("p", "a", score)))
+        store.put_evaluations([Evaluation(run.run_id, sha, "selection", 1,
+                                          ProblemResult("p", "a", score))])
     store.put_decision(round_=1, current_sha=seed, chosen_sha=cand, policy="strict",
                        reason="higher", scores={0: 0.6})
     store.put_decision(Decision(2, cand, cand, "strict", "no candidate was better", {}))
@@ -147,7 +146,7 @@ def test_decisions_events_and_lineage(store):
 def test_async_twins(store):
     async def go():
         sha = await store.aput_version("x\n")
-        await store.aput_result(sha, "test", -1, ProblemResult("p", "a", 0.0))
+        await store.aput_results(sha, "test", -1, [ProblemResult("p", "a", 0.0)])
         await store.aappend_event("e", {})
         return await store.aget_results(sha, ["p"], "test"), await store.aget_version_source(sha)
 
@@ -189,8 +188,8 @@ def test_any_text_is_stored_and_read_back(tmp_path, answer, arg, completion, sou
     with SQLiteLogStore(tmp_path) as s:
         sha = s.put_version(source)
         assert s.get_version_source(sha) == clean_text(source) and sha == source_sha(source)
-        s.put_evaluation(Evaluation("r", sha, "feedback", 1, ProblemResult(
-            "p", answer, 0.0, calls=[ToolCall("llm", {"x": arg}, answer)])))
+        s.put_evaluations([Evaluation("r", sha, "feedback", 1, ProblemResult(
+            "p", answer, 0.0, calls=[ToolCall("llm", {"x": arg}, answer)]))])
         ev = s.get_results(sha, ["p"], "feedback")["p"]
         assert ev.answer == clean_text(answer) and ev.calls[0].args["x"] == clean_text(arg)
         s.put_proposal(Proposal("x", 1, prompt_group_id([{"content": arg}]), [{"content": arg}], completion))
@@ -199,12 +198,13 @@ def test_any_text_is_stored_and_read_back(tmp_path, answer, arg, completion, sou
 
 def test_concurrent_async_writes_all_land(store):
     async def go():
-        await asyncio.gather(*(store.aput_evaluation(
-                                   Evaluation("r", "s", "selection", 1, ProblemResult(f"p{i}", "a", 1.0)))
+        await asyncio.gather(*(asyncio.to_thread(store.put_evaluations, [
+                                   Evaluation("r", "s", "selection", 1, ProblemResult(f"p{i}", "a", 1.0))])
                                for i in range(40)),
                              *(store.aappend_event("tick", {"i": i}) for i in range(40)))
 
     asyncio.run(go())
-    assert store.completed_problem_ids("s", "selection", 1) == {f"p{i}" for i in range(40)}
+    ids = [f"p{i}" for i in range(40)]
+    assert set(store.get_results("s", ids, "selection")) == set(ids)
     assert sorted(e.payload["i"] for e in store.iter_events()) == list(range(40))
     assert store.integrity_check() == "ok"

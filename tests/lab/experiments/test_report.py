@@ -34,12 +34,10 @@ def experiment(tmp_path_factory):
     proposers: list[ScriptedModel] = []
 
     def make_context(config):
-        ctx = AdapterContext(config)
-        ctx.task = SumTask(4, test_offset=2)
-        ctx.solver = ScriptedModel(solver_rule)
-        ctx.proposer = ScriptedModel(proposer_rule)
-        proposers.append(ctx.proposer)
-        return ctx
+        proposer = ScriptedModel(proposer_rule)
+        proposers.append(proposer)
+        return AdapterContext.from_config(config, task=SumTask(4, test_offset=2),
+                                          solver=ScriptedModel(solver_rule), proposer=proposer)
 
     def run():
         proposers.clear()
@@ -98,13 +96,11 @@ def test_a_trained_proposer_gets_its_own_row(tmp_path):
     asked: list[str] = []
 
     def make_context(config):
-        ctx = AdapterContext(config)
-        ctx.task = SumTask(4, test_offset=2)
-        ctx.solver = ScriptedModel(solver_rule)
         asked.append(config.proposer)
         trained = config.proposer == "scripted/trained"  # the trained one always finds the fix
-        ctx.proposer = ScriptedModel((lambda p, q: BETTER) if trained else (lambda p, q: "Looks fine."))
-        return ctx
+        proposer = ScriptedModel((lambda p, q: BETTER) if trained else (lambda p, q: "Looks fine."))
+        return AdapterContext.from_config(config, task=SumTask(4, test_offset=2),
+                                          solver=ScriptedModel(solver_rule), proposer=proposer)
 
     asyncio.run(run_experiment(spec, tmp_path, make_context, task_options=lambda t: {},
                                log=lambda m: None))

@@ -1,0 +1,150 @@
+"""Command-line options generated from a config dataclass (TRL's `HfArgumentParser` idea): each
+field's `metadata["help"]` is its `--help` text, so a new field becomes a new option and the
+flags, their defaults and their docs are written once, on the dataclass.
+
+- a scalar field (`str`, `int`, `float`, `bool`, optional or not) is one option; a `bool` gets
+  `--x/--no-x`; a `Literal` is checked against its choices; a `list[str]` is a repeatable
+  option; `metadata["flag"]` renames the option (`--harness` sets `seed_harness`);
+- a field with `metadata["parts"]` (see `graphs.adapter.config.Part`) is one option per part,
+  each setting one key of the field's dict or dataclass;
+- any other field (a dict, a dataclass) is one option taking JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+import typer
+
+SCALARS = (str, int, float, bool, Path)
+
+
+def _unwrap(hint: Any) -> tuple[Any, bool]:
+    """(the type inside `X | None`, whether None is allowed)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+    return hint, False
+
+
+def _flag(name: str, is_bool: bool) -> list[str]:
+    flag = "--" + name.replace("_", "-")
+    return [f"{flag}/--no-{flag[2:]}"] if is_bool else [flag]
+
+
+def _param(name: str, annotation: Any, default: Any, help_text: str, is_bool: bool = False,
+           flag: str | None = None) -> inspect.Parameter:
+    decls = _flag(flag or name, is_bool)
+    option = (typer.Option(..., *decls, help=help_text) if default is ...
+              else typer.Option(default, *decls, help=help_text))
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
+                             default=option)
+
+
+def _is_str_list(hint: Any) -> bool:
+    return typing.get_origin(hint) is list and typing.get_args(hint) == (str,)
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    return ...  # required (a default_factory field is never a scalar option)
+
+
+def field_parameters(cls: type) -> list[inspect.Parameter]:
+    """One keyword parameter per option of `cls`, ready for a typer command's signature."""
+    hints = typing.get_type_hints(cls)
+    params: list[inspect.Parameter] = []
+    for f in dataclasses.fields(cls):
+        help_text = f.metadata.get("help", "")
+        inner, optional = _unwrap(hints[f.name])
+        parts = f.metadata.get("parts") or ()
+        flag = f.metadata.get("flag")
+        if parts:
+            params += [_param(p.option, p.type | None, None, p.help) for p in parts]
+        elif typing.get_origin(inner) is Literal:
+            choices = ", ".join(map(str, typing.get_args(inner)))
+            params.append(_param(f.name, str | None if optional else str, _default(f),
+                                 help_text or f"One of {choices}.", flag=flag))
+        elif inner in SCALARS:
+            params.append(_param(f.name, hints[f.name], _default(f), help_text,
+                                 is_bool=inner is bool, flag=flag))
+        elif _is_str_list(inner):
+            params.append(_param(f.name, list[str] | None, None, help_text, flag=flag))
+        else:
+            params.append(_param(f.name, str, "", help_text, flag=flag))
+    return params
+
+
+def field_values(cls: type, given: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of `cls(...)` from a command's options (pops them from `given`).
+    A part or JSON option left unset keeps the field's default; bad values raise
+    `typer.BadParameter` naming the option."""
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        inner, _ = _unwrap(hints[f.name])
+        parts = f.metadata.get("parts") or ()
+        if parts:
+            set_ = {p.key: _plain(given.pop(p.option)) for p in parts}
+            set_ = {k: v for k, v in set_.items() if v is not None}
+            if set_:
+                values[f.name] = _merged(f, inner, set_)
+        elif typing.get_origin(inner) is Literal:
+            value = given.pop(f.name)
+            if value is not None and value not in typing.get_args(inner):
+                choices = ", ".join(map(str, typing.get_args(inner)))
+                raise typer.BadParameter(f"--{f.name.replace('_', '-')} {value!r}: choose one "
+                                         f"of {choices}")
+            values[f.name] = value
+        elif inner in SCALARS:
+            values[f.name] = _plain(given.pop(f.name))
+        elif _is_str_list(inner):
+            values[f.name] = list(given.pop(f.name) or [])
+        else:
+            text = given.pop(f.name)
+            if text:
+                values[f.name] = _from_json(f, inner, text)
+    return values
+
+
+def _plain(value: Any) -> Any:
+    return str(value) if isinstance(value, Path) else value
+
+
+def _base(f: dataclasses.Field) -> Any:
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+
+
+def _merged(f: dataclasses.Field, inner: Any, set_: dict[str, Any]) -> Any:
+    """The field's default with the parts that were given set."""
+    base = _base(f)
+    if dataclasses.is_dataclass(base):
+        return dataclasses.replace(base, **set_)
+    if inner is dict or typing.get_origin(inner) is dict:
+        # task_options: only what was given, so each task keeps its own defaults
+        return {**base, **set_}
+    raise TypeError(f"field {f.name}: parts need a dict or dataclass field")
+
+
+def _from_json(f: dataclasses.Field, inner: Any, text: str) -> Any:
+    flag = "--" + f.name.replace("_", "-")
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("expected a JSON object")
+        from_dict = getattr(inner, "from_dict", None)
+        if from_dict is not None:
+            return from_dict(data)
+        if dataclasses.is_dataclass(inner):
+            return inner(**data)
+        return data
+    except (ValueError, TypeError) as exc:
+        raise typer.BadParameter(f"{flag}: {exc}") from exc

@@ -1,0 +1,130 @@
+"""`RunDir`: the layout of a run directory, and the one way code opens a run.
+
+A run directory holds everything a run needs to resume and everything it produced:
+
+    config.json            the run's settings (`AdaptConfig`), written once by `adapt`
+    log.sqlite             the execution log (the `LogStore`; its file name is the backend's)
+    checkpoints.sqlite     the adapter's LangGraph checkpoints
+    solver_cache.sqlite    the Solver's response cache (unless the Solver spec names another)
+    scores.png             `eval`'s plot of selection and test score per round
+    adopted.diff           `eval`'s diff of every adopted version
+    inputs/                copies of the run's outside inputs: a data file, the start harness,
+                           the .py files of a metric, task class or tools (graphs.adapter.inputs)
+
+File names are spelled here alone; modules ask a `RunDir` for paths. The config is read and
+written as JSON text here; its schema (`AdaptConfig`) lives with the adapter, a layer above.
+See docs/ARCHITECTURE.md, "The run directory".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from harness_learning.harnesses.store.sqlite import FILENAME as LOG_FILENAME
+from harness_learning.harnesses.store.sqlite import SQLiteLogStore
+
+
+class NotARunDirError(FileNotFoundError):
+    """A path given as a run directory holds no run (no config.json)."""
+
+
+class RunDir:
+    """Paths of one run directory. Building a `RunDir` touches nothing on disk; `open` checks
+    that a run is there, `create` makes the folder."""
+
+    CONFIG = "config.json"
+    LOG = LOG_FILENAME
+    CHECKPOINTS = "checkpoints.sqlite"
+    SOLVER_CACHE = "solver_cache.sqlite"
+    PLOT = "scores.png"
+    DIFFS = "adopted.diff"
+    INPUTS = "inputs"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    @classmethod
+    def open(cls, path: str | Path) -> RunDir:
+        """An existing run: raises `NotARunDirError`, naming config.json, if there is none."""
+        run = cls(path)
+        if not run.config.is_file():
+            raise NotARunDirError(f"{run.config} not found: {run.path} is not a run directory "
+                                  "(start one with `harness-learn adapt`)")
+        return run
+
+    @classmethod
+    def create(cls, path: str | Path) -> RunDir:
+        run = cls(path)
+        run.path.mkdir(parents=True, exist_ok=True)
+        return run
+
+    # -- the files ---------------------------------------------------------------------------
+    @property
+    def config(self) -> Path:
+        return self.path / self.CONFIG
+
+    @property
+    def log(self) -> Path:
+        return self.path / self.LOG
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / self.CHECKPOINTS
+
+    @property
+    def solver_cache(self) -> Path:
+        return self.path / self.SOLVER_CACHE
+
+    @property
+    def inputs(self) -> Path:
+        """Copies of the run's outside inputs (data file, start harness, user code)."""
+        return self.path / self.INPUTS
+
+    @property
+    def plot(self) -> Path:
+        return self.path / self.PLOT
+
+    @property
+    def diffs(self) -> Path:
+        return self.path / self.DIFFS
+
+    def is_run(self) -> bool:
+        """A run was started here (its config is written)."""
+        return self.config.is_file()
+
+    def has_log(self) -> bool:
+        return self.log.is_file()
+
+    # -- contents ----------------------------------------------------------------------------
+    def read_config(self) -> dict[str, Any]:
+        """The stored config as a dict; errors name the file (JSON errors alone do not)."""
+        if not self.config.is_file():
+            raise NotARunDirError(f"{self.config} not found: {self.path} is not a run directory "
+                                  "(start one with `harness-learn adapt`)")
+        try:
+            data = json.loads(self.config.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{self.config}: unreadable run config: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ValueError(f"{self.config}: unreadable run config: not a JSON object")
+        return data
+
+    def write_config(self, data: dict[str, Any]) -> None:
+        """Write the config whole or not at all (a kill mid-write leaves no half file)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.config.with_name(self.CONFIG + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, self.config)
+
+    def open_store(self) -> SQLiteLogStore:
+        """The run's execution log (created if absent); close it, or use it in `with`."""
+        return SQLiteLogStore(self.path)

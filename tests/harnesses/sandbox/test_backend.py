@@ -1,0 +1,65 @@
+"""Sandbox backends behind one protocol, registered by name."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from harness_learning.harnesses.sandbox import Worker
+from harness_learning.harnesses.sandbox.backend import (
+    SandboxBackend,
+    SandboxProcess,
+    backend_class,
+    get_backend,
+    sandbox_backend,
+)
+from harness_learning.harnesses.sandbox.docker_backend import DockerBackend, docker_available
+from harness_learning.harnesses.sandbox.local import LocalBackend
+from harness_learning.harnesses.seeds import seed_source
+
+from .conftest import TEST_LIMITS, ScriptedToolbox
+
+
+@sandbox_backend("counting-local")
+class CountingBackend(LocalBackend):
+    """A backend of a user's: the local one, counting the processes it starts."""
+
+    spawned = 0
+
+    async def spawn(self, *args, **kwargs) -> SandboxProcess:
+        type(self).spawned += 1
+        return await super().spawn(*args, **kwargs)
+
+
+def test_the_built_in_backends_are_found_by_name():
+    assert backend_class("local") is LocalBackend and backend_class("docker") is DockerBackend
+    assert issubclass(LocalBackend, SandboxBackend) and LocalBackend.name == "local"
+    assert DockerBackend.stdio_bridge and not LocalBackend.stdio_bridge
+    assert DockerBackend.available() == docker_available()
+    expected = DockerBackend if docker_available() else LocalBackend
+    assert type(get_backend("auto")) is expected
+
+
+def test_an_unknown_backend_is_one_clear_error_listing_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown sandbox backend 'vm'; known: .*docker.*local"):
+        get_backend("vm")
+
+
+def test_a_registered_backend_must_be_a_backend_and_names_are_unique():
+    with pytest.raises(TypeError):
+        sandbox_backend("plain")(object)  # type: ignore[type-var]
+    with pytest.raises(ValueError, match="registered already"):
+        sandbox_backend("local")(CountingBackend)
+
+
+def test_a_worker_runs_on_a_backend_registered_by_name():
+    async def go():
+        async with Worker(ScriptedToolbox(lambda a: "Answer: 4"), limits=TEST_LIMITS,
+                          backend=get_backend("counting-local")) as worker:
+            await worker.load(seed_source("reasoning_direct"))
+            return await worker.run("p1", {"question": "2+2?"})
+
+    before = CountingBackend.spawned
+    outcome = asyncio.run(go())
+    assert outcome.error is None and outcome.answer == "4"
+    assert CountingBackend.spawned == before + 1
