@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 from collections.abc import Callable
@@ -26,14 +27,16 @@ OnUpdate = Callable[[str, dict[str, Any]], None]
 
 def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptConfig:
     """Fill track defaults, keep the run's outside inputs (data, start harness, user code) in
-    the run dir and write config.json; refuse to reuse a run dir for another config."""
+    the run dir and write config.json; refuse to reuse a run dir for another config. A
+    reasoning-gym run gets its split secret here (`with_split_secret`)."""
     config, harness_source = resolve_inputs(config)
+    path = config.path / CONFIG_FILE
+    stored = AdaptConfig.from_json(path.read_text()) if path.exists() else None
+    config = with_split_secret(config, stored)
     ctx = AdapterContext(config, live=dict(live or {}))
     full = config.with_track_defaults(ctx.task.track)
     _ = ctx.user_tools  # a tool that does not import fails now, before anything is written
-    path = full.path / CONFIG_FILE
-    if path.exists():
-        stored = AdaptConfig.from_json(path.read_text())
+    if stored is not None:
         if stored.to_json() != full.to_json():
             raise ValueError(f"{full.path} already holds a run with another config; "
                              "use `harness-learn resume` or a new --run-dir")
@@ -42,6 +45,24 @@ def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptCon
         store_inputs(full, harness_source)
         path.write_text(json.dumps(json.loads(full.to_json()), indent=2))
     return full
+
+
+def with_split_secret(config: AdaptConfig, stored: AdaptConfig | None) -> AdaptConfig:
+    """A reasoning-gym run's splits are seeded from a secret the parent keeps (in config.json,
+    which no worker sees): the stored run's, else a fresh one. Public seeds would let harness
+    code regenerate the problems with their gold (see `evals.reasoning`)."""
+    from harness_learning.evals.reasoning import new_split_secret
+
+    if not config.task.startswith("rg:") or "split_secret" in config.task_options:
+        return config
+    if stored is not None:  # a run's splits never change (one from before secrets keeps none)
+        previous = stored.task_options.get("split_secret")
+        if previous is None:
+            return config
+    else:
+        previous = new_split_secret()
+    options = {**config.task_options, "split_secret": previous}
+    return dataclasses.replace(config, task_options=options)
 
 
 def load_config(run_dir: str | Path) -> AdaptConfig:
