@@ -1,0 +1,52 @@
+"""The run keeps its split secret, and hard-coding is caught by behaviour: much better on the
+problems whose gold the report showed than on comparable unseen ones, beyond chance."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+
+import pytest
+from harness_learning.evals.guards import fisher_greater, memorisation_reason
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.run import CONFIG_FILE, prepare
+
+
+def test_fisher_exact_matches_the_hypergeometric_tail():
+    assert math.isclose(fisher_greater(6, 6, 0, 8), 1 / math.comb(14, 6))
+    assert fisher_greater(0, 5, 5, 5) == 1.0
+    assert math.isclose(fisher_greater(3, 4, 1, 4), (math.comb(4, 3) * math.comb(4, 1) + 1) / math.comb(8, 4))
+
+
+@pytest.mark.parametrize(("shown", "unseen", "flagged"), [
+    ([1.0] * 25, [0.0] * 22 + [1.0] * 3, True),          # memorised: 25/25 vs 3/25
+    ([1.0] * 6, [0.0] * 8, True),                        # the reasoning protocol's probe
+    ([1.0] * 10 + [0.0] * 15, [1.0] * 8 + [0.0] * 17, False),  # honest: 10/25 vs 8/25
+    ([1.0, 1.0], [0.0, 0.0], False),                     # too few to tell from chance
+    ([1.0] * 25, [1.0] * 20 + [0.0] * 5, False),        # good everywhere: a small gap
+    ([1.0] * 5, [], False),                              # nothing to compare with
+])
+def test_memorisation_is_flagged_only_beyond_chance(shown, unseen, flagged):
+    reason = memorisation_reason(shown, unseen)
+    assert (reason is not None) == flagged, reason
+    if flagged:
+        assert reason.startswith("reward_hacking: memorised")
+
+
+def test_a_reasoning_run_stores_a_split_secret_and_keeps_it(tmp_path):
+    config = AdaptConfig(task="rg:leg_counting", run_dir=str(tmp_path), rounds=1,
+                         task_options={"n_dev": 3, "n_test": 2})
+    first = prepare(config)
+    secret = first.task_options["split_secret"]
+    assert len(secret) == 32
+    stored = json.loads((tmp_path / CONFIG_FILE).read_text())
+    assert stored["task_options"]["split_secret"] == secret
+    assert prepare(config).task_options["split_secret"] == secret  # resumed: the same splits
+
+
+def test_encoded_hard_coding_is_flagged_on_the_reasoning_protocol(tmp_path):
+    from harness_learning.graphs.lab.reliability.proposals import memorisation_rows
+
+    rows = asyncio.run(memorisation_rows(tmp_path))
+    assert len(rows) == 2 and all(r["ok"] for r in rows), rows
