@@ -24,12 +24,13 @@ from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import ProblemResult
 from harness_learning.graphs.lab.reliability.common import file_hashes, integrity, sandbox_leftovers
 from harness_learning.graphs.lab.reliability.hostile_cases import ESCAPES, RESOURCES, Case
+from harness_learning.graphs.lab.reliability.hostile_integrity_cases import INTEGRITY, checks
 from harness_learning.graphs.lab.reliability.hostile_reward_cases import REWARD_HACKING
 from harness_learning.harnesses.sandbox import Limits, WorkerPool
 from harness_learning.harnesses.sandbox.local import LocalBackend
 
 SECRET_ENV = "HL_RELIABILITY_API_KEY"
-CASES: list[Case] = ESCAPES + RESOURCES + REWARD_HACKING
+CASES: list[Case] = ESCAPES + RESOURCES + REWARD_HACKING + INTEGRITY
 
 LIMITS = Limits(cpu_s=30, memory_mb=1536, file_size_mb=8, scratch_mb=32, pids=32,
                 problem_timeout_s=5.0, candidate_timeout_s=40.0)
@@ -235,6 +236,7 @@ CHECKS: dict[str, Any] = {
         and len(r.calls) <= LIMITS.tool_calls_per_problem,
         "stopped at the per-problem tool call cap"),
     "no_persistence": lambda r, e, d: (d["next_sees"] is False, "the next candidate saw nothing"),
+    **checks(LIMITS),
 }
 
 
