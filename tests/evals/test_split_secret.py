@@ -4,7 +4,7 @@ generator cannot regenerate them from public seeds, and the test split repeats n
 from __future__ import annotations
 
 import harness_learning.evals.reasoning as rg
-from harness_learning.evals.reasoning import ReasoningTask, new_split_secret, secret_seeds
+from harness_learning.evals.reasoning import ReasoningTask
 
 
 def questions(task: ReasoningTask) -> list[str]:
@@ -13,10 +13,10 @@ def questions(task: ReasoningTask) -> list[str]:
 
 def test_a_secret_gives_other_problems_than_the_public_seeds():
     public = ReasoningTask("basic_arithmetic", n_dev=5, n_test=5, seed=0)
-    secret = new_split_secret()
+    secret = rg.new_split_secret()
     hidden = ReasoningTask("basic_arithmetic", n_dev=5, n_test=5, split_secret=secret)
     again = ReasoningTask("basic_arithmetic", n_dev=5, n_test=5, split_secret=secret)
-    other = ReasoningTask("basic_arithmetic", n_dev=5, n_test=5, split_secret=new_split_secret())
+    other = ReasoningTask("basic_arithmetic", n_dev=5, n_test=5, split_secret=rg.new_split_secret())
     assert questions(hidden) == questions(again)  # reproducible from the stored secret
     assert not set(questions(hidden)) & set(questions(public))
     assert questions(hidden) != questions(other)
@@ -24,7 +24,7 @@ def test_a_secret_gives_other_problems_than_the_public_seeds():
 
 def test_secret_seed_ranges_never_overlap():
     for i in range(200):
-        dev, test = secret_seeds(f"s{i}", "leg_counting", 25)
+        dev, test = rg.secret_seeds(f"s{i}", "leg_counting", 25)
         assert abs(test - dev) >= 25
 
 

@@ -8,15 +8,15 @@ import json
 import math
 
 import pytest
-from harness_learning.evals.guards import fisher_greater, memorisation_reason
+from harness_learning.evals import guards
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.run import CONFIG_FILE, prepare
 
 
 def test_fisher_exact_matches_the_hypergeometric_tail():
-    assert math.isclose(fisher_greater(6, 6, 0, 8), 1 / math.comb(14, 6))
-    assert fisher_greater(0, 5, 5, 5) == 1.0
-    assert math.isclose(fisher_greater(3, 4, 1, 4), (math.comb(4, 3) * math.comb(4, 1) + 1) / math.comb(8, 4))
+    assert math.isclose(guards.fisher_greater(6, 6, 0, 8), 1 / math.comb(14, 6))
+    assert guards.fisher_greater(0, 5, 5, 5) == 1.0
+    assert math.isclose(guards.fisher_greater(3, 4, 1, 4), (math.comb(4, 3) * math.comb(4, 1) + 1) / math.comb(8, 4))
 
 
 @pytest.mark.parametrize(("shown", "unseen", "flagged"), [
@@ -28,7 +28,7 @@ def test_fisher_exact_matches_the_hypergeometric_tail():
     ([1.0] * 5, [], False),                              # nothing to compare with
 ])
 def test_memorisation_is_flagged_only_beyond_chance(shown, unseen, flagged):
-    reason = memorisation_reason(shown, unseen)
+    reason = guards.memorisation_reason(shown, unseen)
     assert (reason is not None) == flagged, reason
     if flagged:
         assert reason.startswith("reward_hacking: memorised")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from harness_learning.harnesses.sandbox import Limits, Worker, sandbox_fallbacks
+from harness_learning.harnesses.sandbox import Limits, Worker
 from harness_learning.harnesses.sandbox.local import LocalBackend
 from harness_learning.harnesses.toolbox import Toolbox
 
@@ -111,6 +111,8 @@ answer = (out.stdout or "") + "|" + str(out.error)
 
 
 def test_fallbacks_are_named_where_no_cgroup_can_be_made():
+    from harness_learning.harnesses.sandbox import sandbox_fallbacks
+
     missing = sandbox_fallbacks(LocalBackend(use_cgroup=False))
     assert {"cgroup_memory", "cgroup_pids"} <= set(missing)
     assert "per process" in missing["cgroup_memory"]
