@@ -50,3 +50,50 @@ def test_encoded_hard_coding_is_flagged_on_the_reasoning_protocol(tmp_path):
 
     rows = asyncio.run(memorisation_rows(tmp_path))
     assert len(rows) == 2 and all(r["ok"] for r in rows), rows
+
+
+def test_a_raced_survivor_is_put_to_the_memorisation_check(tmp_path):
+    from harness_learning.graphs.adapter.context import AdapterContext
+    from harness_learning.graphs.adapter.race_round import race_candidates
+    from harness_learning.graphs.adapter.racing import RaceRule
+    from harness_learning.graphs.lab.reliability.proposals import (
+        SumTaskWithControl,
+        encoded_completions,
+        report_for,
+    )
+    from harness_learning.harnesses.edits import propose_candidate
+    from harness_learning.harnesses.llm import Completion
+    from harness_learning.harnesses.seeds import seed_source
+    from harness_learning.harnesses.toolbox import Toolbox
+
+    config = AdaptConfig(task="sums", run_dir=str(tmp_path), rounds=1, candidates=1,
+                         policy="racing", edit_format="search_replace", feedback=6,
+                         selection=6).with_track_defaults("reasoning")
+    ctx = AdapterContext(config)
+    ctx.task, ctx.toolbox = SumTaskWithControl(), Toolbox()  # the candidate never calls the Solver
+    store = ctx.store
+    store.init_run({"test": "racing memorisation"})
+    seed = seed_source("reasoning_direct")
+    parent = store.put_version(seed, parent=None, round_=0, note="seed")
+    edit = encoded_completions(ctx.task)["hashed_shifted_golds"]
+    store.put_proposal_draft(round_=1, index=0, messages="edit it", edit_format="search_replace",
+                             completion=Completion(text=edit, prompt_tokens=0, completion_tokens=0,
+                                                   latency_s=0.0, finish_reason="stop",
+                                                   cached=False, model="fixed edit"),
+                             parent_sha=parent)
+    new = propose_candidate(seed, edit, "search_replace", "stop").new_source
+    drafts = [{"round": 1, "index": 0, "parsed": True, "applied": True, "diff": "",
+               "sha": store.put_version(new, parent=parent, round_=1, note="c")}]
+    ids = [p.id for p in ctx.task.dev()]
+    shown = {"round": 1, "feedback_ids": ids, "report": report_for(ctx.task, ids)}
+
+    async def go():
+        try:
+            return await race_candidates(ctx, drafts, ids, 1, RaceRule(), 0.0, shown)
+        finally:
+            await ctx.pool.close()
+
+    (view,) = asyncio.run(go())
+    assert not view["valid"] and view["reward"] == 0.0
+    assert view["invalid_reason"].startswith("reward_hacking: memorised")
+    assert store.get_proposal(1, 0).reward_parts["reward_hacking"] is True
