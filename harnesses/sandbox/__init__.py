@@ -54,6 +54,8 @@ def sandbox_info() -> dict[str, Any]:
 
 FALLBACKS = {
     "bwrap": "no bubblewrap: no namespaces, the host's files and network are visible; rlimits only",
+    "import_allowlist": "no filesystem view: the whole virtualenv (dataset generators too) is importable",
+    "shm_bounded": "no private /dev/shm: the host's shared memory tmpfs is writable",
     "cgroup_memory": "no memory cgroup: memory is bounded per process (RLIMIT_AS), not per candidate",
     "cgroup_pids": "no pids cgroup: processes are bounded by RLIMIT_NPROC only (which does not bind root)",
     "seccomp": "no seccomp filter: io_uring, perf_event_open, keyctl, bpf... reach the kernel",
