@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +258,13 @@ def _rss() -> int:
     return psutil.Process().memory_info().rss
 
 
+def group_limits(cases: list[Case]) -> Limits:
+    """The suite's limits, with the longest problem time a case of the group asks for (a case
+    that must wait for several processes to settle on a busy machine)."""
+    longest = max((c.timeout_s for c in cases if c.timeout_s), default=None)
+    return LIMITS if longest is None else replace(LIMITS, problem_timeout_s=longest)
+
+
 def problem_for(case: Case, env: HostileEnv) -> Problem:
     gold = env.gold if case.problem == "secret" else "4"
     return Problem(case.name, {"question": case.name}, gold)
@@ -271,7 +278,8 @@ async def run_group(cases: list[Case], env: HostileEnv, plant: dict, pool: Worke
     t0 = time.perf_counter()
     source = harness(cases, plant)
     evaluation = await evaluate(source, [problem_for(c, env) for c in cases], task, toolbox,
-                                pool=pool, limits=LIMITS, concurrency=1, line_limit=5000)
+                                pool=pool, limits=group_limits(cases), concurrency=1,
+                                line_limit=5000)
     await asyncio.sleep(0.2)
     data: dict[str, Any] = {"rss_growth": _rss() - rss, "bound": LIMITS.pids,
                             "marker": plant["marker"]}

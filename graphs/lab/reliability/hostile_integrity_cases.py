@@ -54,24 +54,37 @@ except OSError:
 answer = f"made {made}"
 """, needs_bwrap=True, solo=True),
     _c("children_hold_memory_together", "candidate_limits", "memory_per_candidate", """
-import subprocess
-code = "import os, time\\nb = b'x' * (400 << 20)\\nopen('held%d' % os.getpid(), 'w').close()\\ntime.sleep(30)"
 kids = []
 for _ in range(5):
+    pid = os.fork()
+    if pid == 0:
+        hog = b"x" * (400 << 20)
+        open("held%d" % os.getpid(), "w").close()
+        time.sleep(60)
+        os._exit(0)
+    kids.append(pid)
+def settled(pid):
     try:
-        kids.append(subprocess.Popen([sys.executable, "-c", code]))
+        return os.waitpid(pid, os.WNOHANG)[0] == pid or os.path.exists("held%d" % pid)
+    except ChildProcessError:
+        return True
+deadline = time.time() + 25
+while time.time() < deadline and not all(settled(k) for k in kids):
+    time.sleep(0.1)
+alive = []
+for k in kids:
+    try:
+        alive.append(os.waitpid(k, os.WNOHANG)[0] == 0 and os.path.exists("held%d" % k))
+    except ChildProcessError:
+        alive.append(False)
+count = sum(map(settled, kids))
+for k in kids:
+    try:
+        os.kill(k, 9)
     except OSError:
         pass
-held = lambda k: os.path.exists("held%d" % k.pid)
-deadline = time.time() + 4.0
-while time.time() < deadline and not all(k.poll() is not None or held(k) for k in kids):
-    time.sleep(0.1)
-settled = sum(k.poll() is not None or held(k) for k in kids)
-holding = sum(k.poll() is None and held(k) for k in kids)
-for k in kids:
-    k.kill()
-answer = f"holding {holding} settled {settled}"
-""", solo=True),
+answer = f"holding {sum(alive)} settled {count}"
+""", solo=True, timeout_s=30.0),
     _c("python_calls_fanned_out", "candidate_limits", "python_queued", """
 import concurrent.futures, contextvars
 code = "import time\\nb = b'x' * (300 << 20)\\nt = time.time()\\ntime.sleep(0.5)\\nprint(t, time.time())"
@@ -79,7 +92,7 @@ with concurrent.futures.ThreadPoolExecutor(6) as pool:
     futs = [pool.submit(contextvars.copy_context().run, tools.python, code, 20) for _ in range(6)]
     outs = [f.result() for f in futs]
 answer = "|".join((o.stdout or "").strip() or f"error {o.error}"[:80] for o in outs)
-""", solo=True),
+""", solo=True, timeout_s=30.0),
 ]
 
 BRIDGE_BOUNDS = [
