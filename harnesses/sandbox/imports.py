@@ -126,7 +126,10 @@ def site_tree() -> tuple[str, str]:
     """(site-packages, a directory holding only its allowed entries), built on first use
     next to the virtualenv (or in the temp directory when the virtualenv is read-only)."""
     site, entries = site_view()
-    key = hashlib.sha256("\n".join([VIEW_FORMAT, site, *entries]).encode()).hexdigest()[:16]
+    # Names, inodes and mtimes: a reinstall (same version) makes new files, so a new view.
+    stamps = [f"{e}:{st.st_ino}:{st.st_mtime_ns}" for e in entries
+              for st in [os.stat(Path(site) / e)]]
+    key = hashlib.sha256("\n".join([VIEW_FORMAT, site, *stamps]).encode()).hexdigest()[:16]
     for parent in (Path(sys.prefix), Path(os.environ.get("TMPDIR", "/tmp"))):
         view = parent / f"{VIEW_PREFIX}{key}"
         if view.is_dir():
