@@ -53,6 +53,7 @@ def test_encoded_hard_coding_is_flagged_on_the_reasoning_protocol(tmp_path):
 
 
 def test_a_raced_survivor_is_put_to_the_memorisation_check(tmp_path):
+    from harness_learning.evals.judge import check_candidate
     from harness_learning.graphs.adapter.context import AdapterContext
     from harness_learning.graphs.adapter.race_round import race_candidates
     from harness_learning.graphs.adapter.racing import RaceRule
@@ -61,7 +62,6 @@ def test_a_raced_survivor_is_put_to_the_memorisation_check(tmp_path):
         encoded_completions,
         report_for,
     )
-    from harness_learning.harnesses.edits import propose_candidate
     from harness_learning.harnesses.llm import Completion
     from harness_learning.harnesses.seeds import seed_source
     from harness_learning.harnesses.toolbox import Toolbox
@@ -76,14 +76,15 @@ def test_a_raced_survivor_is_put_to_the_memorisation_check(tmp_path):
     seed = seed_source("reasoning_direct")
     parent = store.put_version(seed, parent=None, round_=0, note="seed")
     edit = encoded_completions(ctx.task)["hashed_shifted_golds"]
-    store.put_proposal_draft(round_=1, index=0, messages="edit it", edit_format="search_replace",
-                             completion=Completion(text=edit, prompt_tokens=0, completion_tokens=0,
-                                                   latency_s=0.0, finish_reason="stop",
-                                                   cached=False, model="fixed edit"),
-                             parent_sha=parent)
-    new = propose_candidate(seed, edit, "search_replace", "stop").new_source
-    drafts = [{"round": 1, "index": 0, "parsed": True, "applied": True, "diff": "",
-               "sha": store.put_version(new, parent=parent, round_=1, note="c")}]
+    proposal = store.put_proposal_draft(
+        round_=1, index=0, messages="edit it", edit_format="search_replace", parent_sha=parent,
+        completion=Completion(text=edit, prompt_tokens=0, completion_tokens=0, latency_s=0.0,
+                              finish_reason="stop", cached=False, model="fixed edit"))
+    outcome = check_candidate(seed, edit, "search_replace", "stop", track="reasoning",
+                              line_limit=config.line_limit)
+    assert outcome.needs_evaluation  # the literal guard does not see the encoded golds
+    drafts = [{"round": 1, "index": 0, "proposal_id": proposal.id, "outcome": outcome.to_dict(),
+               "sha": store.put_version(outcome.new_source, parent=parent, round_=1, note="c")}]
     ids = [p.id for p in ctx.task.dev()]
     shown = {"round": 1, "feedback_ids": ids, "report": report_for(ctx.task, ids)}
 
