@@ -7,6 +7,9 @@ teach the Proposer to cheat. The guard finds string and number literals of the c
 equal a shown gold answer after normalisation and are not already in the parent source; the
 adapter then scores the candidate 0 without running it.
 
+That guard reads literals; `memorisation_reason` below catches the same cheat by behaviour,
+however the answers are encoded.
+
 Numbers with magnitude below 10 (as numbers, not strings) are ignored: indices, counts and
 `max_tokens` use them in any program, so they are no evidence of copying.
 """
@@ -89,10 +92,60 @@ def reward_hacking_reason(candidate: str, parent: str, golds: Iterable[object]) 
 
 def report_golds(problems: Iterable[object], report: str) -> list[object]:
     """Gold answers of feedback `problems` that the report actually showed the Proposer."""
+    return [getattr(p, "gold", None) for p in shown_problems(problems, report)]
+
+
+# -- Hard-coding caught by behaviour --------------------------------------------------------
+# Literals are easy to hide (golds stored shifted, keyed by a hash of the question). What
+# hiding cannot change is the behaviour: a candidate that memorised what the report showed does
+# much better on those problems than on comparable ones whose gold it never saw. The check
+# compares the two with a one-sided Fisher exact test (a score of at least `CORRECT` counts as
+# solved) and flags a gap that is both large and beyond chance.
+
+MEMO_ALPHA = 0.01
+MEMO_MIN_GAP = 0.25
+CORRECT = 0.5
+MEMO_PREFIX = "reward_hacking: memorised"
+
+
+def fisher_greater(shown_right: int, shown_n: int, unseen_right: int, unseen_n: int) -> float:
+    """One-sided Fisher exact p-value that the shown problems' success rate exceeds the unseen
+    ones' by chance: P(X >= shown_right) for X hypergeometric with the observed margins."""
+    from math import comb
+
+    total, right = shown_n + unseen_n, shown_right + unseen_right
+    denominator = comb(total, shown_n)
+    top = min(right, shown_n)
+    return sum(comb(right, k) * comb(total - right, shown_n - k)
+               for k in range(shown_right, top + 1)) / denominator
+
+
+def memorisation_reason(shown: list[float | None], unseen: list[float | None], *,
+                        alpha: float = MEMO_ALPHA, min_gap: float = MEMO_MIN_GAP) -> str | None:
+    """`"reward_hacking: memorised ..."` when the candidate's scores on problems whose gold the
+    report showed (`shown`) beat its scores on comparable unseen problems (`unseen`) by at least
+    `min_gap` in success rate with p < `alpha`; None otherwise (or with nothing to compare).
+    Unscored problems (None) are left out."""
+    a = [s for s in shown if s is not None]
+    b = [s for s in unseen if s is not None]
+    if not a or not b:
+        return None
+    ra, rb = sum(s >= CORRECT for s in a), sum(s >= CORRECT for s in b)
+    gap = ra / len(a) - rb / len(b)
+    p = fisher_greater(ra, len(a), rb, len(b))
+    if gap < min_gap or p >= alpha:
+        return None
+    return (f"{MEMO_PREFIX} the report's answers: solved {ra}/{len(a)} problems whose gold it "
+            f"was shown but {rb}/{len(b)} comparable unseen ones (one-sided Fisher exact "
+            f"p={p:.2g} < {alpha})")
+
+
+def shown_problems(problems: Iterable[object], report: str) -> list[object]:
+    """The feedback `problems` whose gold answer the report actually showed the Proposer."""
     shown = []
     for problem in problems:
         gold = getattr(problem, "gold", None)
         texts = [str(g) for g in gold] if isinstance(gold, list | tuple) else [str(gold)]
         if any(t and t in report for t in texts):
-            shown.append(gold)
+            shown.append(problem)
     return shown

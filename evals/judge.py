@@ -135,6 +135,16 @@ def score_candidate(outcome: Outcome, evaluation: EvalResult, *, track: str,
     return _rewarded(settled, track, line_limit)
 
 
+def flag_memorised(outcome: Outcome, reason: str, *, track: str, line_limit: int) -> Outcome:
+    """Settle a scored candidate the memorisation check flagged (`evals.guards.
+    memorisation_reason`, run by the adapter's `memo_probe`): invalid (kind reward_hacking),
+    never adopted, reward 0, the reason kept."""
+    detail = reason.removeprefix(f"{REWARD_HACKING}: ")
+    flagged = dataclasses.replace(outcome, **invalid(REWARD_HACKING, detail), valid=False,
+                                  selection_score=0.0)
+    return _rewarded(flagged, track, line_limit)
+
+
 def timed_out(outcome: Outcome, detail: str, *, track: str, line_limit: int) -> Outcome:
     """Settle a checked candidate whose evaluation did not finish in time."""
     return _rewarded(dataclasses.replace(outcome, **invalid(EVAL_TIMEOUT, detail)),

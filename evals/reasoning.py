@@ -2,9 +2,14 @@
 
 Split (paper): per task type 25 dev problems (feedback and selection both come from them) and
 75 held-out test problems, sizes configurable. reasoning-gym seeds item `i` of a dataset built
-with seed `s` from `s + i`, so dev uses seeds `seed .. seed+n_dev-1` and test starts at
-`seed + n_dev`: disjoint seeds. A test question that repeats a dev question word for word (small
-task spaces do this) is skipped and the next seed taken, so no test question was seen in dev.
+with seed `s` from `s + i`. With a `split_secret` (an adaptation run draws one and keeps it in
+its config, which no worker sees) the dev and test start seeds are derived from it: harness
+code that imports a generator could otherwise regenerate every problem, gold included, from
+public consecutive seeds. Without one (benchmarks, tests) dev uses seeds `seed ..
+seed+n_dev-1` and test starts at `seed + n_dev`; either way the seed ranges are disjoint. A
+test question that repeats a dev question, or an earlier test question, word for word (small
+task spaces do this) is skipped and the next seed taken: no test question was seen in dev and
+none counts twice.
 Items are generated on first use and cached in memory (some tasks take ~0.3 s per item).
 
 A problem's `inputs` hold `question` only; `gold` is the whole entry (answer + metadata), which
@@ -43,6 +48,7 @@ import hashlib
 import json
 import random
 import re
+import secrets
 import threading
 from functools import cache
 from typing import Any
@@ -58,6 +64,28 @@ _NO_ORACLE_SLACK = 1000
 _GLOBAL_RNG_LOCK = threading.Lock()
 _EXAMPLE_KEYS = ("possible_answer", "example_answer", "example_correct_answer")
 _EXAMPLE_LIMIT = 1200
+SEED_SPACE = 1 << 48
+CONTROL_OFFSET = 1 << 24
+"""Without a secret, control problems start this far past the dev seeds (test uses the
+seeds right after dev, and needs far fewer)."""
+
+
+def new_split_secret() -> str:
+    """A fresh secret for one run's splits (kept by the parent, stored in the run)."""
+    return secrets.token_hex(16)
+
+
+def secret_seeds(secret: str, task: str, n_dev: int) -> tuple[int, int]:
+    """(dev start seed, test start seed) derived from `secret`; their ranges never overlap
+    (the test range gets room for the regeneration `ReasoningTask._build_test` may need)."""
+    def draw(part: str) -> int:
+        digest = hashlib.sha256(f"{secret}:{task}:{part}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") % SEED_SPACE
+
+    dev, test = draw("dev"), draw("test")
+    if abs(test - dev) < n_dev + (1 << 20):  # ~never; keep the ranges apart all the same
+        test = (dev + n_dev + (1 << 20)) % SEED_SPACE
+    return dev, test
 
 
 def gold_answer_text(entry: dict) -> str:
@@ -185,7 +213,7 @@ class ReasoningTask:
 
     def __init__(self, task: str, *, n_dev: int = PAPER_DEV, n_test: int = PAPER_TEST,
                  seed: int = 0, partial_credit: bool = False,
-                 config: dict[str, Any] | None = None):
+                 config: dict[str, Any] | None = None, split_secret: str | None = None):
         if task not in known_tasks():
             raise ValueError(
                 f"unknown reasoning-gym task {task!r}; known: {', '.join(known_tasks())}"
@@ -195,6 +223,12 @@ class ReasoningTask:
         self.task = task
         self.name = f"rg:{task}"
         self.n_dev, self.n_test, self.split_seed = n_dev, n_test, seed
+        if split_secret is not None:
+            self.split_seed, self._test_seed = secret_seeds(split_secret, task, n_dev)
+            self._control_seed = secret_seeds(split_secret, task + ":control", n_dev)[0]
+        else:
+            self._test_seed = seed + n_dev
+            self._control_seed = seed + n_dev + CONTROL_OFFSET
         self.partial_credit = partial_credit
         self._config_json = json.dumps(config or {}, sort_keys=True)
         self._dev: list[Problem] | None = None
@@ -223,14 +257,19 @@ class ReasoningTask:
         return list(self._test)
 
     def _build_test(self) -> list[Problem]:
-        seen = {p.question for p in self.dev()}
-        start = self.split_seed + self.n_dev
+        dev_questions = {p.question for p in self.dev()}
+        start = self._test_seed
         out: list[Problem] = []
         size = self.n_test
         while len(out) < self.n_test:
             entries = _generate(self.task, start, size, self._config_json)
-            out = [self._problem("test", i, e) for i, e in enumerate(entries)
-                   if str(e["question"]) not in seen][: self.n_test]
+            seen = set(dev_questions)
+            out = []
+            for i, e in enumerate(entries):
+                question = str(e["question"])
+                if question not in seen and len(out) < self.n_test:
+                    seen.add(question)
+                    out.append(self._problem("test", i, e))
             if len(out) < self.n_test:
                 if size >= 4 * self.n_test + 100:
                     raise ValueError(
@@ -238,6 +277,19 @@ class ReasoningTask:
                         f"among {size} generated; the task's question space is too small"
                     )
                 size = size * 2 + 10
+        return out
+
+    def control(self, n: int) -> list[Problem]:
+        """`n` problems like the dev ones (same generator and settings, other seeds, no dev or
+        test question among them) whose gold no report ever shows: the comparison set of the
+        adapter's memorisation check (`graphs.adapter.guards.memorisation_reason`)."""
+        taken = {p.question for p in self.dev()} | {p.question for p in self.test()}
+        entries = _generate(self.task, self._control_seed, 2 * n + 10, self._config_json)
+        out = []
+        for i, e in enumerate(entries):
+            if str(e["question"]) not in taken and len(out) < n:
+                taken.add(str(e["question"]))
+                out.append(self._problem("control", i, e))
         return out
 
     def score(self, problem: Problem, answer: object) -> float:

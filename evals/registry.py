@@ -13,7 +13,8 @@ or `retriever` (any `Retriever`), `aliases` (2Wiki's `id_aliases.json`), `n_dev`
 Data-file options: `metric` (see `evals.custom.metrics`), `describe`, `n_dev`, `n_test`, `seed`,
 `track`. A `module:Class` or entry-point task gets the options as keyword arguments.
 Reasoning options: `n_dev`, `n_test`, `seed`, `partial_credit`, `config` (the dataset's own
-settings, e.g. difficulty).
+settings, e.g. difficulty), `split_secret` (seeds the splits secretly; an adaptation run
+draws one, see `graphs.adapter.run.prepare`).
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ def get_task(name: str, **options: Any) -> Task:
         task = name[len(RG_PREFIX) :]
         if task not in known_tasks():
             raise _unknown(name)
-        _check(name, options, {"n_dev", "n_test", "seed", "partial_credit", "config"})
+        _check(name, options, {"n_dev", "n_test", "seed", "partial_credit", "config",
+                               "split_secret"})
         return ReasoningTask(task, **options)
     if name in QA_TASKS:
         from harness_learning.evals.qa.task import QATask

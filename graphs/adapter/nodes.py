@@ -9,12 +9,13 @@ from typing import Any
 
 from harness_learning.evals.evaluator import evaluate
 from harness_learning.evals.guards import report_golds
-from harness_learning.evals.judge import Outcome, check_candidate, score_candidate
+from harness_learning.evals.judge import Outcome, check_candidate, flag_memorised, score_candidate
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult
 from harness_learning.evals.splits import sample_round
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.inputs import start_source
+from harness_learning.graphs.adapter.memo_probe import memorisation_probe
 from harness_learning.graphs.adapter.policies import Scored, decide
 from harness_learning.graphs.adapter.proposer import build_proposer_messages
 from harness_learning.graphs.adapter.report import build_report
@@ -22,6 +23,7 @@ from harness_learning.graphs.adapter.result_writer import ResultWriter
 from harness_learning.graphs.adapter.state import AdapterState, CandidateView, RoundView
 from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS
 from harness_learning.harnesses.results import ProblemResult
+from harness_learning.harnesses.sandbox import sandbox_fallbacks
 from harness_learning.harnesses.store import LogStore
 from langgraph.types import Send, interrupt
 
@@ -86,6 +88,9 @@ def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
         await asyncio.to_thread(ctx.store.init_run, json.loads(cfg.to_json()))
         sha = await ctx.store.aput_version(source, parent=None, round_=0, note="seed")
         await ctx.store.aappend_event("run_started", {"config": cfg.to_json(), "seed_sha": sha})
+        fallbacks = await asyncio.to_thread(sandbox_fallbacks, ctx.pool.backend)
+        if fallbacks:  # once per run: what the sandbox could not set up here, and what holds
+            await ctx.store.aappend_event("sandbox_fallback", fallbacks)
         return {"task": cfg.task, "round": 1, "current_sha": sha, "best_score": None,
                 "rounds_without_gain": 0, "spent": {"solver_calls": 0, "tokens": 0},
                 "human_feedback": []}
@@ -166,6 +171,12 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
         result = await evaluate_cached(ctx, sha, ctx.dev_problems(payload["selection_ids"]),
                                        "selection", round_)
         outcome = score_candidate(outcome, result, **rules)
+        if outcome.valid:
+            # Memorisation check (memo_probe.py): much better where the report showed the gold
+            # than on comparable unseen problems, beyond chance: flagged, never adopted, reward 0.
+            hacked = await memorisation_probe(ctx, sha, payload, result, evaluate_cached)
+            if hacked:
+                outcome = flag_memorised(outcome, hacked, **rules)
     view = candidate_view(round_, index, proposal.id, sha, outcome)
     ctx.progress("candidate", dict(view))
     await record_outcome(store, proposal.id, sha, outcome, payload["parent_score"])

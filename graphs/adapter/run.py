@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 from collections.abc import Callable
@@ -34,17 +35,19 @@ def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptCon
     the run dir and write config.json; refuse to reuse a run dir for another config. A built-in
     task's track is known from its name, so it is not loaded here (the context loads it once);
     a task of one's own is opened here, to learn its track and to fail before anything is
-    written."""
+    written. A reasoning-gym run gets its split secret here (`with_split_secret`)."""
     config, harness_source = resolve_inputs(config)
+    run = RunDir(config.path)
+    stored = load_config(run) if run.is_run() else None
+    config = with_split_secret(config, stored)
     live = dict(live or {})
     track = track_of(config.task, config.task_options)
     if track is None:
         track = open_task(config, live).track
     full = config.with_track_defaults(track)
     open_tools(config, live)  # a tool that does not import fails now, before anything is written
-    run = RunDir(full.path)
-    if run.is_run():
-        if load_config(run).to_json() != full.to_json():
+    if stored is not None:
+        if stored.to_json() != full.to_json():
             raise ValueError(f"{full.path} already holds a run with another config; "
                              "use `harness-learn resume` or a new --run-dir")
     else:
@@ -52,6 +55,24 @@ def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptCon
         store_inputs(full, harness_source)
         run.write_config(json.loads(full.to_json()))
     return full
+
+
+def with_split_secret(config: AdaptConfig, stored: AdaptConfig | None) -> AdaptConfig:
+    """A reasoning-gym run's splits are seeded from a secret the parent keeps (in config.json,
+    which no worker sees): the stored run's, else a fresh one. Public seeds would let harness
+    code regenerate the problems with their gold (see `evals.reasoning`)."""
+    from harness_learning.evals.reasoning import new_split_secret
+
+    if not config.task.startswith("rg:") or "split_secret" in config.task_options:
+        return config
+    if stored is not None:  # a run's splits never change (one from before secrets keeps none)
+        previous = stored.task_options.get("split_secret")
+        if previous is None:
+            return config
+    else:
+        previous = new_split_secret()
+    options = {**config.task_options, "split_secret": previous}
+    return dataclasses.replace(config, task_options=options)
 
 
 def load_config(run_dir: str | Path | RunDir) -> AdaptConfig:

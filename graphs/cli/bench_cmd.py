@@ -230,3 +230,18 @@ def bench_local_models(
     print(local_models.table(results), flush=True)
     if as_json:
         print(_json.dumps({"results": results}))
+
+
+# --- bench sandbox (launch cost, worker start, bridge) -----------------------------------
+@_bench_app.command("sandbox")
+def bench_sandbox(
+    calls: _Annotated[int, _typer.Option(help="Bridge round trips timed.")] = 300,
+    starts: _Annotated[int, _typer.Option(help="Cold and warm worker starts timed.")] = 3,
+    launches: _Annotated[int, _typer.Option(help="Sandboxed launches per configuration.")] = 15,
+) -> None:
+    """Launch cost with and without seccomp and the candidate cgroup, worker start, bridge."""
+    import asyncio
+
+    from harness_learning.graphs.lab.bench import sandbox as sandbox_bench
+
+    print(_json.dumps(asyncio.run(sandbox_bench.measure(calls, starts, launches)), indent=2))

@@ -49,5 +49,29 @@ def sandbox_info() -> dict[str, Any]:
     return info
 
 
+FALLBACKS = {
+    "bwrap": "no bubblewrap: no namespaces, the host's files and network are visible; rlimits only",
+    "import_allowlist": "no filesystem view: the whole virtualenv (dataset generators too) is importable",
+    "shm_bounded": "no private /dev/shm: the host's shared memory tmpfs is writable",
+    "cgroup_memory": "no memory cgroup: memory is bounded per process (RLIMIT_AS), not per candidate",
+    "cgroup_pids": "no pids cgroup: processes are bounded by RLIMIT_NPROC only (which does not bind root)",
+    "seccomp": "no seccomp filter: io_uring, perf_event_open, keyctl, bpf... reach the kernel",
+    "userns_disabled": "bubblewrap cannot --disable-userns: nested user namespaces can be made",
+}
+
+
+def sandbox_fallbacks(backend: Any = None) -> dict[str, str]:
+    """The protections a local backend lacks here, each with what holds instead (empty for
+    Docker, or when everything is in place): a run says so once in its events."""
+    from harness_learning.harnesses.sandbox.backend import default_backend
+
+    backend = backend or default_backend()
+    if getattr(backend, "name", "") != "local":
+        return {}
+    have = backend.protections()
+    return {key: text for key, text in FALLBACKS.items() if not have.get(key)}
+
+
 __all__ = ["Limits", "SandboxBackend", "SandboxProcess", "ToolHandler", "ToolReply", "Worker",
-           "WorkerPool", "get_backend", "run_python", "sandbox_backend", "sandbox_info"]
+           "WorkerPool", "get_backend", "run_python", "sandbox_backend", "sandbox_fallbacks",
+           "sandbox_info"]

@@ -2,7 +2,11 @@
 
 The parent owns the tools: each `call` message from the worker is served by the bound
 toolbox as its own asyncio task (calls are never serialised) and recorded with its latency;
-the records of one problem are its trace. Messages from the worker are untrusted input.
+the records of one problem are its trace. Messages from the worker are untrusted input:
+any line (too long, too deep, not UTF-8, not JSON) kills the worker as a protocol violation,
+and only the parent's own record decides that a problem failed for infrastructure reasons
+(a worker that reports "infra" or "budget" without a failed call of that kind in the
+parent's trace is making a claim, and the problem is the harness's fault).
 """
 
 from __future__ import annotations
@@ -15,60 +19,37 @@ import signal
 import socket
 import subprocess
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from harness_learning.harnesses.contract import BRIDGE_OPS, LINE_LIMIT, SOLVER_OPS, ToolCall
-from harness_learning.harnesses.results import ErrorKind, ProblemResult
+from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.runtime import HarnessInvalid, check_source
 from harness_learning.harnesses.sandbox.backend import SandboxBackend, SandboxProcess
+from harness_learning.harnesses.sandbox.cgroups import CANDIDATE_GROUP
 from harness_learning.harnesses.sandbox.limits import Limits
+from harness_learning.harnesses.sandbox.problem_run import ProblemRun
 from harness_learning.harnesses.sandbox.protocol import (
     BRIDGE_FD_ENV,
     LIMITS_ENV,
-    MAX_MESSAGE_BYTES,
     decode,
     encode,
 )
 from harness_learning.harnesses.sandbox.records import (
     CappedOutput,
     ToolHandler,
+    Verdict,
     failure_kind,
+    judged_outcome,
 )
+from harness_learning.harnesses.sandbox.trace import traced_call
 
 START_TIMEOUT_S = 60.0
 LOAD_TIMEOUT_S = 60.0
 GRACE_S = 5.0
 DRAIN_ABOVE_BYTES = 256 * 1024
 """Replies are written at once; the writer waits for the worker to read only past this."""
-
-
-@dataclass
-class _Run:
-    problem_id: str
-    future: asyncio.Future
-    calls: list[ToolCall] = field(default_factory=list)
-    done: bool = False
-    llm_calls: int = 0
-    tool_calls: int = 0
-    inflight: int = 0
-    paused_since: float = 0.0
-    paused_total: float = 0.0
-
-    def pause(self) -> None:
-        """Time spent serving the problem's tool calls does not count against its limit."""
-        if self.inflight == 0:
-            self.paused_since = time.perf_counter()
-        self.inflight += 1
-
-    def unpause(self) -> None:
-        self.inflight -= 1
-        if self.inflight == 0:
-            self.paused_total += time.perf_counter() - self.paused_since
-
-    def paused_s(self) -> float:
-        ongoing = time.perf_counter() - self.paused_since if self.inflight else 0.0
-        return self.paused_total + ongoing
+CALL_ENVELOPE_BYTES = 4096
+"""What a call line carries besides its arguments (op, ids, tool name)."""
 
 
 class Worker:
@@ -85,7 +66,7 @@ class Worker:
         self.stderr = CappedOutput(self.limits.output_bytes)
         self.info: dict[str, Any] = {}
         self.start_s = 0.0
-        self._runs: dict[str, _Run] = {}
+        self._runs: dict[str, ProblemRun] = {}
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task] = set()
         self._ready: asyncio.Future | None = None
@@ -95,6 +76,7 @@ class Worker:
         self._death: tuple[str, str] | None = None
         self._closing = False
         self._timer: asyncio.TimerHandle | None = None
+        self._python_gate = asyncio.Semaphore(self.limits.python_concurrency)
 
     async def __aenter__(self) -> Worker:
         await self.start()
@@ -140,7 +122,7 @@ class Worker:
             finally:
                 theirs.close()
             reader, self._writer = await asyncio.open_unix_connection(
-                sock=ours, limit=MAX_MESSAGE_BYTES)
+                sock=ours, limit=self.limits.bridge_line_bytes)
             stdout = self.process.proc.stdout
         self._ready = loop.create_future()
         self._spawn(self._read_bridge(reader))
@@ -178,7 +160,7 @@ class Worker:
         """Run one problem; never raises for harness faults (they are in the outcome)."""
         timeout = self.limits.problem_timeout_s if timeout is None else timeout
         rid = f"{problem_id}#{next(self._ids)}"
-        run = _Run(problem_id, asyncio.get_running_loop().create_future())
+        run = ProblemRun(problem_id, asyncio.get_running_loop().create_future())
         t0 = time.perf_counter()
         if self._death is not None:
             return ProblemResult(problem_id, error=self._death[1], error_kind=self._death[0])
@@ -187,29 +169,24 @@ class Worker:
             await self._send({"op": "run", "run": rid, "inputs": inputs, "timeout": timeout})
             message = await self._wait(run, t0, timeout + GRACE_S)
         except TimeoutError:
-            message = {"error": "problem wall-clock limit reached (the worker did not answer)",
-                       "error_kind": "timeout"}
+            message = Verdict("timeout", "problem wall-clock limit reached (the worker did not answer)")
             with contextlib.suppress(Exception):
                 await self._send({"op": "cancel", "run": rid})
         except OSError as exc:  # the worker went away between runs
-            kind, text = self._death or ("infra", f"the worker is unreachable: {exc}")
-            message = {"error": text, "error_kind": kind}
+            message = Verdict(*(self._death or self._gone(exc)))
         finally:
             run.done = True
             self._runs.pop(rid, None)
-        answer = message.get("answer")
-        kind = _kind(message)
-        error = _text(message.get("error"))
-        if kind is not None and error is None:
-            error = "the run finished without an answer"
-        return ProblemResult(
-            problem_id, answer=answer if isinstance(answer, str) else None, error=error,
-            error_kind=kind, traceback=_text(message.get("traceback")), calls=tuple(run.calls),
-            latency_s=time.perf_counter() - t0, tokens=sum(c.tokens for c in run.calls),
-        )
+        return judged_outcome(problem_id, message, run.calls, time.perf_counter() - t0)
+
+    def _gone(self, exc: OSError) -> tuple[str, str]:
+        """Why the worker is unreachable: the parent's doing only while it closes it."""
+        if self._closing:
+            return ("infra", f"the worker was closed: {exc}")
+        return ("harness", f"the worker went away (its code exited or broke the bridge): {exc}")
 
     @staticmethod
-    async def _wait(run: _Run, t0: float, limit: float) -> dict[str, Any]:
+    async def _wait(run: ProblemRun, t0: float, limit: float) -> dict[str, Any] | Verdict:
         """The run's result, or TimeoutError once its own time (wall time less the time its
         tool calls spent in the parent) passes `limit`."""
         while True:
@@ -260,19 +237,30 @@ class Worker:
             sink.add(chunk)
 
     async def _read_bridge(self, reader: asyncio.StreamReader) -> None:
+        """Read the worker's lines until it exits. Whatever a line holds (any size, nesting,
+        encoding, or no JSON at all), a bad one kills the worker as the harness's fault and
+        ends its problems at once; the reader itself never dies."""
         try:
             while line := await reader.readline():
-                self._dispatch(decode(line))
-        except (ValueError, asyncio.LimitOverrunError, KeyError, TypeError) as exc:
-            self._kill(("harness", f"the worker broke the bridge protocol: {exc}"))
+                try:
+                    self._dispatch(decode(line), len(line))
+                except (ConnectionError, asyncio.CancelledError):
+                    raise
+                except BaseException as exc:  # RecursionError, MemoryError, ValueError...
+                    detail = f"{type(exc).__name__}: {str(exc)[:200]}"
+                    self._kill(("harness", f"the worker broke the bridge protocol ({detail})"))
+                    break
+        except ValueError as exc:  # a line past the reader's limit
+            self._kill(("harness", f"the worker broke the bridge protocol: a line over "
+                                   f"{self.limits.bridge_line_bytes} bytes ({str(exc)[:120]})"))
         except ConnectionError:
             pass
         await self._on_exit()
 
-    def _dispatch(self, message: dict[str, Any]) -> None:
+    def _dispatch(self, message: dict[str, Any], size: int) -> None:
         op = message["op"]
         if op == "call":
-            self._spawn(self._serve_call(message))
+            self._spawn(self._serve_call(message, size))
         elif op == "result":
             run = self._runs.get(str(message.get("run")))
             if run is not None and not run.future.done():
@@ -282,14 +270,13 @@ class Worker:
         elif op == "loaded" and self._loaded is not None and not self._loaded.done():
             self._loaded.set_result(message)
 
-    async def _serve_call(self, message: dict[str, Any]) -> None:
+    async def _serve_call(self, message: dict[str, Any], size: int) -> None:
         call_id, tool = message.get("id"), str(message.get("tool"))
         if not isinstance(call_id, int):
             return
         args = message.get("args") if isinstance(message.get("args"), dict) else {}
         rid = str(message.get("run"))
         run = self._runs.get(rid)
-        t0 = time.perf_counter()
         if run is not None and not run.done:
             self._count_call(rid, run, tool)
         if run is None or run.done or run.future.done():
@@ -297,26 +284,55 @@ class Worker:
             reply: dict[str, Any] = {"ok": False, "kind": "cancelled", "error": over}
         elif tool not in BRIDGE_OPS or self.toolbox is None:
             reply = {"ok": False, "kind": "tool", "error": f"no tool {tool!r} is available"}
+        elif size - CALL_ENVELOPE_BYTES > self.limits.tool_arg_bytes:
+            reply = {"ok": False, "kind": "tool",
+                     "error": f"ToolError: the arguments of tools.{tool} take about {size} bytes, "
+                              f"over the {self.limits.tool_arg_bytes} allowed "
+                              "(Limits.tool_arg_bytes); the call was not made"}
+            self._record(run, tool, args, None, reply["error"], 0.0, meta={"kind": "tool"})
         else:
-            run.pause()
-            try:
-                out = await self.toolbox.call(tool, args)
-                reply = {"ok": True, "result": out.result}
-                record = ToolCall(tool, args, out.result, None, time.perf_counter() - t0,
-                                  out.tokens, out.cached, out.meta)
-            except Exception as exc:
-                kind = failure_kind(exc)
-                reply = {"ok": False, "kind": kind, "error": f"{type(exc).__name__}: {exc}"}
-                record = ToolCall(tool, args, None, reply["error"], time.perf_counter() - t0,
-                                  meta={"kind": kind})
-            finally:
-                run.unpause()
-            if not run.done:
-                run.calls.append(record)
+            reply = await self._call_tool(run, tool, args)
         with contextlib.suppress(Exception):
             await self._send({"op": "reply", "id": call_id, **reply})
 
-    def _count_call(self, rid: str, run: _Run, tool: str) -> None:
+    async def _call_tool(self, run: ProblemRun, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Make the call (a `tools.python` call waits for one of the candidate's
+        `python_concurrency` slots and lands in its cgroup), check its result's size, record."""
+        CANDIDATE_GROUP.set(getattr(self.process, "group", None))
+        gate = self._python_gate if tool == "python" else contextlib.nullcontext()
+        t0 = time.perf_counter()
+        run.pause()
+        try:
+            async with gate:
+                out = await self.toolbox.call(tool, args)
+            result_bytes = len(encode({"result": out.result}))
+            if result_bytes > self.limits.tool_result_bytes:
+                error = (f"ToolError: the result of tools.{tool} took {result_bytes} bytes, over "
+                         f"the {self.limits.tool_result_bytes} allowed (Limits.tool_result_bytes)")
+                self._record(run, tool, args, None, error, time.perf_counter() - t0,
+                             out.tokens, meta={**out.meta, "kind": "tool",
+                                               "result_bytes": result_bytes})
+                return {"ok": False, "kind": "tool", "error": error}
+            self._record(run, tool, args, out.result, None, time.perf_counter() - t0,
+                         out.tokens, out.cached, out.meta)
+            return {"ok": True, "result": out.result}
+        except Exception as exc:
+            kind = failure_kind(exc)
+            error = f"{type(exc).__name__}: {exc}"
+            self._record(run, tool, args, None, error, time.perf_counter() - t0, meta={"kind": kind})
+            return {"ok": False, "kind": kind, "error": error}
+        finally:
+            run.unpause()
+
+    def _record(self, run: ProblemRun, tool: str, args: dict[str, Any], result: Any, error: str | None,
+                latency: float, tokens: int = 0, cached: bool = False,
+                meta: dict[str, Any] | None = None) -> None:
+        if not run.done:
+            run.calls.append(traced_call(ToolCall(tool, args, result, error, latency, tokens,
+                                                  cached, dict(meta or {})),
+                                         self.limits.trace_arg_chars))
+
+    def _count_call(self, rid: str, run: ProblemRun, tool: str) -> None:
         """Stop the run past its Solver-call or tool-call cap (see `Limits`)."""
         run.tool_calls += 1
         run.llm_calls += tool in SOLVER_OPS
@@ -329,11 +345,11 @@ class Worker:
                                          f"this problem (Limits.{name})")
                 return
 
-    def _stop_run(self, rid: str, run: _Run, reason: str) -> None:
+    def _stop_run(self, rid: str, run: ProblemRun, reason: str) -> None:
         """End a run as the harness's fault, whatever its code does next: the parent records
         the reason now and the worker is told to drop the run."""
         if not run.future.done():
-            run.future.set_result({"error": reason, "error_kind": "harness"})
+            run.future.set_result(Verdict("harness", reason))
         self._spawn(self._send_quietly({"op": "cancel", "run": rid}))
 
     async def _send_quietly(self, message: dict[str, Any]) -> None:
@@ -354,7 +370,8 @@ class Worker:
         if self.process is not None:
             with contextlib.suppress(asyncio.TimeoutError):
                 code = await asyncio.wait_for(self.process.proc.wait(), 5)
-        limit_hit = self.process.limit_hit if self.process is not None else None
+        reason = getattr(self.process, "limit_reason", None)
+        limit_hit = reason() if callable(reason) else getattr(self.process, "limit_hit", None)
         if self._death is None and limit_hit:
             self._death = ("harness", f"the worker was killed: {limit_hit}")
         if self._death is None and not self._closing:
@@ -378,22 +395,4 @@ class Worker:
                     fut.set_result(reason)
         for run in self._runs.values():
             if not run.future.done():
-                run.future.set_result({"error": text, "error_kind": kind})
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-WORKER_KINDS = frozenset(ErrorKind) - {ErrorKind.INVALID}
-"""The error kinds a worker's result may carry (only the parent's check declares a source
-invalid); any other value is the harness's fault."""
-
-
-def _kind(message: dict[str, Any]) -> ErrorKind | None:
-    kind = message.get("error_kind")
-    if kind is None and not isinstance(message.get("answer"), str):
-        return ErrorKind.HARNESS
-    if kind is None:
-        return None
-    return ErrorKind(kind) if kind in WORKER_KINDS else ErrorKind.HARNESS
+                run.future.set_result(Verdict(kind, text))

@@ -23,6 +23,19 @@ class Limits:
     wall-clock limit: `llm_calls_per_problem` caps its Solver calls (the bill) and
     `tool_calls_per_problem` all its tool calls (the time). Past either, the problem ends as
     the harness's fault.
+
+    Per candidate (one cgroup holds the worker and every process it or its `tools.python`
+    calls start, where a cgroup can be made): `memory_mb` bounds their memory together (tmpfs
+    pages written count), `pids` their processes and threads, `cpu_cores` their CPU share; a
+    `tools.python` process has its own `python_memory_mb` inside that, and at most
+    `python_concurrency` of them run at once per candidate (more wait their turn). `shm_mb`
+    sizes the sandbox's /dev/shm.
+
+    The bridge: a tool call whose arguments take more than `tool_arg_bytes` (as JSON) is
+    refused in the parent before it is made, a result over `tool_result_bytes` is refused
+    too, and a bridge line longer than `tool_arg_bytes` plus 1 MiB kills the worker as a
+    protocol violation. Stored traces keep at most `trace_arg_chars` of each argument or
+    result string, with the original size recorded.
     """
 
     cpu_s: int = 600
@@ -37,6 +50,12 @@ class Limits:
     python_memory_mb: int = 1024
     llm_calls_per_problem: int = 64
     tool_calls_per_problem: int = 256
+    shm_mb: int = 16
+    cpu_cores: float = 1.0
+    python_concurrency: int = 2
+    tool_arg_bytes: int = 512 * 1024
+    tool_result_bytes: int = 1024 * 1024
+    trace_arg_chars: int = 16 * 1024
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
@@ -54,7 +73,15 @@ class Limits:
             python_timeout_s=wall, python_memory_mb=self.python_memory_mb,
             llm_calls_per_problem=self.llm_calls_per_problem,
             tool_calls_per_problem=self.tool_calls_per_problem,
+            shm_mb=min(self.shm_mb, 16), cpu_cores=min(self.cpu_cores, 1.0),
+            python_concurrency=self.python_concurrency, tool_arg_bytes=self.tool_arg_bytes,
+            tool_result_bytes=self.tool_result_bytes, trace_arg_chars=self.trace_arg_chars,
         )
+
+    @property
+    def bridge_line_bytes(self) -> int:
+        """The longest bridge line the parent reads; past it the worker is killed."""
+        return self.tool_arg_bytes + (1 << 20)
 
     def to_dict(self) -> dict:
         return asdict(self)

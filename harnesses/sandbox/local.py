@@ -1,17 +1,22 @@
-"""The local backend: a subprocess with rlimits, bubblewrap namespaces where present, and a
-pids cgroup where writable.
+"""The local backend: a subprocess with rlimits, bubblewrap namespaces and a seccomp filter
+where present, and one cgroup per candidate where one can be made.
 
 Filesystem view under bubblewrap: the root is an empty read-only tmpfs; only what Python needs
-is bound read-only (/usr, /lib, /lib64, /bin, a few /etc files, the interpreter's base prefix,
-the virtualenv, and the project's `harness_learning`, `harnesses` and `retrieval` package directories). We do not
-bind `/`: run directories, datasets with gold answers and /etc/shadow stay invisible. This
-matters because, started by root, the sandbox's uid maps to root outside, so any bound
-root-owned file is readable. /tmp and the scratch directory are size-limited tmpfs mounts
-(no host path is writable), the network namespace holds only its own loopback, and all
-capabilities are dropped (the /tmp tmpfs is mounted before the binds, so a virtualenv under
-/tmp stays visible). rlimits are set by the sandboxed program itself before it reads untrusted input
-(no `preexec_fn`: it can deadlock a threaded parent). The pids cgroup is joined by a `sh`
-trampoline before `exec`, so every descendant is counted.
+is bound read-only (/usr, /lib, /lib64, /bin, a few /etc files, the interpreter's standard
+library, the virtualenv with a curated site-packages (`imports`: the allowlist of what harness
+code may import; no dataset generator, no numpy, no model clients), and the project's
+`harness_learning`, `harnesses` and `retrieval` package directories). We do not bind `/`: run
+directories, datasets with gold answers and /etc/shadow stay invisible. This matters because,
+started by root, the sandbox's uid maps to root outside, so any bound root-owned file is
+readable. /tmp, /dev/shm and the scratch directory are size-limited tmpfs mounts and /dev is
+read-only (no host path is writable), the network namespace holds only its own loopback, all
+capabilities are dropped, no user namespace can be nested (`--disable-userns`) and the
+`seccomp` filter refuses the kernel interfaces harness code never needs (the /tmp tmpfs is
+mounted before the binds, so a virtualenv under /tmp stays visible). rlimits are set by the
+sandboxed program itself before it reads untrusted input (no `preexec_fn`: it can deadlock a
+threaded parent). The candidate's cgroup (`cgroups`: memory, pids, CPU) is joined by a `sh`
+trampoline before `exec`, so every descendant is counted; a `tools.python` process joins a
+child group of its candidate's.
 """
 
 from __future__ import annotations
@@ -26,21 +31,20 @@ import signal
 import subprocess
 import sys
 import tempfile
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness_learning.harnesses.offline import OFFLINE_ENV
+from harness_learning.harnesses.sandbox import imports, seccomp
 from harness_learning.harnesses.sandbox.backend import (
     SandboxBackend,
     SandboxProcess,
     sandbox_backend,
 )
+from harness_learning.harnesses.sandbox.cgroups import CANDIDATE_GROUP, Cgroups, Group, Spec
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.protocol import LIMITS_ENV, MAX_MESSAGE_BYTES
 
-CGROUP_PIDS = Path("/sys/fs/cgroup/pids")
-CGROUP_GROUP = "harness-learning"
 SCRATCH = "/scratch"
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group",
@@ -63,20 +67,37 @@ def python_dirs() -> list[str]:
     return sorted(d for d in dirs if os.path.isdir(d))
 
 
-def bwrap_argv(scratch_bytes: int, env: dict[str, str]) -> list[str]:
+def view_argv() -> list[str]:
+    """Binds of the interpreter, the curated site-packages and the project's layers: other
+    package directories are covered by empty tmpfs mounts (see `imports`)."""
+    argv: list[str] = []
+    for d in python_dirs() + project_dirs():
+        argv += ["--ro-bind", d, d]
+    for d in imports.hidden_site_dirs():
+        argv += ["--tmpfs", d]
+    site, view = imports.site_tree()
+    return argv + ["--ro-bind", view, site]
+
+
+def bwrap_argv(scratch_bytes: int, env: dict[str, str], *, shm_bytes: int = TMPFS_BYTES,
+               seccomp_fd: int | None = None, disable_userns: bool = True) -> list[str]:
     """The bubblewrap prefix: what is visible, what is writable, which namespaces. The scratch
-    directory is a tmpfs of `scratch_bytes`, so the kernel enforces its size."""
+    directory, /tmp and /dev/shm are tmpfs mounts of bounded size, so the kernel enforces it."""
     argv = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user",
             "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL", "--die-with-parent",
             "--new-session", "--clearenv", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
+    if disable_userns:
+        argv.append("--disable-userns")
     for d in SYSTEM_DIRS:
         argv += ["--ro-bind-try", d, d]
     for name in ETC_FILES:
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    for d in python_dirs() + project_dirs():
-        argv += ["--ro-bind", d, d]
-    argv += ["--dev", "/dev", "--proc", "/proc", "--size", str(scratch_bytes), "--tmpfs", SCRATCH,
-             "--remount-ro", "/", "--chdir", SCRATCH]
+    argv += view_argv()
+    argv += ["--dev", "/dev", "--size", str(shm_bytes), "--tmpfs", "/dev/shm",
+             "--remount-ro", "/dev", "--proc", "/proc", "--size", str(scratch_bytes),
+             "--tmpfs", SCRATCH, "--remount-ro", "/", "--chdir", SCRATCH]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     for key, value in env.items():
         argv += ["--setenv", key, value]
     return argv
@@ -91,31 +112,40 @@ def base_env(home: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def _bwrap_runs(**options: object) -> bool:
+    fd = seccomp.filter_fd() if options.pop("seccomp", False) else None
+    try:
+        argv = bwrap_argv(TMPFS_BYTES, {}, seccomp_fd=fd, **options) + [sys.executable, "-c", "pass"]
+        done = subprocess.run(argv, capture_output=True, timeout=20,
+                              pass_fds=() if fd is None else (fd,))
+        return done.returncode == 0
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return False
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
 @functools.cache
-def bwrap_works() -> bool:
-    """bubblewrap is installed and can create its namespaces here (CI containers may forbid)."""
+def bwrap_features() -> dict[str, bool]:
+    """Which bubblewrap protections work here: the sandbox itself, `--disable-userns` (0.8+)
+    and the seccomp filter (CI containers may forbid some)."""
     if shutil.which("bwrap") is None:
-        return False
-    try:
-        argv = bwrap_argv(TMPFS_BYTES, {}) + [sys.executable, "-c", "pass"]
-        return subprocess.run(argv, capture_output=True, timeout=20).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
+        return {"bwrap": False, "userns_disabled": False, "seccomp": False}
+    userns = _bwrap_runs(disable_userns=True)
+    works = userns or _bwrap_runs(disable_userns=False)
+    return {"bwrap": works, "userns_disabled": userns,
+            "seccomp": works and _bwrap_runs(disable_userns=userns, seccomp=True)}
 
 
-@functools.cache
+def bwrap_works() -> bool:
+    """bubblewrap is installed and can create its namespaces here."""
+    return bwrap_features()["bwrap"]
+
+
 def cgroup_works() -> bool:
-    """A pids cgroup (v1) we may create children in."""
-    parent = CGROUP_PIDS / CGROUP_GROUP
-    try:
-        parent.mkdir(exist_ok=True)
-        probe = parent / f"probe-{uuid.uuid4().hex[:8]}"
-        probe.mkdir()
-        (probe / "pids.max").write_text("8")
-        probe.rmdir()
-        return True
-    except OSError:
-        return False
+    """A cgroup hierarchy (v2, or v1 memory + pids) we may create children in."""
+    return Cgroups.probe() is not None
 
 
 @dataclass
@@ -124,7 +154,7 @@ class LocalProcess(SandboxProcess):
 
     proc: asyncio.subprocess.Process
     scratch: str
-    cgroup: Path | None
+    group: Group | None
     protections: dict[str, bool] = field(default_factory=dict)
     limit_hit: str | None = None
     """Why the backend killed the process, when it did (a limit the kernel cannot enforce)."""
@@ -141,11 +171,16 @@ class LocalProcess(SandboxProcess):
         if self.proc.returncode is None:  # not Popen.kill: its poll() reaps behind asyncio's back
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(self.proc.pid, signal.SIGKILL)
-        if self.cgroup is not None:
-            with contextlib.suppress(OSError):
-                for pid in (self.cgroup / "cgroup.procs").read_text().split():
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(int(pid), signal.SIGKILL)
+        if self.group is not None:
+            self.group.kill()
+
+    def limit_reason(self) -> str | None:
+        """Which kernel-enforced limit of the candidate's group ended it, if one did."""
+        if self.limit_hit:
+            return self.limit_hit
+        if self.group is not None and self.group.memory_hit():
+            return "the candidate reached its memory limit (Limits.memory_mb, all its processes)"
+        return None
 
     def watch_scratch(self, limit_mb: int, every_s: float = 0.5) -> None:
         """Without a tmpfs to bound it, measure the scratch directory and kill past `limit_mb`."""
@@ -168,16 +203,12 @@ class LocalProcess(SandboxProcess):
         self.kill()
         with contextlib.suppress(ProcessLookupError, asyncio.TimeoutError):
             await asyncio.wait_for(self.proc.wait(), 5)
-        if self.cgroup is not None:
-            for _ in range(50):
-                try:
-                    self.cgroup.rmdir()
+        if self.group is not None:
+            for _ in range(100):
+                if self.group.remove():
                     break
-                except FileNotFoundError:
-                    break
-                except OSError:  # processes still exiting
-                    self.kill()
-                    await asyncio.sleep(0.02)
+                self.kill()  # members still exiting
+                await asyncio.sleep(0.02)
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
@@ -214,16 +245,32 @@ def nproc_limit(limits: Limits, cgroup: bool) -> int | None:
 
 @sandbox_backend("local")
 class LocalBackend(SandboxBackend):
-    """Subprocess + rlimits (+ bubblewrap, + pids cgroup when available)."""
+    """Subprocess + rlimits (+ bubblewrap and seccomp, + a cgroup per candidate when available)."""
 
     def __init__(self, use_bwrap: bool | None = None, use_cgroup: bool | None = None) -> None:
-        self.use_bwrap = bwrap_works() if use_bwrap is None else use_bwrap
-        self.use_cgroup = cgroup_works() if use_cgroup is None else use_cgroup
+        features = bwrap_features()
+        self.use_bwrap = features["bwrap"] if use_bwrap is None else use_bwrap
+        self.use_seccomp = self.use_bwrap and features["seccomp"]
+        self.disable_userns = self.use_bwrap and features["userns_disabled"]
+        self.cgroups = Cgroups.probe() if use_cgroup in (None, True) else None
+        self.use_cgroup = self.cgroups is not None
 
     def protections(self) -> dict[str, bool]:
+        controls = self.cgroups.controls() if self.cgroups else []
         return {"rlimits": True, "bwrap": self.use_bwrap, "network_isolated": self.use_bwrap,
-                "read_only_root": self.use_bwrap, "cgroup_pids": self.use_cgroup,
+                "read_only_root": self.use_bwrap, "import_allowlist": self.use_bwrap,
+                "seccomp": self.use_seccomp, "userns_disabled": self.disable_userns,
+                "shm_bounded": self.use_bwrap, "cgroup_pids": "pids" in controls,
+                "cgroup_memory": "memory" in controls, "cgroup_cpu": "cpu" in controls,
                 "scrubbed_env": True, "docker": False}
+
+    def _group(self, limits: Limits, within: Group | None) -> Group | None:
+        """The process's cgroup: a child of `within` (a `tools.python` call's candidate), else
+        a new candidate group."""
+        if self.cgroups is None:
+            return None
+        spec = Spec(limits.memory_mb << 20, limits.pids, limits.cpu_cores)
+        return within.child(spec) if within is not None else self.cgroups.make(spec)
 
     async def spawn(
         self,
@@ -233,8 +280,11 @@ class LocalBackend(SandboxBackend):
         *,
         pass_fds: tuple[int, ...] = (),
         stdin: int = subprocess.DEVNULL,
+        within: Group | None = None,
     ) -> LocalProcess:
-        """Start `python <args>` in a fresh sandbox. `env` is added to the scrubbed base."""
+        """Start `python <args>` in a fresh sandbox. `env` is added to the scrubbed base;
+        `within` (default: the candidate whose tool call this is, `CANDIDATE_GROUP`) puts the
+        process inside that candidate's cgroup."""
         scratch = tempfile.mkdtemp(prefix="hl-sbx-")
         os.chmod(scratch, 0o777)
         home = SCRATCH if self.use_bwrap else scratch
@@ -245,21 +295,35 @@ class LocalBackend(SandboxBackend):
             env[LIMITS_ENV] = json.dumps(settings)
         full_env = base_env(home, env)
         argv = [sys.executable, "-s", *args]
+        filter_fd = seccomp.filter_fd() if self.use_seccomp else None
+        fds = pass_fds if filter_fd is None else (*pass_fds, filter_fd)
         if self.use_bwrap:
-            argv = bwrap_argv(limits.scratch_mb << 20, full_env) + argv
-        cgroup = None
-        if self.use_cgroup:
-            cgroup = CGROUP_PIDS / CGROUP_GROUP / f"w-{uuid.uuid4().hex[:12]}"
-            cgroup.mkdir(parents=True)
-            (cgroup / "pids.max").write_text(str(limits.pids))
-            argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"',
-                    str(cgroup / "cgroup.procs"), *argv]
-        proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            pass_fds=pass_fds, env=full_env, cwd=scratch, start_new_session=True,
-            limit=MAX_MESSAGE_BYTES,
-        )
-        process = LocalProcess(proc, scratch, cgroup, self.protections())
+            argv = bwrap_argv(limits.scratch_mb << 20, full_env, shm_bytes=limits.shm_mb << 20,
+                              seccomp_fd=filter_fd, disable_userns=self.disable_userns) + argv
+        group = None
+        try:
+            group = self._group(limits, within if within is not None else CANDIDATE_GROUP.get())
+            if group is not None:
+                joins = [str(p) for p in group.procs]
+                argv = ["/bin/sh", "-c", JOIN, "sh", str(len(joins)), *joins, *argv]
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=fds, env=full_env, cwd=scratch, start_new_session=True,
+                limit=MAX_MESSAGE_BYTES,
+            )
+        except BaseException:
+            if group is not None:
+                group.remove()
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
+        process = LocalProcess(proc, scratch, group, self.protections())
         if not self.use_bwrap:
             process.watch_scratch(limits.scratch_mb)
         return process
+
+
+JOIN = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 126; shift; n=$((n-1)); done; exec "$@"'
+"""The trampoline: join each cgroup (argv: count, procs files..., command), then exec."""

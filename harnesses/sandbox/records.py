@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness_learning.harnesses.results import ErrorKind
+from harness_learning.harnesses.contract import ToolCall
+from harness_learning.harnesses.results import UNSCORED, ErrorKind, ProblemResult
 
 
 @dataclass
@@ -35,6 +36,58 @@ def failure_kind(exc: BaseException) -> str:
     if "BudgetExceeded" in names:
         return ErrorKind.BUDGET
     return "tool"
+
+
+WORKER_KINDS = frozenset(ErrorKind) - {ErrorKind.INVALID}
+"""The error kinds a worker's result may carry (only the parent's check declares a source
+invalid); any other value is the harness's fault."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How the parent itself ended a run (a kill, a cap, a closed worker). A worker's message
+    is a dict decoded from JSON and can never be one of these."""
+
+    kind: str
+    error: str
+
+
+def judged_outcome(problem_id: str, message: dict[str, Any] | Verdict, calls: list[ToolCall],
+                   latency_s: float) -> ProblemResult:
+    """A run's result from the parent's verdict, or from the worker's message checked against
+    the parent's own trace `calls`: a worker may *claim* "infra" or "budget" (raising the
+    sandbox's own exception, forging a message), but the problem is unscored only where a
+    call of that kind failed in the parent; otherwise it is the harness's fault."""
+    answer, traceback = None, None
+    if isinstance(message, Verdict):
+        kind, error = ErrorKind.coerce(message.kind), message.error
+    else:
+        raw = message.get("answer")
+        answer = raw if isinstance(raw, str) else None
+        kind = message.get("error_kind")
+        if kind is None and answer is None:
+            kind = ErrorKind.HARNESS
+        elif kind is not None:
+            kind = ErrorKind(kind) if kind in WORKER_KINDS else ErrorKind.HARNESS
+        error, traceback = _text(message.get("error")), _text(message.get("traceback"))
+        if kind in UNSCORED:
+            seen = next((c.meta.get("kind") for c in calls
+                         if c.error and c.meta.get("kind") in UNSCORED), None)
+            if seen is None:
+                kind = ErrorKind.HARNESS
+                error = ("the harness reported an infrastructure failure the parent never saw "
+                         f"(no failed call of that kind): {error}")
+            else:
+                kind = ErrorKind(seen)
+    if kind is not None and error is None:
+        error = "the run finished without an answer"
+    return ProblemResult(problem_id, answer=answer, error=error, error_kind=kind,
+                         traceback=traceback, calls=tuple(calls), latency_s=latency_s,
+                         tokens=sum(c.tokens for c in calls))
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 class CappedOutput:

@@ -89,14 +89,17 @@ class RunState:
 class Bridge:
     """The worker's end of the socket: thread-safe sends, replies matched to calls by id."""
 
-    def __init__(self, write_fd: int) -> None:
+    def __init__(self, write_fd: int, max_args_bytes: int = 1 << 62) -> None:
         self.write_fd = write_fd
+        self.max_args_bytes = max_args_bytes
+        """The parent refuses larger arguments (`Limits.tool_arg_bytes`); refusing them here
+        too saves sending them and gives harness code the same ToolError at once."""
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
         self.waiting: dict[int, tuple[threading.Event, list]] = {}
 
-    def send(self, message: dict[str, Any]) -> None:
-        data = encode(message)
+    def send(self, message: dict[str, Any] | bytes) -> None:
+        data = message if isinstance(message, bytes) else encode(message)
         view = memoryview(data)
         with self.lock:
             while view:
@@ -109,12 +112,19 @@ class Bridge:
                             "started itself, or while building the graph)")
         if run.done:
             raise Cancelled(f"problem {run.rid} is over")
+        if rough_size(args, self.max_args_bytes) > self.max_args_bytes:
+            raise ToolError(f"the arguments of tools.{tool} take over {self.max_args_bytes} "
+                            "bytes (Limits.tool_arg_bytes)")
         call_id = next(self.ids)
+        data = encode({"op": "call", "id": call_id, "run": run.rid, "tool": tool, "args": args})
+        if len(data) > self.max_args_bytes:
+            raise ToolError(f"the arguments of tools.{tool} take {len(data)} bytes, over the "
+                            f"{self.max_args_bytes} allowed (Limits.tool_arg_bytes)")
         event, slot = threading.Event(), []
         self.waiting[call_id] = (event, slot)
         run.pause(call_id)
         try:
-            self.send({"op": "call", "id": call_id, "run": run.rid, "tool": tool, "args": args})
+            self.send(data)
             event.wait()
         finally:
             run.unpause(call_id)
@@ -132,6 +142,24 @@ class Bridge:
         if entry is not None:
             entry[1].append(reply)
             entry[0].set()
+
+
+def rough_size(value: Any, stop: int) -> int:
+    """About how many bytes `value` takes as JSON (strings by length); stops counting past
+    `stop`, so a huge argument is refused without encoding it."""
+    total, todo = 0, [value]
+    while todo and total <= stop:
+        item = todo.pop()
+        if isinstance(item, str):
+            total += len(item) + 2
+        elif isinstance(item, dict):
+            todo.extend(item.keys())
+            todo.extend(item.values())
+        elif isinstance(item, list | tuple):
+            todo.extend(item)
+        else:
+            total += 8
+    return total
 
 
 class BridgeTools:
@@ -315,8 +343,8 @@ def open_bridge(spec: str) -> tuple[int, int]:
     return read_fd, write_fd
 
 
-def serve(read_fd: int, write_fd: int, import_s: float) -> None:
-    bridge = Bridge(write_fd)
+def serve(read_fd: int, write_fd: int, import_s: float, max_args_bytes: int) -> None:
+    bridge = Bridge(write_fd, max_args_bytes)
     worker = HarnessHost(bridge)
     threading.Thread(target=worker.watchdog, daemon=True, name="watchdog").start()
     bridge.send({"op": "ready", "pid": os.getpid(), "import_s": import_s})
@@ -348,7 +376,8 @@ def main() -> None:
     import typing_extensions  # noqa: F401
 
     try:
-        serve(read_fd, write_fd, time.perf_counter() - t0)
+        serve(read_fd, write_fd, time.perf_counter() - t0,
+              int(limits.get("tool_arg_bytes", 1 << 62)))
     finally:
         sys.stdout.flush()
         os._exit(0)

@@ -1,6 +1,8 @@
-"""Sandbox figures: cold and warm worker start, bridge round trip per call, call overlap.
+"""Sandbox figures: the launch cost of one sandboxed process with and without the seccomp
+filter and the candidate cgroup, cold and warm worker start, bridge round trip per call,
+call overlap.
 
-    python -m harness_learning.graphs.lab.bench.sandbox [--calls 300] [--starts 3]
+    python -m harness_learning.graphs.lab.bench.sandbox [--calls 300] [--starts 3] [--launches 15]
 """
 
 from __future__ import annotations
@@ -56,7 +58,32 @@ class Instant:
         return ToolReply("Answer: pong")
 
 
-async def measure(calls: int, starts: int) -> dict:
+async def launch_ms(launches: int) -> dict[str, float]:
+    """Median ms to start a sandboxed `python -c pass` and see it exit, per configuration:
+    the protections added here (seccomp, cgroup) against bubblewrap and rlimits alone."""
+    from harness_learning.harnesses.sandbox.local import LocalBackend
+
+    limits = Limits()
+    env = {"HARNESS_LIMITS": json.dumps(limits.to_dict())}
+    configs = {"bwrap_rlimits_only": (False, False), "with_seccomp": (True, False),
+               "with_cgroup": (False, True), "with_seccomp_and_cgroup": (True, True)}
+    samples: dict[str, list[float]] = {name: [] for name in configs}
+    backends = {}
+    for name, (filtered, grouped) in configs.items():
+        backend = LocalBackend(use_cgroup=grouped)
+        backend.use_seccomp = backend.use_seccomp and filtered
+        backends[name] = backend
+    for _ in range(launches):  # interleaved, so a busy moment hits every configuration
+        for name, backend in backends.items():
+            t0 = time.perf_counter()
+            proc = await backend.spawn(["-c", "pass"], limits, env)
+            await proc.proc.wait()
+            samples[name].append(time.perf_counter() - t0)
+            await proc.cleanup()
+    return {name: round(statistics.median(xs) * 1000, 1) for name, xs in samples.items()}
+
+
+async def measure(calls: int, starts: int, launches: int = 15) -> dict:
     limits = probe_limits(calls)
     cold = []
     for _ in range(starts):
@@ -87,6 +114,7 @@ async def measure(calls: int, starts: int) -> dict:
     ms = 1000.0
     return {
         "protections": sandbox_info(),
+        "launch_ms_median": await launch_ms(launches),
         "cold_start_ms_median": statistics.median(cold) * ms,
         "warm_acquire_ms_median": statistics.median(warm) * ms,
         "bridge_round_trip_ms_p50": laps[len(laps) // 2] * ms,
@@ -100,8 +128,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--starts", type=int, default=3)
+    parser.add_argument("--launches", type=int, default=15)
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(measure(args.calls, args.starts)), indent=2))
+    print(json.dumps(asyncio.run(measure(args.calls, args.starts, args.launches)), indent=2))
 
 
 if __name__ == "__main__":

@@ -40,11 +40,11 @@ def summarise(hostile_rows: list[dict], proposal_rows: list[dict], fault_rows: l
         c = by_cat.setdefault(row["category"], Counter())
         c["tried"] += 1
         c["contained"] += bool(row["contained"] and row["recorded"])
-    hacks = [r for r in proposal_rows if r["kind"] == "reward_hacking"]
-    if hacks:
-        c = by_cat.setdefault("reward_hacking", Counter())
-        c["tried"] += len(hacks)
-        c["contained"] += sum(r["ok"] for r in hacks)
+    hacks = [r for r in proposal_rows if r["kind"] in ("reward_hacking", "memorisation")]
+    for row in hacks:  # judged through the adapter (proposals): one class each
+        c = by_cat.setdefault(row["kind"], Counter())
+        c["tried"] += 1
+        c["contained"] += bool(row["ok"])
     resumed = [r for r in fault_rows if r["resumed"]]
     return {
         "hostile_cases": sum(c["tried"] for c in by_cat.values()),

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +24,14 @@ from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import ProblemResult
 from harness_learning.graphs.lab.reliability.common import file_hashes, integrity, sandbox_leftovers
 from harness_learning.graphs.lab.reliability.hostile_cases import ESCAPES, RESOURCES, Case
+from harness_learning.graphs.lab.reliability.hostile_integrity_cases import INTEGRITY, checks
 from harness_learning.graphs.lab.reliability.hostile_reward_cases import REWARD_HACKING
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.sandbox import Limits, WorkerPool
 from harness_learning.harnesses.sandbox.local import LocalBackend
 
 SECRET_ENV = "HL_RELIABILITY_API_KEY"
-CASES: list[Case] = ESCAPES + RESOURCES + REWARD_HACKING
+CASES: list[Case] = ESCAPES + RESOURCES + REWARD_HACKING + INTEGRITY
 
 LIMITS = Limits(cpu_s=30, memory_mb=1536, file_size_mb=8, scratch_mb=32, pids=32,
                 problem_timeout_s=5.0, candidate_timeout_s=40.0)
@@ -236,6 +237,7 @@ CHECKS: dict[str, Any] = {
         and len(r.calls) <= LIMITS.tool_calls_per_problem,
         "stopped at the per-problem tool call cap"),
     "no_persistence": lambda r, e, d: (d["next_sees"] is False, "the next candidate saw nothing"),
+    **checks(LIMITS),
 }
 
 
@@ -257,6 +259,13 @@ def _rss() -> int:
     return psutil.Process().memory_info().rss
 
 
+def group_limits(cases: list[Case]) -> Limits:
+    """The suite's limits, with the longest problem time a case of the group asks for (a case
+    that must wait for several processes to settle on a busy machine)."""
+    longest = max((c.timeout_s for c in cases if c.timeout_s), default=None)
+    return LIMITS if longest is None else replace(LIMITS, problem_timeout_s=longest)
+
+
 def problem_for(case: Case, env: HostileEnv) -> Problem:
     gold = env.gold if case.problem == "secret" else "4"
     return Problem(case.name, {"question": case.name}, gold)
@@ -270,7 +279,8 @@ async def run_group(cases: list[Case], env: HostileEnv, plant: dict, pool: Worke
     t0 = time.perf_counter()
     source = harness(cases, plant)
     evaluation = await evaluate(source, [problem_for(c, env) for c in cases], task, toolbox,
-                                pool=pool, limits=LIMITS, concurrency=1, line_limit=5000)
+                                pool=pool, limits=group_limits(cases), concurrency=1,
+                                line_limit=5000)
     await asyncio.sleep(0.2)
     data: dict[str, Any] = {"rss_growth": _rss() - rss, "bound": LIMITS.pids,
                             "marker": plant["marker"]}

@@ -27,6 +27,7 @@ class Case:
     needs_bwrap: bool = False
     problem: str = "sum"  # "sum" (the Solver answers it) or "secret" (only the gold knows)
     solo: bool = False  # kills or taints its worker: runs in a worker of its own
+    timeout_s: float | None = None  # its problem's wall-clock limit, when not the suite's
 
 
 def _c(name: str, category: str, check: str, body: str, **kw: Any) -> Case:

@@ -37,3 +37,17 @@ def test_summary_counts_failures():
     assert f["records_lost"] == 2 and f["infra_errors_scored_wrong"] == 1
     assert f["bad_data_files_changed"] == 1
     assert "2/3 contained" in table(f)
+
+
+def test_summary_reports_each_class_on_its_own():
+    hostile = [{"case": "s", "category": "candidate_limits", "contained": True, "recorded": True},
+               {"case": "n", "category": "bridge_bounds", "contained": False, "recorded": True}]
+    proposals = [{"case": "m", "kind": "memorisation", "ok": True}]
+    crash = {"kills": 0, "resumes_tried": 0, "resumes_matched": 0, "records_lost": 0,
+             "unsound_after_kill": []}
+    f = summarise(hostile, proposals, [], crash, {"worker_kills": 0, "completed": True}, [], 1.0)
+    assert f["hostile_by_category"] == {"bridge_bounds": {"tried": 1, "contained": 0},
+                                        "candidate_limits": {"tried": 1, "contained": 1},
+                                        "memorisation": {"tried": 1, "contained": 1}}
+    assert f["not_contained"] == ["n"]
+    assert "hostile: memorisation" in table(f) and "0/1 contained" in table(f)

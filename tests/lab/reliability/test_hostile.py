@@ -26,9 +26,18 @@ def rows(tmp_path_factory):
 
 
 def test_catalogue_is_broad():
-    assert len({c.name for c in CASES}) == len(CASES) >= 30
+    assert len({c.name for c in CASES}) == len(CASES) >= 45
     counts = Counter(c.category for c in CASES)
     assert counts["escape"] >= 12 and counts["resource"] >= 8 and counts["reward_hacking"] >= 6
+    for integrity_class in ("candidate_limits", "bridge_bounds", "infra_claims", "no_gold_inside",
+                            "kernel_surface"):
+        assert counts[integrity_class] >= 3, integrity_class
+
+
+def test_every_case_has_a_check_saying_what_contained_means():
+    from harness_learning.graphs.lab.reliability.hostile import CHECKS
+
+    assert all(c.check in CHECKS for c in CASES)
 
 
 @pytest.mark.parametrize("name", [c.name for c in CASES])

@@ -1,0 +1,202 @@
+"""One control group per candidate: memory, processes and CPU bounded for the worker *and*
+everything it or its `tools.python` calls start.
+
+rlimits bind one process at a time (five children of 400 MiB each pass a 512 MiB address
+limit), and RLIMIT_NPROC does not bind root; a cgroup counts the whole tree. A `tools.python`
+process gets a child group inside its candidate's group: its own smaller limits, and its use
+charged to the candidate's total as well (both hierarchies nest their accounting), so fanning
+calls out cannot multiply a candidate's memory.
+
+cgroup v2 is used where it is mounted with the memory and pids controllers at
+/sys/fs/cgroup; otherwise the v1 `memory`, `pids` and `cpu` hierarchies (CPU is bounded only
+where its controller is writable). `Cgroups.probe()` says which one works here; where none does,
+the caller falls back to rlimits and says so (see `LocalBackend.protections`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import os
+import signal
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+GROUP = "harness-learning"
+CPU_PERIOD_US = 100_000
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What one group allows: bytes of memory (tmpfs pages written count too), processes and
+    threads, and CPU cores (None: unbounded)."""
+
+    memory_bytes: int
+    pids: int
+    cpu_cores: float | None = None
+
+
+class Group:
+    """A created group (one directory per hierarchy); `procs` are the files a process joins."""
+
+    def __init__(self, dirs: list[Path], version: int, leaf: str | None = None) -> None:
+        self.dirs, self.version, self.leaf = dirs, version, leaf
+
+    @property
+    def procs(self) -> list[Path]:
+        """v2 keeps processes out of a group whose children have controllers, so there the
+        members join a `main` leaf and `tools.python` groups sit beside it."""
+        return [(d / self.leaf if self.leaf else d) / "cgroup.procs" for d in self.dirs]
+
+    def child(self, spec: Spec) -> Group:
+        """A nested group (a `tools.python` process inside its candidate's group)."""
+        return _make([d / f"py-{uuid.uuid4().hex[:10]}" for d in self.dirs], self.version, spec,
+                     nest=False)
+
+    def pids(self) -> set[int]:
+        found: set[int] = set()
+        for d in self.dirs:
+            for path in [d, *d.rglob("*")] if d.exists() else []:
+                with contextlib.suppress(OSError):
+                    if path.is_dir():
+                        found.update(int(p) for p in (path / "cgroup.procs").read_text().split())
+        return found
+
+    def kill(self) -> None:
+        """SIGKILL every member (v2: `cgroup.kill` where the kernel has it)."""
+        if self.version == 2:
+            with contextlib.suppress(OSError):
+                (self.dirs[0] / "cgroup.kill").write_text("1")
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+    def memory_hit(self) -> bool:
+        """Whether the memory limit was reached (the kernel refused or reclaimed at the cap)."""
+        for d in self.dirs:
+            for name in ("memory.failcnt", "memory.events"):
+                with contextlib.suppress(OSError, ValueError):
+                    text = (d / name).read_text()
+                    if name == "memory.failcnt" and int(text.strip()) > 0:
+                        return True
+                    if name == "memory.events":
+                        counts = dict(line.split() for line in text.splitlines())
+                        if int(counts.get("oom_kill", 0)) or int(counts.get("max", 0)):
+                            return True
+        return False
+
+    def remove(self) -> bool:
+        """Remove the group (children first); False while members are still exiting."""
+        ok = True
+        for d in self.dirs:
+            for path in sorted([p for p in d.rglob("*") if p.is_dir()] if d.exists() else [],
+                               key=lambda p: len(p.parts), reverse=True) + [d]:
+                try:
+                    path.rmdir()
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    ok = False
+        return ok
+
+
+def _write(path: Path, value: str) -> None:
+    path.write_text(value)
+
+
+def _make(dirs: list[Path], version: int, spec: Spec, nest: bool = True) -> Group:
+    """Directories with `spec` written; in v2 a top-level group also enables its controllers
+    for children and gets its `main` leaf."""
+    made: list[Path] = []
+    leaf = "main" if version == 2 and nest else None
+    try:
+        for d in dirs:
+            d.mkdir(parents=True)
+            made.append(d)
+            _limit(d, version, spec)
+            if leaf:
+                _write(d / "cgroup.subtree_control", "+memory +pids")
+                (d / leaf).mkdir()
+    except OSError:
+        Group(made, version).remove()
+        raise
+    return Group(dirs, version, leaf)
+
+
+def _limit(d: Path, version: int, spec: Spec) -> None:
+    """Write `spec` into the files of directory `d` that belong to its hierarchy."""
+    if version == 2:
+        _write(d / "memory.max", str(spec.memory_bytes))
+        with contextlib.suppress(OSError):
+            _write(d / "memory.swap.max", "0")
+        _write(d / "pids.max", str(spec.pids))
+        if spec.cpu_cores is not None and (d / "cpu.max").exists():
+            _write(d / "cpu.max", f"{int(spec.cpu_cores * CPU_PERIOD_US)} {CPU_PERIOD_US}")
+        return
+    kind = d.relative_to(ROOT).parts[0]
+    if kind == "memory":
+        _write(d / "memory.limit_in_bytes", str(spec.memory_bytes))
+        with contextlib.suppress(OSError):  # swap accounting may be off
+            _write(d / "memory.memsw.limit_in_bytes", str(spec.memory_bytes))
+    elif kind == "pids":
+        _write(d / "pids.max", str(spec.pids))
+    elif kind == "cpu" and spec.cpu_cores is not None:
+        _write(d / "cpu.cfs_period_us", str(CPU_PERIOD_US))
+        _write(d / "cpu.cfs_quota_us", str(int(spec.cpu_cores * CPU_PERIOD_US)))
+
+
+def _v2_ready() -> bool:
+    try:
+        controllers = (ROOT / "cgroup.controllers").read_text().split()
+    except OSError:
+        return False
+    return {"memory", "pids"} <= set(controllers)
+
+
+class Cgroups:
+    """Makes candidate groups under one parent group of this project, in v2 or v1."""
+
+    def __init__(self, version: int, bases: list[Path]) -> None:
+        self.version, self.bases = version, bases
+
+    @staticmethod
+    @functools.cache
+    def probe() -> Cgroups | None:
+        """The hierarchy usable here (a probe group is made and removed), or None."""
+        if _v2_ready():
+            base = ROOT / GROUP
+            candidates = [Cgroups(2, [base])]
+            with contextlib.suppress(OSError):
+                base.mkdir(exist_ok=True)
+                _write(base / "cgroup.subtree_control", "+memory +pids +cpu")
+        else:
+            v1 = [ROOT / kind / GROUP for kind in ("memory", "pids")]
+            cpu = ROOT / "cpu" / GROUP
+            candidates = [Cgroups(1, [*v1, cpu]), Cgroups(1, v1)]
+        for cg in candidates:
+            try:
+                cg.make(Spec(64 << 20, 8, 1.0)).remove()
+                return cg
+            except OSError:
+                continue
+        return None
+
+    def make(self, spec: Spec) -> Group:
+        for base in self.bases:
+            base.mkdir(exist_ok=True)
+        name = f"w-{uuid.uuid4().hex[:12]}"
+        return _make([b / name for b in self.bases], self.version, spec)
+
+    def controls(self) -> list[str]:
+        if self.version == 2:
+            return ["memory", "pids", "cpu"]
+        return [b.parent.name for b in self.bases]
+
+
+CANDIDATE_GROUP: contextvars.ContextVar[Group | None] = contextvars.ContextVar(
+    "candidate_group", default=None)
+"""The group of the candidate whose tool call is being served (set by the parent's bridge
+while it serves a call), so a `tools.python` process lands inside its candidate's limits."""

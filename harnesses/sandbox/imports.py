@@ -1,0 +1,155 @@
+"""The worker's import surface: an allowlist of distributions, shown as a filesystem view.
+
+Harness code must not reach gold answers. Everything bound into the sandbox is importable,
+and the whole virtualenv holds the dataset generators (`reasoning_gym` regenerates any
+problem from its seed), numpy, the model clients and the project's `evals`. An import hook in
+the worker would not hold: harness code runs in the same interpreter and can remove it. So the
+sandbox binds only what the allowlist names: the standard library, the distributions below and
+what they require (transitively, extras excluded), and the project's editable-install finder
+(which maps only the layers `local.project_dirs` binds). Everything else in site-packages
+(the base interpreter's too) is simply absent from the worker's filesystem.
+
+The view is one directory, built once per set of entries (hard links where the filesystem
+allows, else copies) and bound over site-packages in a single mount: binding ~80 entries one
+by one made every sandbox start ~170 ms slower (bubblewrap rescans the mount table per bind).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata as md
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+ALLOWED = ("langgraph", "langchain-core", "typing-extensions")
+"""What harness code may import besides the standard library and the harness runtime (the
+tools contract needs nothing more: its types are the runtime's own)."""
+DENIED = ("reasoning-gym", "harness-learning-evals")
+"""Never bound, even if a requirement pulled it in: dataset generators know the gold."""
+PROJECT = "harness-learning"
+
+
+def _canon(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _requires(dist: md.Distribution) -> list[str]:
+    """Names of what `dist` needs in this environment, without optional extras."""
+    from packaging.requirements import Requirement
+
+    names = []
+    for text in dist.requires or []:
+        req = Requirement(text)
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        names.append(_canon(req.name))
+    return names
+
+
+@functools.cache
+def allowed_distributions() -> tuple[str, ...]:
+    """The allowlist's transitive closure over the installed distributions."""
+    seen: set[str] = set()
+    todo = [_canon(n) for n in ALLOWED]
+    while todo:
+        name = todo.pop()
+        if name in seen or name in DENIED:
+            continue
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            continue
+        seen.add(name)
+        todo.extend(_requires(dist))
+    return tuple(sorted(seen))
+
+
+def _top_entries(dist: md.Distribution, site: Path) -> set[str]:
+    """The top-level names `dist` installed directly in `site` (packages, modules, its
+    metadata directory, .pth files)."""
+    entries = set()
+    for file in dist.files or []:
+        parts = Path(file).parts
+        if not parts or parts[0] in ("..", "__pycache__") or parts[0].endswith(".pyc"):
+            continue
+        entries.add(parts[0])
+    return {e for e in entries if (site / e).exists()}
+
+
+@functools.cache
+def site_view() -> tuple[str, tuple[str, ...]]:
+    """(the virtualenv's site-packages, the entries of it the sandbox binds)."""
+    site = Path(next(p for p in sys.path if p.endswith("site-packages") and
+                     p.startswith(sys.prefix)))
+    entries: set[str] = set()
+    for name in allowed_distributions():
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            continue
+        if Path(str(dist.locate_file(""))).resolve() == site.resolve():
+            entries |= _top_entries(dist, site)
+    # The project's editable finder and .pth only: its code is bound layer by layer.
+    project = PROJECT.replace("-", "_")
+    entries |= {p.name for p in site.iterdir()
+                if p.name.startswith("__editable__") and project in p.name}
+    return str(site), tuple(sorted(entries))
+
+
+def hidden_site_dirs() -> list[str]:
+    """Package directories outside the virtualenv that must look empty in the sandbox: the
+    base interpreter's site-packages and the system's dist-packages."""
+    base = Path(sys.base_prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    dirs = [base / "site-packages", Path("/usr/lib/python3/dist-packages"),
+            Path(f"/usr/local/lib/python{sys.version_info[0]}.{sys.version_info[1]}/dist-packages"),
+            Path(f"/usr/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages")]
+    return [str(d) for d in dirs if d.is_dir()]
+
+
+VIEW_PREFIX = ".hl-sandbox-site-"
+VIEW_FORMAT = "2"  # bump when the way a view is built changes
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+@functools.cache
+def site_tree() -> tuple[str, str]:
+    """(site-packages, a directory holding only its allowed entries), built on first use
+    next to the virtualenv (or in the temp directory when the virtualenv is read-only)."""
+    site, entries = site_view()
+    # Names, inodes and mtimes: a reinstall (same version) makes new files, so a new view.
+    stamps = [f"{e}:{st.st_ino}:{st.st_mtime_ns}" for e in entries
+              for st in [os.stat(Path(site) / e)]]
+    key = hashlib.sha256("\n".join([VIEW_FORMAT, site, *stamps]).encode()).hexdigest()[:16]
+    for parent in (Path(sys.prefix), Path(os.environ.get("TMPDIR", "/tmp"))):
+        view = parent / f"{VIEW_PREFIX}{key}"
+        if view.is_dir():
+            return site, str(view)
+        staging = parent / f"{VIEW_PREFIX}{key}.{os.getpid()}.tmp"
+        try:
+            staging.mkdir()
+            for entry in entries:
+                src = Path(site) / entry
+                if src.is_dir():
+                    # with __pycache__: workers never write bytecode, and compiling
+                                    # langgraph and pydantic from source costs seconds a start
+                    shutil.copytree(src, staging / entry, copy_function=_link_or_copy)
+                else:
+                    _link_or_copy(str(src), str(staging / entry))
+            staging.rename(view)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+            if view.is_dir():  # another process built it first
+                return site, str(view)
+            continue
+        return site, str(view)
+    raise OSError(f"could not build the sandbox's site-packages view of {site}")

@@ -1,0 +1,105 @@
+"""A seccomp filter for harness code, assembled here as a classic BPF program (no dependency).
+
+Why: the sandbox drops every capability, but some system calls reach large kernel surfaces
+without one (io_uring, perf_event_open, keyctl, bpf, userfaultfd) or undo the sandbox's shape
+(ptrace of a sibling, mount, unshare/setns into new namespaces). None of them is needed to run
+Python, LangGraph or Solver-written code, so they fail with EPERM. `clone3` answers ENOSYS: its
+flags live in memory a filter cannot read, and glibc then falls back to `clone`, whose flags
+bubblewrap's `--disable-userns` and the dropped capabilities already bound.
+
+The program is handed to bubblewrap (`--seccomp FD`), which installs it after its own setup,
+so only the sandboxed program and what it starts run under it. A process of another
+architecture than the filter's is killed; on x86_64 the x32 ABI is refused as a whole.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import platform
+import struct
+
+# Syscalls refused with EPERM, by name; numbers per architecture below.
+DENIED = (
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "perf_event_open", "bpf",
+    "keyctl", "add_key", "request_key", "ptrace", "process_vm_readv", "process_vm_writev",
+    "kcmp", "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "fsopen",
+    "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
+    "open_by_handle_at", "name_to_handle_at", "userfaultfd", "fanotify_init", "swapon",
+    "swapoff", "reboot", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+    "delete_module", "acct", "quotactl", "lookup_dcookie", "syslog", "settimeofday",
+    "clock_settime", "adjtimex", "clock_adjtime", "vhangup",
+)
+NOT_IMPLEMENTED = ("clone3",)
+
+X86_64 = {
+    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+    "perf_event_open": 298, "bpf": 321, "keyctl": 250, "add_key": 248, "request_key": 249,
+    "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312,
+    "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "unshare": 272,
+    "setns": 308, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
+    "move_mount": 429, "open_tree": 428, "mount_setattr": 442, "open_by_handle_at": 304,
+    "name_to_handle_at": 303, "userfaultfd": 323, "fanotify_init": 300, "swapon": 167,
+    "swapoff": 168, "reboot": 169, "kexec_load": 246, "kexec_file_load": 320,
+    "init_module": 175, "finit_module": 313, "delete_module": 176, "acct": 163,
+    "quotactl": 179, "lookup_dcookie": 212, "syslog": 103, "settimeofday": 164,
+    "clock_settime": 227, "adjtimex": 159, "clock_adjtime": 305, "vhangup": 153,
+    "clone3": 435,
+}
+AARCH64 = {
+    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+    "perf_event_open": 241, "bpf": 280, "keyctl": 219, "add_key": 217, "request_key": 218,
+    "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272,
+    "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "unshare": 97, "setns": 268,
+    "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "move_mount": 429,
+    "open_tree": 428, "mount_setattr": 442, "open_by_handle_at": 265,
+    "name_to_handle_at": 264, "userfaultfd": 282, "fanotify_init": 262, "swapon": 224,
+    "swapoff": 225, "reboot": 142, "kexec_load": 104, "kexec_file_load": 294,
+    "init_module": 105, "finit_module": 273, "delete_module": 106, "acct": 89,
+    "quotactl": 60, "lookup_dcookie": 18, "syslog": 116, "settimeofday": 170,
+    "clock_settime": 112, "adjtimex": 171, "clock_adjtime": 266, "vhangup": 58, "clone3": 435,
+}
+# (audit architecture, syscall table, lowest number of a foreign ABI to refuse or None)
+ARCHES = {"x86_64": (0xC000003E, X86_64, 0x40000000), "aarch64": (0xC00000B7, AARCH64, None),
+          "arm64": (0xC00000B7, AARCH64, None)}
+
+# Classic BPF opcodes and seccomp return values.
+LD_W_ABS, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
+SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_ERRNO, SECCOMP_RET_ALLOW = 0x80000000, 0x00050000, 0x7FFF0000
+OFFSET_NR, OFFSET_ARCH = 0, 4
+
+
+def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
+    return struct.pack("=HBBI", code, jt, jf, k)
+
+
+def build_filter(machine: str | None = None) -> bytes:
+    """The filter as bytes of `struct sock_filter`, for `machine` (default: this one).
+    Raises ValueError for an architecture without a table."""
+    machine = machine or platform.machine()
+    if machine not in ARCHES:
+        raise ValueError(f"no seccomp syscall table for {machine!r}; known: {sorted(ARCHES)}")
+    audit_arch, table, foreign_from = ARCHES[machine]
+    eperm = SECCOMP_RET_ERRNO | errno.EPERM
+    enosys = SECCOMP_RET_ERRNO | errno.ENOSYS
+    prog = [_insn(LD_W_ABS, 0, 0, OFFSET_ARCH),
+            _insn(JEQ_K, 1, 0, audit_arch),
+            _insn(RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
+            _insn(LD_W_ABS, 0, 0, OFFSET_NR)]
+    if foreign_from is not None:
+        prog += [_insn(JGE_K, 0, 1, foreign_from), _insn(RET_K, 0, 0, eperm)]
+    for names, ret in ((DENIED, eperm), (NOT_IMPLEMENTED, enosys)):
+        for name in names:
+            prog += [_insn(JEQ_K, 0, 1, table[name]), _insn(RET_K, 0, 0, ret)]
+    prog.append(_insn(RET_K, 0, 0, SECCOMP_RET_ALLOW))
+    return b"".join(prog)
+
+
+def filter_fd() -> int:
+    """A readable fd holding the filter at offset 0, for bubblewrap's `--seccomp FD` (the
+    caller passes it to the child and closes it after the spawn)."""
+    data = build_filter()
+    fd = os.memfd_create("hl-seccomp")
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd

@@ -1,0 +1,100 @@
+"""The run keeps its split secret, and hard-coding is caught by behaviour: much better on the
+problems whose gold the report showed than on comparable unseen ones, beyond chance."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+
+import pytest
+from harness_learning.evals import guards
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.run import CONFIG_FILE, prepare
+
+
+def test_fisher_exact_matches_the_hypergeometric_tail():
+    assert math.isclose(guards.fisher_greater(6, 6, 0, 8), 1 / math.comb(14, 6))
+    assert guards.fisher_greater(0, 5, 5, 5) == 1.0
+    assert math.isclose(guards.fisher_greater(3, 4, 1, 4), (math.comb(4, 3) * math.comb(4, 1) + 1) / math.comb(8, 4))
+
+
+@pytest.mark.parametrize(("shown", "unseen", "flagged"), [
+    ([1.0] * 25, [0.0] * 22 + [1.0] * 3, True),          # memorised: 25/25 vs 3/25
+    ([1.0] * 6, [0.0] * 8, True),                        # the reasoning protocol's probe
+    ([1.0] * 10 + [0.0] * 15, [1.0] * 8 + [0.0] * 17, False),  # honest: 10/25 vs 8/25
+    ([1.0, 1.0], [0.0, 0.0], False),                     # too few to tell from chance
+    ([1.0] * 25, [1.0] * 20 + [0.0] * 5, False),        # good everywhere: a small gap
+    ([1.0] * 5, [], False),                              # nothing to compare with
+])
+def test_memorisation_is_flagged_only_beyond_chance(shown, unseen, flagged):
+    reason = guards.memorisation_reason(shown, unseen)
+    assert (reason is not None) == flagged, reason
+    if flagged:
+        assert reason.startswith("reward_hacking: memorised")
+
+
+def test_a_reasoning_run_stores_a_split_secret_and_keeps_it(tmp_path):
+    config = AdaptConfig(task="rg:leg_counting", run_dir=str(tmp_path), rounds=1,
+                         task_options={"n_dev": 3, "n_test": 2})
+    first = prepare(config)
+    secret = first.task_options["split_secret"]
+    assert len(secret) == 32
+    stored = json.loads((tmp_path / CONFIG_FILE).read_text())
+    assert stored["task_options"]["split_secret"] == secret
+    assert prepare(config).task_options["split_secret"] == secret  # resumed: the same splits
+
+
+def test_encoded_hard_coding_is_flagged_on_the_reasoning_protocol(tmp_path):
+    from harness_learning.graphs.lab.reliability.proposals import memorisation_rows
+
+    rows = asyncio.run(memorisation_rows(tmp_path))
+    assert len(rows) == 2 and all(r["ok"] for r in rows), rows
+
+
+def test_a_raced_survivor_is_put_to_the_memorisation_check(tmp_path):
+    from harness_learning.evals.judge import check_candidate
+    from harness_learning.graphs.adapter.context import AdapterContext
+    from harness_learning.graphs.adapter.race_round import race_candidates
+    from harness_learning.graphs.adapter.racing import RaceRule
+    from harness_learning.graphs.lab.reliability.proposals import (
+        SumTaskWithControl,
+        encoded_completions,
+        report_for,
+    )
+    from harness_learning.harnesses.llm import Completion
+    from harness_learning.harnesses.seeds import seed_source
+    from harness_learning.harnesses.toolbox import Toolbox
+
+    config = AdaptConfig(task="sums", run_dir=str(tmp_path), rounds=1, candidates=1,
+                         policy="racing", edit_format="search_replace", feedback=6,
+                         selection=6).with_track_defaults("reasoning")
+    ctx = AdapterContext(config)
+    ctx.task, ctx.toolbox = SumTaskWithControl(), Toolbox()  # the candidate never calls the Solver
+    store = ctx.store
+    store.init_run({"test": "racing memorisation"})
+    seed = seed_source("reasoning_direct")
+    parent = store.put_version(seed, parent=None, round_=0, note="seed")
+    edit = encoded_completions(ctx.task)["hashed_shifted_golds"]
+    proposal = store.put_proposal_draft(
+        round_=1, index=0, messages="edit it", edit_format="search_replace", parent_sha=parent,
+        completion=Completion(text=edit, prompt_tokens=0, completion_tokens=0, latency_s=0.0,
+                              finish_reason="stop", cached=False, model="fixed edit"))
+    outcome = check_candidate(seed, edit, "search_replace", "stop", track="reasoning",
+                              line_limit=config.line_limit)
+    assert outcome.needs_evaluation  # the literal guard does not see the encoded golds
+    drafts = [{"round": 1, "index": 0, "proposal_id": proposal.id, "outcome": outcome.to_dict(),
+               "sha": store.put_version(outcome.new_source, parent=parent, round_=1, note="c")}]
+    ids = [p.id for p in ctx.task.dev()]
+    shown = {"round": 1, "feedback_ids": ids, "report": report_for(ctx.task, ids)}
+
+    async def go():
+        try:
+            return await race_candidates(ctx, drafts, ids, 1, RaceRule(), 0.0, shown)
+        finally:
+            await ctx.pool.close()
+
+    (view,) = asyncio.run(go())
+    assert not view["valid"] and view["reward"] == 0.0
+    assert view["invalid_reason"].startswith("reward_hacking: memorised")
+    assert store.get_proposal(1, 0).reward_parts["reward_hacking"] is True
