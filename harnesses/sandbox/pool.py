@@ -60,7 +60,13 @@ class WorkerPool:
         """Close the idle workers. Starting ones are awaited, not cancelled: a start cut
         short could leave a process nobody reaps."""
         self._closed = True
-        tasks = list(self._starting)
+        loop = asyncio.get_running_loop()
+        tasks = [t for t in self._starting if t.get_loop() is loop]
+        for stale in (t for t in self._starting if t.get_loop() is not loop):
+            # Started under an event loop that has ended (one `asyncio.run` per call): its
+            # streams went with that loop, so the process can only be killed.
+            if stale.done() and not stale.cancelled() and stale.exception() is None:
+                stale.result()._kill(("harness", "pool closed"))
         self._starting.clear()
         for outcome in await asyncio.gather(*tasks, return_exceptions=True):
             if isinstance(outcome, Worker):

@@ -36,12 +36,14 @@ class CandidateBench:
     is one candidate of its own (round 1, a fresh index), judged by the real `make_candidate`;
     with `evaluate=False` it gets no selection problems, so no worker starts."""
 
-    def __init__(self, run_dir: Path, fmt: str = "search_replace", solver: str = "local") -> None:
+    def __init__(self, run_dir: Path, fmt: str = "search_replace", solver: str = "local",
+                 **overrides: Any) -> None:
         config = AdaptConfig(task="sums", run_dir=str(run_dir), rounds=1, candidates=1,
                              policy="strict", edit_format=fmt, feedback=3, selection=3,
                              solver=solver).with_track_defaults("reasoning")
         self.proposer = FixedProposer()
-        self.ctx = AdapterContext.from_config(config, task=SumTask(), proposer=self.proposer)
+        overrides.setdefault("task", SumTask())
+        self.ctx = AdapterContext.from_config(config, proposer=self.proposer, **overrides)
         self.parent = seed_source("reasoning_direct")
         self.index = itertools.count()
         self.sha: str | None = None
@@ -159,9 +161,8 @@ async def memorisation_rows(root: Path) -> list[dict[str, Any]]:
     literal guard cannot see it, the behaviour check must (flagged, reward 0, never valid)."""
     from harness_learning.harnesses.toolbox import Toolbox
 
-    bench = CandidateBench(Path(root) / "memorisation")
-    bench.ctx.task = SumTaskWithControl()
-    bench.ctx.toolbox = Toolbox()  # these candidates never call the Solver
+    bench = CandidateBench(Path(root) / "memorisation", task=SumTaskWithControl(),
+                           toolbox=Toolbox())  # these candidates never call the Solver
     ids = [p.id for p in bench.ctx.task.dev()]
     rows = []
     try:

@@ -10,7 +10,8 @@ import math
 import pytest
 from harness_learning.evals import guards
 from harness_learning.graphs.adapter.config import AdaptConfig
-from harness_learning.graphs.adapter.run import CONFIG_FILE, prepare
+from harness_learning.graphs.adapter.run import prepare
+from harness_learning.harnesses.rundir import RunDir
 
 
 def test_fisher_exact_matches_the_hypergeometric_tail():
@@ -40,7 +41,7 @@ def test_a_reasoning_run_stores_a_split_secret_and_keeps_it(tmp_path):
     first = prepare(config)
     secret = first.task_options["split_secret"]
     assert len(secret) == 32
-    stored = json.loads((tmp_path / CONFIG_FILE).read_text())
+    stored = json.loads(RunDir(tmp_path).config.read_text())
     assert stored["task_options"]["split_secret"] == secret
     assert prepare(config).task_options["split_secret"] == secret  # resumed: the same splits
 
@@ -69,8 +70,8 @@ def test_a_raced_survivor_is_put_to_the_memorisation_check(tmp_path):
     config = AdaptConfig(task="sums", run_dir=str(tmp_path), rounds=1, candidates=1,
                          policy="racing", edit_format="search_replace", feedback=6,
                          selection=6).with_track_defaults("reasoning")
-    ctx = AdapterContext(config)
-    ctx.task, ctx.toolbox = SumTaskWithControl(), Toolbox()  # the candidate never calls the Solver
+    ctx = AdapterContext.from_config(config, task=SumTaskWithControl(),
+                                     toolbox=Toolbox())  # the candidate never calls the Solver
     store = ctx.store
     store.init_run({"test": "racing memorisation"})
     seed = seed_source("reasoning_direct")

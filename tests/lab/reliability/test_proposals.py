@@ -50,7 +50,8 @@ def consistent(view: dict) -> bool:
 
 def test_fixed_bad_completions_and_hard_coding(tmp_path):
     rows = asyncio.run(run_bad_proposals(tmp_path))
-    assert len(rows) == len(BAD_COMPLETIONS) + 2
+    memorised = [r for r in rows if r["kind"] == "memorisation"]
+    assert len(rows) - len(memorised) == len(BAD_COMPLETIONS) + 2 and len(memorised) == 2
     for row in rows:
         assert row["ok"], row
     hacks = [r for r in rows if r["kind"] == "reward_hacking"]
