@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness_learning.evals.task import Task
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.nodes import evaluate_cached
 from harness_learning.graphs.adapter.run import load_config
@@ -47,10 +48,13 @@ class FinalSummary:
                                "test": r.test} for r in self.rows], **self.extra}
 
 
-async def final_evaluation(run_dir: str | Path, n: int = 0, console=None) -> FinalSummary:
+async def final_evaluation(run_dir: str | Path, n: int = 0, console=None,
+                           task: Task | None = None) -> FinalSummary:
+    """Each lineage version on the held-out test problems; `task` is the run's task when the
+    caller has opened it already (the CLI checks it first), so it is not loaded twice."""
     run = RunDir.open(run_dir)
     config = load_config(run)
-    async with AdapterContext.from_config(config) as ctx:
+    async with AdapterContext.from_config(config, task=task) as ctx:
         problems = ctx.task.test()
         problems = problems[:n] if n else problems
         lineage = await ctx.store.alineage()  # [(round, sha, selection score)], round 0 = seed

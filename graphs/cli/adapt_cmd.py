@@ -97,11 +97,12 @@ def eval_run(
     if split != "test":
         raise typer.BadParameter("the final evaluation is on the held-out test split")
     with user_errors():
-        check_inputs(load_config(run_dir))
+        config = load_config(run_dir)
+        task = check_inputs(config)
     try:
-        summary = run_async(final_evaluation(run_dir, n=n, console=console))
+        summary = run_async(final_evaluation(run_dir, n=n, console=console, task=task))
     except InfraStop as exc:  # name the endpoint that failed
-        raise unreachable(load_config(run_dir).solver, "solver", str(exc), "--solver") from exc
+        raise unreachable(config.solver, "solver", str(exc), "--solver") from exc
     out.print(summary.table())
     out.print(f"plot: {summary.plot_path}\ndiffs: {summary.diffs_path}")
     if as_json:
