@@ -112,8 +112,9 @@ class ModelClient:
             self.stats.add(shared=1)
             return replace(done, cached=True, cost=0.0, latency_s=time.perf_counter() - started)
         if self.cache is not None:
-            # A point read in the loop: far cheaper than a thread hop; writes are queued.
-            stored = _stored_completion(self.cache.get(key))
+            # SQLite in a thread, never on the event loop (a server's, shared with other runs);
+            # writes are queued for the cache's own writer thread.
+            stored = _stored_completion(await asyncio.to_thread(self.cache.get, key))
             if stored is not None:
                 self.stats.add(cache_hits=1)
                 return replace(stored, cached=True, cost=0.0, latency_s=time.perf_counter() - started)

@@ -59,8 +59,7 @@ class Worker:
                  backend: SandboxBackend | None = None) -> None:
         self.toolbox = toolbox
         self.limits = limits or Limits()
-        from harness_learning.harnesses.sandbox.backend import default_backend
-        self.backend = backend or default_backend()
+        self.backend: SandboxBackend | None = backend  # None: the default, chosen by `start`
         self.process: SandboxProcess | None = None
         self.stdout = CappedOutput(self.limits.output_bytes)
         self.stderr = CappedOutput(self.limits.output_bytes)
@@ -106,6 +105,9 @@ class Worker:
             return
         t0 = time.perf_counter()
         loop = asyncio.get_running_loop()
+        if self.backend is None:  # in a thread: the first choice probes the machine
+            from harness_learning.harnesses.sandbox.backend import default_backend
+            self.backend = await asyncio.to_thread(default_backend)
         env = {LIMITS_ENV: json.dumps(self.limits.to_dict())}
         args = ["-m", "harness_learning.harnesses.sandbox.worker"]
         if self.backend.stdio_bridge:  # containers: bridge over stdin/stdout

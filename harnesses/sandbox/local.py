@@ -31,6 +31,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -165,14 +166,15 @@ class LocalProcess(SandboxProcess):
         return self.proc.pid
 
     def kill(self) -> None:
-        """Kill the process and everything it started (its cgroup, its session)."""
+        """Kill the process and everything it started (its session at once; its cgroup through
+        the cgroup's files, in a worker thread when called on an event loop)."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         if self.proc.returncode is None:  # not Popen.kill: its poll() reaps behind asyncio's back
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(self.proc.pid, signal.SIGKILL)
         if self.group is not None:
-            self.group.kill()
+            _file_work(self.group.kill)
 
     def limit_reason(self) -> str | None:
         """Which kernel-enforced limit of the candidate's group ended it, if one did."""
@@ -203,13 +205,13 @@ class LocalProcess(SandboxProcess):
         self.kill()
         with contextlib.suppress(ProcessLookupError, asyncio.TimeoutError):
             await asyncio.wait_for(self.proc.wait(), 5)
-        if self.group is not None:
+        if self.group is not None:  # cgroup files and the scratch tree: file work, in a thread
             for _ in range(100):
-                if self.group.remove():
+                if await asyncio.to_thread(self.group.remove):
                     break
                 self.kill()  # members still exiting
                 await asyncio.sleep(0.02)
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        await asyncio.to_thread(shutil.rmtree, self.scratch, ignore_errors=True)
 
 
 def tree_bytes(root: str) -> int:
@@ -284,7 +286,34 @@ class LocalBackend(SandboxBackend):
     ) -> LocalProcess:
         """Start `python <args>` in a fresh sandbox. `env` is added to the scrubbed base;
         `within` (default: the candidate whose tool call this is, `CANDIDATE_GROUP`) puts the
-        process inside that candidate's cgroup."""
+        process inside that candidate's cgroup. The preparation (scratch directory, cgroup
+        files, seccomp filter, the process census of `nproc_limit`) is file work done in a
+        thread: the caller's event loop may be a server's, shared with other runs."""
+        group_in = within if within is not None else CANDIDATE_GROUP.get()
+        scratch, argv, full_env, group, filter_fd = await asyncio.to_thread(
+            self._prepare, args, limits, env, group_in)
+        fds = pass_fds if filter_fd is None else (*pass_fds, filter_fd)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=fds, env=full_env, cwd=scratch, start_new_session=True,
+                limit=MAX_MESSAGE_BYTES,
+            )
+        except BaseException:
+            await asyncio.to_thread(_discard, group, scratch)
+            raise
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
+        process = LocalProcess(proc, scratch, group, self.protections())
+        if not self.use_bwrap:
+            process.watch_scratch(limits.scratch_mb)
+        return process
+
+    def _prepare(self, args: list[str], limits: Limits, env: dict[str, str],
+                 within: Group | None) -> tuple[str, list[str], dict[str, str], Group | None,
+                                                int | None]:
+        """(scratch dir, argv, environment, cgroup, seccomp filter fd) of one process."""
         scratch = tempfile.mkdtemp(prefix="hl-sbx-")
         os.chmod(scratch, 0o777)
         home = SCRATCH if self.use_bwrap else scratch
@@ -295,34 +324,40 @@ class LocalBackend(SandboxBackend):
             env[LIMITS_ENV] = json.dumps(settings)
         full_env = base_env(home, env)
         argv = [sys.executable, "-s", *args]
-        filter_fd = seccomp.filter_fd() if self.use_seccomp else None
-        fds = pass_fds if filter_fd is None else (*pass_fds, filter_fd)
-        if self.use_bwrap:
-            argv = bwrap_argv(limits.scratch_mb << 20, full_env, shm_bytes=limits.shm_mb << 20,
-                              seccomp_fd=filter_fd, disable_userns=self.disable_userns) + argv
-        group = None
+        group = filter_fd = None
         try:
-            group = self._group(limits, within if within is not None else CANDIDATE_GROUP.get())
+            filter_fd = seccomp.filter_fd() if self.use_seccomp else None
+            if self.use_bwrap:
+                argv = bwrap_argv(limits.scratch_mb << 20, full_env,
+                                  shm_bytes=limits.shm_mb << 20, seccomp_fd=filter_fd,
+                                  disable_userns=self.disable_userns) + argv
+            group = self._group(limits, within)
             if group is not None:
                 joins = [str(p) for p in group.procs]
                 argv = ["/bin/sh", "-c", JOIN, "sh", str(len(joins)), *joins, *argv]
-            proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=fds, env=full_env, cwd=scratch, start_new_session=True,
-                limit=MAX_MESSAGE_BYTES,
-            )
         except BaseException:
-            if group is not None:
-                group.remove()
-            shutil.rmtree(scratch, ignore_errors=True)
-            raise
-        finally:
             if filter_fd is not None:
                 os.close(filter_fd)
-        process = LocalProcess(proc, scratch, group, self.protections())
-        if not self.use_bwrap:
-            process.watch_scratch(limits.scratch_mb)
-        return process
+            _discard(group, scratch)
+            raise
+        return scratch, argv, full_env, group, filter_fd
+
+
+def _file_work(fn: Callable[[], object]) -> None:
+    """Run `fn` (cgroup file I/O) now, or in a worker thread when an event loop runs here."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        fn()
+        return
+    loop.run_in_executor(None, fn)
+
+
+def _discard(group: Group | None, scratch: str) -> None:
+    """Undo a preparation whose process never started."""
+    if group is not None:
+        group.remove()
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 JOIN = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 126; shift; n=$((n-1)); done; exec "$@"'

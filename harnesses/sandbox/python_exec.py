@@ -39,7 +39,7 @@ async def run_python(
     from harness_learning.harnesses.sandbox.backend import default_backend
 
     limits = (limits or Limits()).for_python(timeout)
-    backend = backend or default_backend()
+    backend = backend or await asyncio.to_thread(default_backend)  # may probe the machine
     env = {LIMITS_ENV: json.dumps(limits.to_dict())}
     proc = await backend.spawn(["-c", RUNNER], limits, env, stdin=subprocess.PIPE)
     out, err = CappedOutput(limits.output_bytes), CappedOutput(limits.output_bytes)
