@@ -3,11 +3,12 @@
 The server calls a factory per run with the run's config, so `configurable` values choose what
 runs, without a restart:
 
-- `adapter`: the adaptation loop. Every `AdaptConfig` field may be set in `configurable` (task,
-  solver, proposer, rounds, candidates, policy, run_dir, feedback, selection, approval, ...).
-  Without `run_dir` a thread gets `<studio runs>/<thread_id>`, outside the source tree (a
-  `.py` file written under the project would reload the dev server). The run directory holds
-  the execution log; the server's own checkpointer holds the thread's state.
+- `adapter`: the adaptation loop. Its settings (task, data, metric, harness, solver, proposer,
+  rounds, candidates, policy, approval, budgets, ...: `AdaptConfig`'s fields) are its typed
+  context, so Studio shows them as a form and the SDK takes `context={...}` (or
+  `configurable`). A thread keeps the settings of its first run: resuming and reading it need
+  none. Without `run_dir` a thread gets `<studio runs>/<thread_id>`, outside the source tree.
+  The run directory holds the execution log; the server's checkpointer the thread's state.
 - `reasoning_direct`, `multihop_two_hop`, `baseline_tool_loop`: the seed and baseline harnesses.
 - `harness`: the version a run directory holds now (`configurable.run_dir`; `version` =
   `current`, `best` or a sha prefix), re-read per run, so a newly adopted version is served at once.
@@ -22,28 +23,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 from collections.abc import AsyncIterator
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from harness_learning.graphs.adapter.served import RUNS_ENV, studio_runs_root
 from harness_learning.graphs.embed import serve
 from harness_learning.harnesses.offline import set_offline_switches
 from langchain_core.runnables import RunnableConfig
 
 set_offline_switches()
 
-RUNS_ENV = "HARNESS_LEARNING_STUDIO_RUNS"
 MODEL_ENV = "HARNESS_LEARNING_STUDIO_MODEL"
 RUN_DIR_ENV = "HARNESS_LEARNING_RUN_DIR"
-DEFAULT_TASK = "rg:basic_arithmetic"
-
-
-def studio_runs_root() -> Path:
-    """Where threads without a `run_dir` keep their run (default: ~/.cache, outside the tree)."""
-    value = os.environ.get(RUNS_ENV)
-    return Path(value).expanduser() if value else Path.home() / ".cache" / "harness-learning" / "studio-runs"
 
 
 def _configurable(config: RunnableConfig | None) -> dict[str, Any]:
@@ -52,42 +44,16 @@ def _configurable(config: RunnableConfig | None) -> dict[str, Any]:
 
 # -- the adapter ------------------------------------------------------------------------------
 
-def adapt_config(config: RunnableConfig | None) -> Any:
-    """The `AdaptConfig` a run's configurable values describe (track defaults filled)."""
-    from harness_learning.evals.registry import track_of
-    from harness_learning.graphs.adapter.config import AdaptConfig, Budget
-    from harness_learning.graphs.adapter.inputs import open_task
-    from harness_learning.graphs.adapter.racing import RaceRule
-
-    conf = _configurable(config)
-    known = {f.name for f in fields(AdaptConfig)}
-    values = {k: v for k, v in conf.items() if k in known and v is not None}
-    values.setdefault("task", DEFAULT_TASK)
-    if "run_dir" not in values:
-        thread = re.sub(r"[^A-Za-z0-9_.-]", "_", str(conf.get("thread_id") or "default"))
-        values["run_dir"] = str(studio_runs_root() / thread)
-    if isinstance(values.get("budget"), dict):
-        values["budget"] = Budget(**values["budget"])
-    if isinstance(values.get("race"), dict):
-        values["race"] = RaceRule.from_dict(values["race"])
-    base = AdaptConfig(**values)
-    return base.with_track_defaults(track_of(base.task, base.task_options)
-                                    or open_task(base).track)
-
-
 @contextlib.asynccontextmanager
 async def adapter(config: RunnableConfig) -> AsyncIterator[Any]:
-    """The adapter graph for this run; its worker pool is closed when the run ends."""
-    from harness_learning.graphs.adapter.context import AdapterContext
+    """The adapter graph. Its settings are its context schema (`AdapterSettings`: Studio's
+    form); a thread keeps them (`graphs.adapter.served`). The run's resources are opened by
+    its first node and closed when the run ends; a schema or state read opens nothing."""
     from harness_learning.graphs.adapter.graph import build_adapter_graph
-    from harness_learning.graphs.adapter.run import prepare
+    from harness_learning.graphs.adapter.served import ThreadRun
 
-    cfg = await asyncio.to_thread(adapt_config, config)  # off the server's loop: it reads files
-    if _configurable(config).get("__is_for_execution__"):  # not for schema or state reads
-        # writes config.json; refuses a run dir that holds another config
-        cfg = await asyncio.to_thread(prepare, cfg)
-    async with AdapterContext.from_config(cfg) as ctx:  # starts a pool only if a run evaluates
-        yield build_adapter_graph(cfg, ctx).compile(name="adapter")
+    async with ThreadRun(_configurable(config).get("thread_id")) as source:
+        yield build_adapter_graph(source).compile(name="adapter")
 
 
 # -- harness graphs ---------------------------------------------------------------------------
@@ -135,5 +101,5 @@ async def harness(config: RunnableConfig) -> Any:
     return await _serve(ref, config, "harness")
 
 
-__all__ = ["adapt_config", "adapter", "baseline_tool_loop", "harness", "multihop_two_hop",
+__all__ = ["RUNS_ENV", "adapter", "baseline_tool_loop", "harness", "multihop_two_hop",
            "reasoning_direct", "studio_runs_root"]

@@ -13,6 +13,7 @@ See docs/ARCHITECTURE.md, "Wiring".
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,29 @@ class AdapterContext:
             if pool is not None:
                 await pool.close()
         finally:
-            if store is not None:
-                store.close()
+            if store is not None:  # SQLite: off the event loop
+                await asyncio.to_thread(store.close)
+
+    async def ready(self) -> AdapterContext:
+        """Build, in a worker thread, what a run's nodes use (task and its dev problems, store,
+        Solver, toolbox, user tools, pool): opening files and SQLite, generating problems and
+        loading an index never run on the event loop, which a server (`langgraph dev`) shares
+        with every other run. Idempotent; the Proposer is built on first use (`aget`)."""
+        if not all(self.started(n) for n in ("task", "store", "solver", "toolbox", "pool")) \
+                or self._problems is None:
+            await asyncio.to_thread(self._build_for_run)
+        return self
+
+    def _build_for_run(self) -> None:
+        for name in ("task", "store", "solver", "user_tools", "toolbox", "pool"):
+            getattr(self, name)
+        _ = self.problems
+
+    async def aget(self, name: str) -> Any:
+        """Resource `name`, built in a worker thread the first time (see `ready`)."""
+        if not self.started(name):
+            await asyncio.to_thread(getattr, self, name)
+        return getattr(self, name)
 
     def started(self, name: str) -> bool:
         """Whether resource `name` was given or built (not whether it is healthy)."""

@@ -84,23 +84,24 @@ def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
     async def init(state: AdapterState) -> dict:
         if state.get("current_sha"):
             return {}
-        source = start_source(cfg, ctx.task)
+        source = await asyncio.to_thread(start_source, cfg, ctx.task)  # reads the stored copy
         await asyncio.to_thread(ctx.store.init_run, json.loads(cfg.to_json()))
         sha = await ctx.store.aput_version(source, parent=None, round_=0, note="seed")
         await ctx.store.aappend_event("run_started", {"config": cfg.to_json(), "seed_sha": sha})
         fallbacks = await asyncio.to_thread(sandbox_fallbacks, ctx.pool.backend)
         if fallbacks:  # once per run: what the sandbox could not set up here, and what holds
             await ctx.store.aappend_event("sandbox_fallback", fallbacks)
-        return {"task": cfg.task, "round": 1, "current_sha": sha, "best_score": None,
-                "rounds_without_gain": 0, "spent": {"solver_calls": 0, "tokens": 0},
-                "human_feedback": []}
+        return {"task": cfg.task, "run_dir": str(cfg.path), "round": 1, "current_sha": sha,
+                "best_score": None, "rounds_without_gain": 0,
+                "spent": {"solver_calls": 0, "tokens": 0},
+                "human_feedback": list(state.get("human_feedback") or [])}
 
     async def sample(state: AdapterState) -> dict:
         # Paper: the reasoning track draws feedback and selection from one 25-problem pool;
         # QA samples disjoint feedback and selection questions from its dev pool each round.
-        feedback, selection = sample_round(ctx.task.dev(), state["round"], cfg.seed,
-                                           cfg.feedback, cfg.selection,
-                                           disjoint=ctx.task.track == "qa")
+        feedback, selection = await asyncio.to_thread(  # a task may generate its problems
+            lambda: sample_round(ctx.task.dev(), state["round"], cfg.seed, cfg.feedback,
+                                 cfg.selection, disjoint=ctx.task.track == "qa"))
         return {"feedback_ids": [p.id for p in feedback], "selection_ids": [p.id for p in selection]}
 
     async def evaluate_current(state: AdapterState) -> dict:
@@ -115,7 +116,7 @@ def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
                 "report": report}
 
     def fan_out(state: AdapterState) -> list[Send]:
-        return [Send("candidate", {"round": state["round"], "index": i,
+        return [Send("candidate", {"round": state["round"], "index": i, "run_dir": str(cfg.path),
                                    "current_sha": state["current_sha"], "report": state["report"],
                                    "selection_ids": state["selection_ids"],
                                    "feedback_ids": state["feedback_ids"],
@@ -149,7 +150,8 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
                                            user_tools=ctx.user_tools)
         seed = cfg.seed * 100_003 + round_ * 1_009 + index
         logprobs = LOGPROB_PARAMS if cfg.proposer_logprobs else {}
-        completion = await ctx.proposer.acomplete(
+        proposer = await ctx.aget("proposer")
+        completion = await proposer.acomplete(
             messages, **{**logprobs, **cfg.proposer_params, "seed": seed})
         proposal = await store.aput_proposal_draft(
             round_=round_, index=index, messages=messages, completion=completion,

@@ -109,8 +109,8 @@ async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
     or a model) is entered and closed here, like one this function builds: the run owns its
     resources."""
     async with context or AdapterContext.from_config(config) as ctx:
-        _ = ctx.store  # opening the log checks its schema: refuse another version's run dir first
-        graph = build_adapter_graph(config, ctx)
+        await ctx.aget("store")  # opening the log checks its schema: another version's? refused
+        graph = build_adapter_graph(ctx)
         freeze_imports()
         run = RunDir.create(config.path)
         async with AsyncSqliteSaver.from_conn_string(str(run.checkpoints)) as saver:
@@ -120,7 +120,7 @@ async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
             if started and not resume:
                 raise ValueError(f"{config.path} already holds a started run: resume it instead")
             payload = Command(resume=answer) if answer is not None else (
-                None if started else {"task": config.task})
+                None if started else {})
             async for chunk in app.astream(payload, THREAD, stream_mode="updates"):
                 for node, update in chunk.items():
                     if on_update is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any
 
+from pydantic import Field
 from typing_extensions import TypedDict
 
 
@@ -46,8 +47,29 @@ class RoundView(TypedDict, total=False):
     approved: bool | None
 
 
+class AdapterInput(TypedDict, total=False):
+    """What a person gives a run (its settings are the graph's context, `AdapterSettings`)."""
+
+    human_feedback: Annotated[list[str], Field(description=(
+        "Notes for the Proposer from a person, shown in every round's report (optional)."))]
+
+
+class AdapterOutput(TypedDict, total=False):
+    """What a run returns: where it is kept, what it adopted, each round, why it stopped."""
+
+    run_dir: str
+    current_sha: str
+    best_score: float | None
+    rounds: list[RoundView]
+    spent: dict[str, Any]
+    stop_reason: str
+
+
 class AdapterState(TypedDict, total=False):
     task: str
+    run_dir: str
+    """The run directory: it holds the run's settings (config.json), so a thread's later runs
+    and state reads need none (`graphs.adapter.served`)."""
     round: int
     current_sha: str
     best_score: float | None

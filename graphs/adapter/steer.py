@@ -29,7 +29,7 @@ async def adapter_app(run_dir: str | Path) -> AsyncIterator[Any]:
         return
     async with AsyncSqliteSaver.from_conn_string(str(path)) as saver, \
             AdapterContext.from_config(config) as ctx:
-        yield build_adapter_graph(config, ctx).compile(checkpointer=saver)
+        yield build_adapter_graph(ctx).compile(checkpointer=saver)
 
 
 async def _snapshot(app: Any) -> Any:

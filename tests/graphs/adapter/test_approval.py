@@ -67,7 +67,7 @@ def test_approve_once_reject_once(tmp_path, scripted) -> None:
     proposer = scripted(proposer_rule)
     ctx = AdapterContext.from_config(config, task=task, solver=scripted(make_solver_rule(golds)),
                                      proposer=proposer)
-    app = build_adapter_graph(config, ctx).compile(checkpointer=InMemorySaver())
+    app = build_adapter_graph(ctx).compile(checkpointer=InMemorySaver())
     thread = {"configurable": {"thread_id": "approval"}}
 
     async def scenario() -> tuple[list, list, dict]:

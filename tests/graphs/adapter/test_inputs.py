@@ -114,13 +114,14 @@ def test_resume_and_eval_of_no_run_directory_are_one_line(tmp_path, capsys):
 
 
 def test_studio_takes_the_same_settings(tmp_path):
-    from harness_learning.graphs.studio import adapt_config
+    from harness_learning.graphs.adapter.served import settings_config
 
-    config = adapt_config({"configurable": {
+    config = settings_config({
         "task": str(EXAMPLE / "tasks.jsonl"), "run_dir": str(tmp_path / "r"),
-        "metric": f"{EXAMPLE / 'shop_metric.py'}:score", "seed_harness": "reasoning_direct",
-        "tools": [f"{EXAMPLE / 'shop_tools.py'}:unit_price"]}})
+        "metric": f"{EXAMPLE / 'shop_metric.py'}:score", "harness": "reasoning_direct",
+        "tools": [f"{EXAMPLE / 'shop_tools.py'}:unit_price"]})
     assert config.metric.endswith("shop_metric.py:score") and config.rounds == 5
+    assert config.seed_harness == "reasoning_direct"
     assert open_tools(config).names == ["unit_price"]
 
 

@@ -1,0 +1,108 @@
+"""The adapter as a server serves it (`langgraph dev`, Studio, `langgraph_sdk`): one thread is
+one adaptation run, and the thread keeps its settings.
+
+A thread's first run is given settings (`context`, typed by `AdapterSettings`; `configurable`
+works too, the server mirrors it); they become the run's `AdaptConfig`, whose `prepare` writes
+`config.json` into the run directory, and the `init` node records that directory in the
+thread's state (`run_dir`). Every later run of the thread (an approval's `Command(resume=...)`,
+a continuation after a crash) reopens the run from there, like `harness-learn resume` does: no
+setting needs repeating, and settings that contradict the stored ones are refused with the
+differences named, instead of silently starting another run. Reading a thread's state opens
+nothing (the graph's shape does not depend on settings).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.settings import (
+    DEFAULT_TASK,
+    config_values,
+    conflicts,
+    given_settings,
+)
+
+RUNS_ENV = "HARNESS_LEARNING_STUDIO_RUNS"
+
+
+def studio_runs_root() -> Path:
+    """Where threads without a `run_dir` keep their run (default: ~/.cache, outside the tree,
+    since a `.py` file written under the project would reload the dev server)."""
+    value = os.environ.get(RUNS_ENV)
+    return Path(value).expanduser() if value else Path.home() / ".cache" / "harness-learning" / "studio-runs"
+
+
+def thread_run_dir(thread_id: str | None) -> Path:
+    """The run directory of a thread whose settings name none."""
+    thread = re.sub(r"[^A-Za-z0-9_.-]", "_", str(thread_id or "default"))
+    return studio_runs_root() / thread
+
+
+def settings_config(settings: Mapping[str, Any], thread_id: str | None = None) -> AdaptConfig:
+    """The `AdaptConfig` that settings describe, with the track's defaults filled (a task of
+    one's own is opened to learn its track). Blocking: it may read files."""
+    from harness_learning.evals.registry import track_of
+    from harness_learning.graphs.adapter.inputs import open_task
+
+    values = config_values(dict(settings))
+    values.setdefault("task", DEFAULT_TASK)
+    values.setdefault("run_dir", str(thread_run_dir(thread_id)))
+    base = AdaptConfig(**values)
+    return base.with_track_defaults(track_of(base.task, base.task_options)
+                                    or open_task(base).track)
+
+
+def thread_config(run_dir: str | None, settings: Mapping[str, Any],
+                  thread_id: str | None) -> AdaptConfig:
+    """The config of a thread's run: the stored one once the thread has started (`run_dir`
+    in its state), else the one its settings describe, prepared (config.json written).
+    Blocking: call it in a thread."""
+    from harness_learning.graphs.adapter.run import load_config, prepare
+
+    if run_dir:
+        stored = load_config(run_dir)
+        clash = conflicts(dict(settings), stored)
+        if clash:
+            raise ValueError(f"this thread's run ({run_dir}) has other settings: "
+                             f"{'; '.join(clash)}. A thread keeps its settings: continue it "
+                             "without them, or start a new thread")
+        return stored
+    return prepare(settings_config(settings, thread_id))
+
+
+class ThreadRun:
+    """The context source of one server run (`graphs.adapter.graph.ContextSource`): opens the
+    thread's run on the first node that needs it, off the event loop, and closes it with
+    `aclose` (the worker pool and the store)."""
+
+    def __init__(self, thread_id: str | None) -> None:
+        self.thread_id = thread_id
+        self._ctx: AdapterContext | None = None
+        self._lock = asyncio.Lock()
+
+    async def __call__(self, state: Mapping[str, Any], runtime: Any) -> AdapterContext:
+        if self._ctx is None:
+            async with self._lock:
+                if self._ctx is None:
+                    settings = given_settings(getattr(runtime, "context", None))
+                    config = await asyncio.to_thread(thread_config, state.get("run_dir"),
+                                                     settings, self.thread_id)
+                    self._ctx = AdapterContext.from_config(config)
+        return self._ctx
+
+    async def aclose(self) -> None:
+        if self._ctx is not None:
+            await self._ctx.aclose()
+
+    async def __aenter__(self) -> ThreadRun:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,78 @@
+"""The adapter's settings schema (`AdapterSettings`, Studio's form) and how settings become a
+run's config, or are refused by a started one."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.served import (
+    RUNS_ENV,
+    settings_config,
+    studio_runs_root,
+    thread_config,
+)
+from harness_learning.graphs.adapter.settings import (
+    AdapterSettings,
+    config_values,
+    conflicts,
+    given_settings,
+)
+from harness_learning.graphs.cli.studio_cmd import REPO_ROOT
+
+
+def test_every_field_is_a_setting_with_its_help() -> None:
+    form = AdapterSettings.model_json_schema()["properties"]
+    for f in dataclasses.fields(AdaptConfig):
+        parts = f.metadata.get("parts") or ()
+        names = [p.option for p in parts]
+        if not (parts and dataclasses.is_dataclass(f.default_factory())):  # budget: parts only
+            names.append(f.metadata.get("flag") or f.name)
+        assert names and all(n in form for n in names), f.name
+    assert form["seed"]["description"] == "Seed of sampling and Proposer samples."
+    assert form["max_tokens"]["description"] == "Budget: tokens (Solver+Proposer)."
+    assert form["solver_params"]["default"] == {"temperature": 0.0, "max_tokens": 256}
+
+
+def test_settings_become_config_values() -> None:
+    given = given_settings(AdapterSettings(rounds=2, dev=4, data="q.jsonl", harness="h.py",
+                                           max_solver_calls=9, race={"keep": [0.5, 0.75]},
+                                           policy=None, unrelated=1))
+    assert given == {"rounds": 2, "dev": 4, "data": "q.jsonl", "harness": "h.py",
+                     "max_solver_calls": 9, "race": {"keep": [0.5, 0.75]}}  # set, not None
+    values = config_values(given)
+    assert values["task_options"] == {"n_dev": 4, "path": "q.jsonl"}
+    assert values["seed_harness"] == "h.py" and values["budget"].solver_calls == 9
+    assert values["race"].keep == (0.5, 0.75) and values["race"].fractions == (0.25, 0.5, 1.0)
+    assert given_settings({"rounds": 1, "thread_id": "t", "model": "x"}) == {"rounds": 1}
+    assert given_settings(None) == {}
+
+
+def test_settings_config_fills_defaults_per_thread(monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv(RUNS_ENV, raising=False)
+    assert REPO_ROOT not in studio_runs_root().parents  # generated files never reload the server
+    monkeypatch.setenv(RUNS_ENV, str(tmp_path))
+    cfg = settings_config({"rounds": 2, "solver": "x"}, thread_id="a/b c")
+    assert cfg.task == "rg:basic_arithmetic" and cfg.run_dir == str(tmp_path / "a_b_c")
+    assert (cfg.rounds, cfg.candidates, cfg.policy) == (2, 1, "strict")  # reasoning defaults
+    with pytest.raises(ValueError, match="unknown task"):
+        settings_config({"task": "nope"})
+
+
+def test_a_started_run_keeps_its_settings(monkeypatch, tmp_path) -> None:
+    """A thread that has a run directory reopens it; settings that contradict it are named."""
+    from harness_learning.graphs.adapter.run import prepare
+
+    monkeypatch.setenv(RUNS_ENV, str(tmp_path))
+    run_dir = tmp_path / "run"
+    stored = prepare(settings_config({"rounds": 2, "dev": 4, "run_dir": str(run_dir)}))
+    assert thread_config(str(run_dir), {}, "t") == stored  # nothing repeated
+    assert thread_config(str(run_dir), {"rounds": 2, "dev": 4, "run_dir": str(run_dir)},
+                         "t") == stored  # the same settings again
+    assert conflicts({"dev": 4, "approval": False}, stored) == []
+    assert conflicts({"rounds": 3, "dev": 5}, stored) == ["task_options: {'n_dev': 5} != "
+                                                          "{'n_dev': 4}", "rounds: 3 != 2"]
+    with pytest.raises(ValueError, match=r"rounds: 3 != 2.*start a new thread"):
+        thread_config(str(run_dir), {"rounds": 3}, "t")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # nothing else written
