@@ -34,12 +34,11 @@ def dev_command(port: int, host: str = "127.0.0.1", jobs: int = 4, reload: bool 
     langgraph = str(exe) if exe.exists() else shutil.which("langgraph")
     if langgraph is None:
         raise FileNotFoundError("the `langgraph` CLI is missing: pip install 'langgraph-cli[inmem]'")
-    # --allow-blocking: the dev server's blocking-call detector (blockbuster) flags any sync
-    # file call made on *any* thread that runs an event loop. Starting a sandbox worker makes a
-    # few (bwrap lookup, scratch dir, cgroup files; well under a millisecond each), and harness
-    # graphs start theirs on the model layer's own loop, not the server's.
+    # No --allow-blocking: the server's blocking-call detector stays on, since a blocking call
+    # on its event loop would stall every other run and request; the adapter does its file,
+    # SQLite and process work in threads.
     argv = [langgraph, "dev", "--host", host, "--port", str(port), "--no-browser",
-            "--allow-blocking", "--n-jobs-per-worker", str(jobs),
+            "--n-jobs-per-worker", str(jobs),
             "--config", str(config or REPO_ROOT / "langgraph.json")]
     return argv if reload else [*argv, "--no-reload"]
 

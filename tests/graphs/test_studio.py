@@ -176,26 +176,10 @@ def test_adapter_run_with_approval_then_serve_its_version(server, sim, tmp_path)
     assert served["answer"] == "4"
 
 
-def test_adapt_config_from_configurable(monkeypatch, tmp_path) -> None:
-    from harness_learning.graphs.studio import adapt_config, studio_runs_root
-
-    monkeypatch.delenv(RUNS_ENV, raising=False)
-    assert REPO_ROOT not in studio_runs_root().parents  # generated files never reload the server
-    monkeypatch.setenv(RUNS_ENV, str(tmp_path))
-    cfg = adapt_config({"configurable": {"thread_id": "a/b c", "rounds": 2, "solver": "x",
-                                         "budget": {"solver_calls": 9}, "unrelated": 1,
-                                         "race": {"keep": [0.5, 0.75]}}})
-    assert cfg.task == "rg:basic_arithmetic" and cfg.run_dir == str(tmp_path / "a_b_c")
-    assert (cfg.rounds, cfg.candidates, cfg.policy) == (2, 1, "strict")  # reasoning defaults
-    assert cfg.budget.solver_calls == 9 and cfg.solver == "x"
-    assert cfg.race.keep == (0.5, 0.75) and cfg.race.fractions == (0.25, 0.5, 1.0)
-    with pytest.raises(ValueError, match="unknown task"):
-        adapt_config({"configurable": {"task": "nope"}})
-
-
 def test_dev_command_is_offline_and_quiet() -> None:
     argv = dev_command(8123, jobs=4)
     assert argv[1] == "dev" and "--no-reload" in argv and "--no-browser" in argv
+    assert "--allow-blocking" not in argv  # the server's blocking-call detector stays on
     assert argv[argv.index("--n-jobs-per-worker") + 1] == "4"
     assert "--no-reload" not in dev_command(8123, reload=True)
     env = offline_env({"PATH": "/bin"})
