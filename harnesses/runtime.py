@@ -161,11 +161,14 @@ def compile_harness(
     *,
     filename: str | None = None,
     trusted: bool = False,
+    on_compiled: Any = None,
 ) -> Any:
     """Check, execute and compile a harness; return the compiled graph.
 
     This runs the harness's module-level code and `build_graph`. Outside a sandbox worker,
-    pass `trusted=True` to say the source was reviewed; otherwise this refuses to run."""
+    pass `trusted=True` to say the source was reviewed; otherwise this refuses to run.
+    `on_compiled(graph)` runs while the module is still registered (its state types resolve:
+    what reading the graph's schemas needs)."""
     if not trusted and not _in_worker():
         raise RuntimeError(
             "compile_harness runs untrusted code: call it inside a sandbox worker, or pass "
@@ -174,7 +177,10 @@ def compile_harness(
     check_source(source, line_limit)
     try:
         with harness_module(source, filename) as module:
-            return build(module, tools)
+            graph = build(module, tools)
+            if on_compiled is not None:
+                on_compiled(graph)
+            return graph
     except HarnessInvalid:
         raise
     except SyntaxError as exc:

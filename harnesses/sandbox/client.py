@@ -27,7 +27,7 @@ from harness_learning.harnesses.runtime import HarnessInvalid, check_source
 from harness_learning.harnesses.sandbox.backend import SandboxBackend, SandboxProcess
 from harness_learning.harnesses.sandbox.cgroups import CANDIDATE_GROUP
 from harness_learning.harnesses.sandbox.limits import Limits
-from harness_learning.harnesses.sandbox.problem_run import ProblemRun
+from harness_learning.harnesses.sandbox.problem_run import ProblemRun, RunObserver
 from harness_learning.harnesses.sandbox.protocol import (
     BRIDGE_FD_ENV,
     LIMITS_ENV,
@@ -64,6 +64,8 @@ class Worker:
         self.stdout = CappedOutput(self.limits.output_bytes)
         self.stderr = CappedOutput(self.limits.output_bytes)
         self.info: dict[str, Any] = {}
+        self.shape: Any = None
+        """The loaded graph's shape as the worker described it (check it: `check_shape`)."""
         self.start_s = 0.0
         self._runs: dict[str, ProblemRun] = {}
         self._ids = itertools.count(1)
@@ -156,20 +158,27 @@ class Worker:
             raise HarnessInvalid("build_raised", f"the worker died while loading: {reply[1]}")
         if not reply.get("ok"):
             raise HarnessInvalid.from_dict(reply["invalid"])
+        self.shape = reply.get("graph")
 
-    async def run(self, problem_id: str, inputs: dict[str, Any],
-                  timeout: float | None = None) -> ProblemResult:
-        """Run one problem; never raises for harness faults (they are in the outcome)."""
+    async def run(self, problem_id: str, inputs: dict[str, Any], timeout: float | None = None,
+                  observer: RunObserver | None = None) -> ProblemResult:
+        """Run one problem; never raises for harness faults (they are in the outcome). With
+        an `observer` (a served run) the worker streams its steps and tags its tool calls."""
         timeout = self.limits.problem_timeout_s if timeout is None else timeout
         rid = f"{problem_id}#{next(self._ids)}"
-        run = ProblemRun(problem_id, asyncio.get_running_loop().create_future())
+        run = ProblemRun(problem_id, asyncio.get_running_loop().create_future(), observer=observer)
+        served = {"config": observer.config} if observer is not None else {}
         t0 = time.perf_counter()
         if self._death is not None:
             return ProblemResult(problem_id, error=self._death[1], error_kind=self._death[0])
         self._runs[rid] = run
         try:
-            await self._send({"op": "run", "run": rid, "inputs": inputs, "timeout": timeout})
-            message = await self._wait(run, t0, timeout + GRACE_S)
+            await self._send({"op": "run", "run": rid, "inputs": inputs, "timeout": timeout,
+                              **served})
+            message = await run.wait(t0, timeout + GRACE_S)
+        except asyncio.CancelledError:  # the caller gave up (a served run's stream was dropped)
+            self._spawn(self._send_quietly({"op": "cancel", "run": rid}))
+            raise
         except TimeoutError:
             message = Verdict("timeout", "problem wall-clock limit reached (the worker did not answer)")
             with contextlib.suppress(Exception):
@@ -186,19 +195,6 @@ class Worker:
         if self._closing:
             return ("infra", f"the worker was closed: {exc}")
         return ("harness", f"the worker went away (its code exited or broke the bridge): {exc}")
-
-    @staticmethod
-    async def _wait(run: ProblemRun, t0: float, limit: float) -> dict[str, Any] | Verdict:
-        """The run's result, or TimeoutError once its own time (wall time less the time its
-        tool calls spent in the parent) passes `limit`."""
-        while True:
-            left = limit + run.paused_s() - (time.perf_counter() - t0)
-            if left <= 0 and not run.inflight:
-                raise TimeoutError
-            try:
-                return await asyncio.wait_for(asyncio.shield(run.future), max(left, 1.0))
-            except TimeoutError:
-                continue
 
     async def close(self) -> None:
         if self._closing:
@@ -267,6 +263,10 @@ class Worker:
             run = self._runs.get(str(message.get("run")))
             if run is not None and not run.future.done():
                 run.future.set_result(message)
+        elif op == "step":
+            run = self._runs.get(str(message.get("run")))
+            if run is not None and run.observer is not None and not run.future.done():
+                run.observer.step(message)
         elif op == "ready" and self._ready is not None and not self._ready.done():
             self._ready.set_result(message)
         elif op == "loaded" and self._loaded is not None and not self._loaded.done():
@@ -293,11 +293,12 @@ class Worker:
                               "(Limits.tool_arg_bytes); the call was not made"}
             self._record(run, tool, args, None, reply["error"], 0.0, meta={"kind": "tool"})
         else:
-            reply = await self._call_tool(run, tool, args)
+            reply = await self._call_tool(run, tool, args, message)
         with contextlib.suppress(Exception):
             await self._send({"op": "reply", "id": call_id, **reply})
 
-    async def _call_tool(self, run: ProblemRun, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def _call_tool(self, run: ProblemRun, tool: str, args: dict[str, Any],
+                         message: dict[str, Any]) -> dict[str, Any]:
         """Make the call (a `tools.python` call waits for one of the candidate's
         `python_concurrency` slots and lands in its cgroup), check its result's size, record."""
         CANDIDATE_GROUP.set(getattr(self.process, "group", None))
@@ -306,7 +307,10 @@ class Worker:
         run.pause()
         try:
             async with gate:
-                out = await self.toolbox.call(tool, args)
+                call = self.toolbox.call(tool, args)
+                if run.observer is not None:  # a served run: the caller's callbacks see it
+                    call = run.observer.tool_call(tool, args, message.get("node"), call)
+                out = await call
             result_bytes = len(encode({"result": out.result}))
             if result_bytes > self.limits.tool_result_bytes:
                 error = (f"ToolError: the result of tools.{tool} took {result_bytes} bytes, over "
@@ -336,16 +340,9 @@ class Worker:
 
     def _count_call(self, rid: str, run: ProblemRun, tool: str) -> None:
         """Stop the run past its Solver-call or tool-call cap (see `Limits`)."""
-        run.tool_calls += 1
-        run.llm_calls += tool in SOLVER_OPS
-        limits = self.limits
-        for made, cap, what, name in (
-                (run.llm_calls, limits.llm_calls_per_problem, "Solver", "llm_calls_per_problem"),
-                (run.tool_calls, limits.tool_calls_per_problem, "tool", "tool_calls_per_problem")):
-            if made > cap:
-                self._stop_run(rid, run, f"the harness made more than {cap} {what} calls on "
-                                         f"this problem (Limits.{name})")
-                return
+        over = run.count_call(tool in SOLVER_OPS, self.limits)
+        if over is not None:
+            self._stop_run(rid, run, over)
 
     def _stop_run(self, rid: str, run: ProblemRun, reason: str) -> None:
         """End a run as the harness's fault, whatever its code does next: the parent records

@@ -1,9 +1,10 @@
 """The bridge protocol: newline-delimited JSON over a Unix socket inherited by the worker.
 
-Parent -> worker: `load` {source, line_limit}; `run` {run, inputs, timeout}; `reply` {id, ok,
-result | kind, error}; `cancel` {run}; `close`.
-Worker -> parent: `ready` {pid, import_s}; `loaded` {ok, invalid?}; `call` {id, run, tool,
-args}; `result` {run, answer, error, error_kind, traceback}.
+Parent -> worker: `load` {source, line_limit}; `run` {run, inputs, timeout, config?}; `reply`
+{id, ok, result | kind, error}; `cancel` {run}; `close`.
+Worker -> parent: `ready` {pid, import_s}; `loaded` {ok, invalid? | graph}; `call` {id, run,
+tool, args, node?}; `step` {run, step, tasks, values, next} (only for a run sent with a
+`config`: a served run, see `graph_shape`); `result` {run, answer, error, error_kind, traceback}.
 Every tool call carries an id and a run id: the parent answers calls in any order.
 """
 

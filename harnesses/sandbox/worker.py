@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness_learning.harnesses.sandbox import graph_shape
 from harness_learning.harnesses.sandbox.protocol import (
     BRIDGE_FD_ENV,
     LIMITS_ENV,
@@ -38,7 +39,7 @@ from harness_learning.harnesses.sandbox.protocol import (
 CURRENT_RUN: contextvars.ContextVar[RunState | None] = contextvars.ContextVar(
     "harness_run", default=None
 )
-RECURSION_LIMIT = 100
+RECURSION_LIMIT = graph_shape.DEFAULT_RECURSION_LIMIT
 
 
 def apply_limits(limits: dict[str, Any]) -> None:
@@ -59,6 +60,8 @@ class RunState:
     inputs: dict[str, Any]
     deadline: float
     filename: str
+    config: dict[str, Any] | None = None
+    """Set for a served run: its config, and the state is streamed after each step."""
     done: bool = False
     abort: tuple[str, str] | None = None
     pending: set[int] = field(default_factory=set)
@@ -116,7 +119,8 @@ class Bridge:
             raise ToolError(f"the arguments of tools.{tool} take over {self.max_args_bytes} "
                             "bytes (Limits.tool_arg_bytes)")
         call_id = next(self.ids)
-        data = encode({"op": "call", "id": call_id, "run": run.rid, "tool": tool, "args": args})
+        data = encode({"op": "call", "id": call_id, "run": run.rid, "tool": tool, "args": args,
+                       **(graph_shape.where_called() if run.config is not None else {})})
         if len(data) > self.max_args_bytes:
             raise ToolError(f"the arguments of tools.{tool} take {len(data)} bytes, over the "
                             f"{self.max_args_bytes} allowed (Limits.tool_arg_bytes)")
@@ -228,17 +232,21 @@ class HarnessHost:
         self.tools._specs = [s for s in specs if isinstance(s, dict) and isinstance(
             s.get("name"), str)] if isinstance(specs, list) else []
         try:
-            compile_harness(message["source"], self.tools, int(message["line_limit"]))
+            shape: list[dict[str, Any]] = []
+            compile_harness(message["source"], self.tools, int(message["line_limit"]),
+                            on_compiled=lambda graph: shape.append(graph_shape.describe(graph)))
         except HarnessInvalid as exc:
             self.bridge.send({"op": "loaded", "ok": False, "invalid": exc.to_dict()})
             return
         self.source = message["source"]
-        self.bridge.send({"op": "loaded", "ok": True})
+        self.bridge.send({"op": "loaded", "ok": True, "graph": shape[0]})
 
     def start_run(self, message: dict[str, Any]) -> None:
         rid = str(message["run"])
+        config = message.get("config")
         run = RunState(rid, dict(message["inputs"]), time.monotonic() + float(message["timeout"]),
-                       f"<harness run {rid}>")
+                       f"<harness run {rid}>", graph_shape.run_config(config) if isinstance(config, dict)
+                       else None)
         with self.lock:
             self.runs[rid] = run
         ctx = contextvars.Context()
@@ -262,7 +270,11 @@ class HarnessHost:
                 raise RuntimeError("run before load")
             with harness_module(self.source, run.filename) as module:
                 graph = build(module, self.tools)
-                output = graph.invoke(run.inputs, config={"recursion_limit": RECURSION_LIMIT})
+                if run.config is None:
+                    output = graph.invoke(run.inputs, config={"recursion_limit": RECURSION_LIMIT})
+                else:
+                    output = graph_shape.stream_steps(graph, run.inputs, run.config,
+                                          lambda m: self.bridge.send({**m, "run": run.rid}))
                 outcome = {"answer": answer_of(output)}
         except HarnessInvalid as exc:
             outcome = {"error": str(exc), "error_kind": "harness", "traceback": exc.traceback}
