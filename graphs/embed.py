@@ -2,15 +2,17 @@
 
     from harness_learning.graphs.embed import load_harness
     harness = load_harness("runs/rg-arith")            # the run's current version, sandboxed
-    harness.invoke({"question": "What is 3 + 4?"})     # {"answer": "7", "calls": [...], ...}
+    harness.invoke({"question": "What is 3 + 4?"}, {"callbacks": [tracer]})  # {"answer": "7", ...}
     chain = prompt | to_question | harness | pick_answer   # LCEL; or add it as a subgraph node
-    tool = harness.as_tool(name="solve", description="...")
+    tool = harness.as_tool(name="solve", description="...")  # content: the answer; artifact: all
 
 A harness an LLM wrote is untrusted, so by default it runs inside a sandbox worker (the same
-`harnesses.sandbox.Worker` the adapter uses) behind a thin outer graph whose one node sends the
-problem to the worker; the worker's tool calls come back over the bridge to a `Toolbox` in
-this process, which owns the model client. The source is never executed here. Running in
-process needs an explicit `sandboxed=False, reviewed=True`: only for code a person has read.
+`harnesses.sandbox.Worker` the adapter uses) behind a mirror graph with the harness's own nodes
+and edges, read from the graph compiled in the worker (`graphs.mirror`): each node shows the
+state its harness node left, as the worker streams it. The worker's tool calls come back over
+the bridge to a `Toolbox` in this process, which owns the model client, and are reported to
+the RunnableConfig's callbacks. The source is never executed here. Running in process needs
+an explicit `sandboxed=False, reviewed=True`: only for code a person has read.
 
 Workers live on one background event loop (the model layer's), so a graph built here can be
 called from sync code, from any event loop, and concurrently; the loaded worker is reused
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
 import contextlib
 import hashlib
 import itertools
@@ -28,54 +31,21 @@ import threading
 import weakref
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, NotRequired
+from typing import Any
 
 from harness_learning.graphs.harness_source import HarnessSource, resolve_harness
+from harness_learning.graphs.mirror import HarnessRunError
+from harness_learning.graphs.served import HarnessInputError, HarnessOutput
 from harness_learning.harnesses.contract import LINE_LIMIT
 from harness_learning.harnesses.results import ErrorKind, ProblemResult
 from harness_learning.harnesses.runtime import HarnessInvalid, check_source
 from harness_learning.harnesses.sandbox import Limits, Worker
-from langchain_core.runnables import RunnableConfig, RunnableLambda
-from typing_extensions import TypedDict
+from harness_learning.harnesses.sandbox.graph_shape import GraphShape, check_shape
 
 IDLE_CLOSE_S = 300.0
 """A warm worker nobody used for this long is closed (the next call starts a fresh one)."""
 TRACE_CHARS = 2_000
 """Longest tool argument or result kept in a run's `calls` (the full trace is the bridge's)."""
-
-
-class HarnessInput(TypedDict):
-    """What a served harness takes: the problem's question (the public field every task has)."""
-
-    question: str
-
-
-class HarnessInputWithFields(HarnessInput):
-    """For a task with more public fields (a data file of your own): those in `fields`."""
-
-    fields: dict[str, Any]
-
-
-class HarnessOutput(TypedDict):
-    """What it returns: the answer and the run's tool calls (the execution trace)."""
-
-    answer: str
-    calls: NotRequired[list[dict[str, Any]]]
-    latency_s: NotRequired[float]
-    version: NotRequired[str]
-
-
-class HarnessState(HarnessInputWithFields, HarnessOutput):
-    pass
-
-
-class HarnessRunError(RuntimeError):
-    """The harness produced no answer: its own fault, a timeout, or the model was unreachable."""
-
-    def __init__(self, kind: str, error: str, traceback: str | None = None) -> None:
-        tail = f"\n{traceback}" if traceback else ""
-        super().__init__(f"harness run failed ({kind}): {error}{tail}")
-        self.kind, self.error, self.traceback = kind, error, traceback
 
 
 # -- the sandboxed runner --------------------------------------------------------------------
@@ -110,34 +80,52 @@ class SandboxedHarness:
         self._idle: asyncio.TimerHandle | None = None
         self._ids = itertools.count(1)
         self._busy = 0
+        self._shape: GraphShape | None = None
         _LIVE.add(self)
 
     def toolbox(self) -> Any:
         return make_toolbox(self.model, self.task_ref, self.solver_params, self.user_tools)
 
-    async def _arun(self, inputs: dict[str, Any]) -> ProblemResult:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
+    async def _arun(self, inputs: dict[str, Any], observer: Any = None) -> ProblemResult:
+        async with self._using():
+            try:
+                worker = await self._warm()
+            except HarnessInvalid as exc:  # compiling it failed inside the worker
+                return ProblemResult(error=str(exc), error_kind=ErrorKind.INVALID,
+                                     traceback=exc.traceback)
+            except RuntimeError as exc:  # the sandbox itself did not start
+                return ProblemResult(error=str(exc), error_kind=ErrorKind.INFRA)
+            return await worker.run(f"q{next(self._ids)}", inputs, self.limits.problem_timeout_s,
+                                    observer=observer)
+
+    async def _ashape(self) -> GraphShape:
+        async with self._using():
+            if self._shape is None:
+                self._shape = check_shape((await self._warm()).shape)
+            return self._shape
+
+    @contextlib.asynccontextmanager
+    async def _using(self) -> Any:
+        """Keeps the warm worker from its idle close while in use."""
         self._busy += 1
         try:
-            async with self._lock:
-                if self._idle is not None:
-                    self._idle.cancel()
-                    self._idle = None
-                if self._worker is None or not self._worker.alive:
-                    try:
-                        await self._start()
-                    except HarnessInvalid as exc:  # compiling it failed inside the worker
-                        return ProblemResult(error=str(exc), error_kind=ErrorKind.INVALID,
-                                             traceback=exc.traceback)
-                    except RuntimeError as exc:  # the sandbox itself did not start
-                        return ProblemResult(error=str(exc), error_kind=ErrorKind.INFRA)
-                worker = self._worker
-            return await worker.run(f"q{next(self._ids)}", inputs, self.limits.problem_timeout_s)
+            yield
         finally:
             self._busy -= 1
             if self._busy == 0 and self._worker is not None:
                 self._idle = asyncio.get_running_loop().call_later(IDLE_CLOSE_S, self._on_idle)
+
+    async def _warm(self) -> Worker:
+        """The live worker with the source loaded (started, or restarted, if need be)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._idle is not None:
+                self._idle.cancel()
+                self._idle = None
+            if self._worker is None or not self._worker.alive:
+                await self._start()
+            return self._worker
 
     async def _start(self) -> None:
         if self._worker is not None:
@@ -162,6 +150,15 @@ class SandboxedHarness:
 
     def run(self, inputs: dict[str, Any]) -> ProblemResult:
         return asyncio.run_coroutine_threadsafe(self._arun(inputs), _loop()).result()
+
+    def start(self, inputs: dict[str, Any], observer: Any) -> concurrent.futures.Future:
+        """Start one served run (streamed to `observer`); its `ProblemResult` future."""
+        return asyncio.run_coroutine_threadsafe(self._arun(inputs, observer), _loop())
+
+    def shape(self) -> GraphShape:
+        """The harness graph's shape, as the worker that compiled it reports it (starting the
+        worker if none is warm; `HarnessInvalid` if the source does not build)."""
+        return asyncio.run_coroutine_threadsafe(self._ashape(), _loop()).result()
 
     async def aclose(self) -> None:
         worker, self._worker = self._worker, None
@@ -212,11 +209,6 @@ def _task(task: Any) -> Any:
     return get_task(task)
 
 
-def _inputs(state: HarnessInput) -> dict[str, Any]:
-    """The problem's public inputs: the question and any other fields given."""
-    return {**(state.get("fields") or {}), "question": state["question"]}
-
-
 def _output(outcome: ProblemResult, version: str) -> dict[str, Any]:
     if outcome.answer is None:
         raise HarnessRunError(outcome.error_kind or "harness", outcome.error or "no answer",
@@ -236,26 +228,12 @@ def _trim(value: Any) -> Any:
 
 def served_graph(runner: SandboxedHarness, name: str = "harness", version: str = "",
                  with_fields: bool = False) -> Any:
-    """The thin outer graph: question in, answer (and trace) out; the work happens in the worker.
-    `with_fields`: the input also takes `fields`, the task's other public inputs."""
-    from langgraph.graph import END, START, StateGraph
+    """The harness's own graph, mirrored (see `graphs.mirror`): its nodes run in the worker.
+    `with_fields`: the input also takes `fields`, more public inputs for the sandbox."""
+    from harness_learning.graphs.served import served_graph as build
 
     version = version or hashlib.sha256(runner.source.encode()).hexdigest()[:12]
-
-    def run(state: HarnessInput, config: RunnableConfig) -> dict[str, Any]:
-        return _output(runner.run(_inputs(state)), version)
-
-    async def arun(state: HarnessInput, config: RunnableConfig) -> dict[str, Any]:
-        return _output(await runner.arun(_inputs(state)), version)
-
-    schema = HarnessInputWithFields if with_fields else HarnessInput
-    graph = StateGraph(HarnessState, input_schema=schema, output_schema=HarnessOutput)
-    graph.add_node("run_in_sandbox", RunnableLambda(run, afunc=arun, name="run_in_sandbox"))
-    graph.add_edge(START, "run_in_sandbox")
-    graph.add_edge("run_in_sandbox", END)
-    compiled = graph.compile(name=name)
-    compiled.harness_runner = runner  # so callers can `close()` it early
-    return compiled
+    return build(runner, name, version, with_fields, lambda outcome: _output(outcome, version))
 
 
 _shared: OrderedDict[tuple, SandboxedHarness] = OrderedDict()
@@ -350,6 +328,6 @@ def _user_tools(tools: Any, found: HarnessSource) -> Any:
     return None
 
 
-__all__ = ["HarnessInput", "HarnessOutput", "HarnessRunError", "HarnessSource",
+__all__ = ["HarnessInputError", "HarnessOutput", "HarnessRunError", "HarnessSource",
            "SandboxedHarness", "load_harness", "make_toolbox", "resolve_harness", "serve",
            "served_graph", "shared_runner"]

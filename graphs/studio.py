@@ -13,7 +13,8 @@ runs, without a restart:
 - `harness`: the version a run directory holds now (`configurable.run_dir`; `version` =
   `current`, `best` or a sha prefix), re-read per run, so a newly adopted version is served at once.
 
-Harness graphs run the harness source in a sandbox worker (see `graphs.embed`); configurable
+Harness graphs run the harness source in a sandbox worker and show its own nodes and edges,
+streaming its state after each (see `graphs.mirror`); configurable
 `model` picks the Solver (default: the run's Solver, else `$HARNESS_LEARNING_STUDIO_MODEL`, else
 `local`) and `task` (with `task_options`, e.g. `index_dir`) the retriever behind `tools.search`.
 """

@@ -20,6 +20,8 @@ import json
 from typing import Any, Literal
 
 from harness_learning.graphs.embed import HarnessRunError, make_toolbox, resolve_harness, serve
+from harness_learning.graphs.served import HarnessInputError
+from harness_learning.harnesses.runtime import HarnessInvalid
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, Field
 
@@ -28,6 +30,11 @@ def _sync(coro: Any) -> Any:
     """Run a coroutine from sync code (a tool's `_run` may be called inside a running loop's
     worker thread, never on the loop itself)."""
     return asyncio.run(coro)
+
+
+USER_ERRORS = (HarnessRunError, HarnessInvalid, HarnessInputError, FileNotFoundError,
+               LookupError)
+"""What `run_harness` reports to the agent as a tool error (the agent can act on each)."""
 
 
 class RunHarnessArgs(BaseModel):
@@ -49,18 +56,21 @@ class RunHarness(BaseTool):
     task: str | None = None
 
     def _graph(self, harness: str) -> Any:
+        """The served graph (blocking: it reads the harness and asks its worker for the
+        graph's shape; `_arun` calls it in a thread)."""
         return serve(harness, model=self.model, task=self.task, name=self.name)
 
     def _run(self, question: str, harness: str = "reasoning_direct", **_: Any) -> str:
         try:
             return self._graph(harness).invoke({"question": question})["answer"]
-        except (HarnessRunError, FileNotFoundError, LookupError) as exc:
+        except USER_ERRORS as exc:
             raise ToolException(str(exc)) from exc
 
     async def _arun(self, question: str, harness: str = "reasoning_direct", **_: Any) -> str:
         try:
-            return (await self._graph(harness).ainvoke({"question": question}))["answer"]
-        except (HarnessRunError, FileNotFoundError, LookupError) as exc:
+            graph = await asyncio.to_thread(self._graph, harness)
+            return (await graph.ainvoke({"question": question}))["answer"]
+        except USER_ERRORS as exc:
             raise ToolException(str(exc)) from exc
 
 

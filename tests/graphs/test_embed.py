@@ -106,7 +106,11 @@ def test_subgraph_and_tool(seed) -> None:
     tool = seed.as_tool(name="solve", description="Solve an arithmetic question.")
     schema = tool.tool_call_schema.model_json_schema()
     assert schema["required"] == ["question"] and schema["properties"]["question"]["type"] == "string"
-    assert tool.invoke({"question": "What is 5 * 5?"})["answer"] == "25"
+    assert tool.invoke({"question": "What is 5 * 5?"}) == "25"  # the content: the answer
+    message = tool.invoke({"type": "tool_call", "id": "c1", "name": "solve",
+                           "args": {"question": "What is 5 * 6?"}})
+    assert message.content == "30" and message.tool_call_id == "c1"
+    assert message.artifact["answer"] == "30" and message.artifact["calls"][0]["tool"] == "llm"
 
 
 def test_run_directory_versions(tmp_path, sim) -> None:

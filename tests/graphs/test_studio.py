@@ -122,7 +122,7 @@ def test_seed_harness_run_streams_an_answer(server, sim) -> None:
 
     events, values = asyncio.run(go())
     updates = [e.data for e in events if e.event == "updates"]
-    assert updates and "run_in_sandbox" in updates[-1], f"{events}\n{log.read_text()[-3000:]}"
+    assert updates and "solve" in updates[-1], f"{events}\n{log.read_text()[-3000:]}"  # its own node
     assert values["answer"] == "42"  # the simulated Solver's arithmetic, through the sandbox
     assert values["calls"][0]["tool"] == "llm" and "17 + 25" in values["calls"][0]["args"]["messages"][-1]["content"]
 

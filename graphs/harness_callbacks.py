@@ -1,0 +1,93 @@
+"""A served harness's tool calls as LangChain callback events, so any tracer sees them.
+
+The worker's `tools.llm`/`tools.chat_model()` calls reach the parent as bridge calls; here each
+one is reported to the callbacks of the mirror node that stands for the harness node making it:
+Solver calls as chat-model runs (`on_chat_model_start` .. `on_llm_end`/`on_llm_error`, with
+token usage), `tools.search`, `tools.python` and the user's tools as tool runs. Tags and
+metadata come with the node's config, so LangSmith nests them under the right node.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable
+from typing import Any
+
+from langchain_core.callbacks.manager import AsyncCallbackManager
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
+from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import get_async_callback_manager_for_config
+
+SOLVER_TOOLS = ("llm", "chat")
+
+
+async def traced_tool_call(config: RunnableConfig, model: str, tool: str, args: dict[str, Any],
+                           call: Awaitable[Any]) -> Any:
+    """Await `call` (the toolbox serving one bridge call), reporting it to `config`'s
+    callbacks; its reply (or its exception) is passed on unchanged."""
+    manager = get_async_callback_manager_for_config(config)
+    if not manager.handlers:
+        return await call
+    if tool in SOLVER_TOOLS:
+        return await _solver_call(manager, model, tool, args, call)
+    name = str(args.get("name")) if tool == "tool" else tool
+    inputs = args.get("args") if tool == "tool" and isinstance(args.get("args"), dict) else args
+    run = await manager.on_tool_start({"name": name, "description": f"tools.{tool}"},
+                                      _text(inputs), inputs=inputs, name=name)
+    try:
+        reply = await call
+    except BaseException as exc:
+        await run.on_tool_error(exc)
+        raise
+    await run.on_tool_end(getattr(reply, "result", reply))
+    return reply
+
+
+async def _solver_call(manager: AsyncCallbackManager, model: str, tool: str,
+                       args: dict[str, Any], call: Awaitable[Any]) -> Any:
+    params = args.get("params") if isinstance(args.get("params"), dict) else {}
+    (run,) = await manager.on_chat_model_start(
+        {"name": model, "id": ["harness_learning", "Solver"]}, [_messages(args.get("messages"))],
+        name="Solver", invocation_params={"model": model, "tool": tool, **params})
+    try:
+        reply = await call
+    except BaseException as exc:
+        await run.on_llm_error(exc)
+        raise
+    await run.on_llm_end(_llm_result(reply))
+    return reply
+
+
+def _messages(messages: Any) -> list[BaseMessage]:
+    if isinstance(messages, str):
+        return [HumanMessage(messages)]
+    try:
+        return convert_to_messages(messages)
+    except Exception:  # a shape LangChain does not read: shown as text
+        return [HumanMessage(_text(messages))]
+
+
+def _llm_result(reply: Any) -> LLMResult:
+    """The reply as a chat generation with its token usage (`ToolReply.meta`)."""
+    result, meta = getattr(reply, "result", reply), getattr(reply, "meta", {}) or {}
+    if isinstance(result, dict):  # a `chat` reply: text and tool calls
+        calls = [{"name": str(c.get("name")), "args": c.get("args") or {}, "id": c.get("id"),
+                  "type": "tool_call"} for c in result.get("tool_calls") or []
+                 if isinstance(c, dict)]
+        message = AIMessage(content=str(result.get("content") or ""), tool_calls=calls)
+    else:
+        message = AIMessage(content=str(result or ""))
+    prompt, completion = int(meta.get("prompt_tokens") or 0), int(meta.get("completion_tokens") or 0)
+    if prompt or completion:
+        message.usage_metadata = {"input_tokens": prompt, "output_tokens": completion,
+                                  "total_tokens": prompt + completion}
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion,
+             "total_tokens": prompt + completion}
+    return LLMResult(generations=[[ChatGeneration(message=message)]],
+                     llm_output={"model_name": meta.get("model"), "token_usage": usage,
+                                 "cached": bool(getattr(reply, "cached", False))})
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)[:20_000]

@@ -1,0 +1,103 @@
+"""`langgraph dev` (offline, loopback, a free port, *without* `--allow-blocking`) serves each
+harness graph with the harness's own nodes and edges, read from the graph compiled in the
+sandbox, and streams its state node by node, as Studio shows it (through `langgraph_sdk`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from cli_run import free_port
+from harness_learning.graphs.cli.studio_cmd import REPO_ROOT, dev_command, offline_env
+from harness_learning.graphs.studio import MODEL_ENV, RUNS_ENV
+from harness_learning.harnesses.llm import SimServer
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def wait_ready(url: str, proc: subprocess.Popen, log: Path, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"langgraph dev exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/ok", timeout=2) as resp:
+            if resp.status == 200:
+                return
+        time.sleep(0.3)
+    raise AssertionError(f"langgraph dev not ready after {timeout} s:\n{log.read_text()[-4000:]}")
+
+
+@pytest.fixture(scope="module")
+def sim():
+    with SimServer(latency_s=0.01) as url:
+        yield f"openai/sim@{url}"
+
+
+@pytest.fixture(scope="module")
+def server(sim, tmp_path_factory):
+    port = free_port()
+    runs = tmp_path_factory.mktemp("studio-harness")
+    log = runs / "server.log"
+    env = offline_env()
+    env.pop("LANGSMITH_API_KEY", None)
+    env.update({RUNS_ENV: str(runs), MODEL_ENV: sim})
+    argv = [a for a in dev_command(port, jobs=2) if a != "--allow-blocking"]
+    with log.open("w") as sink:
+        proc = subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdout=sink,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url, proc, log)
+        yield url, log
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_seed_harnesses_list_their_own_nodes_and_stream_them(server, sim) -> None:
+    from langgraph_sdk import get_client
+
+    url, log = server
+
+    async def go():
+        client = get_client(url=url)
+        by_graph = {a["graph_id"]: a["assistant_id"]
+                    for a in await client.assistants.search(limit=50)}
+        shapes = {name: await client.assistants.get_graph(by_graph[name])
+                  for name in ("multihop_two_hop", "baseline_tool_loop", "reasoning_direct")}
+        thread = await client.threads.create()
+        events = [e async for e in client.runs.stream(
+            thread["thread_id"], "baseline_tool_loop", input={"question": "What is 17 + 25?"},
+            config={"configurable": {"model": sim}}, stream_mode=["updates", "values"])]
+        state = await client.threads.get_state(thread["thread_id"])
+        return shapes, events, state["values"]
+
+    shapes, events, values = asyncio.run(go())
+    nodes = {name: [n["id"] for n in shape["nodes"]] for name, shape in shapes.items()}
+    assert nodes["multihop_two_hop"] == ["__start__", "hop1", "hop2", "answer_from_notes",
+                                         "__end__"], log.read_text()[-3000:]
+    assert nodes["baseline_tool_loop"] == ["__start__", "start", "turn", "__end__"]
+    assert nodes["reasoning_direct"] == ["__start__", "solve", "__end__"]
+    edges = {(e["source"], e["target"]) for e in shapes["multihop_two_hop"]["edges"]}
+    assert edges == {("__start__", "hop1"), ("hop1", "hop2"), ("hop2", "answer_from_notes"),
+                     ("answer_from_notes", "__end__")}
+    errors = [e.data for e in events if e.event == "error"]
+    assert not errors, f"{errors}\n{log.read_text()[-3000:]}"
+    updates = [e.data for e in events if e.event == "updates"]
+    assert [next(iter(u)) for u in updates] == ["start", "turn"]
+    assert updates[0]["start"]["messages"][1]["content"] == "What is 17 + 25?"
+    assert updates[1]["turn"]["finished"] is True and updates[1]["turn"]["answer"] == "42"
+    snapshots = [e.data for e in events if e.event == "values"]
+    assert [s.get("turns") for s in snapshots] == [None, 0, 1]  # the state after each node
+    assert values["answer"] == "42" and values["calls"][0]["tool"] == "llm"
