@@ -9,11 +9,11 @@ metadata come with the node's config, so LangSmith nests them under the right no
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable
 from typing import Any
 
-from langchain_core.callbacks.manager import AsyncCallbackManager
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableConfig
@@ -22,41 +22,44 @@ from langchain_core.runnables.config import get_async_callback_manager_for_confi
 SOLVER_TOOLS = ("llm", "chat")
 
 
-async def traced_tool_call(config: RunnableConfig, model: str, tool: str, args: dict[str, Any],
+async def traced_tool_call(config: RunnableConfig, loop: asyncio.AbstractEventLoop | None,
+                           model: str, tool: str, args: dict[str, Any],
                            call: Awaitable[Any]) -> Any:
     """Await `call` (the toolbox serving one bridge call), reporting it to `config`'s
-    callbacks; its reply (or its exception) is passed on unchanged."""
+    callbacks on `loop` (their owner's event loop: a handler may hold that loop's queues);
+    the reply, or the exception, is passed on unchanged."""
     manager = get_async_callback_manager_for_config(config)
     if not manager.handlers:
         return await call
     if tool in SOLVER_TOOLS:
-        return await _solver_call(manager, model, tool, args, call)
-    name = str(args.get("name")) if tool == "tool" else tool
-    inputs = args.get("args") if tool == "tool" and isinstance(args.get("args"), dict) else args
-    run = await manager.on_tool_start({"name": name, "description": f"tools.{tool}"},
-                                      _text(inputs), inputs=inputs, name=name)
+        params = args.get("params") if isinstance(args.get("params"), dict) else {}
+        (run,) = await _on(loop, manager.on_chat_model_start(
+            {"name": model, "id": ["harness_learning", "Solver"]},
+            [_messages(args.get("messages"))], name="Solver",
+            invocation_params={"model": model, "tool": tool, **params}))
+        end, error = run.on_llm_end, run.on_llm_error
+    else:
+        name = str(args.get("name")) if tool == "tool" else tool
+        inputs = args.get("args") if tool == "tool" and isinstance(args.get("args"), dict) else args
+        run = await _on(loop, manager.on_tool_start(
+            {"name": name, "description": f"tools.{tool}"}, _text(inputs), inputs=inputs,
+            name=name))
+        end, error = run.on_tool_end, run.on_tool_error
     try:
         reply = await call
     except BaseException as exc:
-        await run.on_tool_error(exc)
+        await _on(loop, error(exc))
         raise
-    await run.on_tool_end(getattr(reply, "result", reply))
+    done = _llm_result(reply) if tool in SOLVER_TOOLS else getattr(reply, "result", reply)
+    await _on(loop, end(done))
     return reply
 
 
-async def _solver_call(manager: AsyncCallbackManager, model: str, tool: str,
-                       args: dict[str, Any], call: Awaitable[Any]) -> Any:
-    params = args.get("params") if isinstance(args.get("params"), dict) else {}
-    (run,) = await manager.on_chat_model_start(
-        {"name": model, "id": ["harness_learning", "Solver"]}, [_messages(args.get("messages"))],
-        name="Solver", invocation_params={"model": model, "tool": tool, **params})
-    try:
-        reply = await call
-    except BaseException as exc:
-        await run.on_llm_error(exc)
-        raise
-    await run.on_llm_end(_llm_result(reply))
-    return reply
+async def _on(loop: asyncio.AbstractEventLoop | None, event: Awaitable[Any]) -> Any:
+    """Run a callback event on `loop` (here, if None, already here, or no longer running)."""
+    if loop is None or loop is asyncio.get_running_loop() or not loop.is_running():
+        return await event
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(event, loop))
 
 
 def _messages(messages: Any) -> list[BaseMessage]:

@@ -54,8 +54,12 @@ class MirrorRun:
     It is the worker's `RunObserver`; its methods run on the sandbox's event loop, the mirror's
     nodes on the caller's, so everything is handed over through thread-safe futures."""
 
-    def __init__(self, shape: GraphShape, config: RunnableConfig, model: str) -> None:
-        self.shape, self.caller, self.model = shape, config, model
+    def __init__(self, shape: GraphShape, config: RunnableConfig, model: str,
+                 loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self.shape, self.model = shape, model
+        self.caller = (config, loop)
+        """Where calls outside any node are reported: the caller's config, and the event
+        loop its callbacks belong to (None: a sync caller's)."""
         self.config = {"recursion_limit": config.get("recursion_limit", 25),
                        "tags": list(config.get("tags") or []),
                        "metadata": {k: v for k, v in (config.get("metadata") or {}).items()
@@ -88,11 +92,11 @@ class MirrorRun:
         so the caller's callbacks nest it there. That step is the one after the last reported:
         the worker reports a step before it starts the next, on the same ordered bridge. The
         wait for the mirror node to start ends when it does or when the run ends."""
-        config = self.caller
+        where = self.caller
         if isinstance(node, str) and node in self.shape.nodes:
             step = 0 if self._last is None else self._last + 1
-            config = await asyncio.wrap_future(self._future(self._nodes, (step, node))) or config
-        return await traced_tool_call(config, self.model, tool, args, call)
+            where = await asyncio.wrap_future(self._future(self._nodes, (step, node))) or where
+        return await traced_tool_call(*where, self.model, tool, args, call)
 
     def finished(self) -> None:
         """The worker's run is over: steps that never came, and nodes that never ran, are
@@ -122,11 +126,13 @@ class MirrorRun:
                 self._base = step
             return step - self._base + 1
 
-    def started(self, step: int, name: str, config: RunnableConfig) -> Future:
-        """Node `name` runs for `step`: its calls nest under `config`; its step's future."""
+    def started(self, step: int, name: str, config: RunnableConfig,
+                loop: asyncio.AbstractEventLoop | None = None) -> Future:
+        """Node `name` runs for `step`: its calls nest under `config` (their callbacks run on
+        `loop`, the node's own, if it has one); its step's future."""
         future = self._future(self._nodes, (step, name))
         if not future.done():
-            future.set_result(config)
+            future.set_result((config, loop))
         return self._future(self._steps, step)
 
     def update(self, name: str, step: int, message: dict[str, Any] | None) -> Any:
@@ -191,7 +197,8 @@ def node(name: str, finish: Any) -> RunnableLambda:
     async def run_async(state: Any, config: RunnableConfig) -> Any:
         run = run_of(config)
         step = run.relative(config)
-        message = await asyncio.wrap_future(run.started(step, name, config))
+        message = await asyncio.wrap_future(
+            run.started(step, name, config, asyncio.get_running_loop()))
         last = message is not None and not message.get("next")
         return reply(run, step, message, await asyncio.wrap_future(run.result) if last else None)
 
@@ -260,7 +267,7 @@ class ServedHarness(CompiledStateGraph):
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
                       ) -> AsyncIterator[Any]:
-        run, config = self.harness.begin(input, config)
+        run, config = self.harness.begin(input, config, asyncio.get_running_loop())
         try:
             async for chunk in super().astream(input, config, **kwargs):
                 yield chunk

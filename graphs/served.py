@@ -7,6 +7,7 @@ fields optional, each checked against its declared JSON type), and returns a `Se
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 from dataclasses import dataclass, field
 from typing import Annotated, Any, NotRequired, Required
@@ -59,12 +60,13 @@ class Served:
     """Each public input's JSON type (None: not checked here), `question` first."""
     with_fields: bool = False
 
-    def begin(self, given: Any, config: RunnableConfig | None) -> tuple[MirrorRun, RunnableConfig]:
+    def begin(self, given: Any, config: RunnableConfig | None,
+              loop: asyncio.AbstractEventLoop | None = None) -> tuple[MirrorRun, RunnableConfig]:
         """Check the input, start the harness in the sandbox, and give the config under
-        which the mirror's nodes find this run."""
+        which the mirror's nodes find this run (`loop`: an async caller's)."""
         config = ensure_config(config)
         inputs = self.check(given)
-        run = MirrorRun(self.shape, config, self.runner.model)
+        run = MirrorRun(self.shape, config, self.runner.model, loop)
         run.task = self.runner.start(inputs, run)
         run.task.add_done_callback(lambda done: settle(run, done))
         return run, merge_configs(config, {"configurable": {SESSION_KEY: run}})

@@ -1,6 +1,7 @@
 """`langgraph dev` (offline, loopback, a free port, *without* `--allow-blocking`) serves each
 harness graph with the harness's own nodes and edges, read from the graph compiled in the
-sandbox, and streams its state node by node, as Studio shows it (through `langgraph_sdk`)."""
+sandbox, and streams its state node by node and the Solver's messages, as Studio shows them
+(through `langgraph_sdk`)."""
 
 from __future__ import annotations
 
@@ -79,7 +80,8 @@ def test_seed_harnesses_list_their_own_nodes_and_stream_them(server, sim) -> Non
         thread = await client.threads.create()
         events = [e async for e in client.runs.stream(
             thread["thread_id"], "baseline_tool_loop", input={"question": "What is 17 + 25?"},
-            config={"configurable": {"model": sim}}, stream_mode=["updates", "values"])]
+            config={"configurable": {"model": sim}},
+            stream_mode=["updates", "values", "messages-tuple"])]
         state = await client.threads.get_state(thread["thread_id"])
         return shapes, events, state["values"]
 
@@ -101,3 +103,7 @@ def test_seed_harnesses_list_their_own_nodes_and_stream_them(server, sim) -> Non
     snapshots = [e.data for e in events if e.event == "values"]
     assert [s.get("turns") for s in snapshots] == [None, 0, 1]  # the state after each node
     assert values["answer"] == "42" and values["calls"][0]["tool"] == "llm"
+    # The Solver's reply reaches the server's own callbacks: Studio's message view shows it
+    (message, meta), = [e.data for e in events if e.event == "messages"]
+    assert message["type"] == "ai" and message["content"] == "Answer: 42"
+    assert meta["langgraph_node"] == "turn" and message["usage_metadata"]["output_tokens"] > 0
