@@ -103,7 +103,6 @@ class Served:
             inputs = {**given["fields"], **inputs}
         return inputs
 
-
     def tool_schema(self) -> type:
         """The inputs as a pydantic model, for `as_tool`."""
         from pydantic import create_model
