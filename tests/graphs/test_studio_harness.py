@@ -6,33 +6,13 @@ sandbox, and streams its state node by node and the Solver's messages, as Studio
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
-import subprocess
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
-from cli_run import free_port
-from harness_learning.graphs.cli.studio_cmd import REPO_ROOT, dev_command, offline_env
 from harness_learning.graphs.studio import MODEL_ENV, RUNS_ENV
 from harness_learning.harnesses.llm import SimServer
+from studio_server import ALLOW_BLOCKING_WARNING, dev_server
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def wait_ready(url: str, proc: subprocess.Popen, log: Path, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"langgraph dev exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
-        with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/ok", timeout=2) as resp:
-            if resp.status == 200:
-                return
-        time.sleep(0.3)
-    raise AssertionError(f"langgraph dev not ready after {timeout} s:\n{log.read_text()[-4000:]}")
 
 
 @pytest.fixture(scope="module")
@@ -43,27 +23,10 @@ def sim():
 
 @pytest.fixture(scope="module")
 def server(sim, tmp_path_factory):
-    port = free_port()
     runs = tmp_path_factory.mktemp("studio-harness")
     log = runs / "server.log"
-    env = offline_env()
-    env.pop("LANGSMITH_API_KEY", None)
-    env.update({RUNS_ENV: str(runs), MODEL_ENV: sim})
-    argv = [a for a in dev_command(port, jobs=2) if a != "--allow-blocking"]
-    with log.open("w") as sink:
-        proc = subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdout=sink,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(url, proc, log)
+    with dev_server(log, {RUNS_ENV: str(runs), MODEL_ENV: sim}, jobs=2) as url:
         yield url, log
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def test_seed_harnesses_list_their_own_nodes_and_stream_them(server, sim) -> None:
@@ -94,6 +57,7 @@ def test_seed_harnesses_list_their_own_nodes_and_stream_them(server, sim) -> Non
     edges = {(e["source"], e["target"]) for e in shapes["multihop_two_hop"]["edges"]}
     assert edges == {("__start__", "hop1"), ("hop1", "hop2"), ("hop2", "answer_from_notes"),
                      ("answer_from_notes", "__end__")}
+    assert ALLOW_BLOCKING_WARNING not in log.read_text()  # the blocking-call detector was on
     errors = [e.data for e in events if e.event == "error"]
     assert not errors, f"{errors}\n{log.read_text()[-3000:]}"
     updates = [e.data for e in events if e.event == "updates"]
