@@ -55,6 +55,7 @@ def test_encoded_hard_coding_is_flagged_on_the_reasoning_protocol(tmp_path):
 
 def test_a_raced_survivor_is_put_to_the_memorisation_check(tmp_path):
     from harness_learning.evals.judge import check_candidate
+    from harness_learning.evals.memorisation import Exposure
     from harness_learning.graphs.adapter.context import AdapterContext
     from harness_learning.graphs.adapter.race_round import race_candidates
     from harness_learning.graphs.adapter.racing import RaceRule
@@ -87,11 +88,11 @@ def test_a_raced_survivor_is_put_to_the_memorisation_check(tmp_path):
     drafts = [{"round": 1, "index": 0, "proposal_id": proposal.id, "outcome": outcome.to_dict(),
                "sha": store.put_version(outcome.new_source, parent=parent, round_=1, note="c")}]
     ids = [p.id for p in ctx.task.dev()]
-    shown = {"round": 1, "feedback_ids": ids, "report": report_for(ctx.task, ids)}
+    exposure = Exposure.of(ctx.task.dev(), report_for(ctx.task, ids), ctx.task)
 
     async def go():
         try:
-            return await race_candidates(ctx, drafts, ids, 1, RaceRule(), 0.0, shown)
+            return await race_candidates(ctx, drafts, ids, 1, RaceRule(), 0.0, exposure=exposure)
         finally:
             await ctx.pool.close()
 
