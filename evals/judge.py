@@ -8,9 +8,11 @@ downstream parses the completion again.
 
 Judging has two halves because racing evaluates the round's candidates together, later:
 `check_candidate` parses, applies, compares with the parent, checks the source and runs the
-reward-hacking guard (no evaluation); `score_candidate` takes the evaluation of a candidate that
-passed and settles validity, scores and reward. `judge_candidate` does both around an `evaluate`
-callable.
+literal reward-hacking guard (no evaluation); `settle_candidate` takes the evaluation of a
+candidate that passed, settles validity and scores, puts a valid one to the behavioural
+hard-coding check (`evals.memorisation`) and rewards it. `judge_candidate` does both around an
+`evaluate` callable. Both guards read the same `Exposure` (what the report showed), so no caller
+can judge without them: there is no other way to settle an evaluated candidate.
 
 Why a candidate is invalid is `Outcome.invalid_kind`, one of `INVALID_KINDS` (the edit's failure
 kinds, the runtime's check kinds and the judge's own), and `invalid_reason` is
@@ -20,11 +22,13 @@ kinds, the runtime's check kinds and the judge's own), and `invalid_reason` is
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness_learning.evals.guards import REASON_PREFIX, reward_hacking_reason
+from harness_learning.evals.memorisation import Exposure, Probe, memorisation_check
+from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult
 from harness_learning.evals.rewards import proposal_reward
 from harness_learning.harnesses.edits import EDIT_ERROR_KINDS, parse_and_apply
@@ -35,7 +39,8 @@ from harness_learning.harnesses.runtime import HarnessInvalid, check_source
 UNCHANGED = "unchanged"
 """The edit applied but the new source is the parent's: nothing new to evaluate, reward 0."""
 REWARD_HACKING = REASON_PREFIX
-"""The source hard-codes gold answers the report showed: scored 0 without running."""
+"""The candidate hard-codes gold answers the report showed: its literals hold them (scored 0
+without running) or its behaviour gives it away (`evals.memorisation`); reward 0."""
 INCOMPLETE = "incomplete"
 """The evaluation ran but not one problem produced an answer."""
 EVAL_TIMEOUT = "timeout"
@@ -47,8 +52,9 @@ ZEROED = frozenset({UNCHANGED, REWARD_HACKING})
 """Invalid kinds whose reward is 0 whatever the bonuses would say."""
 REASON_CHARS = 500
 
-Evaluate = Callable[[str], Awaitable[EvalResult]]
-"""Evaluates a candidate source on the selection problems (in the sandbox)."""
+NOTHING_SHOWN = Exposure()
+Evaluate = Callable[[str, list[Problem]], Awaitable[EvalResult]]
+"""Evaluates a candidate source on the given problems (in the sandbox)."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,7 @@ def invalid(kind: str, detail: str) -> dict[str, str]:
 
 def check_candidate(parent_source: str, completion: str, edit_format: str,
                     finish_reason: str | None, *, track: str, line_limit: int,
-                    shown_golds: Iterable[object] = ()) -> Outcome:
+                    exposure: Exposure = NOTHING_SHOWN) -> Outcome:
     """Everything about a completion that needs no run. An invalid outcome is final (its reward
     is set); a valid one `needs_evaluation`."""
     edit = parse_and_apply(parent_source, completion, edit_format, finish_reason)
@@ -112,7 +118,7 @@ def check_candidate(parent_source: str, completion: str, edit_format: str,
         except HarnessInvalid as err:
             verdict = invalid(err.kind, err.detail)
     if not verdict:
-        hacked = reward_hacking_reason(edit.new_source, parent_source, shown_golds)
+        hacked = reward_hacking_reason(edit.new_source, parent_source, exposure.golds)
         if hacked:
             detail = hacked.removeprefix(f"{REWARD_HACKING}: ")
             verdict = {**invalid(REWARD_HACKING, detail), "selection_score": 0.0}
@@ -121,28 +127,26 @@ def check_candidate(parent_source: str, completion: str, edit_format: str,
     return _rewarded(dataclasses.replace(base, **verdict), track, line_limit)
 
 
-def score_candidate(outcome: Outcome, evaluation: EvalResult, *, track: str,
-                    line_limit: int) -> Outcome:
-    """Settle a checked candidate with its evaluation on the selection problems."""
+async def settle_candidate(outcome: Outcome, evaluation: EvalResult, *, exposure: Exposure,
+                           probe: Probe, track: str, line_limit: int) -> Outcome:
+    """Settle a checked candidate with its `evaluation` on the selection problems. A valid one
+    is put to the memorisation check against `exposure`, evaluating what it needs through
+    `probe`; flagged, it is invalid (kind reward_hacking), never adopted, reward 0."""
     if not outcome.needs_evaluation:
-        raise ValueError("score_candidate takes an outcome that needs evaluation")
+        raise ValueError("settle_candidate takes an outcome that needs evaluation")
     verdict = incomplete_verdict(evaluation)
     valid = not verdict
     settled = dataclasses.replace(
         outcome, **verdict, valid=valid, evaluated=True,
         completed_fraction=evaluation.completed_fraction,
         selection_score=evaluation.mean_score if valid else None)
+    if valid:
+        memorised = await memorisation_check(evaluation, exposure, probe)
+        if memorised:
+            detail = memorised.removeprefix(f"{REWARD_HACKING}: ")
+            settled = dataclasses.replace(settled, **invalid(REWARD_HACKING, detail), valid=False,
+                                          selection_score=0.0)
     return _rewarded(settled, track, line_limit)
-
-
-def flag_memorised(outcome: Outcome, reason: str, *, track: str, line_limit: int) -> Outcome:
-    """Settle a scored candidate the memorisation check flagged (`evals.guards.
-    memorisation_reason`, run by the adapter's `memo_probe`): invalid (kind reward_hacking),
-    never adopted, reward 0, the reason kept."""
-    detail = reason.removeprefix(f"{REWARD_HACKING}: ")
-    flagged = dataclasses.replace(outcome, **invalid(REWARD_HACKING, detail), valid=False,
-                                  selection_score=0.0)
-    return _rewarded(flagged, track, line_limit)
 
 
 def timed_out(outcome: Outcome, detail: str, *, track: str, line_limit: int) -> Outcome:
@@ -153,19 +157,27 @@ def timed_out(outcome: Outcome, detail: str, *, track: str, line_limit: int) -> 
 
 async def judge_candidate(parent_source: str, completion: str, edit_format: str,
                           finish_reason: str | None, *, track: str, line_limit: int,
-                          shown_golds: Iterable[object] = (), evaluate: Evaluate) -> Outcome:
-    """Check, evaluate (only a candidate that passed) and reward one completion. A
-    `TimeoutError` from `evaluate` makes the candidate invalid (kind `timeout`)."""
+                          selection: Sequence[Problem], evaluate: Evaluate,
+                          exposure: Exposure = NOTHING_SHOWN) -> Outcome:
+    """Check, evaluate on `selection` (only a candidate that passed), settle and reward one
+    completion. A `TimeoutError` from `evaluate`, on the selection or in the memorisation
+    check, makes the candidate invalid (kind `timeout`)."""
     outcome = check_candidate(parent_source, completion, edit_format, finish_reason,
-                              track=track, line_limit=line_limit, shown_golds=shown_golds)
+                              track=track, line_limit=line_limit, exposure=exposure)
     if not outcome.needs_evaluation:
         return outcome
+    source = outcome.new_source or ""
+
+    async def probe(problems: list[Problem]) -> EvalResult:
+        return await evaluate(source, problems)
+
     try:
-        evaluation = await evaluate(outcome.new_source or "")
+        evaluation = await evaluate(source, list(selection))
+        return await settle_candidate(outcome, evaluation, exposure=exposure, probe=probe,
+                                      track=track, line_limit=line_limit)
     except TimeoutError as exc:
         return timed_out(outcome, str(exc) or "the evaluation did not finish", track=track,
                          line_limit=line_limit)
-    return score_candidate(outcome, evaluation, track=track, line_limit=line_limit)
 
 
 def incomplete_verdict(result: EvalResult) -> dict[str, str]:

@@ -22,7 +22,8 @@ from harness_learning.harnesses.offline import set_offline_switches
 
 set_offline_switches()
 
-from harness_learning.evals.judge import Outcome, judge_candidate  # noqa: E402
+from harness_learning.evals.judge import NOTHING_SHOWN, Outcome, judge_candidate  # noqa: E402
+from harness_learning.evals.memorisation import Exposure  # noqa: E402
 from harness_learning.harnesses.contract import LINE_LIMIT  # noqa: E402
 from harness_learning.training.config import GRPOOnlineConfig, as_dict  # noqa: E402
 from harness_learning.training.data import LogError, as_messages  # noqa: E402
@@ -119,37 +120,37 @@ class HarnessReward:
         """The task's dev problems: a logged prompt's report showed some of them."""
         return list(self.task.dev())
 
-    async def evaluate(self, source: str) -> Any:
+    async def evaluate(self, source: str, problems: list[Any]) -> Any:
+        """`source` on `problems` in sandbox workers, within `eval_timeout_s`."""
         from harness_learning.evals.evaluator import evaluate
 
         limit = self.config.eval_timeout_s
         try:
             return await asyncio.wait_for(
-                evaluate(source, self.problems, self.task, self.toolbox,
+                evaluate(source, problems, self.task, self.toolbox,
                          concurrency=self.config.concurrency), timeout=limit)
         except TimeoutError:
             raise TimeoutError(f"evaluation over {limit}s") from None
 
     async def judge(self, source: str, text: str, fmt: str, finish: str, *,
-                    line_limit: int = LINE_LIMIT, shown_golds: Sequence[object] = ()) -> Outcome:
-        """The adapter's judge (evals/judge.py) on one sampled completion."""
+                    line_limit: int = LINE_LIMIT, exposure: Exposure = NOTHING_SHOWN) -> Outcome:
+        """The adapter's judge (evals/judge.py) on one sampled completion: both reward-hacking
+        guards against what its prompt's report showed, the memorisation check included."""
         return await judge_candidate(source, text, fmt, finish, track=self.task.track,
-                                     line_limit=line_limit, shown_golds=shown_golds,
-                                     evaluate=self.evaluate)
+                                     line_limit=line_limit, selection=self.problems,
+                                     evaluate=self.evaluate, exposure=exposure)
 
-    def shown_golds(self, prompt: Any) -> list[object]:
-        """Gold answers the prompt's report showed: those of the dev problems whose question
-        it quotes (the feedback problems of the round that logged it)."""
-        from harness_learning.evals.guards import report_golds
-
+    def exposure(self, prompt: Any) -> Exposure:
+        """What the prompt's report showed: the dev problems whose question it quotes (the
+        feedback problems of the round that logged it) and whose gold it shows."""
         text = prompt if isinstance(prompt, str) else "\n".join(
             str(m.get("content", "")) for m in prompt)
         quoted = [p for p in self.dev_pool if str(p.inputs.get("question", "")) in text]
-        return report_golds(quoted, text)
+        return Exposure.of(quoted, text, self.task)
 
     async def parent_score(self, source: str) -> float:
         if source not in self._parent_scores:
-            self._parent_scores[source] = (await self.evaluate(source)).mean_score
+            self._parent_scores[source] = (await self.evaluate(source, self.problems)).mean_score
         return self._parent_scores[source]
 
     async def __call__(self, prompts: list, completions: list, completion_ids: list,
@@ -165,7 +166,7 @@ class HarnessReward:
             async with sem:
                 return await self.judge(source[i], texts[i], edit_format[i], finish[i],
                                         line_limit=lines[i],
-                                        shown_golds=self.shown_golds(prompts[i]))
+                                        exposure=self.exposure(prompts[i]))
 
         judged = await asyncio.gather(*(one(i) for i in range(len(texts))))
         parents = {s: await self.parent_score(s) for s in set(source)}

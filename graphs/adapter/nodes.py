@@ -8,14 +8,13 @@ import json
 from typing import Any
 
 from harness_learning.evals.evaluator import evaluate
-from harness_learning.evals.guards import report_golds
-from harness_learning.evals.judge import Outcome, check_candidate, flag_memorised, score_candidate
+from harness_learning.evals.judge import Outcome, check_candidate, settle_candidate
+from harness_learning.evals.memorisation import PROBE, Exposure, Probe
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult
 from harness_learning.evals.splits import sample_round
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.inputs import start_source
-from harness_learning.graphs.adapter.memo_probe import memorisation_probe
 from harness_learning.graphs.adapter.policies import Scored, decide
 from harness_learning.graphs.adapter.proposer import build_proposer_messages
 from harness_learning.graphs.adapter.report import build_report
@@ -157,9 +156,9 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
             round_=round_, index=index, messages=messages, completion=completion,
             edit_format=cfg.edit_format, parent_sha=parent_sha)
     rules = {"track": ctx.task.track, "line_limit": cfg.line_limit}
-    shown = report_golds(ctx.dev_problems(payload.get("feedback_ids", [])), payload["report"])
+    exposure = round_exposure(ctx, payload)
     outcome = check_candidate(parent_source, proposal.completion, cfg.edit_format,
-                              proposal.finish_reason, shown_golds=shown, **rules)
+                              proposal.finish_reason, exposure=exposure, **rules)
     # Every candidate's diff is logged, invalid ones too (`harness-learn show/report` read it).
     await store.aappend_event("candidate_diff", {"proposal_id": proposal.id, "diff": outcome.diff})
     sha = None
@@ -172,17 +171,27 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
                     "outcome": outcome.to_dict()}
         result = await evaluate_cached(ctx, sha, ctx.dev_problems(payload["selection_ids"]),
                                        "selection", round_)
-        outcome = score_candidate(outcome, result, **rules)
-        if outcome.valid:
-            # Memorisation check (memo_probe.py): much better where the report showed the gold
-            # than on comparable unseen problems, beyond chance: flagged, never adopted, reward 0.
-            hacked = await memorisation_probe(ctx, sha, payload, result, evaluate_cached)
-            if hacked:
-                outcome = flag_memorised(outcome, hacked, **rules)
+        outcome = await settle_candidate(outcome, result, exposure=exposure,
+                                         probe=probe_of(ctx, sha, round_), **rules)
     view = candidate_view(round_, index, proposal.id, sha, outcome)
     ctx.progress("candidate", dict(view))
     await record_outcome(store, proposal.id, sha, outcome, payload["parent_score"])
     return view
+
+
+def round_exposure(ctx: AdapterContext, shown: dict) -> Exposure:
+    """What the round's report showed the Proposer (`shown` holds its `report` and
+    `feedback_ids`), for the judge's reward-hacking guards."""
+    return Exposure.of(ctx.dev_problems(shown.get("feedback_ids") or []),
+                       shown.get("report") or "", ctx.task)
+
+
+def probe_of(ctx: AdapterContext, sha: str, round_: int) -> Probe:
+    """The judge's memorisation probe for candidate `sha`: evaluations reused from and logged to
+    the store under purpose "probe"."""
+    async def probe(problems: list[Problem]) -> EvalResult:
+        return await evaluate_cached(ctx, sha, problems, PROBE, round_)
+    return probe
 
 
 def candidate_view(round_: int, index: int, proposal_id: str, sha: str | None,

@@ -10,11 +10,17 @@ Re-running the node after a crash redoes no evaluation: every stage goes through
 
 from __future__ import annotations
 
-from harness_learning.evals.judge import Outcome, flag_memorised, score_candidate
+from harness_learning.evals.judge import Outcome, settle_candidate
+from harness_learning.evals.memorisation import Exposure
 from harness_learning.evals.result import EvalResult
 from harness_learning.graphs.adapter.context import AdapterContext
-from harness_learning.graphs.adapter.memo_probe import memorisation_probe
-from harness_learning.graphs.adapter.nodes import candidate_view, evaluate_cached, record_outcome
+from harness_learning.graphs.adapter.nodes import (
+    candidate_view,
+    evaluate_cached,
+    probe_of,
+    record_outcome,
+    round_exposure,
+)
 from harness_learning.graphs.adapter.racing import RaceRule, race
 from harness_learning.graphs.adapter.state import AdapterState, CandidateView
 
@@ -28,10 +34,9 @@ def make_race_node(ctx: AdapterContext, rule: RaceRule | None = None):
         round_ = state["round"]
         drafts = sorted((d for d in state.get("drafts") or [] if d["round"] == round_),
                         key=lambda d: d["index"])
-        shown = {"round": round_, "feedback_ids": state.get("feedback_ids") or [],
-                 "report": state.get("report") or ""}
         settled = await race_candidates(ctx, drafts, state["selection_ids"], round_, rule,
-                                        state.get("current_selection_score"), shown)
+                                        state.get("current_selection_score"),
+                                        exposure=round_exposure(ctx, state))
         return {"candidates": settled}
 
     return race_node
@@ -39,11 +44,11 @@ def make_race_node(ctx: AdapterContext, rule: RaceRule | None = None):
 
 async def race_candidates(ctx: AdapterContext, drafts: list[CandidateView],
                           selection_ids: list[str], round_: int,
-                          rule: RaceRule, parent_score: float | None = None,
-                          shown: dict | None = None) -> list[CandidateView]:
-    """Race the drafts on the selection problems (in their sampled order); settle each.
-    A survivor is put to the memorisation check (`memo_probe`) against what the report
-    `shown` ({round, feedback_ids, report}) held, as `make_candidate` does."""
+                          rule: RaceRule, parent_score: float | None = None, *,
+                          exposure: Exposure) -> list[CandidateView]:
+    """Race the drafts on the selection problems (in their sampled order); settle each with
+    the judge, which puts every valid one, raced out or not, to the memorisation check against
+    what the round's report showed (`exposure`), as `make_candidate` does."""
     problems = ctx.dev_problems(selection_ids)
     by_index = {d["index"]: d for d in drafts}
     results: dict[int, list] = {i: [] for i in by_index}
@@ -63,11 +68,9 @@ async def race_candidates(ctx: AdapterContext, drafts: list[CandidateView],
     for index, draft in by_index.items():
         standing = raced.standings[index]
         evaluation = EvalResult(results[index])
-        judged = score_candidate(Outcome.from_dict(draft["outcome"]), evaluation, **rules)
-        if judged.valid and not standing.raced_out and shown is not None:
-            hacked = await memorisation_probe(ctx, draft["sha"], shown, evaluation, evaluate_cached)
-            if hacked:
-                judged = flag_memorised(judged, hacked, **rules)
+        judged = await settle_candidate(Outcome.from_dict(draft["outcome"]), evaluation,
+                                        exposure=exposure,
+                                        probe=probe_of(ctx, draft["sha"], round_), **rules)
         view: CandidateView = {
             **candidate_view(draft["round"], index, draft["proposal_id"], draft["sha"], judged),
             "pending": False, "raced_out": standing.raced_out,

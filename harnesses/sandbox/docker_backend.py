@@ -1,10 +1,22 @@
-"""The Docker backend: the same worker protocol in a container with no network, a read-only
-root, and memory, CPU and pids limits. Chosen when a Docker engine answers.
+"""The Docker backend: the same worker protocol in a container, with the local backend's
+protections: no network, a read-only root, the same filesystem view (`local.view_mounts`: the
+interpreter, the project's layers and only the allowlisted packages, read-only; never the whole
+site-packages), the same seccomp lists (`seccomp.docker_profile`), a bounded /dev/shm, and
+memory, pids and CPU limits from the same `Limits`. Chosen when a Docker engine answers.
+
+The container runs this machine's interpreter from the bound view, so the image contributes
+only an empty userland under the binds: what it has installed is never importable. Top-level
+directories that the binds sit under, other than the system ones (the virtualenv's /work, a
+pyenv under /root), are root-owned empty tmpfs mounts, so the image's content there is hidden
+and the sandbox user can walk down to the binds but write nothing.
 
 The container cannot inherit a socket, so the worker speaks the bridge over its stdin and
 stdout (`HARNESS_BRIDGE_FD=stdio`: it keeps private copies of fds 0/1 and points fd 1 at
 stderr, so harness prints cannot corrupt the bridge). The attach socket multiplexes stdout and
 stderr in frames (8-byte header: stream, 0, 0, 0, big-endian length), which `Demux` splits.
+
+What Docker does not give: one cgroup per candidate. Each `tools.python` call is its own
+container with its own limits (`Limits.for_python`), not a share of its candidate's.
 """
 
 from __future__ import annotations
@@ -12,22 +24,39 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import struct
+import sys
 import threading
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
+from harness_learning.harnesses.sandbox import seccomp
 from harness_learning.harnesses.sandbox.backend import (
     SandboxBackend,
     SandboxProcess,
     sandbox_backend,
 )
 from harness_learning.harnesses.sandbox.limits import Limits
-from harness_learning.harnesses.sandbox.local import SCRATCH, base_env, project_dirs
+from harness_learning.harnesses.sandbox.local import (
+    ETC_FILES,
+    SCRATCH,
+    SYSTEM_DIRS,
+    TMPFS_BYTES,
+    base_env,
+    view_mounts,
+)
 from harness_learning.harnesses.sandbox.protocol import MAX_MESSAGE_BYTES
 
 DEFAULT_IMAGE = "harness-learning-sandbox:latest"
-"""An image with this project's dependencies installed (the project's packages are mounted)."""
+"""Any small Linux image (e.g. a Debian slim one tagged so): it gives the container a root
+filesystem; the interpreter and every package come from the bound view."""
+SANDBOX_USER = "65534:65534"
+WALK_ONLY = "size=64k,mode=0755"
+"""A root-owned empty tmpfs: the sandbox user may walk through it, not write to it."""
+EMPTY = "ro,size=16k"
+"""An empty read-only tmpfs: hides a package directory of the image or the host."""
 
 
 @functools.cache
@@ -44,27 +73,63 @@ def docker_available(image: str = DEFAULT_IMAGE) -> bool:
         return False
 
 
+def filesystem_binds() -> tuple[list[tuple[str, str]], list[str]]:
+    """(read-only binds (host path, container path) in mount order, paths emptied by a tmpfs):
+    the system directories and /etc files the local backend binds (symlinked ones by their
+    target, so the host's loader and libraries are the ones found), then `view_mounts`."""
+    binds: list[tuple[str, str]] = []
+    for path in [*SYSTEM_DIRS, *(f"/etc/{name}" for name in ETC_FILES)]:
+        if os.path.exists(path):
+            binds.append((os.path.realpath(path), path))
+    hidden = []
+    for source, target in view_mounts():
+        if source is None:
+            hidden.append(target)
+        else:
+            binds.append((source, target))
+    return binds, hidden
+
+
+def walk_only_roots(targets: list[str]) -> list[str]:
+    """The top-level directories of `targets` that are not system directories, /etc, /tmp or
+    the scratch directory: each becomes a `WALK_ONLY` tmpfs."""
+    covered = {*SYSTEM_DIRS, "/etc", "/tmp", SCRATCH, "/dev", "/proc"}
+    roots = {"/" + PurePosixPath(t).parts[1] for t in targets if len(PurePosixPath(t).parts) > 1}
+    return sorted(roots - covered)
+
+
 def container_config(args: list[str], limits: Limits, env: dict[str, str], image: str,
-                     python: str = "python") -> dict[str, Any]:
-    """Keyword arguments of `client.containers.create` for one sandbox process."""
-    mounts = {d: {"bind": d, "mode": "ro"} for d in project_dirs()}
+                     python: str | None = None) -> dict[str, Any]:
+    """Keyword arguments of `client.containers.create` for one sandbox process: `python -s
+    <args>` (this machine's interpreter) under the protections above."""
+    from docker.types import Mount
+
+    binds, hidden = filesystem_binds()
+    tmpfs = {root: WALK_ONLY for root in walk_only_roots([t for _, t in binds])}
+    tmpfs |= {d: EMPTY for d in hidden}
+    tmpfs |= {SCRATCH: f"size={limits.scratch_mb}m,mode=1777",
+              "/tmp": f"size={TMPFS_BYTES >> 20}m,mode=1777"}
     return {
         "image": image,
-        "command": [python, "-s", *args],
+        "command": [python or sys.executable, "-s", *args],
         "environment": base_env(SCRATCH, env),
         "working_dir": SCRATCH,
-        "user": "65534:65534",
+        "user": SANDBOX_USER,
         "network_mode": "none",
         "network_disabled": True,
+        "ipc_mode": "private",
         "read_only": True,
-        "tmpfs": {SCRATCH: f"size={limits.scratch_mb}m,mode=1777", "/tmp": "size=64m,mode=1777"},
-        "volumes": mounts,
-        "mem_limit": f"{limits.memory_mb}m",
-        "memswap_limit": f"{limits.memory_mb}m",
-        "nano_cpus": 1_000_000_000,
+        "privileged": False,
+        "mounts": [Mount(target, source, type="bind", read_only=True)
+                   for source, target in binds],
+        "tmpfs": tmpfs,
+        "shm_size": limits.shm_mb << 20,
+        "mem_limit": limits.memory_mb << 20,
+        "memswap_limit": limits.memory_mb << 20,
+        "nano_cpus": int(limits.cpu_cores * 1e9),
         "pids_limit": limits.pids,
         "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges"],
+        "security_opt": ["no-new-privileges", seccomp.docker_security_opt()],
         "ulimits": [{"name": "cpu", "soft": limits.cpu_s, "hard": limits.cpu_s + 5},
                     {"name": "fsize", "soft": limits.file_size_mb << 20,
                      "hard": limits.file_size_mb << 20}],
@@ -157,7 +222,9 @@ class DockerBackend(SandboxBackend):
 
     def protections(self) -> dict[str, bool]:
         return {"rlimits": True, "bwrap": False, "network_isolated": True, "read_only_root": True,
-                "cgroup_pids": True, "scrubbed_env": True, "docker": True}
+                "import_allowlist": True, "seccomp": True, "userns_disabled": True,
+                "shm_bounded": True, "cgroup_pids": True, "cgroup_memory": True,
+                "cgroup_cpu": True, "scrubbed_env": True, "docker": True}
 
     async def spawn(self, args: list[str], limits: Limits, env: dict[str, str], *,
                     pass_fds: tuple[int, ...] = (), stdin: Any = None) -> DockerProcess:

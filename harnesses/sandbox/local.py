@@ -68,16 +68,23 @@ def python_dirs() -> list[str]:
     return sorted(d for d in dirs if os.path.isdir(d))
 
 
-def view_argv() -> list[str]:
-    """Binds of the interpreter, the curated site-packages and the project's layers: other
-    package directories are covered by empty tmpfs mounts (see `imports`)."""
-    argv: list[str] = []
-    for d in python_dirs() + project_dirs():
-        argv += ["--ro-bind", d, d]
-    for d in imports.hidden_site_dirs():
-        argv += ["--tmpfs", d]
+def view_mounts() -> list[tuple[str | None, str]]:
+    """The sandbox's import surface as (host path, or None for an empty tmpfs; sandbox path),
+    in mount order: the interpreter and the project's layers read-only, other package
+    directories emptied, the curated site-packages over the virtualenv's (see `imports`).
+    Every backend mounts exactly this (bubblewrap: `view_argv`; Docker: `docker_backend`)."""
+    mounts: list[tuple[str | None, str]] = [(d, d) for d in python_dirs() + project_dirs()]
+    mounts += [(None, d) for d in imports.hidden_site_dirs()]
     site, view = imports.site_tree()
-    return argv + ["--ro-bind", view, site]
+    return [*mounts, (view, site)]
+
+
+def view_argv() -> list[str]:
+    """`view_mounts` as bubblewrap arguments."""
+    argv: list[str] = []
+    for source, target in view_mounts():
+        argv += ["--tmpfs", target] if source is None else ["--ro-bind", source, target]
+    return argv
 
 
 def bwrap_argv(scratch_bytes: int, env: dict[str, str], *, shm_bytes: int = TMPFS_BYTES,

@@ -10,11 +10,17 @@ bubblewrap's `--disable-userns` and the dropped capabilities already bound.
 The program is handed to bubblewrap (`--seccomp FD`), which installs it after its own setup,
 so only the sandboxed program and what it starts run under it. A process of another
 architecture than the filter's is killed; on x86_64 the x32 ABI is refused as a whole.
+
+The Docker backend gets the same lists as a Docker seccomp profile (`docker_profile`), so there
+is one list of refused calls. Docker has no `--disable-userns`, so its profile also refuses
+`clone` with any namespace flag (what Docker's own default profile does; without a capability
+only a user namespace could be made, and from it the rest).
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import platform
 import struct
@@ -103,3 +109,42 @@ def filter_fd() -> int:
     os.write(fd, data)
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
+
+
+DOCKER_ARCHES = {"x86_64": "SCMP_ARCH_X86_64", "aarch64": "SCMP_ARCH_AARCH64",
+                 "arm64": "SCMP_ARCH_AARCH64"}
+CLONE_NAMESPACE_FLAGS = {"CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000,
+                         "CLONE_NEWUTS": 0x04000000, "CLONE_NEWIPC": 0x08000000,
+                         "CLONE_NEWUSER": 0x10000000, "CLONE_NEWPID": 0x20000000,
+                         "CLONE_NEWNET": 0x40000000}
+
+
+def docker_profile(machine: str | None = None) -> dict:
+    """`DENIED` and `NOT_IMPLEMENTED` as a Docker seccomp profile for `machine` (default: this
+    one): everything else allowed, as the BPF filter does, plus `clone` refused with any
+    namespace flag. Only the native ABI is listed, so libseccomp refuses others (x32 too).
+    Raises ValueError for an architecture without a table."""
+    machine = machine or platform.machine()
+    if machine not in DOCKER_ARCHES:
+        raise ValueError(f"no seccomp syscall table for {machine!r}; known: {sorted(ARCHES)}")
+    # The first argument of x86_64 clone and aarch64 clone alike is the flags word.
+    no_namespaces = [{"names": ["clone"], "action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM,
+                      "args": [{"index": 0, "value": flag, "valueTwo": flag,
+                                "op": "SCMP_CMP_MASKED_EQ"}]}
+                     for flag in CLONE_NAMESPACE_FLAGS.values()]
+    return {
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "architectures": [DOCKER_ARCHES[machine]],
+        "syscalls": [
+            {"names": list(DENIED), "action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM},
+            {"names": list(NOT_IMPLEMENTED), "action": "SCMP_ACT_ERRNO",
+             "errnoRet": errno.ENOSYS},
+            *no_namespaces,
+        ],
+    }
+
+
+def docker_security_opt(machine: str | None = None) -> str:
+    """The profile as Docker's `seccomp=` security option. The engine's API takes the profile's
+    content (the CLI's `--security-opt seccomp=FILE` reads FILE and sends exactly this)."""
+    return "seccomp=" + json.dumps(docker_profile(machine), separators=(",", ":"))

@@ -1,5 +1,6 @@
 """The one candidate judge: the adapter's candidate node, its race node and online GRPO's reward
-give the same completion the same outcome; a no-op edit is invalid with reward 0.
+give the same completion the same outcome, both reward-hacking guards included (golds hidden from
+the literal guard are caught by behaviour); a no-op edit is invalid with reward 0.
 
 Candidates run in real sandbox workers; the Solver and Proposer are scripted (control flow: the
 same paths run against the real local model in test_racing and test_grpo_online)."""
@@ -7,6 +8,7 @@ same paths run against the real local model in test_racing and test_grpo_online)
 from __future__ import annotations
 
 import asyncio
+import hashlib
 
 import pytest
 from harness_learning.evals.judge import (
@@ -16,10 +18,12 @@ from harness_learning.evals.judge import (
     check_candidate,
     judge_candidate,
 )
+from harness_learning.evals.memorisation import Exposure
+from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
-from harness_learning.graphs.adapter.nodes import make_candidate
+from harness_learning.graphs.adapter.nodes import make_candidate, round_exposure
 from harness_learning.graphs.adapter.proposer import build_proposer_messages
 from harness_learning.graphs.adapter.race_round import race_candidates
 from harness_learning.graphs.adapter.racing import RaceRule
@@ -31,10 +35,20 @@ from scripted_sums import ScriptedModel, SumTask, solver_rule
 
 SEED = seed_source("reasoning_direct")
 SEED_LINE = next(line for line in SEED.splitlines() if line.startswith('PROMPT = """Solve'))
-REPORT = "Problem d5: What is 5 + 8?\nGold answer: 13\nPrediction: 14 (score 0)"
-"""The report the Proposer saw: it shows problem d5's gold answer, 13."""
+FEEDBACK = ("d1", "d3", "d5", "d7")
+REPORT = "\n\n".join(f"Problem d{i}: What is {i} + {i + 3}?\nGold answer: {2 * i + 3}\n"
+                     f"Prediction: {2 * i + 4} (score 0)" for i in (1, 3, 5, 7))
+"""The report the Proposer saw: the feedback problems the seed got wrong, gold answers shown."""
 LINE_LIMIT = 200
 MAX_COMPLETION = 64
+
+
+class SumsWithControl(SumTask):
+    """`SumTask` with comparable problems no report shows (the memorisation check's control)."""
+
+    def control(self, n: int) -> list[Problem]:
+        return [Problem(f"c{i}", {"question": f"What is {i} + {i + 3}?"}, str(2 * i + 3))
+                for i in range(20, 20 + n)]
 
 
 def block(search: str, replace: str) -> str:
@@ -42,6 +56,25 @@ def block(search: str, replace: str) -> str:
 
 
 CAREFUL = block(SEED_LINE, SEED_LINE.replace("Solve", "Solve CAREFULLY"))
+ASK_LINE = '        ask = {"role": "user", "content": PROMPT.format(question=state["question"])}'
+
+
+def question_key(question: str) -> str:
+    return hashlib.sha256(question.encode()).hexdigest()[:12]
+
+
+def encoded_hard_coding() -> str:
+    """An edit that answers the shown problems from a table of golds stored shifted by 7 and
+    keyed by a hash of the question (no literal equals a gold), and calls no Solver."""
+    shown = [p for p in SumTask(8).dev() if p.id in FEEDBACK]
+    table = ", ".join(f"{question_key(p.question)!r}: {int(p.gold) + 7}" for p in shown)
+    return block(ASK_LINE, "        import hashlib\n"
+                 "        k = hashlib.sha256(state['question'].encode()).hexdigest()[:12]\n"
+                 f"        table = {{{table}}}\n"
+                 "        return {'answer': str(table[k] - 7) if k in table else 'unknown'}\n"
+                 + ASK_LINE)
+
+
 CASES = {  # name: (completion, edit format, finish reason)
     "search_replace": (CAREFUL, "search_replace", "stop"),
     "whole_program": (f"```python\n{SEED.replace('Think briefly,', 'Think CAREFULLY,')}```\n",
@@ -51,6 +84,7 @@ CASES = {  # name: (completion, edit format, finish reason)
     "no_op": (block(SEED_LINE, SEED_LINE), "search_replace", "stop"),
     "hard_coded_gold": (block('        return {"answer": answer}', '        return {"answer": "13"}'),
                         "search_replace", "stop"),
+    "encoded_hard_coding": (encoded_hard_coding(), "search_replace", "stop"),
 }
 EXPECTED = {  # name: (valid, invalid kind, reward)
     "search_replace": (True, None, pytest.approx(1.30)),
@@ -59,6 +93,7 @@ EXPECTED = {  # name: (valid, invalid kind, reward)
     "truncated": (False, "truncated", 0.0),
     "no_op": (False, UNCHANGED, 0.0),
     "hard_coded_gold": (False, "reward_hacking", 0.0),
+    "encoded_hard_coding": (False, "reward_hacking", 0.0),
 }
 OUTCOME_FIELDS = ("parsed", "applied", "valid", "invalid_reason", "completed_fraction",
                   "selection_score", "reward", "reward_parts", "parsed_edit")
@@ -83,7 +118,7 @@ async def adapter_outcomes(tmp_path, policy: str) -> dict[str, dict]:
                              concurrency=8, line_limit=LINE_LIMIT,
                              race=RaceRule(z=1e9, keep=None)).with_track_defaults("reasoning")
         ctx = AdapterContext.from_config(
-            config, task=SumTask(8), solver=ScriptedModel(solver_rule),
+            config, task=SumsWithControl(8), solver=ScriptedModel(solver_rule),
             proposer=ScriptedModel(lambda _, params, names=names:
                                    CASES[names[params["seed"] % 1009]][::2]))
         ctx.store.init_run({"test": policy})
@@ -92,19 +127,21 @@ async def adapter_outcomes(tmp_path, policy: str) -> dict[str, dict]:
         async with ctx:
             views = [await make_candidate(ctx, {
                 "round": 1, "index": i, "current_sha": parent, "report": REPORT,
-                "selection_ids": ids, "feedback_ids": ["d5"], "parent_score": 0.5})
+                "selection_ids": ids, "feedback_ids": list(FEEDBACK), "parent_score": 0.5})
                 for i in range(len(names))]
             drafts = [v for v in views if v.get("pending")]
             assert (policy == "racing") == bool(drafts)
             if drafts:
-                await race_candidates(ctx, drafts, ids, 1, config.race, parent_score=0.5)
+                await race_candidates(ctx, drafts, ids, 1, config.race, parent_score=0.5,
+                                      exposure=round_exposure(ctx, {"report": REPORT,
+                                                                    "feedback_ids": FEEDBACK}))
             out |= {name: logged(ctx.store.get_proposal(1, i)) for i, name in enumerate(names)}
     return out
 
 
 async def grpo_outcomes(tmp_path) -> dict[str, dict]:
     """Each case through online GRPO's reward function, as TRL calls it."""
-    task = SumTask(8)
+    task = SumsWithControl(8)
     config = GRPOOnlineConfig(task="sums", concurrency=8, max_completion_length=MAX_COMPLETION)
     reward = HarnessReward(config, task, task.dev(), tmp_path / "grpo")
     reward.toolbox = Toolbox(solver=ScriptedModel(solver_rule))
@@ -133,9 +170,21 @@ def test_the_three_callers_judge_alike(tmp_path):
         assert (reason is None) if kind is None else reason.startswith(f"{kind}: "), (name, got)
     assert full["search_replace"]["selection_score"] == 1.0
     assert full["hard_coded_gold"]["reward_parts"]["reward_hacking"] is True
+    encoded = full["encoded_hard_coding"]
+    assert encoded["invalid_reason"].startswith("reward_hacking: memorised"), encoded
+    assert encoded["reward_parts"]["reward_hacking"] is True and encoded["selection_score"] == 0.0
 
 
-def never_evaluated(_: str) -> EvalResult:
+def test_the_literal_guard_alone_does_not_see_the_encoded_golds():
+    """Why the behaviour check is needed: the encoded edit passes every check that needs no run."""
+    exposure = Exposure.of([p for p in SumTask(8).dev() if p.id in FEEDBACK], REPORT)
+    assert [p.id for p in exposure.shown] == list(FEEDBACK)
+    outcome = check_candidate(SEED, encoded_hard_coding(), "search_replace", "stop",
+                              track="reasoning", line_limit=LINE_LIMIT, exposure=exposure)
+    assert outcome.needs_evaluation, outcome.invalid_reason
+
+
+def never_evaluated(_: str, __: list[Problem]) -> EvalResult:
     raise AssertionError("an invalid candidate must not be evaluated")
 
 
@@ -145,7 +194,8 @@ def never_evaluated(_: str) -> EvalResult:
 ])
 def test_a_no_op_edit_is_invalid_with_reward_zero(completion, fmt):
     outcome = asyncio.run(judge_candidate(SEED, completion, fmt, "stop", track="reasoning",
-                                          line_limit=LINE_LIMIT, evaluate=never_evaluated))
+                                          line_limit=LINE_LIMIT, selection=[],
+                                          evaluate=never_evaluated))
     assert outcome.parsed and outcome.applied and outcome.unchanged
     assert not outcome.valid and outcome.invalid_kind == UNCHANGED and outcome.reward == 0.0
     assert outcome.reward_parts["unchanged"] is True and outcome.new_source == SEED

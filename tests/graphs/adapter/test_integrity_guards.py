@@ -55,6 +55,7 @@ def test_encoded_hard_coding_is_flagged_on_the_reasoning_protocol(tmp_path):
 
 def test_a_raced_survivor_is_put_to_the_memorisation_check(tmp_path):
     from harness_learning.evals.judge import check_candidate
+    from harness_learning.evals.memorisation import Exposure
     from harness_learning.graphs.adapter.context import AdapterContext
     from harness_learning.graphs.adapter.race_round import race_candidates
     from harness_learning.graphs.adapter.racing import RaceRule
@@ -87,11 +88,11 @@ def test_a_raced_survivor_is_put_to_the_memorisation_check(tmp_path):
     drafts = [{"round": 1, "index": 0, "proposal_id": proposal.id, "outcome": outcome.to_dict(),
                "sha": store.put_version(outcome.new_source, parent=parent, round_=1, note="c")}]
     ids = [p.id for p in ctx.task.dev()]
-    shown = {"round": 1, "feedback_ids": ids, "report": report_for(ctx.task, ids)}
+    exposure = Exposure.of(ctx.task.dev(), report_for(ctx.task, ids), ctx.task)
 
     async def go():
         try:
-            return await race_candidates(ctx, drafts, ids, 1, RaceRule(), 0.0, shown)
+            return await race_candidates(ctx, drafts, ids, 1, RaceRule(), 0.0, exposure=exposure)
         finally:
             await ctx.pool.close()
 
@@ -99,3 +100,76 @@ def test_a_raced_survivor_is_put_to_the_memorisation_check(tmp_path):
     assert not view["valid"] and view["reward"] == 0.0
     assert view["invalid_reason"].startswith("reward_hacking: memorised")
     assert store.get_proposal(1, 0).reward_parts["reward_hacking"] is True
+
+
+def test_a_raced_out_candidate_is_put_to_the_memorisation_check_too(tmp_path):
+    """A memoriser the race drops early (it fails the unseen problems run first) is still
+    flagged, so its logged reward (what offline training reads) is 0; an honest rival is not."""
+    import hashlib
+
+    from harness_learning.evals.judge import check_candidate
+    from harness_learning.evals.memorisation import Exposure
+    from harness_learning.graphs.adapter.context import AdapterContext
+    from harness_learning.graphs.adapter.race_round import race_candidates
+    from harness_learning.graphs.adapter.racing import RaceRule
+    from harness_learning.graphs.lab.reliability.proposals import (
+        SOLVE_LINE,
+        SumTaskWithControl,
+        block,
+        report_for,
+    )
+    from harness_learning.harnesses.llm import Completion
+    from harness_learning.harnesses.seeds import seed_source
+    from harness_learning.harnesses.toolbox import Toolbox
+
+    task = SumTaskWithControl(n_dev=12)
+    shown_ids = [f"d{i}" for i in range(1, 7)]
+    table = ", ".join(f"{hashlib.sha256(p.question.encode()).hexdigest()[:12]!r}: "
+                      f"{int(p.gold) + 7}" for p in task.dev() if p.id in shown_ids)
+    edits = {
+        "honest": block(SOLVE_LINE, "        import re\n"
+                        "        a, b = map(int, re.findall(r'[0-9]+', state['question'])[:2])\n"
+                        "        return {'answer': str(a + b)}\n" + SOLVE_LINE),
+        "memoriser": block(SOLVE_LINE, "        import hashlib\n"
+                           "        k = hashlib.sha256(state['question'].encode()).hexdigest()[:12]\n"
+                           f"        table = {{{table}}}\n"
+                           "        return {'answer': str(table[k] - 7) if k in table else '?'}\n"
+                           + SOLVE_LINE),
+    }
+    config = AdaptConfig(task="sums", run_dir=str(tmp_path), rounds=1, candidates=2,
+                         policy="racing", edit_format="search_replace",
+                         selection=12).with_track_defaults("reasoning")
+    ctx = AdapterContext.from_config(config, task=task, toolbox=Toolbox())  # no Solver call
+    store = ctx.store
+    store.init_run({"test": "raced-out memorisation"})
+    seed = seed_source("reasoning_direct")
+    parent = store.put_version(seed, parent=None, round_=0, note="seed")
+    drafts = []
+    for index, edit in enumerate(edits.values()):
+        proposal = store.put_proposal_draft(
+            round_=1, index=index, messages="edit it", edit_format="search_replace",
+            parent_sha=parent, completion=Completion(
+                text=edit, prompt_tokens=0, completion_tokens=0, latency_s=0.0,
+                finish_reason="stop", cached=False, model="fixed edit"))
+        outcome = check_candidate(seed, edit, "search_replace", "stop", track="reasoning",
+                                  line_limit=config.line_limit)
+        assert outcome.needs_evaluation, outcome.invalid_reason
+        drafts.append({"round": 1, "index": index, "proposal_id": proposal.id,
+                       "outcome": outcome.to_dict(),
+                       "sha": store.put_version(outcome.new_source, parent=parent, round_=1,
+                                                note=f"c{index}")})
+    unseen_first = [f"d{i}" for i in range(7, 13)] + shown_ids
+    exposure = Exposure.of(ctx.dev_problems(shown_ids), report_for(task, shown_ids), task)
+
+    async def go():
+        try:
+            return await race_candidates(ctx, drafts, unseen_first, 1, RaceRule(keep=(0.5,)),
+                                         0.0, exposure=exposure)
+        finally:
+            await ctx.pool.close()
+
+    honest, memoriser = asyncio.run(go())
+    assert memoriser["raced_out"] and memoriser["evaluated"] < len(unseen_first), memoriser
+    assert memoriser["invalid_reason"].startswith("reward_hacking: memorised"), memoriser
+    assert memoriser["reward"] == 0.0 and store.get_proposal(1, 1).reward == 0.0
+    assert honest["valid"] and not honest["raced_out"] and honest["selection_score"] == 1.0

@@ -169,7 +169,7 @@ def test_race_node_follows_the_configured_rule(tmp_path, scripted):
 def test_race_node_with_the_real_local_solver(local_model_url, tmp_path):
     """The race over two stored candidates, their problems answered by the real local model:
     stages run, results land in the log, and each candidate is settled with its own count."""
-    from harness_learning.evals.judge import check_candidate
+    from harness_learning.evals.judge import NOTHING_SHOWN, check_candidate
     from harness_learning.graphs.adapter.race_round import race_candidates
     from harness_learning.graphs.adapter.racing import RaceRule
     from harness_learning.harnesses.llm import Completion
@@ -204,7 +204,7 @@ def test_race_node_with_the_real_local_solver(local_model_url, tmp_path):
 
     async def go():
         async with ctx:
-            return await race_candidates(ctx, drafts, ids, 1, RaceRule())
+            return await race_candidates(ctx, drafts, ids, 1, RaceRule(), exposure=NOTHING_SHOWN)
 
     settled = asyncio.run(go())
     store = RunDir(config.path).open_store()

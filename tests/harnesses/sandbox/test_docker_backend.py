@@ -1,38 +1,137 @@
-"""Docker backend: container settings (unit) and a live run where an engine answers."""
+"""Docker backend: the container spec it builds, checked for each protection the local backend
+has (no engine needed), and live runs where an engine with the sandbox image answers."""
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import json
+import os
 import struct
+import sys
 
 import pytest
-from harness_learning.harnesses.sandbox import Limits, Worker
+from harness_learning.harnesses.sandbox import Limits, Worker, imports, seccomp
 from harness_learning.harnesses.sandbox.docker_backend import (
+    EMPTY,
+    WALK_ONLY,
     Demux,
     DockerBackend,
     container_config,
     docker_available,
 )
+from harness_learning.harnesses.sandbox.local import SYSTEM_DIRS, view_mounts
 from harness_learning.harnesses.seeds import seed_source
 
 from .conftest import ScriptedToolbox
 
+WORKER = ["-m", "harness_learning.harnesses.sandbox.worker"]
 
-def test_container_has_no_network_no_writable_root_and_limits(monkeypatch):
+
+def spec(limits: Limits | None = None) -> dict:
+    return container_config(WORKER, limits or Limits(), {"HARNESS_BRIDGE_FD": "stdio"}, "img")
+
+
+def profile_of(config: dict) -> dict:
+    (opt,) = [o for o in config["security_opt"] if o.startswith("seccomp=")]
+    return json.loads(opt.removeprefix("seccomp="))
+
+
+def test_container_has_no_network_no_privileges_and_a_scrubbed_env(monkeypatch):
     monkeypatch.setenv("HARNESS_TEST_API_KEY", "sk-planted")
-    limits = Limits(memory_mb=512, pids=20, cpu_s=30, file_size_mb=8, scratch_mb=48)
-    config = container_config(["-m", "harness_learning.harnesses.sandbox.worker"], limits,
-                              {"HARNESS_BRIDGE_FD": "stdio"}, "img")
+    config = spec()
     assert config["network_mode"] == "none" and config["network_disabled"] is True
-    assert config["read_only"] is True and config["cap_drop"] == ["ALL"]
-    assert config["mem_limit"] == "512m" and config["pids_limit"] == 20
-    assert config["user"] == "65534:65534" and "no-new-privileges" in config["security_opt"]
-    assert {"name": "cpu", "soft": 30, "hard": 35} in config["ulimits"]
-    assert config["tmpfs"]["/scratch"].startswith("size=48m,")
-    assert all(m["mode"] == "ro" for m in config["volumes"].values())
-    assert config["command"][-2:] == ["-m", "harness_learning.harnesses.sandbox.worker"]
+    assert config["read_only"] is True and config["privileged"] is False
+    assert config["cap_drop"] == ["ALL"] and "no-new-privileges" in config["security_opt"]
+    assert config["user"] == "65534:65534" and config["ipc_mode"] == "private"
+    assert config["command"] == [sys.executable, "-s", *WORKER]
     assert config["environment"]["HARNESS_BRIDGE_FD"] == "stdio"
     assert "sk-planted" not in config["environment"].values()
+    assert "volumes" not in config  # every path is one of the read-only mounts below
+
+
+@pytest.mark.parametrize("limits", [
+    Limits(memory_mb=512, pids=20, cpu_s=30, file_size_mb=8, scratch_mb=48, shm_mb=8,
+           cpu_cores=0.5),
+    Limits().for_python(),  # a tools.python container
+])
+def test_memory_pids_cpu_shm_and_files_come_from_the_limits(limits):
+    config = spec(limits)
+    assert config["mem_limit"] == config["memswap_limit"] == limits.memory_mb << 20  # no swap
+    assert config["pids_limit"] == limits.pids
+    assert config["nano_cpus"] == int(limits.cpu_cores * 1e9)
+    assert config["shm_size"] == limits.shm_mb << 20
+    assert {"name": "cpu", "soft": limits.cpu_s, "hard": limits.cpu_s + 5} in config["ulimits"]
+    fsize = limits.file_size_mb << 20
+    assert {"name": "fsize", "soft": fsize, "hard": fsize} in config["ulimits"]
+    assert config["tmpfs"]["/scratch"].startswith(f"size={limits.scratch_mb}m,")
+
+
+def test_the_container_mounts_only_the_allowlisted_packages_read_only():
+    config = spec()
+    mounts = config["mounts"]
+    assert mounts and all(m["Type"] == "bind" and m["ReadOnly"] is True for m in mounts)
+    by_target = {m["Target"]: m["Source"] for m in mounts}
+    site, view = imports.site_tree()
+    assert by_target[site] == view  # the curated view over the virtualenv's site-packages
+    assert site not in by_target.values()  # never the whole site-packages
+    assert sorted(os.listdir(view)) == sorted(imports.site_view()[1])
+    assert not any(name.startswith("reasoning_gym") for name in os.listdir(view))
+    # The same view as the local backend: every bind and every emptied directory of it.
+    for source, target in view_mounts():
+        if source is None:
+            assert config["tmpfs"][target] == EMPTY
+        else:
+            assert by_target[target] == source
+
+
+def test_the_sandbox_user_can_walk_to_every_bind_and_write_to_none():
+    config = spec()
+    writable = {"/scratch", "/tmp"}
+    for mount in config["mounts"]:
+        top = "/" + mount["Target"].split("/")[1]
+        assert top in SYSTEM_DIRS or top == "/etc" or config["tmpfs"][top] == WALK_ONLY, mount
+    for path, options in config["tmpfs"].items():
+        assert path in writable or "mode=1777" not in options, (path, options)
+    assert WALK_ONLY.endswith("mode=0755")  # root-owned: the sandbox user cannot write
+
+
+def test_the_seccomp_profile_is_the_bpf_filters_list():
+    profile = profile_of(spec())
+    assert profile == seccomp.docker_profile()
+    assert profile["defaultAction"] == "SCMP_ACT_ALLOW"
+    refused = {name: rule["errnoRet"] for rule in profile["syscalls"] if "args" not in rule
+               for name in rule["names"]}
+    assert refused == {**{n: errno.EPERM for n in seccomp.DENIED},
+                       **{n: errno.ENOSYS for n in seccomp.NOT_IMPLEMENTED}}
+    assert {"io_uring_setup", "perf_event_open", "keyctl", "bpf", "ptrace", "mount",
+            "unshare"} <= set(refused)
+
+
+@pytest.mark.parametrize(("machine", "arch"), [("x86_64", "SCMP_ARCH_X86_64"),
+                                               ("aarch64", "SCMP_ARCH_AARCH64")])
+def test_the_profile_lists_only_the_native_abi_and_refuses_namespaced_clones(machine, arch):
+    profile = seccomp.docker_profile(machine)
+    assert profile["architectures"] == [arch]
+    clones = [r for r in profile["syscalls"] if r["names"] == ["clone"]]
+    flags = {a["value"] for r in clones for a in r["args"]}
+    assert flags == set(seccomp.CLONE_NAMESPACE_FLAGS.values())
+    assert all(r["action"] == "SCMP_ACT_ERRNO" and r["errnoRet"] == errno.EPERM
+               and r["args"] == [{"index": 0, "value": r["args"][0]["value"],
+                                  "valueTwo": r["args"][0]["value"],
+                                  "op": "SCMP_CMP_MASKED_EQ"}] for r in clones)
+
+
+def test_an_unknown_architecture_has_no_profile():
+    with pytest.raises(ValueError, match="x86_64"):
+        seccomp.docker_profile("sparc64")
+
+
+def test_the_backend_reports_each_protection():
+    have = DockerBackend(client=object()).protections()
+    for key in ("network_isolated", "read_only_root", "import_allowlist", "seccomp",
+                "userns_disabled", "shm_bounded", "cgroup_memory", "cgroup_pids", "cgroup_cpu"):
+        assert have[key] is True, key
 
 
 def test_demux_splits_frames_across_reads():
@@ -42,9 +141,12 @@ def test_demux_splits_frames_across_reads():
     assert got == [(1, b"hello"), (2, b"err")]
 
 
+NO_ENGINE = "no Docker engine with the sandbox image answers here"
+
+
 def test_live_docker_worker():
     if not docker_available():
-        pytest.skip("no Docker engine with the sandbox image answers here")
+        pytest.skip(NO_ENGINE)
 
     async def go():
         async with Worker(ScriptedToolbox(), backend=DockerBackend()) as worker:
@@ -52,3 +154,59 @@ def test_live_docker_worker():
             return await worker.run("p", {"question": "q"})
 
     assert asyncio.run(go()).answer == "4"
+
+
+PROBE = """
+import ctypes, json, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+def call(nr, *args):
+    return 0 if libc.syscall(nr, *args) >= 0 else ctypes.get_errno()
+out = {"io_uring_setup": call(IO_URING, 1, 0), "keyctl": call(KEYCTL, 0, 0),
+       "unshare_user": 0 if libc.unshare(0x10000000) == 0 else ctypes.get_errno()}
+try:
+    import reasoning_gym  # noqa: F401
+    out["reasoning_gym"] = "importable"
+except ImportError:
+    out["reasoning_gym"] = "absent"
+def error(action):
+    try:
+        action()
+        return 0
+    except OSError as exc:
+        return exc.errno
+def fill_shm():
+    with open("/dev/shm/fill", "wb") as f:
+        for _ in range(SHM_MB * 2):
+            f.write(b"x" * (1 << 20))
+out["shm"] = error(fill_shm)
+out["root"] = error(lambda: open("/etc/hl-probe", "w"))
+out["net"] = error(lambda: socket.create_connection(("1.1.1.1", 53), timeout=2))
+print(json.dumps(out))
+"""
+
+
+def test_live_container_holds_each_protection():
+    """In a real container: the refused calls fail with EPERM, no dataset generator imports,
+    /dev/shm fills at its size, the root and the network are closed."""
+    if not docker_available():
+        pytest.skip(NO_ENGINE)
+    import platform
+
+    table = seccomp.ARCHES[platform.machine()][1]
+    limits = Limits(shm_mb=8)
+    script = (PROBE.replace("IO_URING", str(table["io_uring_setup"]))
+              .replace("KEYCTL", str(table["keyctl"])).replace("SHM_MB", str(limits.shm_mb)))
+
+    async def go() -> dict:
+        process = await DockerBackend().spawn(["-c", script], limits, {})
+        try:
+            out = await asyncio.wait_for(process.proc.stdout.read(), 120)
+            await process.proc.wait()
+        finally:
+            await process.cleanup()
+        return json.loads(out.decode().strip().splitlines()[-1])
+
+    got = asyncio.run(go())
+    assert got["io_uring_setup"] == got["keyctl"] == got["unshare_user"] == errno.EPERM, got
+    assert got["reasoning_gym"] == "absent" and got["shm"] == errno.ENOSPC, got
+    assert got["root"] == errno.EROFS and got["net"] != 0, got

@@ -1,0 +1,75 @@
+"""The behavioural hard-coding check, run by the judge (evals/judge.py) on every candidate that
+passed its evaluation, whoever judges it: the adapter's candidate and race nodes and online
+GRPO's reward.
+
+Literals are easy to hide (golds stored shifted, keyed by a hash of the question); what hiding
+cannot change is behaviour. An `Exposure` says what the feedback report showed the Proposer: the
+problems whose gold it showed and where comparable problems no report shows come from (the task's
+`control(n)`, where it has one). `memorisation_check` compares the candidate's scores on the
+shown problems with its scores on unseen ones (`guards.memorisation_reason`), evaluating through
+the caller's `probe` whatever the selection did not already run: the shown problems outside the
+selection and, where the selection holds too few unseen problems (the reasoning track's protocol
+evaluates selection on the feedback problems themselves), control problems.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from harness_learning.evals.guards import memorisation_reason, shown_problems
+from harness_learning.evals.problem import Problem
+from harness_learning.evals.result import EvalResult
+
+PROBE = "probe"
+"""The purpose under which a caller that logs results stores the check's own evaluations."""
+MIN_UNSEEN = 8
+MAX_CONTROL = 25
+
+Probe = Callable[[list[Problem]], Awaitable[EvalResult]]
+"""Evaluates the candidate being judged on the given problems (in the sandbox)."""
+Control = Callable[[int], Sequence[Problem]]
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """What the feedback report showed the Proposer, for both reward-hacking guards: the problems
+    whose gold it showed (the literal guard reads their golds, the behaviour check their scores)
+    and the task's source of comparable unseen problems. `Exposure()` showed nothing: both
+    guards pass."""
+
+    shown: tuple[Problem, ...] = ()
+    control: Control | None = None
+
+    @classmethod
+    def of(cls, problems: Iterable[Problem], report: str, task: object = None) -> Exposure:
+        """The `problems` whose gold `report` showed (each once), with `task.control` if any."""
+        unique = {p.id: p for p in shown_problems(problems, report)}
+        control = getattr(task, "control", None)
+        return cls(tuple(unique.values()), control if callable(control) else None)
+
+    @property
+    def golds(self) -> list[object]:
+        return [p.gold for p in self.shown]
+
+
+async def memorisation_check(selection: EvalResult, exposure: Exposure,
+                             probe: Probe) -> str | None:
+    """The reason the candidate looks memorised (`"reward_hacking: memorised ..."`), or None,
+    also when nothing compares. `selection` is its evaluation so far; `probe` runs the rest."""
+    if not exposure.shown:
+        return None
+    shown_ids = {p.id for p in exposure.shown}
+    selected = {r.problem_id: r.score for r in selection.results}
+    scores = dict(selected)
+    missing = [p for p in exposure.shown if p.id not in scores]
+    if missing:
+        scores.update({r.problem_id: r.score for r in (await probe(missing)).results})
+    shown_scores = [scores.get(p.id) for p in exposure.shown]
+    unseen = [s for pid, s in selected.items() if pid not in shown_ids]
+    if len(unseen) < MIN_UNSEEN and exposure.control is not None:
+        wanted = min(max(len(exposure.shown), MIN_UNSEEN), MAX_CONTROL)
+        extra = [p for p in exposure.control(wanted) if p.id not in shown_ids]
+        if extra:
+            unseen += [r.score for r in (await probe(extra)).results]
+    return memorisation_reason(shown_scores, unseen)
