@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 ALLOWED = ("langgraph", "langchain-core", "typing-extensions")
@@ -111,7 +112,10 @@ def hidden_site_dirs() -> list[str]:
 
 
 VIEW_PREFIX = ".hl-sandbox-site-"
-VIEW_FORMAT = "2"  # bump when the way a view is built changes
+VIEW_FORMAT = "3"  # bump when the way a view is built changes
+VIEW_COMPLETE = ".complete"
+"""Written last into a view: a directory without it is a build that did not finish."""
+_VIEW_LOCK = threading.Lock()
 
 
 def _link_or_copy(src: str, dst: str) -> None:
@@ -121,10 +125,43 @@ def _link_or_copy(src: str, dst: str) -> None:
         shutil.copy2(src, dst)
 
 
+def _build_view(site: str, entries: tuple[str, ...], view: Path) -> bool:
+    """Build `view` from a staging directory of this thread's own and rename it into place;
+    False when this location cannot hold it. Concurrent builders (processes, threads) each
+    stage apart, and the loser of the rename uses the winner's view."""
+    staging = view.with_name(f"{view.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        staging.mkdir()
+    except OSError:
+        return False
+    try:
+        for entry in entries:
+            src = Path(site) / entry
+            if src.is_dir():
+                # with __pycache__: workers never write bytecode, and compiling
+                # langgraph and pydantic from source costs seconds a start
+                shutil.copytree(src, staging / entry, copy_function=_link_or_copy)
+            else:
+                _link_or_copy(str(src), str(staging / entry))
+        (staging / VIEW_COMPLETE).touch()
+        staging.rename(view)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        return (view / VIEW_COMPLETE).is_file()  # another builder renamed first
+    return True
+
+
 @functools.cache
 def site_tree() -> tuple[str, str]:
     """(site-packages, a directory holding only its allowed entries), built on first use
-    next to the virtualenv (or in the temp directory when the virtualenv is read-only)."""
+    next to the virtualenv (or in the temp directory when the virtualenv is read-only).
+    Thread-safe: sandboxes are started from worker threads, and two threads building one
+    view at once must not see each other's half-copied directory."""
+    with _VIEW_LOCK:
+        return _site_tree()
+
+
+def _site_tree() -> tuple[str, str]:
     site, entries = site_view()
     # Names, inodes and mtimes: a reinstall (same version) makes new files, so a new view.
     stamps = [f"{e}:{st.st_ino}:{st.st_mtime_ns}" for e in entries
@@ -132,24 +169,6 @@ def site_tree() -> tuple[str, str]:
     key = hashlib.sha256("\n".join([VIEW_FORMAT, site, *stamps]).encode()).hexdigest()[:16]
     for parent in (Path(sys.prefix), Path(os.environ.get("TMPDIR", "/tmp"))):
         view = parent / f"{VIEW_PREFIX}{key}"
-        if view.is_dir():
+        if (view / VIEW_COMPLETE).is_file() or _build_view(site, entries, view):
             return site, str(view)
-        staging = parent / f"{VIEW_PREFIX}{key}.{os.getpid()}.tmp"
-        try:
-            staging.mkdir()
-            for entry in entries:
-                src = Path(site) / entry
-                if src.is_dir():
-                    # with __pycache__: workers never write bytecode, and compiling
-                                    # langgraph and pydantic from source costs seconds a start
-                    shutil.copytree(src, staging / entry, copy_function=_link_or_copy)
-                else:
-                    _link_or_copy(str(src), str(staging / entry))
-            staging.rename(view)
-        except OSError:
-            shutil.rmtree(staging, ignore_errors=True)
-            if view.is_dir():  # another process built it first
-                return site, str(view)
-            continue
-        return site, str(view)
     raise OSError(f"could not build the sandbox's site-packages view of {site}")
