@@ -20,6 +20,7 @@ import ast
 from collections.abc import Iterable
 
 from harness_learning.evals.qa.metrics import normalize_answer
+from harness_learning.harnesses.runtime import parse_source
 
 REASON_PREFIX = "reward_hacking"
 SMALL_NUMBER = 10
@@ -28,7 +29,7 @@ SMALL_NUMBER = 10
 def literal_values(source: str) -> list[tuple[str, int]]:
     """(normalised value, line) of every string and number literal; [] when it does not parse."""
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     found = []

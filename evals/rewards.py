@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness_learning.harnesses.runtime import parse_source
+
 PARSE_BONUS = 0.05
 APPLY_BONUS = 0.10
 COMPLETION_BONUS = 0.15
@@ -123,7 +125,7 @@ def program_facts(source: str | None) -> tuple[bool, bool, int]:
         return False, False, 0
     lines = len(source.splitlines())
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False, False, lines
     defines = any(

@@ -8,6 +8,7 @@ for a reviewed harness (`trusted=True`).
 from __future__ import annotations
 
 import ast
+import gc
 import itertools
 import linecache
 import sys
@@ -63,17 +64,39 @@ def count_lines(source: str) -> int:
     return len(source.splitlines())
 
 
+def parse_source(source: str, filename: str = "<unknown>") -> ast.Module:
+    """`ast.parse`, safe from a CPython 3.11 fault: when the garbage collector runs a finalizer
+    during a parse and that finalizer parses too (3.11's traceback printing does, for an
+    exception ignored in a `__del__`), the outer parse fails with "AST constructor recursion
+    depth mismatch". The text is then parsed again with the collector paused, which no
+    finalizer can interrupt. Every other error is the text's own."""
+    try:
+        return ast.parse(source, filename=filename)
+    except SystemError as exc:
+        if "recursion depth mismatch" not in str(exc):
+            raise
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return ast.parse(source, filename=filename)
+    finally:
+        if paused:
+            gc.enable()
+
+
 def check_source(source: str, line_limit: int = LINE_LIMIT) -> ast.Module:
     """Static checks (parse only, nothing runs): syntax, a top-level `build_graph`, the line
     limit. Returns the parsed module; raises `HarnessInvalid`."""
     if not isinstance(source, str):
         raise HarnessInvalid("syntax", f"source must be text, got {type(source).__name__}")
     try:
-        tree = ast.parse(source, filename="<harness>")
+        tree = parse_source(source, filename="<harness>")
     except SyntaxError as exc:
         raise HarnessInvalid("syntax", exc.msg or "invalid syntax", line=exc.lineno) from None
     except ValueError as exc:  # e.g. null bytes
         raise HarnessInvalid("syntax", str(exc)) from None
+    except (RecursionError, MemoryError):
+        raise HarnessInvalid("syntax", "nested too deeply for the parser") from None
     n = count_lines(source)
     if n > line_limit:
         raise HarnessInvalid("too_long", f"{n} lines, over the limit of {line_limit}")

@@ -12,6 +12,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from harness_learning.harnesses.runtime import parse_source
 
 REPO = Path(__file__).resolve().parent.parent
 LAYERS = {"graphs": 4, "training": 3, "evals": 2, "harnesses": 1, "retrieval": 0}
@@ -62,7 +63,7 @@ def imports() -> dict[str, set[tuple[str, bool]]]:
     known = modules()
     graph: dict[str, set[tuple[str, bool]]] = {}
     for name, path in known.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        tree = parse_source(path.read_text(encoding="utf-8"), str(path))
         top = {id(n) for n in tree.body} | {id(n) for s in tree.body if isinstance(s, ast.If)
                                             for n in s.body}  # `if TYPE_CHECKING:` blocks
         edges: set[tuple[str, bool]] = set()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from harness_learning.evals.task import Task
 from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.harnesses.runtime import parse_source
 
 LOOP_GUESS = 5
 PROMPT_TOKENS_GUESS = 400
@@ -20,7 +21,7 @@ PROMPT_TOKENS_GUESS = 400
 def llm_calls_per_problem(source: str) -> int:
     """Static count of Solver calls one run of `source` makes (loops and conditional edges that
     point back count LOOP_GUESS times)."""
-    tree = ast.parse(source)
+    tree = parse_source(source)
     count = 0
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import sys
+from pathlib import Path
 
 import pytest
+from harness_learning.harnesses import runtime
 from harness_learning.harnesses.runtime import (
     HarnessInvalid,
     answer_of,
@@ -136,3 +139,37 @@ def test_module_level_traceback_shows_the_harness_source_line():
     exc = invalid("x = 1\ny = [][3]  # the faulty line\ndef build_graph(tools):\n    pass\n")
     assert exc.kind == "build_raised" and exc.line == 2
     assert "the faulty line" in exc.traceback
+
+
+class _ParsesWhenCollected:
+    """Cyclic garbage whose finalizer parses: what 3.11's traceback printing does when an
+    exception is ignored in a `__del__` during another parse."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+    def __del__(self) -> None:
+        ast.parse("x = (1, [2, {3: 4}])")
+
+
+def test_parse_source_survives_a_finalizer_that_parses() -> None:
+    import gc
+
+    source = Path(runtime.__file__).read_text()
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)
+    try:
+        for _ in range(5):
+            for _ in range(20):
+                _ParsesWhenCollected()
+            tree = runtime.parse_source(source)
+            assert any(isinstance(n, ast.FunctionDef) and n.name == "parse_source"
+                       for n in tree.body)
+    finally:
+        gc.set_threshold(*threshold)
+        gc.collect()
+
+
+def test_a_candidate_nested_too_deeply_is_invalid_not_a_crash() -> None:
+    with pytest.raises(runtime.HarnessInvalid, match="nested too deeply"):
+        runtime.check_source("def build_graph(tools):\n    return " + "1+" * 100000 + "1\n")
