@@ -108,20 +108,18 @@ class ModelClient:
         state = self._state()
         task = state.inflight.get(key)
         if task is not None:  # asked by another problem or candidate a moment ago
-            done = await asyncio.shield(task)
+            done, _ = await asyncio.shield(task)
             self.stats.add(shared=1)
             return replace(done, cached=True, cost=0.0, latency_s=time.perf_counter() - started)
-        if self.cache is not None:
-            # SQLite in a thread, never on the event loop (a server's, shared with other runs);
-            # writes are queued for the cache's own writer thread.
-            stored = _stored_completion(await asyncio.to_thread(self.cache.get, key))
-            if stored is not None:
-                self.stats.add(cache_hits=1)
-                return replace(stored, cached=True, cost=0.0, latency_s=time.perf_counter() - started)
-        task = asyncio.ensure_future(self._fetch_and_store(key, msgs, merged))
+        # Registered before anything awaits, so identical asks a moment later share this one.
+        task = asyncio.ensure_future(self._stored_or_fetched(key, msgs, merged))
         state.inflight[key] = task
         task.add_done_callback(lambda t: _forget(state.inflight, key, t))
-        return await asyncio.shield(task)
+        completion, stored = await asyncio.shield(task)
+        if not stored:
+            return completion
+        self.stats.add(cache_hits=1)
+        return replace(completion, cached=True, cost=0.0, latency_s=time.perf_counter() - started)
 
     async def aclose(self) -> None:
         """Close this event loop's HTTP connections (transport "direct"; litellm owns its own)."""
@@ -139,13 +137,20 @@ class ModelClient:
         raise RuntimeError("ModelClient.complete() inside a running event loop: await acomplete()")
 
     # -- internals --------------------------------------------------------------------------
-    async def _fetch_and_store(
+    async def _stored_or_fetched(
         self, key: str, msgs: list[dict[str, Any]], params: dict[str, Any]
-    ) -> Completion:
+    ) -> tuple[Completion, bool]:
+        """(the completion, whether it came from the cache). SQLite is read in a thread, never
+        on the event loop (a server's, shared with other runs); writes are queued for the
+        cache's own writer thread."""
+        if self.cache is not None:
+            stored = _stored_completion(await asyncio.to_thread(self.cache.get, key))
+            if stored is not None:
+                return stored, True
         completion = await self._fetch(msgs, params)
         if self.cache is not None:
             self.cache.put_later(key, completion.to_dict())
-        return completion
+        return completion, False
 
     async def _fetch(self, msgs: list[dict[str, Any]], params: dict[str, Any]) -> Completion:
         """One answer, retrying retryable infrastructure failures."""
