@@ -59,8 +59,12 @@ class Group:
     def pids(self) -> set[int]:
         found: set[int] = set()
         for d in self.dirs:
-            for path in [d, *d.rglob("*")] if d.exists() else []:
-                with contextlib.suppress(OSError):
+            try:  # the group (or a child group) may be removed while it is walked
+                paths = [d, *d.rglob("*")] if d.exists() else []
+            except OSError:
+                paths = [d]
+            for path in paths:
+                with contextlib.suppress(OSError, ValueError):
                     if path.is_dir():
                         found.update(int(p) for p in (path / "cgroup.procs").read_text().split())
         return found

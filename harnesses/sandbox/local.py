@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import logging
 import os
 import shutil
 import signal
@@ -45,6 +46,8 @@ from harness_learning.harnesses.sandbox.backend import (
 from harness_learning.harnesses.sandbox.cgroups import CANDIDATE_GROUP, Cgroups, Group, Spec
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.protocol import LIMITS_ENV, MAX_MESSAGE_BYTES
+
+logger = logging.getLogger(__name__)
 
 SCRATCH = "/scratch"
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")
@@ -357,7 +360,15 @@ def _file_work(fn: Callable[[], object]) -> None:
     except RuntimeError:
         fn()
         return
-    loop.run_in_executor(None, fn)
+    done = loop.run_in_executor(None, fn)
+    # Nobody awaits it: take its outcome here, or a failure prints "Future exception was
+    # never retrieved" with a traceback when it is collected.
+    done.add_done_callback(_log_file_work_error)
+
+
+def _log_file_work_error(done: asyncio.Future) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        logger.debug("cgroup file work failed: %r", done.exception())
 
 
 def _discard(group: Group | None, scratch: str) -> None:
