@@ -29,11 +29,12 @@ UNUSABLE = ("I have no edit to suggest.",  # no edit at all
             "class State(TypedDict, total=False:\n>>>>>>> REPLACE")
 ROLLBACK_REASON = "MARK-B answers nothing right"
 OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-       ast.Div: operator.truediv}
+       ast.Div: operator.floordiv}  # the generator's own rule: its gold is eval with / as //
 
 
 def arithmetic(expr: str) -> str:
-    """The exact value of a basic_arithmetic expression (numbers, + - * /, parentheses)."""
+    """The gold of a basic_arithmetic expression (numbers, + - * /, parentheses): exact, with
+    `/` floored as reasoning-gym computes it (a division the generator left inexact is floored)."""
 
     def value(node: ast.AST) -> Fraction:
         if isinstance(node, ast.Constant):
