@@ -118,8 +118,9 @@ class AdaptConfig:
                Part("max_cost_usd", "cost_usd", float, "Budget: cost in USD.")))
     race: RaceRule = _opt(
         factory=RaceRule,
-        help="Policy racing's rule as JSON, e.g. '{\"fractions\": [0.3125, 0.75, 1], "
-             "\"keep\": [0.5, 0.75]}' (see `bench racing --curve`).")
+        help="Policy racing's rule as JSON; default \"keep 4 then 3\" (fractions [0.3125, "
+             "0.75, 1], keep [0.5, 0.75]); successive halving: '{\"fractions\": [0.25, 0.5, "
+             "1], \"keep\": [0.5]}' (see `bench racing --curve`).")
     concurrency: int = _opt(8, help="Problems in flight per evaluation.")
     report_chars: int = _opt(12_000, help="Size budget of the Proposer's report, in characters.")
     approval: bool = _opt(False, help="Ask before adopting a candidate.")

@@ -21,8 +21,8 @@ from harness_learning.graphs.lab.bench.racing_frontier import cost, draw, qualit
 RATIOS = (1.25, 1.5, 1.6, 1.75, 1.9, 2.0, 2.25, 2.5, 3.0)
 
 RULES: dict[str, RaceRule] = {
-    "halving (default)": RaceRule(),
-    "keep 4 then 3": RaceRule(fractions=(0.3125, 0.75, 1.0), keep=(0.5, 0.75)),
+    "halving": RaceRule(fractions=(0.25, 0.5, 1.0), keep=(0.5,)),
+    "keep 4 then 3 (default)": RaceRule(),
     "keep 5 then 3": RaceRule(fractions=(0.3125, 0.6875, 1.0), keep=(0.625, 0.6)),
 }
 """Rules of 8 candidates x 64 problems: 16:4 32:2 64, 20:4 48:3 64 and 20:5 44:3 64."""

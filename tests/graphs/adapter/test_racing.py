@@ -27,9 +27,11 @@ def run_race(table: dict[str, list[float]], rule: RaceRule | None = None):
 
 
 def test_stage_ends_are_cumulative_and_end_at_the_pool():
-    assert RaceRule().stage_ends(64) == [16, 32, 64]
+    assert RaceRule().stage_ends(64) == [20, 48, 64]
+    assert RaceRule(fractions=(0.25, 0.5, 1.0)).stage_ends(64) == [16, 32, 64]
     assert RaceRule(fractions=(0.125, 0.25, 0.5, 1.0)).stage_ends(64) == [8, 16, 32, 64]
-    assert RaceRule().stage_ends(6) == [4, 6]
+    assert RaceRule().stage_ends(6) == [4, 5, 6]
+    assert RaceRule(fractions=(0.25, 0.5, 1.0)).stage_ends(6) == [4, 6]
     assert RaceRule(fractions=(0.5, 1.0)).stage_ends(3) == [3]
     with pytest.raises(ValueError, match="rise strictly to 1.0"):
         RaceRule(fractions=(0.5, 0.9))
@@ -46,11 +48,11 @@ def test_a_clear_loser_stops_after_the_first_stage_and_the_best_wins():
     table = {"a": [0.0] * 64, "b": [1.0] * 64, "c": [1.0, 0.0] * 32}
     result, asked = run_race(table, RaceRule(keep=None))
     assert result.winner == "b"
-    assert result.standings["a"].raced_out and len(result.standings["a"].scores) == 16
+    assert result.standings["a"].raced_out and len(result.standings["a"].scores) == 20
     assert "behind the leader" in result.standings["a"].reason
     # c is behind b on every other problem: dropped once the evidence is strong enough
     assert result.standings["c"].raced_out
-    assert ("a", 16, 32) not in asked and result.problems_run < 3 * 64
+    assert ("a", 20, 48) not in asked and result.problems_run < 3 * 64
 
 
 def test_ties_are_never_stopped_by_the_paired_test():
@@ -63,7 +65,8 @@ def test_ties_are_never_stopped_by_the_paired_test():
 def test_halving_keeps_the_better_half_of_each_stage():
     rng = __import__("random").Random(3)
     table = {f"k{i}": [float(rng.random() < 0.5) for _ in range(64)] for i in range(8)}
-    result, _ = run_race(table, RaceRule(z=100.0))  # no early stop: halving alone
+    halving = RaceRule(fractions=(0.25, 0.5, 1.0), keep=(0.5,), z=100.0)
+    result, _ = run_race(table, halving)  # no early stop: halving alone
     assert [len(s["live"]) for s in result.stages] == [4, 2, 2]  # the last stage decides
     final = result.stages[-1]["live"]
     assert result.winner == max(final, key=lambda k: (sum(table[k]), -int(k[1:])))
@@ -90,8 +93,18 @@ def test_keep_sets_how_many_go_on_after_each_stage():
     # None keeps all (full evaluation without a z-test)
     assert RaceRule(keep=None).max_problems(8, 64) == 512
     # a cut down to one candidate ends the race: nothing runs after it
-    assert RaceRule(keep=(0.1,)).max_problems(8, 64) == 8 * 16
-    assert RaceRule().max_problems(8, 64) == 256
+    assert RaceRule(keep=(0.1,)).max_problems(8, 64) == 8 * 20
+    assert RaceRule(fractions=(0.25, 0.5, 1.0), keep=(0.5,)).max_problems(8, 64) == 256
+
+
+def test_the_default_rule_keeps_4_then_3_of_8():
+    """The default is the measured "keep 4 then 3" (`bench racing --curve`): 20:4 48:3 64,
+    1.6x fewer calls than full evaluation of 8 x 64."""
+    rule = RaceRule()
+    assert rule.stage_ends(64) == [20, 48, 64]
+    assert [rule.survivors(0, 8), rule.survivors(1, 4)] == [4, 3]
+    assert rule.max_problems(8, 64) == 8 * 20 + 4 * 28 + 3 * 16 == 320
+    assert 512 / rule.max_problems(8, 64) == 1.6
 
 
 def test_bad_rules_are_clear_errors():

@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.racing import RaceRule
 from harness_learning.graphs.adapter.served import (
     RUNS_ENV,
     settings_config,
@@ -44,7 +45,7 @@ def test_settings_become_config_values() -> None:
     values = config_values(given)
     assert values["task_options"] == {"n_dev": 4, "path": "q.jsonl"}
     assert values["seed_harness"] == "h.py" and values["budget"].solver_calls == 9
-    assert values["race"].keep == (0.5, 0.75) and values["race"].fractions == (0.25, 0.5, 1.0)
+    assert values["race"].keep == (0.5, 0.75) and values["race"].fractions == RaceRule().fractions
     assert given_settings({"rounds": 1, "thread_id": "t", "model": "x"}) == {"rounds": 1}
     assert given_settings(None) == {}
 

@@ -9,7 +9,8 @@ from harness_learning.graphs.cli import app
 from harness_learning.graphs.lab.bench import racing_curve
 from typer.testing import CliRunner
 
-RULES = {"full": RaceRule(z=1e9, keep=None), "halving": RaceRule()}
+RULES = {"full": RaceRule(z=1e9, keep=None),
+         "halving": RaceRule(fractions=(0.25, 0.5, 1.0), keep=(0.5,))}
 
 
 def test_the_frontier_falls_as_the_saving_grows_and_rules_are_placed_on_it():
