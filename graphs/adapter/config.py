@@ -11,7 +11,7 @@ from typing import Any, Literal
 from harness_learning.graphs.adapter.racing import RaceRule
 from harness_learning.harnesses.contract import LINE_LIMIT
 
-Policy = Literal["strict", "best_valid", "racing"]
+Policy = Literal["strict", "best_valid", "racing", "pareto"]
 EditFormat = Literal["search_replace", "whole_program"]
 
 TRACK_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -101,7 +101,11 @@ class AdaptConfig:
         "Proposer samples per round from the same prompt, for training data: the first "
         "`candidates` compete for adoption under the policy, the others are judged and logged "
         "only, so every round leaves a GRPO group of this size whatever the policy."))
-    policy: Policy | None = _opt(None, help="strict, best_valid or racing.")
+    policy: Policy | None = _opt(None, help="strict, best_valid, racing or pareto (GEPA's "
+                                            "parent selection from the Pareto front).")
+    merge: bool = _opt(False, help=(
+        "Each round, also try the merge of the two best valid candidates' SEARCH/REPLACE edits "
+        "(both applied to the parent), judged and evaluated like a Proposer sample."))
     edit_format: EditFormat | None = _opt(None, help="search_replace or whole_program.")
     feedback: int | None = _opt(None, help="Feedback problems per round.")
     selection: int | None = _opt(None, help="Selection problems per round.")

@@ -15,6 +15,7 @@ from harness_learning.evals.result import EvalResult
 from harness_learning.evals.splits import sample_round
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.inputs import start_source
+from harness_learning.graphs.adapter.parents import merge_candidate, parent_draw, selection_archive
 from harness_learning.graphs.adapter.policies import Scored, decide
 from harness_learning.graphs.adapter.proposer import build_proposer_messages
 from harness_learning.graphs.adapter.report import build_report
@@ -231,14 +232,20 @@ async def choose(ctx: AdapterContext, state: AdapterState) -> dict:
     mine = sorted((c for c in state.get("candidates", [])
                    if c["round"] == round_ and not training_only(cfg, c["index"])),
                   key=lambda c: c["index"])
+    if cfg.merge and (merged := await merge_candidate(ctx, state, mine, make_candidate)) is not None:
+        mine = [*mine, merged]
     current = Scored(state["current_sha"], True, state.get("current_selection_score"), -1)
     scored = [Scored(c["sha"] or "", c["valid"], c["selection_score"], c["index"],
                      raced_out=bool(c.get("raced_out"))) for c in mine]
-    decision = decide(cfg.policy, current, scored)
+    archive = None
+    if cfg.policy == "pareto":
+        archive = await asyncio.to_thread(selection_archive, ctx.store, state["selection_ids"],
+                                          current.sha)
+    decision = decide(cfg.policy, current, scored, archive, parent_draw(cfg.seed, round_))
     human = list(state.get("human_feedback") or [])
     approved = None
-    if decision.adopted and cfg.approval:
-        pick = next(c for c in mine if c["sha"] == decision.chosen_sha)
+    pick = next((c for c in mine if c["sha"] == decision.chosen_sha), None)
+    if decision.adopted and cfg.approval and pick is not None:
         answer = interrupt({"round": round_, "candidate": pick["index"], "diff": pick["diff"],
                             "selection_score": pick["selection_score"],
                             "current_score": current.score, "question": "approve or reject?"})
@@ -247,8 +254,8 @@ async def choose(ctx: AdapterContext, state: AdapterState) -> dict:
             reason = answer.get("reason", "") if isinstance(answer, dict) else ""
             human.append(f"Round {round_}: a reviewer rejected candidate {pick['index']}: {reason}")
             decision = type(decision)(current.sha, False, f"rejected by reviewer: {reason}")
-    chosen_score = next((c["selection_score"] for c in mine if c["sha"] == decision.chosen_sha),
-                        current.score)
+    chosen_score = decision.score if decision.score is not None else next(
+        (c["selection_score"] for c in mine if c["sha"] == decision.chosen_sha), current.score)
     best = state.get("best_score")
     gained = chosen_score is not None and (best is None or chosen_score > best)
     await ctx.store.aput_decision(round_=round_, current_sha=current.sha,
@@ -257,7 +264,7 @@ async def choose(ctx: AdapterContext, state: AdapterState) -> dict:
                                   scores={"current": current.score, "chosen": chosen_score,
                                           "candidates": {c["index"]: c["selection_score"]
                                                          for c in mine},
-                                          "rejected": pick["index"] if approved is False else None})
+                                          "rejected": pick["index"] if approved is False and pick else None})
     view: RoundView = {"round": round_, "current_sha": current.sha,
                        "feedback_score": state.get("feedback_score", 0.0),
                        "current_selection_score": current.score, "candidates": mine,
