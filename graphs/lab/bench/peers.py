@@ -1,0 +1,238 @@
+"""`harness-learn bench peers`: our adapter against GEPA and OpenEvolve on equal terms.
+
+Every system gets, per (task, seed): the same seed harness, the same Solver (SmolLM2-135M) and
+Proposer or reflection model (Qwen2.5-Coder-1.5B), each on its own llama.cpp loopback server,
+the same dev problems to learn from, the same Solver-call budget for its search, counted at our
+meter (`peers_meter`), and the same held-out test problems. What a system would hand back is
+tested on the held-out problems each time it changes: the anytime curve of held-out score
+against Solver calls spent. Test evaluations use a separate, uncounted Solver client.
+
+The bench's settings are `experiments/peers/bench.toml` (its `[smoke]` table for a run of
+seconds); each peer's own settings sit beside it. A finished run is stored as
+`OUT/runs/<task>/<system>/seed<k>/result.json` and never redone; an unfinished one is started
+again from scratch, so the command is resumable. `OUT/splits.json` keeps the split secret of
+each task, so every system and seed sees the same problems.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import time
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness_learning.graphs.lab.bench.peers_meter import Meter, ProposerProxy, sha_of
+from harness_learning.graphs.lab.bench.peers_peers import PEERS_DIR, run_system
+from harness_learning.graphs.lab.bench.peers_report import at
+
+Log = Callable[[str], None]
+SETTINGS = PEERS_DIR / "bench.toml"
+
+
+@dataclass
+class Endpoints:
+    """The two model servers every system shares: OpenAI-compatible base URLs and aliases."""
+
+    solver_url: str
+    solver_alias: str
+    proposer_url: str
+    proposer_alias: str
+
+
+@contextlib.contextmanager
+def endpoints(solver: str = "", proposer: str = "") -> Iterator[Endpoints]:
+    """The given servers (`ALIAS@URL`), or the local models started on loopback, one thread
+    each (stopped on the way out)."""
+    from harness_learning.harnesses.llm.local import LocalServer
+    from harness_learning.harnesses.llm.models import QWEN_CODER, SMOLLM2, local_model
+
+    started: list[LocalServer] = []
+
+    def reach(spec: str, name: str) -> tuple[str, str]:
+        if spec:
+            alias, sep, url = spec.partition("@")
+            if not sep or not url.startswith("http"):
+                raise ValueError(f"{spec!r}: want ALIAS@http://HOST:PORT/v1")
+            return url, alias
+        server = LocalServer(name)
+        started.append(server)
+        return server.start(timeout_s=300), local_model(name).alias
+
+    try:
+        solver_url, solver_alias = reach(solver, SMOLLM2)
+        proposer_url, proposer_alias = reach(proposer, QWEN_CODER)
+        yield Endpoints(solver_url, solver_alias, proposer_url, proposer_alias)
+    finally:
+        for server in started:
+            server.stop()
+
+
+def load_settings(path: Path = SETTINGS, scale: str = "full") -> dict[str, Any]:
+    """The top-level settings (`full`), or with a named table's overrides (`smoke`, `cpu`)."""
+    settings = tomllib.loads(path.read_text())
+    tables = {k: settings.pop(k) for k in [k for k, v in settings.items() if isinstance(v, dict)]}
+    if scale == "full":
+        return settings
+    if scale not in tables:
+        raise ValueError(f"{path} has no [{scale}] table (it has: full, {', '.join(tables)})")
+    return {**settings, **tables[scale], "scale": scale}
+
+
+def split_secret(out: Path, task: str) -> str:
+    """One secret per task for the whole bench: the same dev and test problems for all."""
+    from harness_learning.evals.reasoning import new_split_secret
+
+    path = out / "splits.json"
+    secrets = json.loads(path.read_text()) if path.exists() else {}
+    if task not in secrets:
+        secrets[task] = new_split_secret()
+        path.write_text(json.dumps(secrets, indent=2))
+    return secrets[task]
+
+
+def task_options(settings: dict[str, Any], out: Path, task: str) -> dict[str, Any]:
+    options: dict[str, Any] = {"n_dev": settings["n_dev"], "n_test": settings["n_test"], "seed": 0}
+    if task.startswith("rg:"):
+        return {**options, "split_secret": split_secret(out, task)}
+    from harness_learning.evals.settings import SAMPLE_CORPORA, data_dir
+
+    from harness_learning import retrieval
+
+    kind, corpus = SAMPLE_CORPORA[task]
+    index = out / "indexes" / task
+    if not (index / "manifest.json").exists():
+        retrieval.build_index(kind, data_dir() / corpus, index, progress=False)
+    return {**options, "index_dir": str(index)}
+
+
+def solver_client(ends: Endpoints, cache: Path, max_tokens: int):
+    """A client of its own (not the shared one of `get_client`), so its counters are one run's;
+    all share the response cache, which saves wall time but not counted calls."""
+    from harness_learning.harnesses.llm import ModelClient, ModelConfig
+
+    return ModelClient(ModelConfig(model=f"openai/{ends.solver_alias}", api_base=ends.solver_url,
+                                  api_key="local", cache=str(cache), max_concurrency=1,
+                                  timeout_s=600.0, params={"temperature": 0.0,
+                                                           "max_tokens": max_tokens}))
+
+
+def base_config(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, task: str,
+                seed: int, options: dict[str, Any]) -> dict[str, Any]:
+    """The AdaptConfig fields every run of ours shares (the peers read the same numbers)."""
+    from harness_learning.evals.registry import track_of
+
+    track = track_of(task, options)
+    return {"task": task, "task_options": options, "seed": seed, "rounds": 1000,
+            "solver": f"openai/{ends.solver_alias}@{ends.solver_url}",
+            "proposer": (f"openai/{ends.proposer_alias}@{proxy.base_url}"
+                         "?max_concurrency=1&timeout_s=1800&api_key=local"),
+            "solver_params": {"temperature": 0.0, "max_tokens": settings["solver_max_tokens"]},
+            "proposer_params": {"temperature": 0.7,
+                                "max_tokens": settings["proposer_max_tokens"]},
+            "proposer_logprobs": False, "candidates": settings["candidates"],
+            "feedback": settings["feedback"], "selection": settings["n_dev"],
+            "budget": settings["budget"], "concurrency": settings["concurrency"],
+            "edit_format": "search_replace" if track == "reasoning" else "whole_program",
+            "line_limit": settings.get("line_limit", 200)}
+
+
+class TestScores:
+    """Held-out scores by (task, sha), kept in `OUT/test_scores.json` (never recomputed)."""
+
+    def __init__(self, out: Path, toolbox_for: Callable[[Any], Any]) -> None:
+        self.path = out / "test_scores.json"
+        self.scores = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.toolbox_for = toolbox_for
+
+    def score(self, task: Any, source: str) -> float:
+        import asyncio
+
+        from harness_learning.evals.evaluator import evaluate
+
+        key = f"{task.name}:{sha_of(source)}"
+        if key not in self.scores:
+            result = asyncio.run(evaluate(source, task.test(), task, self.toolbox_for(task),
+                                          concurrency=2))
+            self.scores[key] = result.mean_score or 0.0
+            self.path.write_text(json.dumps(self.scores, indent=1, sort_keys=True))
+        return self.scores[key]
+
+
+def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out: Path,
+            system: str, task_name: str, seed: int, tests: TestScores, log: Log) -> dict:
+    """Run (or read back) one system on one task and seed."""
+    from harness_learning.evals.registry import get_task
+    from harness_learning.harnesses.seeds import seed_source
+    from harness_learning.harnesses.toolbox import Toolbox
+
+    run_dir = out / "runs" / task_name.replace(":", "_") / system / f"seed{seed}"
+    done = run_dir / "result.json"
+    if done.exists():
+        return json.loads(done.read_text())
+    shutil.rmtree(run_dir, ignore_errors=True)  # an unfinished run starts again
+    run_dir.mkdir(parents=True)
+    options = task_options(settings, out, task_name)
+    task = get_task(task_name, **options)
+    solver = solver_client(ends, out / "solver_cache.sqlite", settings["solver_max_tokens"])
+    toolbox = Toolbox(solver=solver, retriever=task.retriever(),
+                      solver_params={"temperature": 0.0, "max_tokens": settings["solver_max_tokens"]})
+    meter = Meter(task, task.dev(), toolbox, settings["budget"],
+                  concurrency=settings["concurrency"], line_limit=settings.get("line_limit", 200))
+    label = f"{task_name}/{system}/{seed}"
+    proxy.label = label
+    log(f"run {label} (budget {settings['budget']} Solver calls)")
+    start = time.perf_counter()
+    try:
+        run_system(system, meter, seed_source(task.seed),
+                   base_config(settings, ends, proxy, task_name, seed, options), run_dir,
+                   proposer_url=proxy.base_url, proposer_alias=ends.proposer_alias)
+    finally:
+        meter.close()
+    wall = time.perf_counter() - start
+    points = meter.trace.points or [(0, sha_of(seed_source(task.seed)), None)]
+    points = [(0, *points[0][1:]), *points[1:]]  # the start harness is known before any call
+    curve = [{"solver_calls": calls, "sha": sha, "selection": sel,
+              "test": tests.score(task, meter.trace.sources.get(sha) or seed_source(task.seed))}
+             for calls, sha, sel in points]
+    calls, tokens = proxy.count(label)
+    result = {"system": system, "task": task_name, "seed": seed, "curve": curve,
+              "budget": settings["budget"],
+              "final_test": at(curve, settings["budget"]),  # a later take-over does not count
+              "solver_calls": meter.solver_calls,
+              "proposer_calls": calls, "proposer_tokens": tokens, "wall_s": round(wall, 1)}
+    done.write_text(json.dumps(result, indent=1))
+    log(f"  {label}: held-out {result['final_test']:.3f} after {result['solver_calls']} Solver "
+        f"calls, {tokens} Proposer tokens, {wall:.0f} s")
+    return result
+
+
+def run(out: Path, settings: dict[str, Any], ends: Endpoints, log: Log = print) -> list[dict]:
+    """Every (task, seed, system) of `settings`, in an order that gives every system a result
+    early (seed-major), into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    proxy = ProposerProxy(ends.proposer_url)
+    test_solver = solver_client(ends, out / "solver_cache.sqlite", settings["solver_max_tokens"])
+
+    def toolbox_for(task: Any) -> Any:
+        from harness_learning.harnesses.toolbox import Toolbox
+
+        return Toolbox(solver=test_solver, retriever=task.retriever(),
+                       solver_params={"temperature": 0.0,
+                                      "max_tokens": settings["solver_max_tokens"]})
+
+    tests = TestScores(out, toolbox_for)
+    results = []
+    try:
+        for seed in settings["seeds"]:
+            for task in settings["tasks"]:
+                for system in settings["systems"]:
+                    results.append(one_run(settings, ends, proxy, out, system, task, seed,
+                                           tests, log))
+    finally:
+        proxy.close()
+    return results

@@ -1,0 +1,209 @@
+"""The one place every system of `bench peers` is measured, so none is trusted to count itself.
+
+- Solver calls: every `tools.llm` call a harness makes during the search, counted at our Solver
+  client (`UsageStats`: answers from the model, from the shared response cache, or from an
+  identical call in flight). The cache only saves wall time; the count is the same either way.
+- Proposer tokens: every system's Proposer (or reflection) model is reached through
+  `ProposerProxy`, a loopback HTTP forwarder in front of the local Qwen server that adds up the
+  `usage` of each answer.
+- The incumbent: what each system would hand back at this moment (its best version by its own
+  selection score), with the Solver calls spent when it took over: the anytime curve.
+- `Meter.evaluate`: our sandboxed evaluation (`evals.evaluator.evaluate`, a worker per
+  candidate) on the dev problems, with our report per problem, for the peers' evaluators; it
+  serves OpenEvolve's worker processes over HTTP (`/evaluate`) too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import threading
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from harness_learning.evals.evaluator import evaluate
+from harness_learning.evals.problem import Problem
+from harness_learning.evals.result import EvalResult
+from harness_learning.graphs.adapter.report import build_report
+from harness_learning.harnesses.sandbox import WorkerPool
+from harness_learning.harnesses.toolbox import Toolbox
+
+
+def sha_of(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def solver_calls(toolbox: Toolbox) -> int:
+    """Harness-level Solver calls of a client, however each was answered."""
+    stats = toolbox.solver.stats
+    return stats.calls + stats.cache_hits + stats.shared
+
+
+@dataclass
+class Trace:
+    """The anytime record of one run: (Solver calls, incumbent sha, its selection score)."""
+
+    points: list[tuple[int, str, float | None]] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)
+    best: float | None = None
+
+    def offer(self, calls: int, source: str, score: float | None, *, ties_win: bool = False) -> None:
+        """A version measured on the whole selection set; it takes over when it is better
+        (`ties_win`: also when equal, for systems that prefer the later of equals)."""
+        sha = sha_of(source)
+        self.sources.setdefault(sha, source)
+        if score is None:
+            return
+        better = self.best is None or score > self.best or (ties_win and score == self.best)
+        if better:
+            self.best = score
+            if not self.points or self.points[-1][1] != sha:
+                self.points.append((calls, sha, score))
+
+
+class Meter:
+    """Our evaluation, counted, on its own event loop (callable from any thread)."""
+
+    def __init__(self, task: Any, problems: Sequence[Problem], toolbox: Toolbox, budget: int,
+                 *, concurrency: int = 4, line_limit: int = 200) -> None:
+        self.task, self.problems, self.toolbox = task, list(problems), toolbox
+        self.budget, self.concurrency, self.line_limit = budget, concurrency, line_limit
+        self.trace = Trace()
+        self.evaluations = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._pool = self._call(self._make_pool())
+
+    async def _make_pool(self) -> WorkerPool:
+        return WorkerPool(size=2)
+
+    def _call(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    @property
+    def solver_calls(self) -> int:
+        return solver_calls(self.toolbox)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.solver_calls >= self.budget
+
+    def evaluate(self, source: str, ids: Sequence[str] | None = None) -> EvalResult:
+        """`source` on the dev problems `ids` (all by default) in a sandbox worker; a version
+        run on all of them is offered to the trace."""
+        by_id = {p.id: p for p in self.problems}
+        problems = [by_id[i] for i in ids] if ids is not None else self.problems
+        result = self._call(evaluate(source, problems, self.task, self.toolbox,
+                                     concurrency=self.concurrency, pool=self._pool,
+                                     line_limit=self.line_limit))
+        self.evaluations += 1
+        if len(problems) == len(self.problems):
+            self.trace.offer(self.solver_calls, source, result.mean_score)
+        return result
+
+    def report(self, ids: Sequence[str], result: EvalResult, chars: int = 4000) -> str:
+        """Our execution report (question, gold, prediction, score, tool calls, traceback)."""
+        by_id = {p.id: p for p in self.problems}
+        return build_report(self.task, [by_id[i] for i in ids], result, budget_chars=chars)
+
+    def serve(self) -> ThreadingHTTPServer:
+        """`POST /evaluate {"source": ...}` -> `{"score", "report", "solver_calls"}`, for
+        evaluators that run in other processes (OpenEvolve's workers)."""
+        meter = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if meter.exhausted:
+                    reply = {"score": 0.0, "report": "budget exhausted", "exhausted": True}
+                else:
+                    result = meter.evaluate(body["source"])
+                    ids = [p.id for p in meter.problems]
+                    reply = {"score": result.mean_score or 0.0,
+                             "report": meter.report(ids, result), "exhausted": False}
+                reply["solver_calls"] = meter.solver_calls
+                _send_json(self, reply)
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+        return _start_server(Handler)
+
+    def close(self) -> None:
+        self._call(self._pool.close())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+
+class ProposerProxy:
+    """Forwards OpenAI-style requests to the Proposer's server and counts the tokens of each
+    answer (`usage`), per label (the system and run it served)."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.label = ""
+        self.tokens: dict[str, int] = {}
+        self.calls: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self.server = self._serve()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def count(self, label: str) -> tuple[int, int]:
+        """(calls, tokens) served under `label`."""
+        return self.calls.get(label, 0), self.tokens.get(label, 0)
+
+    def _serve(self) -> ThreadingHTTPServer:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                data = self.rfile.read(int(self.headers["Content-Length"]))
+                path = self.path[3:] if self.path.startswith("/v1") else self.path
+                request = urllib.request.Request(proxy.upstream + path, data=data,
+                                                 headers={"Content-Type": "application/json"})
+                with urllib.request.urlopen(request, timeout=1800) as resp:
+                    raw = resp.read()
+                usage = json.loads(raw).get("usage") or {}
+                with proxy._lock:
+                    label = proxy.label
+                    proxy.calls[label] = proxy.calls.get(label, 0) + 1
+                    proxy.tokens[label] = (proxy.tokens.get(label, 0)
+                                           + int(usage.get("total_tokens") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+        return _start_server(Handler)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _send_json(handler: BaseHTTPRequestHandler, payload: dict) -> None:
+    raw = json.dumps(payload).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(raw)))
+    handler.end_headers()
+    handler.wfile.write(raw)
+
+
+def _start_server(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server

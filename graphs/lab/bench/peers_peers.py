@@ -1,0 +1,117 @@
+"""The systems of `bench peers`, each run to the same Solver-call budget on one task and seed.
+
+- `best_valid`, `racing`, `pareto`: our adapter (`run_adaptation`) with that selection policy,
+  its Solver client the meter's counted one, its Proposer the counted proxy, and a store that
+  notes the Solver calls spent at each round's decision (the anytime trace).
+- `gepa`: `graphs.lab.bench.peers_gepa`.
+- `openevolve`: OpenEvolve's `run_evolution` with `experiments/peers/openevolve.yaml` and the
+  evaluator file beside it, which sends each program to the meter over loopback HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from harness_learning.graphs.adapter.config import AdaptConfig, Budget
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.run import prepare, run_adaptation
+from harness_learning.graphs.lab.bench.peers_meter import Meter, Trace, solver_calls
+from harness_learning.harnesses.store.sqlite import SQLiteLogStore
+
+OURS = ("best_valid", "racing", "pareto")
+PEERS_DIR = Path(__file__).resolve().parents[3] / "experiments" / "peers"
+
+
+class TracedStore(SQLiteLogStore):
+    """The run's log, which also offers each round's chosen version to the trace, with the
+    Solver calls counted so far (what `adapt` would hand back then: the best selection score
+    of the adopted chain, the later one on ties, as `AdaptResult`)."""
+
+    def __init__(self, run_dir: Path, trace: Trace, toolbox: Any) -> None:
+        super().__init__(run_dir)
+        self.trace, self.toolbox = trace, toolbox
+
+    def _put_decision(self, decision: Any) -> None:
+        super()._put_decision(decision)
+        scores = decision.scores or {}
+        if not self.trace.points and scores.get("current") is not None:
+            self.trace.offer(0, self.get_version_source(decision.current_sha), scores["current"])
+        chosen = scores.get("chosen")
+        if chosen is not None:
+            self.trace.offer(solver_calls(self.toolbox), self.get_version_source(decision.chosen_sha),
+                             chosen, ties_win=True)
+
+
+def adapter_config(system: str, base: dict[str, Any], run_dir: Path) -> AdaptConfig:
+    """Our adapter as `system`, with the bench's shared settings (`base`)."""
+    policy = "best_valid" if system == "pareto" else system
+    return AdaptConfig(**{**base, "run_dir": str(run_dir), "policy": policy,
+                          "budget": Budget(solver_calls=base["budget"])})
+
+
+async def run_ours(system: str, meter: Meter, base: dict[str, Any], run_dir: Path) -> None:
+    config = prepare(adapter_config(system, base, run_dir))
+    store = TracedStore(run_dir, meter.trace, meter.toolbox)
+    context = AdapterContext.from_config(config, task=meter.task, solver=meter.toolbox.solver,
+                                         toolbox=meter.toolbox, store=store)
+    await run_adaptation(config, context=context)
+
+
+def run_openevolve(meter: Meter, seed_source: str, *, proposer_url: str, proposer_alias: str,
+                   max_tokens: int, seed: int, run_dir: Path) -> str:
+    """OpenEvolve until its iterations (enough for the budget) are done; the best program."""
+    from openevolve.api import run_evolution
+    from openevolve.config import load_config
+
+    config = load_config(str(PEERS_DIR / "openevolve.yaml"))
+    for model in config.llm.models:
+        model.name = proposer_alias
+    config.llm.update_model_params({"api_base": proposer_url, "api_key": "local",
+                                    "random_seed": seed, "max_tokens": max_tokens},
+                                   overwrite=True)
+    config.llm.api_base = proposer_url
+    config.random_seed = config.database.random_seed = seed
+    per_eval = max(1, len(meter.problems))
+    iterations = max(1, math.ceil((meter.budget - per_eval) / per_eval))
+    server = meter.serve()
+    os.environ["HL_PEERS_METER"] = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        result = run_evolution(initial_program=seed_source,
+                               evaluator=str(PEERS_DIR / "openevolve_evaluator.py"),
+                               config=config, iterations=iterations,
+                               output_dir=str(run_dir / "openevolve"), cleanup=False)
+    finally:
+        server.shutdown()
+        server.server_close()
+    return result.best_code or seed_source
+
+
+def run_system(system: str, meter: Meter, seed_source: str, base: dict[str, Any],
+               run_dir: Path, *, proposer_url: str, proposer_alias: str) -> None:
+    """One system's search; its anytime trace is left in `meter.trace`."""
+    max_tokens = base["proposer_params"]["max_tokens"]
+    if system in OURS:
+        asyncio.run(run_ours(system, meter, base, run_dir))
+        return
+    # Each peer evaluates the start harness on the dev problems first: the curve's start.
+    if system == "gepa":
+        from harness_learning.graphs.lab.bench.peers_gepa import load_settings, run_gepa
+
+        run_gepa(meter, seed_source, settings=load_settings(PEERS_DIR / "gepa.toml"),
+                 proposer_url=proposer_url, proposer_alias=proposer_alias, max_tokens=max_tokens,
+                 seed=base["seed"], run_dir=run_dir / "gepa", line_limit=base["line_limit"])
+    elif system == "openevolve":
+        run_openevolve(meter, seed_source, proposer_url=proposer_url,
+                       proposer_alias=proposer_alias, max_tokens=max_tokens, seed=base["seed"],
+                       run_dir=run_dir)
+    else:
+        raise ValueError(f"unknown system {system!r}; known: {', '.join((*OURS, 'gepa', 'openevolve'))}")
+
+
+def config_fields() -> set[str]:
+    return {f.name for f in dataclasses.fields(AdaptConfig)}

@@ -1,0 +1,106 @@
+"""Figures of `bench peers`: per system the final held-out score with a 95% interval over seeds,
+Solver calls, Proposer tokens and wall time; the anytime curves; the table and the plot."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+        9: 2.262, 10: 2.228}
+"""Student's t, 97.5th percentile, by degrees of freedom (1.96 beyond)."""
+
+
+def ci95(values: list[float]) -> float | None:
+    """Half-width of the 95% interval of the mean (None for a single value)."""
+    if len(values) < 2:
+        return None
+    return T975.get(len(values) - 1, 1.96) * statistics.stdev(values) / math.sqrt(len(values))
+
+
+def at(curve: list[dict], calls: float) -> float:
+    """The held-out score of what the run would hand back after `calls` Solver calls."""
+    score = curve[0]["test"]
+    for point in curve:
+        if point["solver_calls"] <= calls:
+            score = point["test"]
+    return score
+
+
+def summarize(results: list[dict]) -> dict[str, Any]:
+    """Per system: the mean over tasks of each seed, then mean and interval over seeds."""
+    by: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        by[r["system"]][r["seed"]].append(r)
+    systems: dict[str, Any] = {}
+    for system, seeds in by.items():
+        per_seed = [statistics.mean(r["final_test"] for r in runs) for runs in seeds.values()]
+        runs = [r for rs in seeds.values() for r in rs]
+        tasks = defaultdict(list)
+        for r in runs:
+            tasks[r["task"]].append(r["final_test"])
+        systems[system] = {
+            "final_test": round(statistics.mean(per_seed), 4),
+            "ci95": None if (c := ci95(per_seed)) is None else round(c, 4),
+            "start_test": round(statistics.mean(r["curve"][0]["test"] for r in runs), 4),
+            "solver_calls": round(statistics.mean(r["solver_calls"] for r in runs), 1),
+            "proposer_calls": round(statistics.mean(r["proposer_calls"] for r in runs), 1),
+            "proposer_tokens": round(statistics.mean(r["proposer_tokens"] for r in runs)),
+            "wall_s": round(statistics.mean(r["wall_s"] for r in runs), 1),
+            "runs": len(runs), "seeds": len(per_seed),
+            "per_task": {t: round(statistics.mean(v), 4) for t, v in tasks.items()}}
+    return systems
+
+
+def curves(results: list[dict], points: int = 40) -> dict[str, list[tuple[float, float]]]:
+    """Mean held-out score against Solver calls, per system, on a shared grid."""
+    top = max((r["solver_calls"] for r in results), default=0)
+    grid = [top * i / points for i in range(points + 1)]
+    by: dict[str, list[dict]] = defaultdict(list)
+    for r in results:
+        by[r["system"]].append(r)
+    return {s: [(x, statistics.mean(at(r["curve"], x) for r in runs)) for x in grid]
+            for s, runs in by.items()}
+
+
+def table(systems: dict[str, Any]) -> str:
+    lines = ["system        held-out (95% CI over seeds)   start   Solver calls  Proposer "
+             "calls  Proposer tokens   wall s/run  runs",
+             "------------  ----------------------------  ------  ------------  --------------"
+             "  ---------------  -----------  ----"]
+    for name, s in systems.items():
+        ci = "n/a (1 seed)" if s["ci95"] is None else f"+- {s['ci95']:.3f}"
+        lines.append(f"{name:<12}  {s['final_test']:>6.3f} {ci:<21}  {s['start_test']:>6.3f}  "
+                     f"{s['solver_calls']:>12.1f}  {s['proposer_calls']:>14.1f}  "
+                     f"{s['proposer_tokens']:>15,}  {s['wall_s']:>11.1f}  {s['runs']:>4}")
+    tasks = sorted({t for s in systems.values() for t in s["per_task"]})
+    lines.append("")
+    lines.append("held-out by task   " + "  ".join(f"{t:>22}" for t in tasks))
+    for name, s in systems.items():
+        lines.append(f"{name:<18} " + "  ".join(f"{s['per_task'].get(t, float('nan')):>22.3f}"
+                                               for t in tasks))
+    return "\n".join(lines)
+
+
+def plot(results: list[dict], path: Path, title: str) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for system, curve in curves(results).items():
+        ax.step([x for x, _ in curve], [y for _, y in curve], where="post", label=system)
+    ax.set_xlabel("Solver calls spent by the search (counted at our Solver)")
+    ax.set_ylabel("held-out score of the current best (mean over tasks and seeds)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

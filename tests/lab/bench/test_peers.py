@@ -1,0 +1,127 @@
+"""`bench peers`: the figures (intervals, anytime curves, the budget cut), the trace, the command
+end to end on the simulated endpoint for control flow (every system's driver, the real GEPA
+and OpenEvolve packages, our sandbox), resuming from the cache, bad input, and one real-model
+path (GEPA with the local Qwen reflection model and SmolLM2 Solver)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from harness_learning.graphs.cli import app
+from harness_learning.graphs.lab.bench import peers_report
+from harness_learning.graphs.lab.bench.peers_meter import Trace, sha_of
+from harness_learning.harnesses.llm.simserver import SimServer
+from harness_learning.harnesses.seeds import seed_source
+from sim_adapt import EDIT, arithmetic
+from typer.testing import CliRunner
+
+pytest.importorskip("gepa")
+pytest.importorskip("openevolve")
+
+SEED = seed_source("reasoning_direct")
+WHOLE = "```python\n" + SEED.replace('PROMPT = """', 'PROMPT = """MARK-A ') + "```"
+SYSTEMS = ("best_valid", "racing", "gepa", "openevolve")
+
+
+def run_of(system: str, seed: int, final: float, calls: int, task: str = "t") -> dict:
+    curve = [{"solver_calls": 0, "test": 0.25}, {"solver_calls": calls, "test": final}]
+    return {"system": system, "task": task, "seed": seed, "curve": curve, "final_test": final,
+            "solver_calls": calls, "proposer_calls": 2, "proposer_tokens": 100, "wall_s": 1.0}
+
+
+def test_the_interval_is_over_seeds_of_the_mean_over_tasks():
+    results = [run_of("a", s, f, 10, t) for s, f in enumerate((0.5, 0.7, 0.9))
+               for t in ("t1", "t2")]
+    summary = peers_report.summarize(results)["a"]
+    assert summary["final_test"] == pytest.approx(0.7) and summary["seeds"] == 3
+    assert summary["ci95"] == pytest.approx(4.303 * 0.2 / 3 ** 0.5, abs=1e-4)
+    assert summary["start_test"] == 0.25 and summary["runs"] == 6
+    assert peers_report.ci95([0.5]) is None
+
+
+def test_a_version_that_took_over_after_the_budget_does_not_count():
+    curve = [{"solver_calls": 0, "test": 0.1}, {"solver_calls": 40, "test": 0.3},
+             {"solver_calls": 55, "test": 0.9}]
+    assert [peers_report.at(curve, x) for x in (0, 39, 40, 48, 55)] == [0.1, 0.1, 0.3, 0.3, 0.9]
+    lines = peers_report.curves([run_of("a", 0, 0.5, 20), run_of("a", 1, 1.0, 40)], points=2)
+    assert lines["a"] == [(0.0, 0.25), (20.0, 0.375), (40.0, 0.75)]
+
+
+def test_the_trace_keeps_each_take_over_and_the_better_only():
+    trace = Trace()
+    trace.offer(0, "a", 0.5)
+    trace.offer(8, "b", 0.5)                  # equal: the earlier stays (a peer's rule)
+    trace.offer(9, "c", 0.5, ties_win=True)   # equal, later wins (AdaptResult's rule)
+    trace.offer(12, "d", 0.25)
+    trace.offer(20, "e", None)
+    assert [(c, s) for c, s, _ in trace.points] == [(0, sha_of("a")), (9, sha_of("c"))]
+    assert set(trace.sources) == {sha_of(x) for x in "abcde"}
+
+
+def rules() -> list:
+    solver = (r"MARK-A [\s\S]*Problem: Calculate (?P<expr>[-+*/() \d]+)\.",
+              lambda m: f"Answer: {arithmetic(m['expr'])}")
+    # GEPA asks for the whole component in a code block; ours and OpenEvolve for SEARCH/REPLACE.
+    return [(r"## Current Component", WHOLE), (r"SEARCH", EDIT.format(old="", new="MARK-A ")),
+            solver]
+
+
+def bench(tmp_path, url: str, *extra: str):
+    args = ["bench", "peers", "--smoke", "--out", str(tmp_path / "out"), "--solver-url",
+            f"sim@{url}", "--proposer-url", f"sim@{url}", "--json", *extra]
+    return CliRunner().invoke(app, args)
+
+
+def test_every_system_runs_on_equal_terms_and_a_rerun_reads_the_cache(tmp_path):
+    with SimServer(latency_s=0.0, rules=rules()) as url:
+        server = url
+        result = bench(tmp_path, server, "--plot", str(tmp_path / "curves.png"))
+        assert result.exit_code == 0, result.output
+        figures = json.loads(result.output.strip().splitlines()[-1])
+        systems = figures["systems"]
+        assert list(systems) == list(SYSTEMS)
+        budget = figures["settings"]["budget"]
+        for name, s in systems.items():
+            assert {"final_test", "ci95", "solver_calls"} <= set(s), name
+            assert s["solver_calls"] > 0 and s["proposer_calls"] >= 1 and s["proposer_tokens"] > 0
+            assert s["start_test"] == 0.0  # the seed never says MARK-A: the Solver is wrong
+        # every system finds the MARK-A edit within the budget: held-out 1.0 at <= budget calls
+        for name in SYSTEMS:
+            run = json.loads((tmp_path / "out" / "runs" / "rg_basic_arithmetic" / name / "seed0"
+                              / "result.json").read_text())
+            assert run["final_test"] == 1.0, name
+            assert any(p["test"] == 1.0 and p["solver_calls"] <= budget for p in run["curve"])
+        assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
+        assert re.search(r"best_valid\s+1\.000", result.output)
+        again = bench(tmp_path, server)
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.output.strip().splitlines()[-1])["systems"] == systems
+    assert "run rg:basic_arithmetic" not in again.output  # nothing was run again
+
+
+def test_bad_input_is_one_clear_line_with_a_hint(tmp_path, capsys):
+    from harness_learning.graphs.cli.errors import main
+
+    for args, words in ((["--system", "dspy"], "unknown system(s) dspy"),
+                        (["--config", str(tmp_path / "none.toml")], "no bench config"),
+                        (["--scale", "huge"], "no [huge] table")):
+        with pytest.raises(SystemExit) as exit_:
+            main(["bench", "peers", "--out", str(tmp_path / "o"), *args])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and words in err, (args, err)
+        assert "· hint:" in err
+    assert not (tmp_path / "o").exists()  # refused before anything was written
+
+
+@pytest.mark.slow
+def test_gepa_with_the_real_local_models(tmp_path):
+    """One small real path: SmolLM2 answers, Qwen2.5-Coder reflects once or twice."""
+    result = CliRunner().invoke(app, ["bench", "peers", "--smoke", "--out", str(tmp_path),
+                                      "--system", "gepa", "--budget", "8", "--json"])
+    assert result.exit_code == 0, result.output
+    gepa = json.loads(result.output.strip().splitlines()[-1])["systems"]["gepa"]
+    assert gepa["proposer_calls"] >= 1 and gepa["proposer_tokens"] > 0
+    assert 8 <= gepa["solver_calls"] <= 8 + 4  # the seed's 4 dev problems, then a minibatch
+    assert 0.0 <= gepa["final_test"] <= 1.0
