@@ -32,6 +32,8 @@ from harness_learning.graphs.lab.bench.peers_report import at
 
 Log = Callable[[str], None]
 SETTINGS = PEERS_DIR / "bench.toml"
+SCALES = ("cpu", "smoke")
+"""Tables of bench.toml that resize the run; `full` is its top level."""
 
 
 @dataclass
@@ -75,7 +77,7 @@ def endpoints(solver: str = "", proposer: str = "") -> Iterator[Endpoints]:
 def load_settings(path: Path = SETTINGS, scale: str = "full") -> dict[str, Any]:
     """The top-level settings (`full`), or with a named table's overrides (`smoke`, `cpu`)."""
     settings = tomllib.loads(path.read_text())
-    tables = {k: settings.pop(k) for k in [k for k, v in settings.items() if isinstance(v, dict)]}
+    tables = {k: settings.pop(k) for k in SCALES if k in settings}
     if scale == "full":
         return settings
     if scale not in tables:
@@ -98,7 +100,9 @@ def split_secret(out: Path, task: str) -> str:
 def task_options(settings: dict[str, Any], out: Path, task: str) -> dict[str, Any]:
     options: dict[str, Any] = {"n_dev": settings["n_dev"], "n_test": settings["n_test"], "seed": 0}
     if task.startswith("rg:"):
-        return {**options, "split_secret": split_secret(out, task)}
+        config = settings.get("task_configs", {}).get(task)
+        return {**options, "split_secret": split_secret(out, task),
+                **({"config": config} if config else {})}
     from harness_learning.evals.settings import SAMPLE_CORPORA, data_dir
 
     from harness_learning import retrieval

@@ -1,6 +1,7 @@
 """The systems of `bench peers`, each run to the same Solver-call budget on one task and seed.
 
-- `best_valid`, `racing`, `pareto`: our adapter (`run_adaptation`) with that selection policy,
+- `best_valid`, `racing`, `pareto`: our adapter (`run_adaptation`) with that selection policy
+  (`pareto` with `merge` on too: GEPA's parent selection and merge as options of ours),
   its Solver client the meter's counted one, its Proposer the counted proxy, and a store that
   notes the Solver calls spent at each round's decision (the anytime trace).
 - `gepa`: `graphs.lab.bench.peers_gepa`.
@@ -11,7 +12,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import math
 import os
 from pathlib import Path
@@ -49,8 +49,8 @@ class TracedStore(SQLiteLogStore):
 
 def adapter_config(system: str, base: dict[str, Any], run_dir: Path) -> AdaptConfig:
     """Our adapter as `system`, with the bench's shared settings (`base`)."""
-    policy = "best_valid" if system == "pareto" else system
-    return AdaptConfig(**{**base, "run_dir": str(run_dir), "policy": policy,
+    merge = system == "pareto"  # GEPA's two ideas together: Pareto parents and merges
+    return AdaptConfig(**{**base, "run_dir": str(run_dir), "policy": system, "merge": merge,
                           "budget": Budget(solver_calls=base["budget"])})
 
 
@@ -113,5 +113,3 @@ def run_system(system: str, meter: Meter, seed_source: str, base: dict[str, Any]
         raise ValueError(f"unknown system {system!r}; known: {', '.join((*OURS, 'gepa', 'openevolve'))}")
 
 
-def config_fields() -> set[str]:
-    return {f.name for f in dataclasses.fields(AdaptConfig)}
