@@ -131,7 +131,8 @@ def base_config(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy,
     from harness_learning.evals.registry import track_of
 
     track = track_of(task, options)
-    return {"task": task, "task_options": options, "seed": seed, "rounds": 1000,
+    rounds = max(1, settings["max_proposals"] // settings["candidates"])
+    return {"task": task, "task_options": options, "seed": seed, "rounds": rounds,
             "solver": f"openai/{ends.solver_alias}@{ends.solver_url}",
             "proposer": (f"openai/{ends.proposer_alias}@{proxy.base_url}"
                          "?max_concurrency=1&timeout_s=1800&api_key=local"),
@@ -142,7 +143,8 @@ def base_config(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy,
             "feedback": settings["feedback"], "selection": settings["n_dev"],
             "budget": settings["budget"], "concurrency": settings["concurrency"],
             "edit_format": "search_replace" if track == "reasoning" else "whole_program",
-            "line_limit": settings.get("line_limit", 200)}
+            "line_limit": settings.get("line_limit", 200),
+            "max_proposals": settings["max_proposals"]}
 
 
 class TestScores:

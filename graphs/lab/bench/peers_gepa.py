@@ -57,7 +57,7 @@ def load_settings(path: Path) -> dict[str, dict[str, Any]]:
 
 def run_gepa(meter: Meter, seed_source: str, *, settings: dict[str, dict[str, Any]],
              proposer_url: str, proposer_alias: str, max_tokens: int, seed: int,
-             run_dir: Path, line_limit: int) -> str:
+             run_dir: Path, line_limit: int, max_proposals: int) -> str:
     """Search until the meter's budget is spent; the best candidate's source."""
     from gepa.optimize_anything import (
         EngineConfig,
@@ -69,6 +69,7 @@ def run_gepa(meter: Meter, seed_source: str, *, settings: dict[str, dict[str, An
     examples = [{"id": p.id} for p in meter.problems]
     engine = EngineConfig(**{**settings["engine"], "run_dir": str(run_dir), "seed": seed,
                              "max_metric_calls": 100 * meter.budget,
+                             "max_candidate_proposals": max_proposals,
                              "display_progress_bar": False})
     reflection = ReflectionConfig(**{
         **settings["reflection"],

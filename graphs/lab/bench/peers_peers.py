@@ -50,7 +50,8 @@ class TracedStore(SQLiteLogStore):
 def adapter_config(system: str, base: dict[str, Any], run_dir: Path) -> AdaptConfig:
     """Our adapter as `system`, with the bench's shared settings (`base`)."""
     merge = system == "pareto"  # GEPA's two ideas together: Pareto parents and merges
-    return AdaptConfig(**{**base, "run_dir": str(run_dir), "policy": system, "merge": merge,
+    fields = {k: v for k, v in base.items() if k != "max_proposals"}
+    return AdaptConfig(**{**fields, "run_dir": str(run_dir), "policy": system, "merge": merge,
                           "budget": Budget(solver_calls=base["budget"])})
 
 
@@ -63,7 +64,7 @@ async def run_ours(system: str, meter: Meter, base: dict[str, Any], run_dir: Pat
 
 
 def run_openevolve(meter: Meter, seed_source: str, *, proposer_url: str, proposer_alias: str,
-                   max_tokens: int, seed: int, run_dir: Path) -> str:
+                   max_tokens: int, seed: int, run_dir: Path, max_proposals: int) -> str:
     """OpenEvolve until its iterations (enough for the budget) are done; the best program."""
     from openevolve.api import run_evolution
     from openevolve.config import load_config
@@ -77,7 +78,7 @@ def run_openevolve(meter: Meter, seed_source: str, *, proposer_url: str, propose
     config.llm.api_base = proposer_url
     config.random_seed = config.database.random_seed = seed
     per_eval = max(1, len(meter.problems))
-    iterations = max(1, math.ceil((meter.budget - per_eval) / per_eval))
+    iterations = min(max_proposals, max(1, math.ceil((meter.budget - per_eval) / per_eval)))
     server = meter.serve()
     os.environ["HL_PEERS_METER"] = f"http://127.0.0.1:{server.server_address[1]}"
     try:
@@ -104,11 +105,12 @@ def run_system(system: str, meter: Meter, seed_source: str, base: dict[str, Any]
 
         run_gepa(meter, seed_source, settings=load_settings(PEERS_DIR / "gepa.toml"),
                  proposer_url=proposer_url, proposer_alias=proposer_alias, max_tokens=max_tokens,
-                 seed=base["seed"], run_dir=run_dir / "gepa", line_limit=base["line_limit"])
+                 seed=base["seed"], run_dir=run_dir / "gepa", line_limit=base["line_limit"],
+                 max_proposals=base["max_proposals"])
     elif system == "openevolve":
         run_openevolve(meter, seed_source, proposer_url=proposer_url,
                        proposer_alias=proposer_alias, max_tokens=max_tokens, seed=base["seed"],
-                       run_dir=run_dir)
+                       run_dir=run_dir, max_proposals=base["max_proposals"])
     else:
         raise ValueError(f"unknown system {system!r}; known: {', '.join((*OURS, 'gepa', 'openevolve'))}")
 
