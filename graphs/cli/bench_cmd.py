@@ -294,8 +294,10 @@ def bench_peers(
     def log(msg: str) -> None:
         print(msg, file=_sys.stderr, flush=True)
 
-    with peers.endpoints(solver_url, proposer_url) as ends:
-        results = peers.run(out, settings, ends, log=log)
+    results = peers.finished(out, settings)
+    if results is None:
+        with peers.endpoints(solver_url, proposer_url) as ends:
+            results = peers.run(out, settings, ends, log=log)
     systems = peers_report.summarize(results)
     print(peers_report.table(systems), flush=True)
     if plot:

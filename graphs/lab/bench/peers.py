@@ -176,7 +176,7 @@ def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out
     from harness_learning.harnesses.seeds import seed_source
     from harness_learning.harnesses.toolbox import Toolbox
 
-    run_dir = out / "runs" / task_name.replace(":", "_") / system / f"seed{seed}"
+    run_dir = run_path(out, task_name, system, seed)
     done = run_dir / "result.json"
     if done.exists():
         return json.loads(done.read_text())
@@ -215,6 +215,20 @@ def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out
     log(f"  {label}: held-out {result['final_test']:.3f} after {result['solver_calls']} Solver "
         f"calls, {tokens} Proposer tokens, {wall:.0f} s")
     return result
+
+
+def run_path(out: Path, task: str, system: str, seed: int) -> Path:
+    return out / "runs" / task.replace(":", "_") / system / f"seed{seed}"
+
+
+def finished(out: Path, settings: dict[str, Any]) -> list[dict] | None:
+    """Every run's stored result when all of them are finished (then no model is started),
+    else None."""
+    paths = [run_path(out, task, system, seed) / "result.json" for seed in settings["seeds"]
+             for task in settings["tasks"] for system in settings["systems"]]
+    if not all(p.exists() for p in paths):
+        return None
+    return [json.loads(p.read_text()) for p in paths]
 
 
 def run(out: Path, settings: dict[str, Any], ends: Endpoints, log: Log = print) -> list[dict]:
