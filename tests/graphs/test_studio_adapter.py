@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import sim_adapt
 from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.policies import POLICIES
 from harness_learning.graphs.studio import MODEL_ENV, RUNS_ENV
 from studio_server import ALLOW_BLOCKING_WARNING, dev_server
 
@@ -75,7 +76,7 @@ def test_settings_form_input_and_output_schemas(served) -> None:
     helps = {f.name: f.metadata["help"] for f in dataclasses.fields(AdaptConfig)}
     assert form["rounds"]["description"] == helps["rounds"]  # one source of settings
     assert form["harness"]["description"] == helps["seed_harness"]
-    assert {"strict", "best_valid", "racing"} == set(form["policy"]["anyOf"][0]["enum"])
+    assert set(POLICIES) == set(form["policy"]["anyOf"][0]["enum"])  # every policy, no other
     assert form["task"]["default"] == "rg:basic_arithmetic" and form["approval"]["default"] is False
     assert set(schemas["input_schema"]["properties"]) == {"human_feedback"}
     assert {"run_dir", "current_sha", "best_score", "rounds", "stop_reason", "spent"} == set(
