@@ -84,6 +84,12 @@ class SFTTrainConfig(TrainConfig):
                   "`harness-learn collect-edits --out` writes, whose successful edits (valid, "
                   "scored above the parent) join the SFT set, whichever model wrote them."},
     )
+    keep_ties: bool = field(
+        default=False,
+        metadata={"help": "Also learn valid edits that score as high as their parent: on a few "
+                  "selection problems a teacher's edits often tie the seed, and a small student "
+                  "needs the edit format first."},
+    )
 
 
 @dataclass

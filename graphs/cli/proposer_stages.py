@@ -29,19 +29,29 @@ def collect_stage(spec: Any, train: Any, folder: Path,
             "successful": sum(r.successful for r in found)}
 
 
+def one_thread() -> None:
+    """One intra-op torch thread: on 2 shared cores more threads spin against the Solver and
+    each other (training/README.md measured it)."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 def sft_stage(train: Any, folder: Path, collected: dict[str, Any]) -> dict[str, Any]:
     from harness_learning.training.config import SFTTrainConfig
+    from harness_learning.training.data import LogError
     from harness_learning.training.sft import train_sft
 
-    if not collected["successful"]:
-        return {"checkpoint": None, "skipped": "the teacher made no successful edit (valid and "
-                "above the seed): the SFT arm is the base student"}
+    one_thread()
     config = SFTTrainConfig(model=train.student, out=str(folder), lora=train.lora,
                             teacher=[r["run_dir"] for r in collected["tasks"].values()],
                             num_epochs=train.sft_epochs, max_steps=-1, batch_size=1,
                             learning_rate=train.sft_learning_rate,
-                            max_length=train.sft_max_length)
-    result = train_sft([], config, progress=False)
+                            max_length=train.sft_max_length, keep_ties=train.sft_keep_ties)
+    try:
+        result = train_sft([], config, progress=False)
+    except LogError as err:  # nothing to learn: say so, and the SFT arm is the base student
+        return {"checkpoint": None, "skipped": str(err)}
     report = result.report
     return {"checkpoint": str(result.checkpoint), "summary": result.summary,
             "examples": report.proposals_kept if report else None,
@@ -53,6 +63,7 @@ def grpo_stage(spec: Any, train: Any, folder: Path, collected: dict[str, Any],
     from harness_learning.training.config import GRPOOnlineConfig
     from harness_learning.training.grpo_online import train_grpo_online
 
+    one_thread()
     config = GRPOOnlineConfig(
         model=sft["checkpoint"] or train.student, out=str(folder), lora=train.lora,
         num_generations=train.group_size, batch_size=train.group_size,

@@ -43,6 +43,8 @@ class TrainingSpec:
     sft_epochs: float = 3.0
     sft_learning_rate: float = 2e-4
     sft_max_length: int = 4096
+    sft_keep_ties: bool = False
+    """SFT also on the teacher's valid edits that tie the seed (`train sft --keep-ties`)."""
     grpo_steps: int = 10
     group_size: int = 8
     grpo_learning_rate: float = 2e-5

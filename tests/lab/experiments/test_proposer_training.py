@@ -108,3 +108,14 @@ def test_table_means_rates_and_oracle():
     goals = targets(table)
     assert goals["valid_rate_3x_base"]["holds"] and goals["mean_at_least_base"]["holds"]
     assert "beats_teacher" not in goals
+
+
+def test_a_training_experiment_needs_the_stage_work_the_cli_supplies(tmp_path):
+    import asyncio
+
+    from harness_learning.graphs.lab.experiments.runner import run_experiment
+
+    spec = load_spec(EXPERIMENTS / "proposer_training.toml", "smoke")
+    with pytest.raises(ValueError, match="harness-learn experiment"):
+        asyncio.run(run_experiment(spec, tmp_path, task_options=lambda t: {}, log=lambda m: None))
+    assert not (tmp_path / "stages").exists()
