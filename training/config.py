@@ -128,6 +128,12 @@ class GRPOOnlineConfig(TrainConfig):
         default=256, metadata={"help": "Tokens generated per completion."}
     )
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature."})
+    micro_batch_size: int = field(
+        default=0,
+        metadata={"help": "Sequences per forward/backward pass, the step's batch accumulated "
+                  "over them (0: the whole batch at once). On CPU a group of 8 Proposer "
+                  "prompts of ~2k tokens at once ran out of memory; 1 keeps it to one."},
+    )
     beta: float = field(default=0.0, metadata={"help": "KL coefficient (TRL's beta)."})
     loss_type: str = field(default="dapo", metadata={"help": "TRL loss type (dapo, grpo, dr_grpo, bnpo)."})
     num_problems: int = field(

@@ -241,8 +241,16 @@ def grpo_args(config: GRPOOnlineConfig, out: Path, progress: bool) -> Any:
     if config.batch_size % config.num_generations:
         raise ValueError(f"batch_size {config.batch_size} must be a multiple of num_generations "
                          f"{config.num_generations} (whole groups per step)")
+    common = trl_common(config, out)
+    micro = config.micro_batch_size or config.batch_size
+    if config.batch_size % micro:
+        raise ValueError(f"batch_size {config.batch_size} must be a multiple of "
+                         f"micro_batch_size {micro}")
+    if micro != config.batch_size:  # one generation batch per step, trained in micro-batches
+        common |= {"per_device_train_batch_size": micro,
+                   "gradient_accumulation_steps": config.batch_size // micro}
     return GRPOConfig(
-        **trl_common(config, out), num_generations=config.num_generations,
+        **common, num_generations=config.num_generations,
         max_completion_length=config.max_completion_length, temperature=config.temperature,
         beta=config.beta, loss_type=config.loss_type, use_vllm=config.use_vllm,
         vllm_mode="colocate", scale_rewards="group" if config.scale_by_std else "none",

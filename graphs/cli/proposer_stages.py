@@ -68,6 +68,7 @@ def grpo_stage(spec: Any, train: Any, folder: Path, collected: dict[str, Any],
         model=sft["checkpoint"] or train.student, out=str(folder), lora=train.lora,
         num_generations=train.group_size, batch_size=train.group_size,
         max_steps=train.grpo_steps, learning_rate=train.grpo_learning_rate,
+        micro_batch_size=train.grpo_micro_batch,
         max_completion_length=train.student_max_tokens, temperature=train.grpo_temperature,
         num_problems=train.grpo_problems, solver=spec.solver, concurrency=spec.concurrency,
         max_length=train.sft_max_length)

@@ -51,6 +51,9 @@ class TrainingSpec:
     grpo_problems: int = 4
     """Selection problems each sampled edit is scored on during GRPO."""
     grpo_temperature: float = 1.0
+    grpo_micro_batch: int = 1
+    """Sequences per backward pass (a whole group of ~2k-token prompts at once ran out of
+    memory on 24 GiB)."""
     student_max_tokens: int = 384
     eval_candidates: int = 8
     """Single-step edits of the seed per student arm, held-out type and seed."""
