@@ -203,7 +203,7 @@ def write_arms(out: str | Path) -> dict[str, Any] | None:
     (out / TABLE_MD).write_text(markdown(table, tasks, goals, note), encoding="utf-8")
     (out / TABLE_JSON).write_text(json.dumps({"arms": table, "targets": goals,
                                               "tasks": tasks}, indent=1), encoding="utf-8")
-    plot(table, out / PLOT, f"Held-out single-step score by Proposer ({spec['scale']} scale, "
+    plot(table, out / PLOT, f"Held-out single-step score by Proposer ({spec['name']}, "
          f"{len(tasks)} types)")
     return {"arms": table, "targets": goals}
 
