@@ -84,6 +84,12 @@ class SFTTrainConfig(TrainConfig):
                   "`harness-learn collect-edits --out` writes, whose successful edits (valid, "
                   "scored above the parent) join the SFT set, whichever model wrote them."},
     )
+    keep_ties: bool = field(
+        default=False,
+        metadata={"help": "Also learn valid edits that score as high as their parent: on a few "
+                  "selection problems a teacher's edits often tie the seed, and a small student "
+                  "needs the edit format first."},
+    )
 
 
 @dataclass
@@ -122,6 +128,12 @@ class GRPOOnlineConfig(TrainConfig):
         default=256, metadata={"help": "Tokens generated per completion."}
     )
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature."})
+    micro_batch_size: int = field(
+        default=0,
+        metadata={"help": "Sequences per forward/backward pass, the step's batch accumulated "
+                  "over them (0: the whole batch at once). On CPU a group of 8 Proposer "
+                  "prompts of ~2k tokens at once ran out of memory; 1 keeps it to one."},
+    )
     beta: float = field(default=0.0, metadata={"help": "KL coefficient (TRL's beta)."})
     loss_type: str = field(default="dapo", metadata={"help": "TRL loss type (dapo, grpo, dr_grpo, bnpo)."})
     num_problems: int = field(

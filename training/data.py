@@ -285,18 +285,22 @@ def grpo_dataset(run_dirs: Sequence[str | Path], config: DataConfig) -> tuple[An
     return Dataset.from_list(grpo_rows(groups, config.scale_by_std)), report
 
 
-def is_success(p: Proposal) -> bool:
-    """A successful edit: valid and scored above its parent on the selection problems."""
-    return (p.valid and p.selection_score is not None and p.parent_score is not None
-            and float(p.selection_score) > float(p.parent_score))
+def is_success(p: Proposal, ties: bool = False) -> bool:
+    """A successful edit: valid and scored above its parent on the selection problems (with
+    `ties`, at least as high)."""
+    if not (p.valid and p.selection_score is not None and p.parent_score is not None):
+        return False
+    gain = float(p.selection_score) - float(p.parent_score)
+    return gain >= 0 if ties else gain > 0
 
 
-def sft_rows(proposals: Iterable[Proposal]) -> list[dict[str, Any]]:
-    """Conversational prompt/completion rows of successful edits, duplicates folded."""
+def sft_rows(proposals: Iterable[Proposal], ties: bool = False) -> list[dict[str, Any]]:
+    """Conversational prompt/completion rows of successful edits (`is_success`), duplicates
+    folded."""
     rows, seen = [], set()
     for p in proposals:
         key = (p.group_id, p.completion.strip())
-        if not is_success(p) or key in seen:
+        if not is_success(p, ties) or key in seen:
             continue
         seen.add(key)
         rows.append({

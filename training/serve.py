@@ -2,9 +2,10 @@
 
 On GPUs: `vllm serve CHECKPOINT --served-model-name proposer` and point the Proposer's model
 string at it (`openai/proposer` with its base URL). On CPU: `harness-learn train serve
-CHECKPOINT` starts this small OpenAI-compatible endpoint backed by transformers (llama.cpp would
-need the checkpoint converted to GGUF, a converter that does not ship with its wheel); the model
-layer reaches it through litellm like any other OpenAI-compatible server. It answers
+CHECKPOINT` starts this small OpenAI-compatible endpoint backed by transformers; the model
+layer reaches it through litellm like any other OpenAI-compatible server. A SmolLM2 student is
+faster served by llama.cpp: `harness-learn train export CHECKPOINT --out S.gguf` (training/
+export.py), then `--proposer S.gguf`. It answers
 `GET /v1/models` and non-streaming `POST /v1/chat/completions` with optional token log-probs,
 one request at a time.
 """

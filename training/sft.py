@@ -47,7 +47,8 @@ def train_sft(run_dirs: Sequence[str | Path], config: SFTTrainConfig,
     out = Path(config.out)
     run_dirs = [*map(Path, run_dirs), *run_dirs_under(config.teacher)]
     report = FilterReport()
-    dataset = sft_dataset(run_dirs, report).select_columns(["prompt", "completion"])
+    dataset = sft_dataset(run_dirs, report, config.keep_ties).select_columns(
+        ["prompt", "completion"])
     tokenizer = load_tokenizer(config.model)
     lengths = [len(tokenizer(tokenizer.apply_chat_template(
         row["prompt"] + row["completion"], tokenize=False))["input_ids"]) for row in dataset]

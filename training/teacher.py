@@ -42,25 +42,25 @@ def run_dirs_under(paths: Sequence[str | Path]) -> list[Path]:
     return out
 
 
-def sft_notes(proposals: Iterable[Proposal], kept: int) -> list[str]:
+def sft_notes(proposals: Iterable[Proposal], kept: int, ties: bool = False) -> list[str]:
     """Per run: how many proposals were read, how many became SFT examples, and why the
     others did not."""
     by_run: dict[str, Counter[str]] = {}
     for p in proposals:
         counts = by_run.setdefault(p.run, Counter())
         counts["read"] += 1
-        if is_success(p):
+        if is_success(p, ties):
             counts["successful"] += 1
         elif not p.valid:
             counts["invalid"] += 1
         elif p.selection_score is None or p.parent_score is None:
             counts["unscored"] += 1
         else:
-            counts["not above the parent"] += 1
+            counts["below the parent" if ties else "not above the parent"] += 1
     notes = []
     for run, c in by_run.items():
-        why = ", ".join(f"{c[k]} {k}" for k in ("invalid", "not above the parent", "unscored")
-                        if c[k])
+        why = ", ".join(f"{c[k]} {k}" for k in ("invalid", "not above the parent",
+                                                "below the parent", "unscored") if c[k])
         notes.append(f"{run}: {c['read']} proposals, {c['successful']} successful edits"
                      + (f"; left out {why}" if why else ""))
     total = sum(c["successful"] for c in by_run.values())
@@ -69,19 +69,21 @@ def sft_notes(proposals: Iterable[Proposal], kept: int) -> list[str]:
     return notes
 
 
-def sft_dataset(run_dirs: Sequence[str | Path], report: FilterReport | None = None) -> Any:
+def sft_dataset(run_dirs: Sequence[str | Path], report: FilterReport | None = None,
+                ties: bool = False) -> Any:
     """The SFT set as a Hugging Face `datasets.Dataset` (TRL conversational prompt-completion);
-    `report` receives what was read and left out, per run."""
+    `report` receives what was read and left out, per run; `ties` also keeps valid edits that
+    score as high as their parent."""
     from datasets import Dataset
 
     proposals = read_proposals(run_dirs, report)
-    rows = sft_rows(proposals)
-    notes = sft_notes(proposals, len(rows))
+    rows = sft_rows(proposals, ties)
+    notes = sft_notes(proposals, len(rows), ties)
     if report is not None:
         report.runs, report.proposals_read, report.proposals_kept = (
             len(run_dirs), len(proposals), len(rows))
         report.notes += notes
     if not rows:
-        raise LogError("no successful edits (valid, scored above parent) in "
+        raise LogError(f"no successful edits (valid, scored {'at least as high as' if ties else 'above'} parent) in "
                        f"{', '.join(map(str, run_dirs))}: " + "; ".join(notes or ["no proposals"]))
     return Dataset.from_list(rows)

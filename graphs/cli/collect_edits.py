@@ -37,7 +37,8 @@ def run_dir_name(task: str) -> str:
 def task_config(task: str, out: Path, proposer: str, per_task: int, *, solver: str = "local",
                 feedback: int | None = None, selection: int | None = None,
                 edit_format: str | None = None, proposer_params: dict[str, Any] | None = None,
-                seed: int = 0, concurrency: int = 8) -> AdaptConfig:
+                seed: int = 0, concurrency: int = 8,
+                task_options: dict[str, Any] | None = None) -> AdaptConfig:
     """One round, `per_task` candidates from the seed's prompt, every one scored."""
     if per_task < 1:
         raise ValueError(f"--per-task must be at least 1, got {per_task}")
@@ -45,6 +46,7 @@ def task_config(task: str, out: Path, proposer: str, per_task: int, *, solver: s
         task=task, run_dir=str(out / run_dir_name(task)), solver=solver, proposer=proposer,
         rounds=1, candidates=per_task, policy="strict", edit_format=edit_format,
         feedback=feedback, selection=selection, seed=seed, concurrency=concurrency,
+        task_options=dict(task_options or {}),
         proposer_params=proposer_params or {"temperature": 0.7, "max_tokens": 2048},
     )
 

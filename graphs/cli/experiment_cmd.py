@@ -8,7 +8,12 @@ from typing import Annotated
 
 import typer
 from harness_learning.graphs.cli import app
-from harness_learning.graphs.cli._common import console, run_async
+from harness_learning.graphs.cli._common import (
+    console,
+    print_json_last,
+    run_async,
+    user_errors,
+)
 
 
 @app.command()
@@ -24,6 +29,9 @@ def experiment(
     solver: Annotated[str | None, typer.Option(help="Solver model (overrides the config's).")] = None,
     proposer: Annotated[str | None, typer.Option(
         help="Untrained Proposer model (overrides the config's).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="End with a JSON line: per arm of a "
+                                          "trained-Proposer experiment, mean, ci95, valid_rate.")
+                       ] = False,
 ) -> None:
     """Run every method of a track (baselines, untrained and trained Proposer, single-step
     against relay, repeated seeds) and write OUT/report.md; finished runs are reused."""
@@ -43,12 +51,34 @@ def experiment(
     from harness_learning.graphs.lab.experiments.config import load_spec
     from harness_learning.graphs.lab.experiments.runner import run_experiment
 
-    spec = load_spec(target, "smoke" if smoke else "paper")
-    for key, value in {"trained_proposer": trained_proposer, "solver": solver,
-                       "proposer": proposer}.items():
-        if value is not None:
-            setattr(spec, key, value)
-    run_async(run_experiment(spec, out_dir, log=console.print))
+    with user_errors(f"check {target}'s keys (experiments/README.md describes them)"):
+        spec = load_spec(target, "smoke" if smoke else "paper")
+        for key, value in {"trained_proposer": trained_proposer, "solver": solver,
+                           "proposer": proposer}.items():
+            if value is not None:
+                setattr(spec, key, value)
+        run_async(run_experiment(spec, out_dir, log=console.print, stage_work=_stage_work()))
     path = write_report(out_dir)
     typer.echo(path.read_text(encoding="utf-8"))
     console.print(f"report: {path}")
+    if as_json:
+        _print_arms(out_dir)
+
+
+def _stage_work():
+    """The training stages' work (graphs/cli/proposer_stages.py) for the lab's runner."""
+    from harness_learning.graphs.cli import proposer_stages as work
+    from harness_learning.graphs.lab.experiments.stages import StageWork
+
+    return StageWork(collect=work.collect_stage, sft=work.sft_stage, grpo=work.grpo_stage,
+                     export=work.export_stage)
+
+
+def _print_arms(out_dir: Path) -> None:
+    import json
+
+    from harness_learning.graphs.lab.experiments.arms import TABLE_JSON, last_line
+
+    table = out_dir / TABLE_JSON
+    result = json.loads(table.read_text(encoding="utf-8")) if table.is_file() else None
+    print_json_last(last_line(result) if result else {})

@@ -1,5 +1,5 @@
-"""`harness-learn train {sft,grpo-offline,grpo-online,serve}`: train the Proposer from execution
-logs and serve the result.
+"""`harness-learn train {sft,grpo-offline,grpo-online,serve,export}`: train the Proposer from
+execution logs, serve the result, or export it as a GGUF for the local llama.cpp server.
 
 Each command's options are generated from its config dataclass (training/config.py) by
 `graphs.cli.options`, as `adapt`'s are from `AdaptConfig`: the `--help` text is the fields'
@@ -109,6 +109,29 @@ def serve(
     from harness_learning.training.serve import run_server
 
     run_server(checkpoint, host=host, port=port, name=name)
+
+
+@train_app.command("export")
+def export(
+    checkpoint: Annotated[Path, typer.Argument(help="A checkpoint written by a train command "
+                                               "(OUT/checkpoint) from the bundled SmolLM2.")],
+    out: Annotated[Path, typer.Option("--out", help="The .gguf file to write.")],
+) -> None:
+    """Export a trained SmolLM2 student as a GGUF (Q8_0) that the local llama.cpp server loads:
+    then `--proposer OUT.gguf` uses it."""
+    from harness_learning.graphs.cli._common import user_errors
+
+    with user_errors("give a checkpoint folder written by `harness-learn train ...`"):
+        if out.suffix != ".gguf":
+            raise ValueError(f"--out {out} must end in .gguf")
+        if not (checkpoint / "config.json").is_file():
+            raise FileNotFoundError(f"{checkpoint} holds no config.json: not a checkpoint")
+        from harness_learning.training.export import export_checkpoint
+        from harness_learning.training.models import smollm2_gguf_path
+
+        path = export_checkpoint(checkpoint, smollm2_gguf_path(), out)
+    typer.echo(f"wrote {path} ({path.stat().st_size / 1e6:.0f} MB): use it with "
+               f"--proposer {path}")
 
 
 @app.command("collect-edits")

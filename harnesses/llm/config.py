@@ -122,6 +122,8 @@ class ModelConfig:
             spec, query = spec.rsplit("?", 1)
         parts = _URL_START.split(spec, maxsplit=1)
         model = parts[0]
+        if model.endswith(".gguf") and not model.startswith(LOCAL_PREFIX):
+            model = LOCAL_PREFIX + model  # a GGUF file's path: serve it locally
         urls = [u.strip() for u in parts[1].split(",") if u.strip()] if len(parts) > 1 else []
         fields: dict[str, Any] = {}
         params: dict[str, Any] = {}

@@ -10,12 +10,14 @@ Two models run on this project's own machines, each served by llama-cpp-python o
   SEARCH/REPLACE edits, which the 135M model does not.
 
 A model spec names them as `local:<name>`; plain `local` means the role's default
-(`default_local_model`).
+(`default_local_model`). `local:<path>.gguf` (or a bare `<path>.gguf`) serves any GGUF file the
+same way, such as a trained student exported by `training.export`.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,9 +45,16 @@ class LocalModel:
     """Environment variable naming an already running server of this model to reuse."""
     source: FetchSource | None = None
     """Where a fetched model comes from; None for one shipped inside a package."""
+    file: Path | None = None
+    """A GGUF named by its path (`local:<path>.gguf`) instead of a known model."""
 
     def path(self) -> Path:
         """The verified GGUF file; a clear error naming the fix when it is missing."""
+        if self.file is not None:
+            if not self.file.is_file():
+                raise LocalModelError(f"GGUF file {self.file} does not exist: give the path of "
+                                      "a .gguf (e.g. what `harness-learn experiment` exported)")
+            return self.file
         if self.source is None:
             return _packaged_gguf(self.filename)
         target = models_dir() / self.filename
@@ -79,7 +88,13 @@ ROLE_DEFAULTS = {"solver": SMOLLM2, "proposer": QWEN_CODER}
 
 
 def local_model(name: str) -> LocalModel:
-    """The model called `name`; a clear error listing the known ones otherwise."""
+    """The model called `name` (or the GGUF file `name` when it ends in .gguf); a clear error
+    listing the known ones otherwise."""
+    if name.endswith(".gguf"):
+        file = Path(name).expanduser().resolve()
+        alias = "gguf-" + re.sub(r"[^A-Za-z0-9._-]+", "-", file.stem).strip("-")
+        return LocalModel(name=name, alias=alias, filename=file.name, n_threads=1, n_ctx=8192,
+                          url_env="", file=file)
     try:
         return MODELS[name]
     except KeyError:

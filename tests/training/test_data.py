@@ -66,6 +66,7 @@ def test_sft_keeps_valid_edits_scored_above_parent_once():
     assert [r["proposal_id"] for r in rows] == ["1"]
     assert rows[0]["completion"] == [{"role": "assistant", "content": "better"}]
     assert rows[0]["gain"] == pytest.approx(0.2)
+    assert [r["proposal_id"] for r in sft_rows(props, ties=True)] == ["1", "4"]
 
 
 def test_chat_prompts_are_kept_as_messages():

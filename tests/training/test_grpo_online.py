@@ -121,3 +121,17 @@ def test_one_online_step_rewards_from_sandboxed_evaluations(short_run, tiny_dir,
         before = load_file(str(warm / "model.safetensors"))
         after = load_file(str(result.checkpoint / "model.safetensors"))
         assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
+def test_a_group_can_train_in_micro_batches(tmp_path):
+    from harness_learning.training.grpo_online import grpo_args
+
+    args = grpo_args(GRPOOnlineConfig(num_generations=8, batch_size=8, micro_batch_size=2),
+                     tmp_path, progress=False)
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (2, 4)
+    assert args.generation_batch_size == 8  # still one whole group per optimizer step
+    whole = grpo_args(GRPOOnlineConfig(num_generations=8, batch_size=8), tmp_path, False)
+    assert (whole.per_device_train_batch_size, whole.gradient_accumulation_steps) == (8, 1)
+    with pytest.raises(ValueError, match="multiple of micro_batch_size 3"):
+        grpo_args(GRPOOnlineConfig(num_generations=8, batch_size=8, micro_batch_size=3),
+                  tmp_path, False)

@@ -60,6 +60,11 @@ class ExperimentSpec:
     """QA: dataset file per task, relative to the data folder (default: its bundled sample)."""
     corpora: dict[str, list[str]] = field(default_factory=dict)
     """QA: [corpus kind, file] per task; a BM25 index of it is built into the output folder."""
+    task_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Reasoning: a task type's generator config (reasoning-gym's), e.g. one-digit sums for a
+    135M Solver; absent: the generator's defaults."""
+    training: dict[str, Any] = field(default_factory=dict)
+    """Train a Proposer first (`stages.TrainingSpec`'s keys); empty: no training stages."""
     tasks: Tasks = field(default_factory=Tasks)
 
     def __post_init__(self) -> None:
@@ -73,6 +78,22 @@ class ExperimentSpec:
         if not self.seeds:
             raise ValueError("seeds is empty")
         self.race_rule()  # a bad rule fails when the file is read, not rounds into a run
+        if self.training:
+            self.training_spec()  # unknown or bad keys fail here too
+
+    def training_spec(self) -> Any:
+        """The `[training]` table as a `stages.TrainingSpec` (None when absent)."""
+        if not self.training:
+            return None
+        from harness_learning.graphs.lab.experiments.stages import TrainingSpec
+
+        shared = sorted(set(self.tasks.train) & set(self.tasks.test))
+        if shared:
+            raise ValueError(f"training and held-out task types must be disjoint: {shared} "
+                             "are in both tasks.train and tasks.test")
+        if not self.tasks.train:
+            raise ValueError("[training] needs tasks.train: the types the Proposer trains on")
+        return TrainingSpec.from_dict(self.training)
 
     def race_rule(self) -> RaceRule:
         return RaceRule.from_dict(self.race)

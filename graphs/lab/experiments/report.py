@@ -204,6 +204,10 @@ def write_report(out: str | Path) -> Path:
     for r in records:
         by[r.method].append(r)
     plot({m: curve_points(by[m]) for m in ADAPTIVE if by.get(m)}, out / CURVES)
+    from harness_learning.graphs.lab.experiments.arms import TABLE_MD, write_arms
+
+    if write_arms(out) is not None:  # a trained-Proposer experiment: its table first
+        text = (out / TABLE_MD).read_text(encoding="utf-8") + "\n" + text
     path = out / REPORT
     path.write_text(text + "\n", encoding="utf-8")
     return path

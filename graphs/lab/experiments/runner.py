@@ -8,7 +8,11 @@ Methods (one row each in the report):
 - `single_step` / `relay`: 1 round x N candidates against N rounds x 1 candidate (the relay run
   is the `untrained` run itself when that already is N x 1);
 - `train_logs`: untrained-Proposer runs on the training types, the logs `harness-learn train`
-  reads (not tested).
+  reads (not tested);
+- with a `[training]` table (see `stages`): the Proposers are trained first, then each arm
+  (`base`, `sft`, `sft_rl`, `teacher`) makes single-step edits of the seed (1 round x N) on the
+  held-out types, and every candidate is tested, so the table can give each arm's edits' mean,
+  valid and zero-score rates, and a best-of-N oracle.
 Each adaptive run ends with a test evaluation of every version of its adopted chain (stored as
 `test` evaluations, round -1), and an `experiment_run` event records the run's method, task,
 seed and wall time: the report reads nothing else than these logs. Runs are idempotent: a
@@ -47,6 +51,8 @@ class RunPlan:
     eval_only: bool = False
     hard: bool = False
     tested: bool = True
+    test_all: bool = False
+    """Test every valid candidate, not only the adopted chain (the trained-Proposer arms)."""
 
     def meta(self, info: dict[str, Any]) -> dict[str, Any]:
         return {**info, "method": self.method, "task": self.task, "seed": self.seed,
@@ -59,8 +65,10 @@ def slug(task: str) -> str:
     return task.replace(":", "_").replace("/", "_")
 
 
-def plan_runs(spec: ExperimentSpec, out: Path, task_options: Callable[[str], dict]) -> list[RunPlan]:
-    """Every run of the experiment, cheapest first (baselines, then adaptation)."""
+def plan_runs(spec: ExperimentSpec, out: Path, task_options: Callable[[str], dict],
+              arms: dict[str, str] | None = None) -> list[RunPlan]:
+    """Every run of the experiment, cheapest first (baselines, then adaptation); with `arms`
+    (arm -> Proposer, from the training stages) the single-step arm runs replace adaptation."""
     plans: list[RunPlan] = []
 
     def config(task: str, method: str, seed: int, **over: Any) -> AdaptConfig:
@@ -84,6 +92,8 @@ def plan_runs(spec: ExperimentSpec, out: Path, task_options: Callable[[str], dic
                 raise ValueError(f"unknown baseline {method!r}; known: seed, tool_loop")
             plans.append(RunPlan(method, task, 0, config(task, method, 0, rounds=0,
                                                          seed_harness=harness), True, hard))
+    if arms is not None:
+        return plans + arm_plans(spec, arms, config)
     n = spec.compare_candidates
     relay_is_main = spec.rounds == n and spec.candidates == 1
     for seed in spec.seeds:
@@ -105,6 +115,23 @@ def plan_runs(spec: ExperimentSpec, out: Path, task_options: Callable[[str], dic
         for task in spec.tasks.train:
             plans.append(RunPlan("train_logs", task, seed, config(task, "train_logs", seed),
                                  tested=False))
+    return plans
+
+
+def arm_plans(spec: ExperimentSpec, arms: dict[str, str],
+              config: Callable[..., AdaptConfig]) -> list[RunPlan]:
+    """Per seed, held-out type and arm: the arm's Proposer edits the seed N times (one round)."""
+    train = spec.training_spec()
+    plans = []
+    for seed in spec.seeds:
+        for task in spec.tasks.test:
+            for arm, model in arms.items():
+                cfg = config(task, arm, seed, rounds=1, candidates=train.candidates(arm),
+                             proposer=model)
+                cfg.proposer_params = {**cfg.proposer_params,
+                                       "max_tokens": train.max_tokens(arm)}
+                plans.append(RunPlan(arm, task, seed, cfg, hard=task in spec.tasks.hard,
+                                     test_all=True))
     return plans
 
 
@@ -144,6 +171,8 @@ async def execute(plan: RunPlan, info: dict[str, Any], make_context: ContextFact
     async with make_context(plan.config) as ctx:
         if plan.tested:
             await test_chain(ctx, log)
+        if plan.test_all:
+            await test_candidates(ctx, log)
         wall = time.perf_counter() - start
         ctx.store.append_event(RUN_EVENT, {**plan.meta(info), "wall_s": round(wall, 1)})
 
@@ -156,11 +185,22 @@ async def test_chain(ctx: AdapterContext, log: Log) -> None:
         log(f"  test {sha[:12]}: {result.mean_score:.3f} on {len(problems)}")
 
 
+async def test_candidates(ctx: AdapterContext, log: Log) -> None:
+    """Every valid candidate of the run on the held-out test problems (cached per version)."""
+    problems = ctx.task.test()
+    shas = dict.fromkeys(p.candidate_sha for p in ctx.store.iter_proposals()
+                         if p.valid and p.candidate_sha)
+    for sha in shas:
+        result = await evaluate_cached(ctx, sha, problems, "test", -1)
+        log(f"  candidate {sha[:12]}: {result.mean_score:.3f} on {len(problems)}")
+
+
 def task_options_for(spec: ExperimentSpec, out: Path, log: Log) -> Callable[[str], dict]:
     """Per task, the options `get_task` gets; QA indexes are built into `OUT/indexes` first."""
     sizes = {k: v for k, v in {"n_dev": spec.n_dev, "n_test": spec.n_test}.items() if v is not None}
     if spec.track == "reasoning":
-        return lambda task: {**sizes, "seed": 0}
+        return lambda task: {**sizes, "seed": 0, **(
+            {"config": spec.task_configs[task]} if task in spec.task_configs else {})}
     from harness_learning.evals.settings import SAMPLE_CORPORA, data_dir
 
     options: dict[str, dict] = {}
@@ -181,13 +221,23 @@ def task_options_for(spec: ExperimentSpec, out: Path, log: Log) -> Callable[[str
 async def run_experiment(spec: ExperimentSpec, out: str | Path,
                          make_context: ContextFactory = AdapterContext,
                          task_options: Callable[[str], dict] | None = None,
-                         log: Log = print) -> list[RunPlan]:
-    """Every run of `spec` into `out` (resuming finished ones), in plan order."""
+                         log: Log = print, stage_work: Any = None) -> list[RunPlan]:
+    """Every run of `spec` into `out` (resuming finished ones), in plan order; a `[training]`
+    experiment first runs its stages with `stage_work` (a `stages.StageWork`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "experiment.json").write_text(json.dumps(spec.to_dict(), indent=2))
     options = task_options or task_options_for(spec, out, log)
-    plans = plan_runs(spec, out, options)
+    arms = None
+    if spec.training:
+        from harness_learning.graphs.lab.experiments.stages import train_proposers
+
+        if stage_work is None:
+            raise ValueError("a [training] experiment needs its stages' work: run it with "
+                             "`harness-learn experiment`")
+        arms = await train_proposers(spec, out, options, log, stage_work)
+        (out / "arms.json").write_text(json.dumps(arms, indent=1))
+    plans = plan_runs(spec, out, options, arms)
     info = {"experiment": spec.name, "track": spec.track, "scale": spec.scale,
             "compare_candidates": spec.compare_candidates}
     for i, plan in enumerate(plans, 1):

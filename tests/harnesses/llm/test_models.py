@@ -30,3 +30,17 @@ def test_an_unknown_local_model_is_refused_when_its_server_is_asked_for() -> Non
 
     with pytest.raises(LocalModelError, match="unknown local model 'gpt-9'"):
         ensure_local_server(name="gpt-9")
+
+
+def test_a_gguf_path_is_a_local_model_served_from_that_file(tmp_path) -> None:
+    from harness_learning.harnesses.llm.models import local_model
+
+    file = tmp_path / "student v1.gguf"
+    bare, prefixed = ModelConfig.parse(str(file)), ModelConfig.parse(f"local:{file}")
+    assert bare.model == prefixed.model == f"local:{file}" and bare.is_local
+    model = local_model(bare.local_name)
+    assert model.alias == "gguf-student-v1" and model.n_threads == 1
+    with pytest.raises(LocalModelError, match="does not exist"):
+        model.path()
+    file.write_bytes(b"GGUF")
+    assert model.path() == file.resolve()
