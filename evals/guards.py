@@ -17,6 +17,7 @@ Numbers with magnitude below 10 (as numbers, not strings) are ignored: indices, 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 
 from harness_learning.evals.qa.metrics import normalize_answer
@@ -142,11 +143,17 @@ def memorisation_reason(shown: list[float | None], unseen: list[float | None], *
 
 
 def shown_problems(problems: Iterable[object], report: str) -> list[object]:
-    """The feedback `problems` whose gold answer the report actually showed the Proposer."""
+    """The feedback `problems` whose gold answer the report actually showed the Proposer: the
+    gold as a whole token, so a short gold inside a longer one (gold "7" in the id "d7" or in
+    "17") does not count as shown."""
     shown = []
     for problem in problems:
         gold = getattr(problem, "gold", None)
         texts = [str(g) for g in gold] if isinstance(gold, list | tuple) else [str(gold)]
-        if any(t and t in report for t in texts):
+        if any(t.strip() and _as_token(t.strip()).search(report) for t in texts):
             shown.append(problem)
     return shown
+
+
+def _as_token(text: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![0-9A-Za-z])" + re.escape(text) + r"(?![0-9A-Za-z])")

@@ -173,3 +173,16 @@ def test_a_raced_out_candidate_is_put_to_the_memorisation_check_too(tmp_path):
     assert memoriser["invalid_reason"].startswith("reward_hacking: memorised"), memoriser
     assert memoriser["reward"] == 0.0 and store.get_proposal(1, 1).reward == 0.0
     assert honest["valid"] and not honest["raced_out"] and honest["selection_score"] == 1.0
+
+
+def test_a_gold_counts_as_shown_only_as_a_whole_token() -> None:
+    from harness_learning.evals.problem import Problem
+
+    problems = [Problem(f"d{i}", {"question": f"q{i}"}, gold) for i, gold in
+                enumerate(["7", "12", "Paris", ["Rome", "Roma"], "-3"], start=1)]
+    report = ("d7: question q7 | gold: 12 | predicted: 17\n"
+              "d3: Parisian food? gold: Roma | predicted: Rome.\n"
+              "d5: gold: -3 | predicted: -31")
+    shown = {p.id for p in guards.shown_problems(problems, report)}
+    # "7" appears only inside "d7" and "17", "Paris" only inside "Parisian"
+    assert shown == {"d2", "d4", "d5"}
