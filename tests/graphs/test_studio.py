@@ -6,21 +6,14 @@ directory's version served by the `harness` graph. The models are a simulated Op
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
-import socket
-import subprocess
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
-from harness_learning.graphs.cli.studio_cmd import REPO_ROOT, dev_command, offline_env
+from harness_learning.graphs.cli.studio_cmd import dev_command, offline_env
 from harness_learning.graphs.studio import MODEL_ENV, RUNS_ENV
 from harness_learning.harnesses.llm import SimServer
 from harness_learning.harnesses.llm.simserver import ARITHMETIC_RULE
 from harness_learning.harnesses.seeds import seed_source
+from studio_server import dev_server
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -29,24 +22,6 @@ SEED_LINE = next(line for line in seed_source("reasoning_direct").splitlines()
 NEW_LINE = SEED_LINE.replace('PROMPT = """', 'PROMPT = """Be careful. ', 1)
 EDIT = f"I will ask the Solver to be careful.\n<<<<<<< SEARCH\n{SEED_LINE}\n=======\n{NEW_LINE}\n>>>>>>> REPLACE"
 GRAPHS = {"adapter", "harness", "reasoning_direct", "multihop_two_hop", "baseline_tool_loop"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_ready(url: str, proc: subprocess.Popen, log: Path, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"langgraph dev exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
-        with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/ok", timeout=2) as resp:
-            if resp.status == 200:
-                return
-        time.sleep(0.3)
-    raise AssertionError(f"langgraph dev not ready after {timeout} s:\n{log.read_text()[-4000:]}")
 
 
 @pytest.fixture(scope="module")
@@ -58,27 +33,10 @@ def sim():
 
 @pytest.fixture(scope="module")
 def server(sim, tmp_path_factory):
-    port = free_port()
     runs = tmp_path_factory.mktemp("studio-runs")
     log = runs / "server.log"
-    env = offline_env()
-    env.pop("LANGSMITH_API_KEY", None)
-    env.update({RUNS_ENV: str(runs), MODEL_ENV: sim})
-    with log.open("w") as sink:
-        proc = subprocess.Popen(dev_command(port, jobs=3), cwd=REPO_ROOT, env=env, stdout=sink,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(url, proc, log)
+    with dev_server(log, {RUNS_ENV: str(runs), MODEL_ENV: sim}) as url:
         yield url, runs, log
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode is not None
 
 
 def test_graphs_and_adapter_state_schema(server) -> None:
