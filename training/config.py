@@ -131,8 +131,15 @@ class GRPOOnlineConfig(TrainConfig):
     micro_batch_size: int = field(
         default=0,
         metadata={"help": "Sequences per forward/backward pass, the step's batch accumulated "
-                  "over them (0: the whole batch at once). On CPU a group of 8 Proposer "
-                  "prompts of ~2k tokens at once ran out of memory; 1 keeps it to one."},
+                  "over them (0: the whole batch at once). With shared_prefix, a micro-batch of whole "
+                  "groups runs each prompt once; without it, 8 Proposer prompts of ~2k tokens "
+                  "at once ran out of memory on CPU, and 1 keeps it to one."},
+    )
+    shared_prefix: bool = field(
+        default=True,
+        metadata={"help": "Run each group's prompt once in generation and in the loss, its "
+                  "key/value cache shared by the group's completions (training/shared_prefix.py); "
+                  "false: TRL's own per-row forward."},
     )
     beta: float = field(default=0.0, metadata={"help": "KL coefficient (TRL's beta)."})
     loss_type: str = field(default="dapo", metadata={"help": "TRL loss type (dapo, grpo, dr_grpo, bnpo)."})

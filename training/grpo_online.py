@@ -271,8 +271,10 @@ def train_grpo_online(run_dirs: Sequence[str | Path], config: GRPOOnlineConfig,
         lora_config,
         save_checkpoint,
     )
+    from harness_learning.training.prefix_trainer import SharedPrefixGRPOTrainer
     from trl import GRPOTrainer
 
+    trainer_class = SharedPrefixGRPOTrainer if config.shared_prefix else GRPOTrainer
     out = Path(config.out)
     prompts = logged_prompts(run_dirs)
     explicit = bool(config.task)  # --task judges every row on that task
@@ -292,7 +294,7 @@ def train_grpo_online(run_dirs: Sequence[str | Path], config: GRPOOnlineConfig,
     log = MetricsLog(out)
     (out / "config.json").write_text(json.dumps({**as_dict(config), "logs": list(map(
         str, run_dirs))}, indent=1))
-    trainer = GRPOTrainer(
+    trainer = trainer_class(
         model=model, reward_funcs=[reward], args=grpo_args(config, out, progress),
         train_dataset=Dataset.from_list(prompts.rows), processing_class=tokenizer,
         peft_config=lora_config(config.lora_r, config.lora_alpha, config.lora_dropout)

@@ -51,9 +51,10 @@ class TrainingSpec:
     grpo_problems: int = 4
     """Selection problems each sampled edit is scored on during GRPO."""
     grpo_temperature: float = 1.0
-    grpo_micro_batch: int = 1
-    """Sequences per backward pass (a whole group of ~2k-token prompts at once ran out of
-    memory on 24 GiB)."""
+    grpo_micro_batch: int = 0
+    """Sequences per backward pass; 0: the whole group at once, its shared prompt run once
+    (`GRPOOnlineConfig.shared_prefix`). Without the shared prefix a whole group of ~2k-token
+    prompts ran out of memory on 24 GiB, and 1 was needed."""
     student_max_tokens: int = 384
     eval_candidates: int = 8
     """Single-step edits of the seed per student arm, held-out type and seed."""
