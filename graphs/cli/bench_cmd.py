@@ -252,7 +252,7 @@ def bench_sandbox(
 def bench_peers(
     out: _Annotated[_Path, _typer.Option(help="Bench directory: finished runs are kept and reused.")] = _Path("runs/bench-peers"),
     smoke: _Annotated[bool, _typer.Option("--smoke", help="The config's [smoke] size: one task, one seed, a tiny budget (same as --scale smoke).")] = False,
-    scale: _Annotated[str, _typer.Option(help="full (the config's top level) or a table of it: cpu (what a 2-core machine runs in about an hour), smoke.")] = "full",
+    scale: _Annotated[str, _typer.Option(help="full (the config's top level) or a table of it: cpu (what a 2-core machine runs in about an hour), racing (best_valid against racing where the Solver budget binds), smoke.")] = "full",
     config: _Annotated[_Path, _typer.Option(help="Bench settings (tasks, systems, seeds, budget, splits).")] = _Path("experiments/peers/bench.toml"),
     task: _Annotated[list[str] | None, _typer.Option(help="Only these tasks (repeatable).")] = None,
     system: _Annotated[list[str] | None, _typer.Option(help="Only these systems (repeatable): best_valid, racing, pareto, gepa, openevolve.")] = None,
@@ -276,7 +276,7 @@ def bench_peers(
     try:
         settings = peers.load_settings(config, "smoke" if smoke else scale)
     except ValueError as e:
-        fail(str(e), "choose --scale full, cpu or smoke")
+        fail(str(e), "choose --scale full, cpu, racing or smoke")
     for key, value in (("tasks", task), ("systems", system),
                        ("seeds", list(range(seeds)) if seeds else None), ("budget", budget)):
         if value:
@@ -307,3 +307,39 @@ def bench_peers(
         print(f"plot: {peers_report.plot(results, plot, title)}", flush=True)
     if as_json:
         print(_json.dumps({"systems": systems, "settings": settings}))
+
+
+# --- bench grpo-step (training) ------------------------------------------------------------
+@_bench_app.command("grpo-step")
+def bench_grpo_step(
+    logs: _Annotated[list[_Path], _typer.Argument(help="Run directories whose logged prompts the group answers (as `train grpo-online`).")],
+    model: _Annotated[str, _typer.Option(help="Policy: a checkpoint or a bundled name.")] = "smollm2",
+    group: _Annotated[int, _typer.Option(help="Completions in the group (the step's batch).")] = 8,
+    completion: _Annotated[int, _typer.Option(help="Tokens generated per completion at most.")] = 160,
+    problems: _Annotated[int, _typer.Option(help="Selection problems each completion is scored on.")] = 4,
+    micro_batch: _Annotated[int, _typer.Option(help="TRL path's sequences per backward pass (1: what fits 24 GiB); the shared path takes the group at once.")] = 1,
+    path: _Annotated[list[str] | None, _typer.Option(help="Only these paths (repeatable): trl, shared.")] = None,
+    solver: _Annotated[str, _typer.Option(help="Solver the evaluated harnesses call.")] = "local:smollm2-135m",
+    as_json: _Annotated[bool, _typer.Option("--json", help="Last line: per path the phase seconds, and the speedup.")] = False,
+) -> None:
+    """One online GRPO step with its evaluations, timed by phase: TRL's per-row forward against
+    the shared prompt prefix, same prompts and model, in one run."""
+    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+    from harness_learning.training import step_bench as grpo_step
+    from harness_learning.training.config import GRPOOnlineConfig
+
+    paths = tuple(path or ("trl", "shared"))
+    if bad := [p for p in paths if p not in ("trl", "shared")]:
+        raise CliError(f"unknown path(s) {', '.join(bad)}", "choose trl and/or shared", EXIT_USAGE)
+    if missing := [str(p) for p in logs if not (p / "log.sqlite").exists()]:
+        raise CliError(f"no execution log in {', '.join(missing)}",
+                       "pass run directories (each holds log.sqlite)", EXIT_USAGE)
+    base = GRPOOnlineConfig(model=model, out="", num_generations=group, batch_size=group,
+                            max_completion_length=completion, num_problems=problems,
+                            micro_batch_size=micro_batch, temperature=0.7, solver=solver,
+                            concurrency=2)
+    figures = grpo_step.run(logs, base, paths,
+                            log=lambda msg: print(msg, file=_sys.stderr, flush=True))
+    print(grpo_step.table(figures), flush=True)
+    if as_json:
+        print(_json.dumps(figures))

@@ -135,3 +135,32 @@ def test_a_group_can_train_in_micro_batches(tmp_path):
     with pytest.raises(ValueError, match="multiple of micro_batch_size 3"):
         grpo_args(GRPOOnlineConfig(num_generations=8, batch_size=8, micro_batch_size=3),
                   tmp_path, False)
+
+
+@pytest.mark.slow
+def test_bench_grpo_step_times_both_paths_on_one_group(short_run, tiny_dir, local_model_url):
+    from harness_learning.graphs.cli import app
+    from harness_learning.training.step_bench import PHASES
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["bench", "grpo-step", str(short_run), "--model",
+                                      str(tiny_dir), "--group", "4", "--completion", "16",
+                                      "--problems", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.output.strip().splitlines()[-1])
+    assert set(figures["paths"]) == {"trl", "shared"} and figures["speedup"] > 0
+    for row in figures["paths"].values():
+        assert all(row[p] >= 0 for p in PHASES) and row["step"] > 0
+        assert row["generate"] > 0 and row["reward"] > 0 and row["loss_forward"] > 0
+        # the phases are parts of the step (each rounded to the millisecond)
+        assert row["generate"] + row["reward"] + row["loss_forward"] <= row["step"] + 0.003
+    assert "| shared |" in result.output and "| trl |" in result.output
+
+
+def test_bench_grpo_step_refuses_a_directory_without_a_log(tmp_path, capsys):
+    from harness_learning.graphs.cli.errors import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "grpo-step", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "no execution log in" in err and "· hint:" in err
