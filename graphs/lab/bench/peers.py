@@ -32,7 +32,7 @@ from harness_learning.graphs.lab.bench.peers_report import at
 
 Log = Callable[[str], None]
 SETTINGS = PEERS_DIR / "bench.toml"
-SCALES = ("cpu", "smoke")
+SCALES = ("cpu", "racing", "smoke")
 """Tables of bench.toml that resize the run; `full` is its top level."""
 
 

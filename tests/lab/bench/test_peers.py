@@ -125,3 +125,20 @@ def test_gepa_with_the_real_local_models(tmp_path):
     assert gepa["proposer_calls"] >= 1 and gepa["proposer_tokens"] > 0
     assert 8 <= gepa["solver_calls"] <= 8 + 4  # the seed's 4 dev problems, then a minibatch
     assert 0.0 <= gepa["final_test"] <= 1.0
+
+
+def test_the_racing_scale_lets_the_solver_budget_end_each_search():
+    """The racing question needs rounds left when the budget runs out: otherwise racing's saving
+    could buy nothing (what the cpu scale showed)."""
+    from harness_learning.graphs.adapter.racing import RaceRule
+    from harness_learning.graphs.lab.bench.peers import load_settings
+
+    settings = load_settings(scale="racing")
+    assert settings["systems"] == ["best_valid", "racing"]
+    rounds = settings["max_proposals"] // settings["candidates"]
+    full_round = settings["feedback"] + settings["candidates"] * settings["n_dev"]
+    raced_round = settings["feedback"] + RaceRule().max_problems(settings["candidates"],
+                                                                 settings["n_dev"])
+    assert raced_round < full_round
+    assert rounds * raced_round > 2 * settings["budget"]  # the cap is far from binding
+    assert all(task in settings["task_configs"] for task in settings["tasks"])
