@@ -265,6 +265,7 @@ def train_grpo_online(run_dirs: Sequence[str | Path], config: GRPOOnlineConfig,
     from datasets import Dataset
     from harness_learning.evals.registry import get_task
     from harness_learning.evals.splits import sample_round
+    from harness_learning.harnesses.llm.runtime import cancel_tasks
     from harness_learning.training.models import (
         load_model,
         load_tokenizer,
@@ -301,7 +302,11 @@ def train_grpo_online(run_dirs: Sequence[str | Path], config: GRPOOnlineConfig,
         if config.lora else None,
         callbacks=[metrics_callback(log)],
     )
-    trainer.train()
+    try:
+        trainer.train()
+    finally:  # the reward ran on TRL's own loop: leave nothing pending there
+        if (loop := getattr(trainer, "async_loop", None)) is not None:
+            cancel_tasks(loop)
     png = log.plot(f"online GRPO: {config.model}")
     ckpt = (save_checkpoint(trainer.model, tokenizer, out / "checkpoint")
             if config.save else None)

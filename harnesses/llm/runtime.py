@@ -62,20 +62,30 @@ class BackgroundLoop:
         """Cancel what still runs on the loop (litellm's logging worker) and stop it."""
         if self.loop.is_closed():
             return
-
-        async def cancel_rest() -> None:
-            current = asyncio.current_task()
-            rest = [t for t in asyncio.all_tasks() if t is not current]
-            for task in rest:
-                task.cancel()
-            await asyncio.gather(*rest, return_exceptions=True)
-
-        with contextlib.suppress(Exception):  # closing anyway; nothing left to report to
-            asyncio.run_coroutine_threadsafe(cancel_rest(), self.loop).result(timeout_s)
+        cancel_tasks(self.loop, timeout_s)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout_s)
         if not self.thread.is_alive():
             self.loop.close()
+
+
+def cancel_tasks(loop: asyncio.AbstractEventLoop, timeout_s: float = 5.0) -> None:
+    """Cancel every task still pending on `loop`, a loop running on another thread, and wait for
+    them to finish. litellm starts a logging worker task on the loop of its first async call;
+    a loop stopped with it pending prints "Task was destroyed but it is pending!" when it is
+    collected (TRL's reward loop, stopped at exit, did)."""
+    if loop.is_closed() or not loop.is_running():
+        return
+
+    async def cancel_rest() -> None:
+        current = asyncio.current_task()
+        rest = [t for t in asyncio.all_tasks() if t is not current]
+        for task in rest:
+            task.cancel()
+        await asyncio.gather(*rest, return_exceptions=True)
+
+    with contextlib.suppress(Exception):  # closing anyway; nothing left to report to
+        asyncio.run_coroutine_threadsafe(cancel_rest(), loop).result(timeout_s)
 
 
 _loop_lock = threading.Lock()
