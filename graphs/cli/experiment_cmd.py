@@ -23,7 +23,7 @@ def experiment(
     report_dir: Annotated[Path | None, typer.Argument(
         help="With `report`: the experiment's output directory.", show_default=False)] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output directory.")] = None,
-    smoke: Annotated[bool, typer.Option(help="The config's [smoke] scale (CPU, minutes).")] = False,
+    smoke: Annotated[bool, typer.Option(help="The config's \\[smoke] scale (CPU, minutes).")] = False,
     trained_proposer: Annotated[str | None, typer.Option(
         help="Model string of a trained Proposer (overrides the config's).")] = None,
     solver: Annotated[str | None, typer.Option(help="Solver model (overrides the config's).")] = None,
