@@ -13,8 +13,12 @@ each stage drops candidates, so the Solver calls go to the ones still in content
    default half after the first stage and 3/4 after the second, so 8 candidates race as
    "keep 4 then 3" (20:4 48:3 64);
 4. the race ends when one candidate is left or the last stage is run; the winner is the best
-   survivor. A dropped candidate keeps the mean of the problems it ran as its selection score,
-   but only survivors can be chosen (`Standing.raced_out`).
+   survivor. A candidate left alone before the last stage (a lone entrant, or the last one
+   standing) runs the rest of the pool, so the selection score it is adopted with is over every
+   problem, comparable with full evaluation's: a mean over the first stage's few problems would
+   win `adapt`'s pick of the best version by luck. A dropped candidate keeps the mean of the
+   problems it ran as its selection score, but only survivors can be chosen
+   (`Standing.raced_out`).
 
 The rule is pure (`RaceRule.step`), so the adapter's node and the policy simulation in
 `graphs.lab.bench.racing` share it.
@@ -81,7 +85,8 @@ class RaceRule:
             spent += live * (end - start)
             start = end
             live = self.survivors(stage, live)
-            if live <= 1:  # the race is over, as in `race`
+            if live <= 1:  # the race is over, and its survivor runs the rest, as in `race`
+                spent += live * (n - start)
                 break
         return spent
 
@@ -189,4 +194,12 @@ async def race(keys: Sequence[K], n_problems: int, run: RunSlice[K],
         stages.append({"problems": end, "live": list(live)})
         if len(live) <= 1:
             break
+    if len(live) == 1 and start < n_problems:  # the survivor's score covers the whole pool
+        [alone] = live
+        got = await run(alone, start, n_problems)
+        if len(got) != n_problems - start:
+            raise ValueError(f"candidate {alone!r}: {len(got)} scores for problems "
+                             f"{start}..{n_problems}")
+        standings[alone].scores.extend(float(s) for s in got)
+        stages.append({"problems": n_problems, "live": [alone]})
     return RaceResult(standings, stages)
