@@ -179,12 +179,15 @@ async def race(keys: Sequence[K], n_problems: int, run: RunSlice[K],
     stages: list[dict] = []
     live = list(keys)
     start = 0
+
+    async def extend(key: K, start: int, end: int) -> None:
+        got = await run(key, start, end)
+        if len(got) != end - start:
+            raise ValueError(f"candidate {key!r}: {len(got)} scores for problems {start}..{end}")
+        standings[key].scores.extend(float(s) for s in got)
+
     for stage, end in enumerate(rule.stage_ends(n_problems) if live else []):
-        slices = await asyncio.gather(*(run(k, start, end) for k in live))
-        for k, got in zip(live, slices, strict=True):
-            if len(got) != end - start:
-                raise ValueError(f"candidate {k!r}: {len(got)} scores for problems {start}..{end}")
-            standings[k].scores.extend(float(s) for s in got)
+        await asyncio.gather(*(extend(k, start, end) for k in live))
         start = end
         if end < n_problems and len(live) > 1:
             dropped = rule.step({k: standings[k].scores for k in live}, keys, stage)
@@ -195,11 +198,6 @@ async def race(keys: Sequence[K], n_problems: int, run: RunSlice[K],
         if len(live) <= 1:
             break
     if len(live) == 1 and start < n_problems:  # the survivor's score covers the whole pool
-        [alone] = live
-        got = await run(alone, start, n_problems)
-        if len(got) != n_problems - start:
-            raise ValueError(f"candidate {alone!r}: {len(got)} scores for problems "
-                             f"{start}..{n_problems}")
-        standings[alone].scores.extend(float(s) for s in got)
-        stages.append({"problems": n_problems, "live": [alone]})
+        await extend(live[0], start, n_problems)
+        stages.append({"problems": n_problems, "live": list(live)})
     return RaceResult(standings, stages)
