@@ -4,8 +4,8 @@ A group is `num_generations` completions of one Proposer prompt, and that prompt
 report: ~1.6k tokens) is ~20x longer than a completion. TRL's GRPOTrainer pushes every
 prompt+completion row through the model whole, in generation and again in the loss, so on CPU
 nearly all of a step's compute goes to recomputing the same prompt 8 times (measured on the
-reduced experiment's SFT student, 2 cores: 50 s of generation, 60 s of forward and ~100 s of
-backward in a 219 s step).
+reduced experiment's SFT student, 2 cores, by `harness-learn bench grpo-step`: 52 s of
+generation, 66 s of loss forward and 76 s of backward in a 200 s step).
 
 Here each distinct prompt runs once, its key/value cache is repeated for the rows that share it,
 and only the completions run per row. The gradient still flows through the prompt's cache (it is
@@ -52,8 +52,6 @@ def shared_prefix_logps(model: Any, input_ids: torch.Tensor, attention_mask: tor
     width = input_ids.size(1) - logits_to_keep
     if width < 1:
         raise ValueError(f"no prompt before the last {logits_to_keep} tokens")
-    logps = input_ids.new_zeros(input_ids.shape[0], logits_to_keep, dtype=torch.float32)
-    entropies = torch.zeros_like(logps) if compute_entropy else None
     logp_rows, entropy_rows = [], []
     order = prompt_groups(input_ids[:, :width], attention_mask[:, :width])
     for rows in order:
@@ -71,11 +69,10 @@ def shared_prefix_logps(model: Any, input_ids: torch.Tensor, attention_mask: tor
         logp_rows.append(log_probs.gather(-1, targets).squeeze(-1))
         if compute_entropy:
             entropy_rows.append(-(log_probs.exp() * log_probs).sum(-1))
-    index = torch.tensor([i for rows in order for i in rows], device=input_ids.device)
-    logps = logps.index_copy(0, index, torch.cat(logp_rows))
-    if entropies is not None:
-        entropies = entropies.index_copy(0, index, torch.cat(entropy_rows))
-    return logps, entropies
+    # Rows were computed group by group: put them back in the batch's order.
+    back = torch.tensor([i for rows in order for i in rows], device=input_ids.device).argsort()
+    entropies = torch.cat(entropy_rows)[back] if compute_entropy else None
+    return torch.cat(logp_rows)[back], entropies
 
 
 def shared_prefix_generate(model: Any, generate: Callable[..., torch.Tensor]
@@ -85,11 +82,11 @@ def shared_prefix_generate(model: Any, generate: Callable[..., torch.Tensor]
 
     def run(input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None,
             **kwargs: Any) -> torch.Tensor:
-        same = (input_ids is not None and input_ids.size(0) > 1 and input_ids.size(1) > 1
-                and kwargs.get("cache") is None and kwargs.get("past_key_values") is None
-                and len(prompt_groups(input_ids, _mask(input_ids, attention_mask))) == 1)
-        if same:
-            mask = _mask(input_ids, attention_mask)
+        if input_ids is None or input_ids.size(0) < 2 or input_ids.size(1) < 2 or (
+                kwargs.get("cache") is not None or kwargs.get("past_key_values") is not None):
+            return generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+        mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
+        if len(prompt_groups(input_ids, mask)) == 1:
             with torch.no_grad():
                 prefix = _prefill(model, input_ids[:1, :-1], mask[:1, :-1], input_ids.size(0),
                                   logits_to_keep=1)
@@ -97,7 +94,3 @@ def shared_prefix_generate(model: Any, generate: Callable[..., torch.Tensor]
         return generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
 
     return run
-
-
-def _mask(input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
-    return torch.ones_like(input_ids) if attention_mask is None else attention_mask

@@ -11,6 +11,7 @@ would run them.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -24,8 +25,6 @@ PHASES = ("generate", "reward", "loss_forward", "backward_and_rest", "step")
 @contextlib.contextmanager
 def _timed(owner: type, name: str, into: dict[str, float], phase: str) -> Iterator[None]:
     """Add the seconds each call of `owner.name` takes to `into[phase]` (async or not)."""
-    import inspect
-
     original = owner.__dict__[name]
     if inspect.iscoroutinefunction(original):
         async def timed(*args: Any, **kwargs: Any) -> Any:
