@@ -142,7 +142,8 @@ def base_config(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy,
             "proposer_logprobs": False, "candidates": settings["candidates"],
             "feedback": settings["feedback"], "selection": settings["n_dev"],
             "budget": settings["budget"], "concurrency": settings["concurrency"],
-            "edit_format": "search_replace" if track == "reasoning" else "whole_program",
+            "edit_format": settings.get("edit_format") or (
+                "search_replace" if track == "reasoning" else "whole_program"),
             "line_limit": settings.get("line_limit", 200),
             "max_proposals": settings["max_proposals"]}
 

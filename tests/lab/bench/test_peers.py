@@ -157,3 +157,22 @@ def test_the_racing_scale_lets_the_solver_budget_end_each_search():
     assert raced_round < full_round
     assert rounds * raced_round > 2 * settings["budget"]  # the cap is far from binding
     assert all(task in settings["task_configs"] for task in settings["tasks"])
+
+
+def test_the_cpu_scale_has_four_reasoning_types_and_qa_and_one_edit_format():
+    """The issue's bench: at least 4 reasoning-gym types and a QA task. Our edits there are
+    SEARCH/REPLACE on QA too (a whole QA seed would not fit the Proposer's tokens); the full
+    scale keeps each track's own format."""
+    from types import SimpleNamespace
+
+    from harness_learning.graphs.lab.bench.peers import Endpoints, base_config, load_settings
+
+    ends = Endpoints("http://127.0.0.1:1/v1", "solver", "http://127.0.0.1:2/v1", "proposer")
+    proxy = SimpleNamespace(base_url="http://127.0.0.1:3/v1")
+    cpu, full = load_settings(scale="cpu"), load_settings()
+    reasoning = [t for t in cpu["tasks"] if t.startswith("rg:")]
+    assert len(reasoning) >= 4 and "musique" in cpu["tasks"]
+    assert all(task in cpu["task_configs"] for task in reasoning)
+    assert base_config(cpu, ends, proxy, "musique", 0, {})["edit_format"] == "search_replace"
+    assert base_config(full, ends, proxy, "musique", 0, {})["edit_format"] == "whole_program"
+    assert base_config(full, ends, proxy, "rg:chain_sum", 0, {})["edit_format"] == "search_replace"
