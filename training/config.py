@@ -30,7 +30,7 @@ class DataConfig:
 
 
 @dataclass
-class TrainConfig(DataConfig):
+class TrainConfig:
     """What every trainer shares: the model, where to write, the optimiser, LoRA."""
 
     model: str = field(
@@ -72,12 +72,6 @@ class SFTTrainConfig(TrainConfig):
     num_epochs: float = field(
         default=1.0, metadata={"help": "Epochs over the SFT set (max_steps wins when > 0)."}
     )
-    min_group_size: int = field(
-        default=1, metadata={"help": "SFT reads single proposals too: groups of any size."}
-    )
-    drop_flat_groups: bool = field(
-        default=False, metadata={"help": "SFT keeps groups whose rewards are all equal."}
-    )
     teacher: list[str] = field(
         default_factory=list,
         metadata={"help": "Teacher runs (repeatable): run directories, or folders of them as "
@@ -93,7 +87,35 @@ class SFTTrainConfig(TrainConfig):
 
 
 @dataclass
-class GRPOOfflineConfig(TrainConfig):
+class SolverSFTConfig(TrainConfig):
+    """Co-Harness's idea: fine-tune the Solver on its own successful trajectories (the Solver
+    calls of dev problems an evolved harness solved), so the pair can beat the harness alone."""
+
+    out: str = field(default="runs/solver-sft", metadata={"help": "Output directory."})
+    version: str = field(
+        default="final",
+        metadata={"help": "Whose trajectories: 'final' (the version each run ends on), "
+                  "'lineage' (every version it adopted, the seed included), 'all' (every "
+                  "version it evaluated), or a version sha (a prefix is enough)."},
+    )
+    min_score: float = field(
+        default=1.0,
+        metadata={"help": "A problem's Solver calls are learned when the harness scored at "
+                  "least this on it (feedback and selection problems only: never test ones)."},
+    )
+    learning_rate: float = field(default=2e-4, metadata={"help": "AdamW learning rate."})
+    max_steps: int = field(
+        default=-1, metadata={"help": "Optimizer steps to run (-1: num_epochs decides)."}
+    )
+    num_epochs: float = field(default=2.0, metadata={"help": "Epochs over the trajectories."})
+    max_length: int = field(
+        default=1024,
+        metadata={"help": "Truncate a Solver call (messages + reply) to this many tokens."},
+    )
+
+
+@dataclass
+class GRPOOfflineConfig(TrainConfig, DataConfig):
     """Offline GRPO on logged groups with a token-level clipped policy-gradient loss."""
 
     epsilon: float = field(default=0.2, metadata={"help": "Lower clip range of the ratio."})
@@ -113,7 +135,7 @@ class GRPOOfflineConfig(TrainConfig):
 
 
 @dataclass
-class GRPOOnlineConfig(TrainConfig):
+class GRPOOnlineConfig(TrainConfig, DataConfig):
     """Online GRPO with TRL's GRPOTrainer: completions are applied and evaluated in the sandbox."""
 
     task: str = field(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from harness_learning.harnesses.offline import set_offline_switches
 
@@ -42,13 +43,20 @@ def trl_common(config, out: Path) -> dict:
 def train_sft(run_dirs: Sequence[str | Path], config: SFTTrainConfig,
               progress: bool = True) -> TrainResult:
     """Fine-tune on the SFT set of `run_dirs`; writes metrics, a PNG and a checkpoint."""
-    from trl import SFTConfig, SFTTrainer
-
-    out = Path(config.out)
     run_dirs = [*map(Path, run_dirs), *run_dirs_under(config.teacher)]
     report = FilterReport()
     dataset = sft_dataset(run_dirs, report, config.keep_ties).select_columns(
         ["prompt", "completion"])
+    return fit_sft(dataset, config, run_dirs, report, "SFT", progress)
+
+
+def fit_sft(dataset: Any, config: Any, run_dirs: Sequence[Path], report: Any, title: str,
+            progress: bool = True) -> TrainResult:
+    """TRL's SFTTrainer on a conversational prompt-completion set (`config`: a TrainConfig
+    with num_epochs); the loss falls on the completions."""
+    from trl import SFTConfig, SFTTrainer
+
+    out = Path(config.out)
     tokenizer = load_tokenizer(config.model)
     lengths = [len(tokenizer(tokenizer.apply_chat_template(
         row["prompt"] + row["completion"], tokenize=False))["input_ids"]) for row in dataset]
@@ -72,7 +80,7 @@ def train_sft(run_dirs: Sequence[str | Path], config: SFTTrainConfig,
         callbacks=[metrics_callback(log)],
     )
     trainer.train()
-    png = log.plot(f"SFT: {config.model}")
+    png = log.plot(f"{title}: {config.model}")
     ckpt = (save_checkpoint(trainer.model, tokenizer, out / "checkpoint")
             if config.save else None)
     return TrainResult(out, log.path, png, ckpt, log.summary(), report)

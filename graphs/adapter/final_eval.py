@@ -4,7 +4,8 @@ problems, a plot of selection and test score per round, and the diff of each ado
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +50,21 @@ class FinalSummary:
 
 
 async def final_evaluation(run_dir: str | Path, n: int = 0, console=None,
-                           task: Task | None = None) -> FinalSummary:
+                           task: Task | None = None, solver: str = "") -> FinalSummary:
     """Each lineage version on the held-out test problems; `task` is the run's task when the
-    caller has opened it already (the CLI checks it first), so it is not loaded twice."""
+    caller has opened it already (the CLI checks it first), so it is not loaded twice.
+
+    `solver` replaces the run's Solver (e.g. one `train solver-sft` fine-tuned): its results
+    are kept apart from the run's own (purpose `test@SOLVER`), and so are its plot and diffs."""
     run = RunDir.open(run_dir)
     config = load_config(run)
+    purpose, plot, diffs = "test", run.plot, run.diffs
+    if solver:
+        config = replace(config, solver=solver)
+        purpose = f"test@{solver}"
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(solver.split("@")[0]).stem).strip("-")
+        plot = plot.with_name(f"{plot.stem}-{slug}{plot.suffix}")
+        diffs = diffs.with_name(f"{diffs.stem}-{slug}{diffs.suffix}")
     async with AdapterContext.from_config(config, task=task) as ctx:
         problems = ctx.task.test()
         problems = problems[:n] if n else problems
@@ -62,12 +73,12 @@ async def final_evaluation(run_dir: str | Path, n: int = 0, console=None,
         for round_, sha, selection in lineage:
             if console is not None:
                 console.print(f"testing round {round_} version {sha[:12]} on {len(problems)} problems")
-            result = await evaluate_cached(ctx, sha, problems, "test", -1)
+            result = await evaluate_cached(ctx, sha, problems, purpose, -1)
             rows.append(RoundScore(round_, sha, selection, result.mean_score,
                                    result.completed_fraction))
-        plot_path = plot_rounds(rows, run.plot, title=plot_title(config, run.path))
-        run.diffs.write_text(await _adopted_diffs(ctx, rows), encoding="utf-8")
-    return FinalSummary(rows, plot_path, run.diffs)
+        plot_path = plot_rounds(rows, plot, title=plot_title(config, run.path))
+        diffs.write_text(await _adopted_diffs(ctx, rows), encoding="utf-8")
+    return FinalSummary(rows, plot_path, diffs)
 
 
 async def _adopted_diffs(ctx: AdapterContext, rows: list[RoundScore]) -> str:

@@ -17,7 +17,7 @@ app = typer.Typer(
 )
 bench_app = typer.Typer(help="Benchmarks: print figures from one run.", no_args_is_help=True)
 index_app = typer.Typer(help="Build and query retrieval indexes.", no_args_is_help=True)
-train_app = typer.Typer(help="Train the Proposer from execution logs.", no_args_is_help=True)
+train_app = typer.Typer(help="Train the Proposer (or the Solver) from execution logs.", no_args_is_help=True)
 models_app = typer.Typer(help="Local models: list them, fetch the Proposer's.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 app.add_typer(index_app, name="index")

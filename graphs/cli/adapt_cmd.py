@@ -86,6 +86,9 @@ def eval_run(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `adapt`.")],
     split: Annotated[str, typer.Option(help="Only `test` is meaningful: held-out problems.")] = "test",
     n: Annotated[int, typer.Option(help="Test problems (0 = all).")] = 0,
+    solver: Annotated[str, typer.Option(help="Test with this Solver instead of the run's, "
+                                        "e.g. local:OUT.gguf from `train solver-sft` and "
+                                        "`train export` (its results are kept apart).")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
 ) -> None:
     """Evaluate the seed and each round's selected version on held-out test problems."""
@@ -96,13 +99,18 @@ def eval_run(
 
     if split != "test":
         raise typer.BadParameter("the final evaluation is on the held-out test split")
+    if solver:
+        from harness_learning.graphs.cli.models_cmd import require_local_models
+
+        require_local_models(solver)
     with user_errors():
         config = load_config(run_dir)
         task = check_inputs(config)
     try:
-        summary = run_async(final_evaluation(run_dir, n=n, console=console, task=task))
+        summary = run_async(final_evaluation(run_dir, n=n, console=console, task=task,
+                                             solver=solver))
     except InfraStop as exc:  # name the endpoint that failed
-        raise unreachable(config.solver, "solver", str(exc), "--solver") from exc
+        raise unreachable(solver or config.solver, "solver", str(exc), "--solver") from exc
     out.print(summary.table())
     out.print(f"plot: {summary.plot_path}\ndiffs: {summary.diffs_path}")
     if as_json:

@@ -1,5 +1,6 @@
-"""`harness-learn train {sft,grpo-offline,grpo-online,serve,export}`: train the Proposer from
-execution logs, serve the result, or export it as a GGUF for the local llama.cpp server.
+"""`harness-learn train {sft,grpo-offline,grpo-online,solver-sft,serve,export}`: train the Proposer
+(or the Solver) from execution logs, serve the result, or export it as a GGUF for the local
+llama.cpp server.
 
 Each command's options are generated from its config dataclass (training/config.py) by
 `graphs.cli.options`, as `adapt`'s are from `AdaptConfig`: the `--help` text is the fields'
@@ -19,7 +20,12 @@ import typer
 from harness_learning.graphs.cli import app, train_app
 from harness_learning.graphs.cli.options import field_parameters, field_values
 from harness_learning.harnesses.rundir import RunDir
-from harness_learning.training.config import GRPOOfflineConfig, GRPOOnlineConfig, SFTTrainConfig
+from harness_learning.training.config import (
+    GRPOOfflineConfig,
+    GRPOOnlineConfig,
+    SFTTrainConfig,
+    SolverSFTConfig,
+)
 
 LOGS_HELP = "Run directories whose execution logs (log.sqlite) are read; repeat or list them."
 
@@ -96,6 +102,11 @@ _register("grpo-online", GRPOOnlineConfig, "harness_learning.training.grpo_onlin
           "Online GRPO (TRL): completions are applied and evaluated in the sandbox; each group "
           "is logged back to an execution log.")
 
+_register("solver-sft", SolverSFTConfig, "harness_learning.training.solver_sft:train_solver_sft",
+          "Fine-tune the Solver on its successful trajectories under an evolved harness "
+          "(the Solver calls of dev problems it solved); `train export`, then `eval RUN "
+          "--solver local:OUT.gguf` tests the pair.")
+
 
 @train_app.command("serve")
 def serve(
@@ -118,7 +129,7 @@ def export(
     out: Annotated[Path, typer.Option("--out", help="The .gguf file to write.")],
 ) -> None:
     """Export a trained SmolLM2 student as a GGUF (Q8_0) that the local llama.cpp server loads:
-    then `--proposer OUT.gguf` uses it."""
+    then `--proposer OUT.gguf` (or, for `train solver-sft`'s, `--solver local:OUT.gguf`) uses it."""
     from harness_learning.graphs.cli._common import user_errors
 
     with user_errors("give a checkpoint folder written by `harness-learn train ...`"):
@@ -131,7 +142,7 @@ def export(
 
         path = export_checkpoint(checkpoint, smollm2_gguf_path(), out)
     typer.echo(f"wrote {path} ({path.stat().st_size / 1e6:.0f} MB): use it with "
-               f"--proposer {path}")
+               f"--proposer {path} (or --solver local:{path})")
 
 
 @app.command("collect-edits")

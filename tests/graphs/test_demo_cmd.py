@@ -22,10 +22,17 @@ def test_demo_without_the_proposer_model_names_the_fetch_command(tmp_path, monke
     assert not (tmp_path / "demo").exists()
 
 
-@pytest.mark.slow
-def test_demo_adapts_tests_and_eval_rereads_the_run(local_model_url, tmp_path):
-    run_dir = tmp_path / "demo"
+@pytest.fixture(scope="module")
+def demo_run(local_model_url, tmp_path_factory):
+    """The README's main job, run once for this module: (run directory, its output)."""
+    run_dir = tmp_path_factory.mktemp("demo") / "demo"
     result = CliRunner().invoke(app, ["demo", "--run-dir", str(run_dir), "--json"])
+    return run_dir, result
+
+
+@pytest.mark.slow
+def test_demo_adapts_tests_and_eval_rereads_the_run(demo_run):
+    run_dir, result = demo_run
     assert result.exit_code == 0, result.output
     assert "held-out: seed" in result.output and "held-out answers of version" in result.output
     assert "adopted diff:" in result.output and "outcome" in result.output
@@ -43,3 +50,36 @@ def test_demo_adapts_tests_and_eval_rereads_the_run(local_model_url, tmp_path):
     assert all(0.0 <= r["test"] <= 1.0 for r in summary["per_round"])
     bad = CliRunner().invoke(app, ["eval", str(run_dir), "--split", "feedback"])
     assert bad.exit_code == 2 and "held-out test split" in bad.output
+
+
+@pytest.mark.slow
+def test_the_solver_fine_tuned_on_the_runs_trajectories_is_tested_with_its_harness(demo_run, tmp_path):
+    """`train solver-sft` on the demo's log (SmolLM2 itself, two LoRA steps), `train export`,
+    then `eval --solver local:THAT.gguf`: the pair's held-out scores, kept apart from the run's."""
+    import sqlite3
+
+    run_dir, demo = demo_run
+    assert demo.exit_code == 0, demo.output
+    out = tmp_path / "solver"
+    trained = CliRunner().invoke(app, ["train", "solver-sft", "--logs", str(run_dir), "--out",
+                                       str(out), "--version", "lineage", "--max-steps", "2",
+                                       "--batch-size", "2"])
+    assert trained.exit_code == 0, trained.output
+    data = json.loads(trained.output.split("data: ", 1)[1].splitlines()[0])
+    assert data["calls_kept"] >= 1 and data["problems_solved"] <= data["problems_read"]
+    gguf = tmp_path / "solver.gguf"
+    exported = CliRunner().invoke(app, ["train", "export", str(out / "checkpoint"), "--out", str(gguf)])
+    assert exported.exit_code == 0 and gguf.stat().st_size > 50e6, exported.output
+    tested = CliRunner().invoke(app, ["eval", str(run_dir), "--solver", f"local:{gguf}", "--n",
+                                      "4", "--json"])
+    assert tested.exit_code == 0, tested.output
+    summary = json.loads(tested.output.strip().splitlines()[-1])
+    assert [r["round"] for r in summary["per_round"]] == [0, 1, 2, 3]
+    assert all(0.0 <= r["test"] <= 1.0 for r in summary["per_round"])
+    with sqlite3.connect(run_dir / "log.sqlite") as db:
+        purposes = dict(db.execute("SELECT purpose, count(*) FROM evaluations "
+                                   "WHERE purpose LIKE 'test%' GROUP BY purpose").fetchall())
+    versions = len({r["sha"] for r in summary["per_round"]})
+    assert purposes[f"test@local:{gguf}"] == 4 * versions  # its own rows, beside the run's
+    assert "test" in purposes
+    assert (run_dir / "scores-solver.png").read_bytes()[:4] == b"\x89PNG"

@@ -111,6 +111,9 @@ def test_resume_and_eval_of_no_run_directory_are_one_line(tmp_path, capsys):
         code, output = cli_main([command, str(tmp_path)], capsys)
         assert code == 2 and "is not a run directory" in output
         assert "Traceback" not in output
+    code, output = cli_main(["eval", str(tmp_path), "--solver", f"local:{tmp_path}/no.gguf"],
+                            capsys)
+    assert code == 2 and "no.gguf does not exist" in output and "Traceback" not in output
 
 
 def test_studio_takes_the_same_settings(tmp_path):
