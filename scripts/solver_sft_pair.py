@@ -69,11 +69,13 @@ def main() -> None:
         gguf = args.out / f"solver{seed}.gguf"
         print(f"seed {seed}: adapt", file=sys.stderr, flush=True)
         adapted(run_dir, seed, args.dev, args.test)
+        data = train / "data.json"  # what `train solver-sft` read and kept
         if not gguf.exists():
             print(f"seed {seed}: train solver-sft, export", file=sys.stderr, flush=True)
             out = sh("train", "solver-sft", "--logs", str(run_dir), "--out", str(train))
-            learned.append(json.loads(out.split("data: ", 1)[1].splitlines()[0])["calls_kept"])
+            data.write_text(out.split("data: ", 1)[1].splitlines()[0])
             sh("train", "export", str(train / "checkpoint"), "--out", str(gguf))
+        learned.append(json.loads(data.read_text())["calls_kept"] if data.exists() else None)
         print(f"seed {seed}: eval with both Solvers", file=sys.stderr, flush=True)
         arms["harness alone"].append(final_test(run_dir, "local"))
         arms["harness + fine-tuned Solver"].append(final_test(run_dir, f"local:{gguf}"))
