@@ -252,7 +252,7 @@ def bench_sandbox(
 def bench_peers(
     out: _Annotated[_Path, _typer.Option(help="Bench directory: finished runs are kept and reused.")] = _Path("runs/bench-peers"),
     smoke: _Annotated[bool, _typer.Option("--smoke", help="The config's \\[smoke] size: one task, one seed, a tiny budget (same as --scale smoke).")] = False,
-    scale: _Annotated[str, _typer.Option(help="full (the config's top level) or a table of it: cpu (what a 2-core machine runs in about an hour), racing (best_valid against racing where the Solver budget binds), smoke.")] = "full",
+    scale: _Annotated[str, _typer.Option(help="full (the config's top level) or a table of it: cpu (what a 2-core machine runs in about two hours), racing (best_valid against racing where the Solver budget binds), smoke.")] = "full",
     config: _Annotated[_Path, _typer.Option(help="Bench settings (tasks, systems, seeds, budget, splits).")] = _Path("experiments/peers/bench.toml"),
     task: _Annotated[list[str] | None, _typer.Option(help="Only these tasks (repeatable).")] = None,
     system: _Annotated[list[str] | None, _typer.Option(help="Only these systems (repeatable): best_valid, racing, pareto, gepa, openevolve.")] = None,
