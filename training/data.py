@@ -8,10 +8,11 @@ same `group_id`, across all the runs given. Rewards are the ones the adapter log
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,31 +124,33 @@ def _proposal(record: Any, run: str) -> Proposal | None:
     )
 
 
+@contextlib.contextmanager
+def open_log(run_dir: str | Path) -> Iterator[Any]:
+    """The log store of a run directory, closed on the way out; a LogError naming the
+    directory when it holds no execution log."""
+    from harness_learning.harnesses.rundir import RunDir
+
+    run = RunDir(Path(run_dir))
+    if not run.has_log():
+        raise LogError(f"{run_dir}: no execution log ({RunDir.LOG}) in this run directory")
+    with run.open_store() as store:
+        yield store
+
+
 def read_proposals(run_dirs: Sequence[str | Path], report: FilterReport | None = None
                    ) -> list[Proposal]:
     """Every judged proposal of every run, in log order (unjudged ones are counted in
     `report.unjudged`)."""
-    from harness_learning.harnesses.rundir import RunDir
-
     out: list[Proposal] = []
     for run_dir in run_dirs:
-        path = Path(run_dir)
-        run = RunDir(path)
-        if not run.has_log():
-            raise LogError(f"{path}: no execution log ({RunDir.LOG}) in this run directory")
-        store = run.open_store()
-        try:
+        with open_log(run_dir) as store:
             for group in store.iter_proposal_groups():
                 for record in group.proposals:
-                    proposal = _proposal(record, str(path))
+                    proposal = _proposal(record, str(Path(run_dir)))
                     if proposal is not None:
                         out.append(proposal)
                     elif report is not None:
                         report.unjudged += 1
-        finally:
-            close = getattr(store, "close", None)
-            if close is not None:
-                close()
     return out
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_learning.training.config import SolverSFTConfig
-from harness_learning.training.data import LogError
+from harness_learning.training.data import LogError, open_log
 from harness_learning.training.grpo_offline import TrainResult
 
 LEARNED_PURPOSES = ("feedback", "selection")
@@ -67,15 +67,9 @@ def solver_calls(result: Any) -> Iterable[tuple[list[dict], str]]:
 def trajectory_rows(run_dirs: Sequence[str | Path], version: str, min_score: float,
                     report: TrajectoryReport) -> list[dict[str, Any]]:
     """One conversational prompt-completion row per distinct successful Solver call."""
-    from harness_learning.harnesses.rundir import RunDir
-
     rows: dict[str, dict[str, Any]] = {}
     for run_dir in map(Path, run_dirs):
-        run = RunDir(run_dir)
-        if not run.has_log():
-            raise LogError(f"{run_dir}: no execution log ({RunDir.LOG}) in this run directory")
-        store = run.open_store()
-        try:
+        with open_log(run_dir) as store:
             shas = set(chosen_versions(store, version))
             read = solved = 0
             for ev in store.iter_evaluations():
@@ -91,8 +85,6 @@ def trajectory_rows(run_dirs: Sequence[str | Path], version: str, min_score: flo
                     report.duplicates_folded += key in rows
                     rows[key] = {"prompt": messages,
                                  "completion": [{"role": "assistant", "content": reply}]}
-        finally:
-            store.close()
         report.runs += 1
         report.versions += len(shas)
         report.problems_read += read

@@ -62,7 +62,9 @@ async def final_evaluation(run_dir: str | Path, n: int = 0, console=None,
     if solver:
         config = replace(config, solver=solver)
         purpose = f"test@{solver}"
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(solver.split("@")[0]).stem).strip("-")
+        from harness_learning.graphs.runreport.model import short_model
+
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(short_model(solver)).stem).strip("-")
         plot = plot.with_name(f"{plot.stem}-{slug}{plot.suffix}")
         diffs = diffs.with_name(f"{diffs.stem}-{slug}{diffs.suffix}")
     async with AdapterContext.from_config(config, task=task) as ctx:
