@@ -8,9 +8,10 @@ import statistics
 from pathlib import Path
 
 import pytest
+from harness_learning.evals.registry import get_task
 from harness_learning.graphs.lab.experiments.arms import ArmRun, ci95, summarise, targets
 from harness_learning.graphs.lab.experiments.config import load_spec
-from harness_learning.graphs.lab.experiments.runner import plan_runs
+from harness_learning.graphs.lab.experiments.runner import plan_runs, task_options_for
 from harness_learning.graphs.lab.experiments.stages import finish_stage, stage_done
 
 EXPERIMENTS = Path(__file__).resolve().parents[3] / "experiments"
@@ -25,6 +26,19 @@ def test_checked_in_configs_keep_training_and_held_out_types_apart(name):
     assert (train.group_size, train.eval_candidates, train.oracle_of) == (8, 8, "sft_rl")
     assert train.teacher == "local:qwen2.5-coder-1.5b" and len(spec.seeds) >= 3
     assert set(spec.task_configs) <= {*spec.tasks.train, *spec.tasks.test}
+
+
+@pytest.mark.parametrize("name", ["proposer_training", "proposer_training_reduced"])
+def test_checked_in_configs_can_draw_their_dev_and_test_problems(name, tmp_path):
+    # A generator setting with too few distinct questions (count_bits up to 4 has 4) fails
+    # only when its first run starts, after the hour of collect, SFT and GRPO before it.
+    spec = load_spec(EXPERIMENTS / f"{name}.toml")
+    options = task_options_for(spec, tmp_path, print)
+    for task in [*spec.tasks.train, *spec.tasks.test]:
+        built = get_task(task, **options(task))
+        dev, test = built.dev(), built.test()
+        assert (len(dev), len(test)) == (spec.n_dev, spec.n_test), task
+        assert not {p.question for p in dev} & {p.question for p in test}, task
 
 
 def test_smoke_scale_is_tiny():
