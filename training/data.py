@@ -142,11 +142,11 @@ def read_proposals(run_dirs: Sequence[str | Path], report: FilterReport | None =
     """Every judged proposal of every run, in log order (unjudged ones are counted in
     `report.unjudged`)."""
     out: list[Proposal] = []
-    for run_dir in run_dirs:
+    for run_dir in map(Path, run_dirs):
         with open_log(run_dir) as store:
             for group in store.iter_proposal_groups():
                 for record in group.proposals:
-                    proposal = _proposal(record, str(Path(run_dir)))
+                    proposal = _proposal(record, str(run_dir))
                     if proposal is not None:
                         out.append(proposal)
                     elif report is not None:

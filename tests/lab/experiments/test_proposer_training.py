@@ -15,9 +15,10 @@ from harness_learning.graphs.lab.experiments.runner import plan_runs, task_optio
 from harness_learning.graphs.lab.experiments.stages import finish_stage, stage_done
 
 EXPERIMENTS = Path(__file__).resolve().parents[3] / "experiments"
+CHECKED_IN = ["proposer_training", "proposer_training_reduced"]
 
 
-@pytest.mark.parametrize("name", ["proposer_training", "proposer_training_reduced"])
+@pytest.mark.parametrize("name", CHECKED_IN)
 def test_checked_in_configs_keep_training_and_held_out_types_apart(name):
     spec = load_spec(EXPERIMENTS / f"{name}.toml")
     train = spec.training_spec()
@@ -28,7 +29,7 @@ def test_checked_in_configs_keep_training_and_held_out_types_apart(name):
     assert set(spec.task_configs) <= {*spec.tasks.train, *spec.tasks.test}
 
 
-@pytest.mark.parametrize("name", ["proposer_training", "proposer_training_reduced"])
+@pytest.mark.parametrize("name", CHECKED_IN)
 def test_checked_in_configs_can_draw_their_dev_and_test_problems(name, tmp_path):
     # A generator setting with too few distinct questions (count_bits up to 4 has 4) fails
     # only when its first run starts, after the hour of collect, SFT and GRPO before it.
