@@ -124,9 +124,10 @@ class LogStore(ABC):
 
     def put_proposal_draft(
         self, round_: int, index: int, messages: Any, completion: Any, edit_format: str,
-        parent_sha: str | None = None,
+        parent_sha: str | None = None, origin: str = "proposer",
     ) -> Proposal:
-        """Log a fresh Proposer sample (a `harnesses.llm.Completion`) before it is judged."""
+        """Log a fresh candidate (a `harnesses.llm.Completion`; `origin` says who wrote it:
+        proposer, operator:NAME or merge) before it is judged."""
         proposal = Proposal(
             id=proposal_id(round_, index), round=round_, group_id=prompt_group_id(messages),
             prompt=to_jsonable(messages), completion=completion.text,
@@ -135,6 +136,7 @@ class LogStore(ABC):
             completion_tokens=getattr(completion, "completion_tokens", 0),
             latency_s=getattr(completion, "latency_s", 0.0),
             logprobs=getattr(completion, "logprobs", None), parent_sha=parent_sha,
+            origin=origin, cost_usd=float(getattr(completion, "cost", 0.0) or 0.0),
         )
         self.put_proposal(proposal)
         return self.get_proposal_by_id(proposal.id) or proposal

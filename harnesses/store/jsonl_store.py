@@ -34,7 +34,7 @@ from harness_learning.harnesses.store.records import (
     source_sha,
     to_jsonable,
 )
-from harness_learning.harnesses.store.schema import SCHEMA_VERSION
+from harness_learning.harnesses.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 FILENAME = "log.jsonl"
 R = TypeVar("R")
@@ -102,7 +102,8 @@ class JsonlLogStore(LogStore):
                     break
                 raise LogStoreError(f"{self.path}, line {number}: not a log record ({exc})") from exc
             if table == "schema":
-                if record.get("version") != SCHEMA_VERSION:
+                # an older version's records read with the newer fields at their defaults
+                if record.get("version") != SCHEMA_VERSION and record.get("version") not in MIGRATIONS:
                     raise SchemaVersionError(
                         f"{self.path} was written with log schema version {record.get('version')};"
                         f" this code reads version {SCHEMA_VERSION}. Nothing was changed.")

@@ -92,7 +92,7 @@ class Evaluation:
 
     COLUMNS: ClassVar[tuple[str, ...]] = (
         "run_id", "sha", "purpose", "round", "problem_id", "answer", "score", "error",
-        "error_kind", "traceback", "trace", "latency_s", "tokens", "created_at")
+        "error_kind", "traceback", "trace", "latency_s", "tokens", "feedback", "created_at")
     """The flat form of the record: the SQLite table's columns and the JSONL export's fields."""
 
     @property
@@ -131,6 +131,8 @@ class Proposal:
     parsed: bool = False
     applied: bool = False
     valid: bool = False
+    invalid_kind: str | None = None
+    """Why the candidate is invalid, one of `evals.judge.INVALID_KINDS` (None when valid)."""
     invalid_reason: str | None = None
     completed_fraction: float | None = None
     selection_score: float | None = None
@@ -142,6 +144,10 @@ class Proposal:
     latency_s: float = 0.0
     logprobs: list[Any] | None = None
     parent_sha: str | None = None
+    origin: str = "proposer"
+    """Where the candidate came from: `proposer` (the LLM), `operator:NAME` or `merge`."""
+    cost_usd: float = 0.0
+    """What the Proposer call cost in USD (litellm's price; 0 for local models and operators)."""
     created_at: float = 0.0
 
 

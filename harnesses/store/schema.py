@@ -3,7 +3,16 @@ by code of another version refuses to touch the file."""
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: ("ALTER TABLE proposals ADD COLUMN invalid_kind TEXT",
+        "ALTER TABLE proposals ADD COLUMN origin TEXT NOT NULL DEFAULT 'proposer'",
+        "ALTER TABLE proposals ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0",
+        "ALTER TABLE evaluations ADD COLUMN feedback TEXT"),
+}
+"""Statements that bring a log of version N to N + 1 (applied in one transaction, in order).
+Version 2: each proposal keeps its judged `invalid_kind`, its `origin` and its `cost_usd`;
+each evaluation the metric's `feedback` text."""
 SCHEMA_TABLE = "hl_schema"
 TABLES = ("runs", "versions", "evaluations", "proposals", "decisions", "events")
 
@@ -19,15 +28,17 @@ CREATE TABLE IF NOT EXISTS evaluations (
   run_id TEXT NOT NULL, sha TEXT NOT NULL, purpose TEXT NOT NULL, round INTEGER NOT NULL,
   problem_id TEXT NOT NULL, answer TEXT, score REAL, error TEXT, error_kind TEXT,
   traceback TEXT, trace TEXT NOT NULL, latency_s REAL NOT NULL, tokens INTEGER NOT NULL,
-  created_at REAL NOT NULL, PRIMARY KEY (sha, purpose, round, problem_id));
+  feedback TEXT, created_at REAL NOT NULL, PRIMARY KEY (sha, purpose, round, problem_id));
 CREATE TABLE IF NOT EXISTS proposals (
   id TEXT PRIMARY KEY, round INTEGER NOT NULL, group_id TEXT NOT NULL, prompt TEXT NOT NULL,
   completion TEXT NOT NULL, finish_reason TEXT, model TEXT NOT NULL, edit_format TEXT NOT NULL,
   parsed_edit TEXT, candidate_sha TEXT, parsed INTEGER NOT NULL, applied INTEGER NOT NULL,
-  valid INTEGER NOT NULL, invalid_reason TEXT, completed_fraction REAL, selection_score REAL,
+  valid INTEGER NOT NULL, invalid_kind TEXT, invalid_reason TEXT, completed_fraction REAL,
+  selection_score REAL,
   parent_score REAL, reward REAL, reward_parts TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,
   completion_tokens INTEGER NOT NULL, latency_s REAL NOT NULL, logprobs TEXT,
-  parent_sha TEXT, created_at REAL NOT NULL);
+  parent_sha TEXT, origin TEXT NOT NULL DEFAULT 'proposer', cost_usd REAL NOT NULL DEFAULT 0,
+  created_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS proposals_by_group ON proposals (group_id);
 CREATE INDEX IF NOT EXISTS proposals_by_round ON proposals (round);
 CREATE TABLE IF NOT EXISTS decisions (

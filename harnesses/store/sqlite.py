@@ -40,6 +40,7 @@ from harness_learning.harnesses.store.schema import (
     BOOL_FIELDS,
     DDL,
     JSON_FIELDS,
+    MIGRATIONS,
     SCHEMA_TABLE,
     SCHEMA_VERSION,
     TABLES,
@@ -117,7 +118,9 @@ class SQLiteLogStore(LogStore):
         if SCHEMA_TABLE in names:
             row = self._conn.execute(f"SELECT value FROM {SCHEMA_TABLE} WHERE key='version'").fetchone()
             found = row[0] if row else None
-            if found != str(SCHEMA_VERSION):
+            if found is not None and found.isdigit() and int(found) in MIGRATIONS:
+                self._migrate(int(found))
+            elif found != str(SCHEMA_VERSION):
                 raise SchemaVersionError(
                     f"{self.path} was written with log schema version {found}; this code reads "
                     f"version {SCHEMA_VERSION}. Nothing was changed: use a new run directory or "
@@ -128,6 +131,16 @@ class SQLiteLogStore(LogStore):
                 f"{self.path} holds log tables ({', '.join(sorted(names & set(TABLES)))}) but no "
                 "schema version record; refusing to write to it."
             )
+
+    def _migrate(self, found: int) -> None:
+        """Bring an older log up to `SCHEMA_VERSION`, one version per transaction."""
+        for version in range(found, SCHEMA_VERSION):
+            with self._tx() as c:
+                for statement in MIGRATIONS[version]:
+                    c.execute(statement)
+                c.execute(f"UPDATE {SCHEMA_TABLE} SET value=? WHERE key='version'",
+                          (str(version + 1),))
+                c.execute("UPDATE runs SET schema_version=?", (version + 1,))
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:

@@ -208,3 +208,32 @@ def test_concurrent_async_writes_all_land(store):
     assert set(store.get_results("s", ids, "selection")) == set(ids)
     assert sorted(e.payload["i"] for e in store.iter_events()) == list(range(40))
     assert store.integrity_check() == "ok"
+
+
+def test_a_version_1_log_migrates_and_its_proposals_read_with_the_new_fields(tmp_path):
+    """Schema 2 adds invalid_kind, origin and cost_usd to proposals: a log written before
+    them opens, is brought up to date in place, and its proposals read as the LLM's."""
+    from harness_learning.harnesses.llm.completion import Completion
+    from harness_learning.harnesses.store.schema import SCHEMA_VERSION
+
+    done = Completion("```python\nx\n```", 3, 4, 0.1, "stop", False, "m")
+    with SQLiteLogStore(tmp_path) as s:
+        s.init_run({"task": "t"})
+        s.put_proposal_draft(round_=1, index=0, messages="p", completion=done,
+                             edit_format="whole_program")
+    con = sqlite3.connect(tmp_path / "log.sqlite")
+    for column in ("invalid_kind", "origin", "cost_usd"):
+        con.execute(f"ALTER TABLE proposals DROP COLUMN {column}")
+    con.execute("UPDATE hl_schema SET value='1'")
+    con.execute("UPDATE runs SET schema_version=1")
+    con.commit()
+    con.close()
+    with SQLiteLogStore(tmp_path) as s:
+        [p] = list(s.iter_proposals())
+        assert (p.origin, p.invalid_kind, p.cost_usd, p.completion_tokens) == ("proposer", None, 0.0, 4)
+        s.update_proposal(p.id, invalid_kind="unchanged", origin="merge")
+        assert s.get_run().schema_version == SCHEMA_VERSION == 2
+    con = sqlite3.connect(tmp_path / "log.sqlite")
+    assert con.execute("SELECT value FROM hl_schema").fetchone() == ("2",)
+    assert con.execute("SELECT origin, invalid_kind FROM proposals").fetchone() == ("merge", "unchanged")
+    con.close()
