@@ -34,3 +34,22 @@ def local_model_url() -> Iterator[str]:
         os.environ.pop(LOCAL_URL_ENV, None)
     else:
         os.environ[LOCAL_URL_ENV] = previous
+
+
+@pytest.fixture(scope="session")
+def qwen_url() -> Iterator[str]:
+    """Base URL of the real Qwen2.5-Coder-1.5B server (the Solver that can use strategies, and
+    the default Proposer), started once for the whole run and exported in
+    HARNESS_LEARNING_PROPOSER_URL so every client and subprocess of the run reuses it."""
+    from harness_learning.harnesses.llm import ensure_local_server
+    from harness_learning.harnesses.llm.models import MODELS, QWEN_CODER
+
+    env = MODELS[QWEN_CODER].url_env
+    url = ensure_local_server(name=QWEN_CODER)
+    previous = os.environ.get(env)
+    os.environ[env] = url
+    yield url
+    if previous is None:
+        os.environ.pop(env, None)
+    else:
+        os.environ[env] = previous

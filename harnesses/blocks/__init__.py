@@ -1,0 +1,52 @@
+"""Building blocks: general harness strategies, importable inside the sandbox.
+
+Each block is pure code over `tools` and names no task. Two ways to use one:
+
+- inside a node, as a function: `interpreter_loop(tools, question)`, `majority(answers)`,
+  `verdict(tools, question, answer)`, `plan_steps(tools, question)`,
+  `rewrite_query(tools, question)`, `extra_hop(tools, question, passages, k)`,
+  `draft_and_check(tools, question, draft)`;
+- around a whole harness, as a graph combinator (what operator candidates write):
+  `with_interpreter`, `with_vote`, `with_verify`, `with_plan` (reasoning) and
+  `with_query_rewrite`, `with_extra_hop`, `with_check` (QA), each `(tools, build_graph)`.
+
+`docs/BLOCKS.md` lists them with their measured effect per task.
+"""
+
+from harness_learning.harnesses.blocks.compose import (
+    Sampled,
+    with_check,
+    with_extra_hop,
+    with_interpreter,
+    with_plan,
+    with_query_rewrite,
+    with_verify,
+    with_vote,
+)
+from harness_learning.harnesses.blocks.qa import draft_and_check, extra_hop, rewrite_query
+from harness_learning.harnesses.blocks.reasoning import (
+    extract_code,
+    interpreter_loop,
+    majority,
+    plan_steps,
+    verdict,
+)
+
+__all__ = [
+    "Sampled",
+    "draft_and_check",
+    "extra_hop",
+    "extract_code",
+    "interpreter_loop",
+    "majority",
+    "plan_steps",
+    "rewrite_query",
+    "verdict",
+    "with_check",
+    "with_extra_hop",
+    "with_interpreter",
+    "with_plan",
+    "with_query_rewrite",
+    "with_verify",
+    "with_vote",
+]
