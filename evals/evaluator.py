@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from harness_learning.evals.problem import Problem
-from harness_learning.evals.result import EvalResult
+from harness_learning.evals.result import EvalResult, Graded
 from harness_learning.evals.task import Task
 from harness_learning.harnesses.contract import LINE_LIMIT
 from harness_learning.harnesses.results import UNSCORED, ErrorKind, ProblemResult
@@ -101,8 +101,10 @@ def to_result(problem: Problem, outcome: ProblemResult, task: Task) -> ProblemRe
     elif outcome.error_kind is not None or outcome.answer is None:
         score = 0.0
     else:
-        score, scorer_error = guarded_score(task, problem, outcome.answer)
+        score, scorer_error, feedback = graded_score(task, problem, outcome.answer)
         error = error or scorer_error
+        return dataclasses.replace(outcome, problem_id=problem.id, score=score, error=error,
+                                   feedback=feedback)
     return dataclasses.replace(outcome, problem_id=problem.id, score=score, error=error)
 
 
@@ -134,13 +136,22 @@ class _Scored:
 
 def guarded_score(task: Task, problem: Problem, answer: str) -> tuple[float, str | None]:
     """`task.score`, clamped to 0..1; a scorer that raises gives 0 and says why."""
+    value, error, _ = graded_score(task, problem, answer)
+    return value, error
+
+
+def graded_score(task: Task, problem: Problem, answer: str
+                 ) -> tuple[float, str | None, str | None]:
+    """`guarded_score` plus the metric's feedback text, when it returned a `Graded` score."""
     try:
-        value = float(task.score(problem, answer))
+        raw = task.score(problem, answer)
+        value = float(raw)
     except Exception as exc:
-        return 0.0, f"the scorer raised {type(exc).__name__}: {exc}"
+        return 0.0, f"the scorer raised {type(exc).__name__}: {exc}", None
     if math.isnan(value):
-        return 0.0, "the scorer returned NaN"
-    return min(1.0, max(0.0, value)), None
+        return 0.0, "the scorer returned NaN", None
+    feedback = raw.feedback if isinstance(raw, Graded) else None
+    return min(1.0, max(0.0, value)), None, feedback
 
 
 async def _all_failed(problems: Sequence[Problem], why: HarnessInvalid | ProblemResult,

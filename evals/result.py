@@ -9,7 +9,19 @@ from dataclasses import dataclass
 
 from harness_learning.harnesses.results import UNSCORED, ErrorKind, ProblemResult
 
-__all__ = ["UNSCORED", "ErrorKind", "EvalResult", "ProblemResult"]
+__all__ = ["UNSCORED", "ErrorKind", "EvalResult", "Graded", "ProblemResult"]
+
+
+class Graded(float):
+    """A score with the metric's feedback text beside it (GEPA-style): a task's `score` may
+    return one instead of a bare float, and the report shows the text to the Proposer."""
+
+    feedback: str
+
+    def __new__(cls, score: float, feedback: str) -> Graded:
+        graded = super().__new__(cls, score)
+        graded.feedback = feedback
+        return graded
 
 
 @dataclass

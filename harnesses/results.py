@@ -65,6 +65,9 @@ class ProblemResult:
     calls: tuple[ToolCall, ...] = field(default_factory=tuple)
     latency_s: float = 0.0
     tokens: int = 0
+    feedback: str | None = None
+    """What the task's metric said beside the score (GEPA-style feedback text), shown in the
+    Proposer's report; None for metrics that return a bare number."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "error_kind", ErrorKind.coerce(self.error_kind))

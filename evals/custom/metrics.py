@@ -29,6 +29,7 @@ from typing import Any
 
 from harness_learning.evals.custom.imports import resolve
 from harness_learning.evals.qa.metrics import f1_score, normalize_answer
+from harness_learning.evals.result import Graded
 
 METRIC_NAMES = ("exact", "f1", "contains", "numeric[:REL_TOL]", "regex", "json",
                 "module:function", "judge:MODEL")
@@ -40,6 +41,8 @@ JUDGE_RUBRIC = (
     "formatting and extra explanation do not matter), PARTIAL if it is partly right (some of "
     "the required facts, or the right result with a wrong detail), INCORRECT otherwise."
 )
+FEEDBACK_CHARS = 1000
+"""Longest feedback text kept per problem (the report has a budget)."""
 JUDGE_GRADES = {"CORRECT": 1.0, "PARTIAL": 0.5, "INCORRECT": 0.0}
 
 
@@ -73,13 +76,31 @@ class Metric:
 
 
 def check_score(value: Any, spec: str) -> float:
-    """A number in [0, 1] (bools count), else `MetricError` naming what came back."""
+    """A number in [0, 1] (bools count), else `MetricError` naming what came back. A metric may
+    also return feedback text beside its score, as `(score, "text")` or
+    `{"score": score, "feedback": "text"}`: the result is then a `Graded` score."""
+    if isinstance(value, tuple | dict):
+        score, feedback = _with_feedback(value, spec)
+        return Graded(check_score(score, spec), feedback)
     if isinstance(value, bool):
         return float(value)
     if not isinstance(value, int | float) or math.isnan(value) or not 0.0 <= value <= 1.0:
         raise MetricError(f"metric {spec!r} returned {value!r:.80}; a metric must return a "
                           "number in [0, 1]")
     return float(value)
+
+
+def _with_feedback(value: tuple | dict, spec: str) -> tuple[Any, str]:
+    """(score, feedback) of a metric's score-with-feedback, or `MetricError` saying its shape."""
+    shape = ("a metric with feedback returns (score, 'text') or "
+             "{'score': score, 'feedback': 'text'}")
+    if isinstance(value, dict):
+        if set(value) != {"score", "feedback"}:
+            raise MetricError(f"metric {spec!r} returned a dict with keys {sorted(value)}; {shape}")
+        value = (value["score"], value["feedback"])
+    if len(value) != 2 or not isinstance(value[1], str):
+        raise MetricError(f"metric {spec!r} returned {value!r:.80}; {shape}")
+    return value[0], value[1][:FEEDBACK_CHARS]
 
 
 def parse_metric(spec: str) -> Metric:

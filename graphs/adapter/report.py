@@ -255,6 +255,8 @@ def _qgp(item: Item, d: Detail) -> list[str]:
     if titles:
         lines.append(f"Gold supporting titles: {trim('; '.join(titles), d.field_chars)}")
     lines.append(f"Prediction: {pred}")
+    if r.feedback:
+        lines.append(f"Metric feedback: {trim(r.feedback, max(d.field_chars, 200))}")
     return lines
 
 

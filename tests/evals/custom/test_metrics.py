@@ -120,3 +120,32 @@ def test_the_judge_grades_with_the_real_local_model_and_caches(local_model_url, 
     assert grades[0] == grades[1]
     assert grades[0] in (0.0, 0.5, 1.0) or "holds no grade" in grades[0]
     assert judge.calls == 2 and judge.cache_hits == 1
+
+
+def test_a_metric_may_return_feedback_that_reaches_the_report(tmp_path):
+    """GEPA-style metrics: (score, text) or {"score", "feedback"}; the evaluator keeps the text
+    with the problem's result and the Proposer's report shows it. A malformed one is one error."""
+    from harness_learning.evals.evaluator import to_result
+    from harness_learning.evals.registry import get_task
+    from harness_learning.evals.result import EvalResult, Graded, ProblemResult
+    from harness_learning.graphs.adapter.report import build_report
+
+    graded = check_score((0.5, "off by one"), "m")
+    assert isinstance(graded, Graded) and graded == 0.5 and graded.feedback == "off by one"
+    assert check_score({"score": 1, "feedback": "ok"}, "m").feedback == "ok"
+    for bad in ((0.5, 3), {"score": 1}, (0.5, "a", "b"), (2.0, "too big")):
+        with pytest.raises(MetricError, match="metric 'm' returned"):
+            check_score(bad, "m")
+    (tmp_path / "fb.py").write_text(
+        "def score(prediction, gold, example):\n"
+        "    if prediction == gold:\n        return 1.0, 'right'\n"
+        "    return {'score': 0.0, 'feedback': f'wanted a number like {len(gold)} digits'}\n")
+    rows = "\n".join(f'{{"question": "q{i}", "answer": "{i}0"}}' for i in range(6))
+    (tmp_path / "d.jsonl").write_text(rows + "\n")
+    task = get_task(str(tmp_path / "d.jsonl"), metric=f"{tmp_path / 'fb.py'}:score", n_dev=4,
+                    n_test=2)
+    problem = task.dev()[0]
+    result = to_result(problem, ProblemResult(problem.id, answer="nope"), task)
+    assert result.score == 0.0 and result.feedback == "wanted a number like 2 digits"
+    report = build_report(task, [problem], EvalResult([result]), budget_chars=20_000)
+    assert "Metric feedback: wanted a number like 2 digits" in report
