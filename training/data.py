@@ -67,6 +67,8 @@ class FilterReport:
     groups_read: int = 0
     proposals_read: int = 0
     unjudged: int = 0
+    not_proposer: int = 0
+    """Operator and merge candidates: no Proposer sample, so nothing to learn from."""
     duplicates_folded: int = 0
     dropped_small: int = 0
     dropped_flat: int = 0
@@ -146,6 +148,10 @@ def read_proposals(run_dirs: Sequence[str | Path], report: FilterReport | None =
         with open_log(run_dir) as store:
             for group in store.iter_proposal_groups():
                 for record in group.proposals:
+                    if record.origin != "proposer":
+                        if report is not None:
+                            report.not_proposer += 1
+                        continue
                     proposal = _proposal(record, str(run_dir))
                     if proposal is not None:
                         out.append(proposal)

@@ -107,6 +107,14 @@ class AdaptConfig:
         "Each round, also try the merge of the two best valid candidates' SEARCH/REPLACE edits "
         "(both applied to the parent), judged and evaluated like a Proposer sample."))
     edit_format: EditFormat | None = _opt(None, help="search_replace or whole_program.")
+    operators: str = _opt("none", help=(
+        "Operator candidates each round, beside the Proposer's: auto (every registered "
+        "building block that fits the current harness), none, or names such as "
+        "interpreter,vote,verify,plan,rewrite_query,extra_hop,check. Model-free; judged like "
+        "any candidate."))
+    operators_per_round: int = _opt(2, help=(
+        "At most this many operator candidates a round, in the order given, skipping those "
+        "an earlier round already judged on the same version."))
     feedback: int | None = _opt(None, help="Feedback problems per round.")
     selection: int | None = _opt(None, help="Selection problems per round.")
     seed: int = _opt(0, help="Seed of sampling and Proposer samples.")

@@ -134,9 +134,10 @@ class AdapterContext:
     @property
     def proposer(self) -> ModelClient:
         """Plain `local` proposes with Qwen2.5-Coder-1.5B, which writes valid edits (SmolLM2,
-        the Solver's `local`, does not)."""
-        return self._get("proposer", lambda: get_client(resolve_role(self.config.proposer,
-                                                                     "proposer")))
+        the Solver's `local`, does not). A local Proposer has a server of its own, also when
+        the Solver is the same model."""
+        return self._get("proposer", lambda: get_client(ModelConfig.coerce(
+            resolve_role(self.config.proposer, "proposer")).with_(local_server="proposer")))
 
     @property
     def toolbox(self) -> Toolbox:

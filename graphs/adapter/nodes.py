@@ -17,14 +17,14 @@ from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.inputs import start_source
 from harness_learning.graphs.adapter.parents import merge_candidate, parent_draw, selection_archive
 from harness_learning.graphs.adapter.policies import Scored, decide
-from harness_learning.graphs.adapter.proposer import build_proposer_messages
+from harness_learning.graphs.adapter.propose import PROPOSER, propose
 from harness_learning.graphs.adapter.report import build_report
 from harness_learning.graphs.adapter.result_writer import ResultWriter
 from harness_learning.graphs.adapter.state import AdapterState, CandidateView, RoundView
-from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS
+from harness_learning.harnesses.edits.operators import apply_operator, fitting, resolve_operators
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.sandbox import sandbox_fallbacks
-from harness_learning.harnesses.store import LogStore
+from harness_learning.harnesses.store import LogStore, source_sha
 from langgraph.types import Send, interrupt
 
 DIFF_CHARS = 4000
@@ -113,15 +113,17 @@ def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
         report = build_report(ctx.task, problems, fb, budget_chars=cfg.report_chars,
                               human_feedback=state.get("human_feedback") or [])
         return {"feedback_score": fb.mean_score, "current_selection_score": sel.mean_score,
-                "report": report}
+                "report": report, "operator_plan": await operator_plan(ctx, sha, round_)}
 
     def fan_out(state: AdapterState) -> list[Send]:
-        return [Send("candidate", {"round": state["round"], "index": i, "run_dir": str(cfg.path),
-                                   "current_sha": state["current_sha"], "report": state["report"],
-                                   "selection_ids": state["selection_ids"],
-                                   "feedback_ids": state["feedback_ids"],
-                                   "parent_score": state["current_selection_score"]})
-                for i in range(cfg.samples_per_round)]
+        shared = {"round": state["round"], "run_dir": str(cfg.path),
+                  "current_sha": state["current_sha"], "report": state["report"],
+                  "selection_ids": state["selection_ids"], "feedback_ids": state["feedback_ids"],
+                  "parent_score": state["current_selection_score"]}
+        llm = [Send("candidate", {**shared, "index": i}) for i in range(cfg.samples_per_round)]
+        ops = [Send("candidate", {**shared, "index": operator_index(cfg, j), "operator": name})
+               for j, name in enumerate(state.get("operator_plan") or [])]
+        return llm + ops
 
     async def candidate(payload: dict) -> dict:
         view = await make_candidate(ctx, payload)
@@ -145,20 +147,13 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
     parent_source = await store.aget_version_source(parent_sha)
     proposal = await store.aget_proposal(round_, index)
     if proposal is None:
-        messages = build_proposer_messages(ctx.task.description, parent_source, payload["report"],
-                                           cfg.edit_format, cfg.line_limit,
-                                           user_tools=ctx.user_tools)
-        seed = cfg.seed * 100_003 + round_ * 1_009 + index
-        logprobs = LOGPROB_PARAMS if cfg.proposer_logprobs else {}
-        proposer = await ctx.aget("proposer")
-        completion = await proposer.acomplete(
-            messages, **{**logprobs, **cfg.proposer_params, "seed": seed})
+        drafted = await propose(ctx, payload, parent_source)
         proposal = await store.aput_proposal_draft(
-            round_=round_, index=index, messages=messages, completion=completion,
-            edit_format=cfg.edit_format, parent_sha=parent_sha)
+            round_=round_, index=index, messages=drafted.messages, completion=drafted.completion,
+            edit_format=drafted.edit_format, parent_sha=parent_sha, origin=drafted.origin)
     rules = {"track": ctx.task.track, "line_limit": cfg.line_limit}
     exposure = round_exposure(ctx, payload)
-    outcome = check_candidate(parent_source, proposal.completion, cfg.edit_format,
+    outcome = check_candidate(parent_source, proposal.completion, proposal.edit_format,
                               proposal.finish_reason, exposure=exposure, **rules)
     # Every candidate's diff is logged, invalid ones too (`harness-learn show/report` read it).
     await store.aappend_event("candidate_diff", {"proposal_id": proposal.id, "diff": outcome.diff})
@@ -168,13 +163,13 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
                                        note=f"candidate {index}")
         if cfg.policy == "racing" and not training_only(cfg, index):
             # evaluated with the round's others by the race node
-            return {**candidate_view(round_, index, proposal.id, sha, outcome), "pending": True,
-                    "outcome": outcome.to_dict()}
+            return {**candidate_view(round_, index, proposal.id, sha, outcome, proposal.origin),
+                    "pending": True, "outcome": outcome.to_dict()}
         result = await evaluate_cached(ctx, sha, ctx.dev_problems(payload["selection_ids"]),
                                        "selection", round_)
         outcome = await settle_candidate(outcome, result, exposure=exposure,
                                          probe=probe_of(ctx, sha, round_), **rules)
-    view = candidate_view(round_, index, proposal.id, sha, outcome)
+    view = candidate_view(round_, index, proposal.id, sha, outcome, proposal.origin)
     ctx.progress("candidate", dict(view))
     await record_outcome(store, proposal.id, sha, outcome, payload["parent_score"])
     return view
@@ -196,13 +191,14 @@ def probe_of(ctx: AdapterContext, sha: str, round_: int) -> Probe:
 
 
 def candidate_view(round_: int, index: int, proposal_id: str, sha: str | None,
-                   outcome: Outcome) -> CandidateView:
+                   outcome: Outcome, origin: str = PROPOSER) -> CandidateView:
     """What the graph state (and Studio) shows of a judged candidate. A racing draft also
     carries its `outcome` record, which the race node settles without re-reading the proposal
     (settled views leave it out: the log holds it, and the state stays small)."""
     return {"round": round_, "index": index, "proposal_id": proposal_id, "sha": sha,
-            "parsed": outcome.parsed, "applied": outcome.applied, "valid": outcome.valid,
-            "invalid_reason": outcome.invalid_reason, "selection_score": outcome.selection_score,
+            "origin": origin, "parsed": outcome.parsed, "applied": outcome.applied, "valid": outcome.valid,
+            "invalid_kind": outcome.invalid_kind, "invalid_reason": outcome.invalid_reason,
+            "selection_score": outcome.selection_score,
             "completed_fraction": outcome.completed_fraction, "reward": outcome.reward,
             "diff": outcome.diff[:DIFF_CHARS]}
 
@@ -213,16 +209,40 @@ async def record_outcome(store: LogStore, proposal_id: str, sha: str | None, out
     go into the stored reward parts."""
     await store.aupdate_proposal_outcome(
         proposal_id, candidate_sha=sha, parsed=outcome.parsed, applied=outcome.applied,
-        valid=outcome.valid, invalid_reason=outcome.invalid_reason,
-        completed_fraction=outcome.completed_fraction, selection_score=outcome.selection_score,
+        valid=outcome.valid, invalid_kind=outcome.invalid_kind,
+        invalid_reason=outcome.invalid_reason, completed_fraction=outcome.completed_fraction, selection_score=outcome.selection_score,
         parent_score=parent_score, reward=outcome.reward,
         reward_parts={**outcome.reward_parts, **extra_parts}, parsed_edit=outcome.edit)
 
 
 def training_only(cfg: Any, index: int) -> bool:
     """Sample `index` of a round was drawn for training data only (`AdaptConfig.group_size`):
-    judged and logged like a candidate, never offered to the policy."""
-    return index >= (cfg.candidates or 1)
+    judged and logged like a candidate, never offered to the policy. (The merge takes index
+    `samples_per_round`, operator candidates the ones after it: `operator_index`.)"""
+    return (cfg.candidates or 1) <= index < cfg.samples_per_round
+
+
+def operator_index(cfg: Any, j: int) -> int:
+    """The proposal index of a round's `j`-th operator candidate (after the merge's)."""
+    return cfg.samples_per_round + 1 + j
+
+
+async def operator_plan(ctx: AdapterContext, sha: str, round_: int) -> list[str]:
+    """The operators this round tries on version `sha`: those `AdaptConfig.operators` names
+    that fit it, skipping any whose candidate an earlier round already judged, at most
+    `operators_per_round`. Decided from the source's syntax tree (`harnesses.edits.operators`)."""
+    ops = resolve_operators(ctx.config.operators)
+    if not ops:
+        return []
+    source = await ctx.store.aget_version_source(sha)
+    plan = []
+    for op in fitting(ops, source):
+        tried = await asyncio.to_thread(ctx.store.get_version, source_sha(apply_operator(op, source)))
+        if tried is None or tried.round >= round_:
+            plan.append(op.name)
+        if len(plan) == ctx.config.operators_per_round:
+            break
+    return plan
 
 
 

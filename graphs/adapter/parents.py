@@ -65,7 +65,8 @@ async def merge_candidate(ctx: Any, state: dict, mine: list[dict],
                                 cached=True, model="merge")
         await ctx.store.aput_proposal_draft(
             round_=round_, index=index, messages=[{"role": "system", "content": note}],
-            completion=completion, edit_format=cfg.edit_format, parent_sha=state["current_sha"])
+            completion=completion, edit_format=cfg.edit_format, parent_sha=state["current_sha"],
+            origin="merge")
     return await make_candidate(ctx, {
         "round": round_, "index": index, "current_sha": state["current_sha"],
         "report": state.get("report", ""), "selection_ids": state["selection_ids"],

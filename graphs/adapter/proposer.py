@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from harness_learning.harnesses.contract import TOOL_NAMES, Tools
 from harness_learning.harnesses.edits import format_instructions
 from harness_learning.harnesses.edits.edit import check_format
+from harness_learning.harnesses.edits.operators import BLOCKS_MODULE, OPERATORS
 
 SYSTEM = (
     "You improve a harness: a small Python program that wraps a frozen language model (the "
@@ -53,6 +54,12 @@ def tools_api() -> str:
     return "\n".join(f"    {_signature(n)}\n        {TOOL_NOTES.get(n, '')}" for n in TOOL_NAMES)
 
 
+def block_menu() -> str:
+    """One line per registered block: its name and what it is for."""
+    return "\n".join(f"    {op.block}: {op.use}" for op in OPERATORS.values()
+                     if op.transform is None)
+
+
 def constraints(line_limit: int, user_tools: Any = None) -> str:
     own = ""
     if user_tools is not None and getattr(user_tools, "tools", None):
@@ -66,8 +73,12 @@ def constraints(line_limit: int, user_tools: Any = None) -> str:
 {tools_api()}{own}
 - `tools.chat_model()` is the Solver as a LangChain chat model (with `bind_tools`) and
   `tools.langchain_tools()` the user's tools as LangChain tools, for agent graphs.
-- Imports: the Python standard library, `langgraph`, `langchain_core` and `typing_extensions`
-  only. No files, network or environment variables.
+- Imports: the Python standard library, `langgraph`, `langchain_core`, `typing_extensions`
+  and the building blocks below only. No files, network or environment variables.
+- Building blocks (`from {BLOCKS_MODULE} import ...`): each wraps a whole harness, as in
+  `return with_interpreter(tools, build_graph_before)` where `build_graph_before(tools)` is
+  the old builder, or is called inside a node (`interpreter_loop(tools, question).answer`):
+{block_menu()}
 - At most {line_limit} lines in total.
 - Keep what works; change what the report shows failing."""
 

@@ -72,7 +72,8 @@ async def race_candidates(ctx: AdapterContext, drafts: list[CandidateView],
                                         exposure=exposure,
                                         probe=probe_of(ctx, draft["sha"], round_), **rules)
         view: CandidateView = {
-            **candidate_view(draft["round"], index, draft["proposal_id"], draft["sha"], judged),
+            **candidate_view(draft["round"], index, draft["proposal_id"], draft["sha"], judged,
+                             draft.get("origin", "proposer")),
             "pending": False, "raced_out": standing.raced_out,
             "evaluated": len(standing.scores)}
         ctx.progress("candidate", dict(view))

@@ -19,6 +19,7 @@ from harness_learning.graphs.adapter.inputs import (
     resolve_inputs,
     store_inputs,
 )
+from harness_learning.harnesses.edits.operators import resolve_operators
 from harness_learning.harnesses.rundir import RunDir
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Command
@@ -45,6 +46,7 @@ def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptCon
     if track is None:
         track = open_task(config, live).track
     full = config.with_track_defaults(track)
+    resolve_operators(full.operators)  # an unknown operator fails now, with the known names
     open_tools(config, live)  # a tool that does not import fails now, before anything is written
     if stored is not None:
         if stored.to_json() != full.to_json():

@@ -18,9 +18,12 @@ class CandidateView(TypedDict, total=False):
     index: int
     proposal_id: str
     sha: str | None
+    origin: str
+    """Where the candidate came from: proposer, operator:NAME or merge."""
     parsed: bool
     applied: bool
     valid: bool
+    invalid_kind: str | None
     invalid_reason: str | None
     selection_score: float | None
     completed_fraction: float | None
@@ -78,6 +81,8 @@ class AdapterState(TypedDict, total=False):
     feedback_score: float
     current_selection_score: float | None
     report: str
+    operator_plan: list[str]
+    """The operators this round tries on the current version (`nodes.operator_plan`)."""
     candidates: Annotated[list[CandidateView], operator.add]
     drafts: Annotated[list[CandidateView], operator.add]
     """Racing only: the valid candidates the race node evaluates together."""

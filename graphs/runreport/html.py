@@ -83,10 +83,11 @@ def _round(run: RunRecord, rnd: RoundRecord) -> str:
             f"{escape(rnd.current_sha[:12])} · feedback score {_f(rnd.feedback_score)} · selection "
             f"score {_f(rnd.current_score)}</div>")
     rows = "".join(
-        f'<tr><td><a href="#{c.id}">{escape(c.id)}</a></td><td>{_badge(c.outcome)}</td>'
+        f'<tr><td><a href="#{c.id}">{escape(c.id)}</a></td><td>{escape(c.proposal.origin)}</td>'
+        f"<td>{_badge(c.outcome)}</td>"
         f'<td class=num>{_f(c.proposal.selection_score)}</td><td class=num>{_f(c.proposal.reward)}</td>'
         f"<td class=num>{c.tokens:,}</td><td>{escape(c.reason[:200])}</td></tr>" for c in rnd.candidates)
-    table = ("<table><tr><th>candidate</th><th>outcome</th><th class=num>selection</th>"
+    table = ("<table><tr><th>candidate</th><th>from</th><th>outcome</th><th class=num>selection</th>"
              f"<th class=num>reward</th><th class=num>Proposer tokens</th><th>reason</th></tr>"
              f"{rows}</table>")
     feedback = _details(f"feedback problems of the version in force ({len(rnd.feedback)})",

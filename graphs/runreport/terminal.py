@@ -65,18 +65,20 @@ def lineage_tree(run: RunRecord) -> Tree:
 
 def rounds_table(run: RunRecord) -> Table:
     table = Table(title="candidates per round", title_justify="left")
-    for col in ("round", "candidate", "outcome", "selection", "reward", "tokens", "reason"):
+    for col in ("round", "candidate", "from", "outcome", "selection", "reward", "tokens",
+                "reason"):
         table.add_column(col, overflow="fold")
     for rnd in run.rounds:
         if rnd.kind == ROLLBACK_POLICY and rnd.decision is not None:
-            table.add_row(str(rnd.round), "-", Text("rollback", STYLES[ROLLBACK_POLICY]),
+            table.add_row(str(rnd.round), "-", "-", Text("rollback", STYLES[ROLLBACK_POLICY]),
                           fmt((rnd.decision.scores or {}).get("chosen")), "-", "0",
                           _short(rnd.decision.reason, 60))
             continue
-        table.add_row(str(rnd.round), "current", Text("in force", "dim"), fmt(rnd.current_score),
+        table.add_row(str(rnd.round), "current", "-", Text("in force", "dim"),
+                      fmt(rnd.current_score),
                       "-", "-", f"feedback score {fmt(rnd.feedback_score)}")
         for c in rnd.candidates:
-            table.add_row("", c.id, Text(c.outcome, STYLES.get(c.outcome, "")),
+            table.add_row("", c.id, c.proposal.origin, Text(c.outcome, STYLES.get(c.outcome, "")),
                           fmt(c.proposal.selection_score), fmt(c.proposal.reward),
                           f"{c.tokens:,}", _short(c.reason, 60))
     return table
@@ -101,7 +103,8 @@ def spend_table(run: RunRecord) -> Table:
 def candidate_detail(run: RunRecord, c: CandidateRecord) -> RenderableType:
     """`show --candidate ID`: outcome, diff, the Proposer's report, per-problem results."""
     p = c.proposal
-    head = Text(f"{c.id} (round {p.round}, candidate {c.index}) · {c.outcome} · {c.reason}",
+    head = Text(f"{c.id} (round {p.round}, candidate {c.index}, from {p.origin}) · {c.outcome} · "
+                f"{c.reason}",
                 style=STYLES.get(c.outcome, "bold"))
     facts = Text(f"parent {(p.parent_sha or '')[:12]} · version {(c.sha or 'none')[:12]} · "
                  f"selection {fmt(p.selection_score)} · reward {fmt(p.reward)} · "

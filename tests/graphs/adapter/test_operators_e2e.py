@@ -1,0 +1,49 @@
+"""Operator candidates in a real adapter run (real sandbox workers, real log; the models are
+scripted: this is control flow, and the demo test runs the same path with real local models).
+The operator's candidate is judged like the Proposer's, records its origin, wins on its score,
+and is not proposed again on the version that already holds its block."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.run import run_adaptation
+from harness_learning.harnesses.rundir import RunDir
+from scripted_sums import QUESTION, SumTask, solver_rule
+
+
+def solver(prompt: str, params: dict) -> str:
+    """Writes a correct program when asked for one; otherwise the off-by-one sums rule."""
+    if "Write a short Python program" in prompt:
+        a, b = QUESTION.search(prompt).groups()
+        return f"```python\nprint({a} + {b})\n```"
+    return solver_rule(prompt, params)
+
+
+def test_an_operator_candidate_is_judged_logged_with_its_origin_and_adopted(tmp_path, scripted):
+    config = AdaptConfig(task="sums", run_dir=str(tmp_path / "run"), rounds=2, candidates=1,
+                         policy="best_valid", edit_format="search_replace", feedback=4,
+                         selection=6, concurrency=6, operators="interpreter,plan",
+                         operators_per_round=1).with_track_defaults("reasoning")
+    ctx = AdapterContext.from_config(config, task=SumTask(6), solver=scripted(solver),
+                                     proposer=scripted(lambda prompt, params: "No edit today."))
+    final = asyncio.run(run_adaptation(config, context=ctx))
+    first, second = final["rounds"]
+    by_origin = {c["origin"]: c for c in first["candidates"]}
+    assert set(by_origin) == {"proposer", "operator:interpreter"}
+    assert by_origin["proposer"]["invalid_kind"] == "no_edit_found"
+    assert by_origin["operator:interpreter"]["valid"]
+    assert by_origin["operator:interpreter"]["selection_score"] == 1.0
+    assert first["adopted"] and first["chosen_sha"] == by_origin["operator:interpreter"]["sha"]
+    # round 2 works on the interpreter version: that block is in it, the next one is tried
+    assert [c["origin"] for c in second["candidates"]] == ["proposer", "operator:plan"]
+    with RunDir(config.path).open_store() as store:
+        logged = {p.id: p for p in store.iter_proposals()}
+        source = store.get_version_source(final["current_sha"])
+    assert logged["r1-c2"].origin == "operator:interpreter" and logged["r1-c2"].valid
+    assert logged["r1-c0"].origin == "proposer" and logged["r1-c0"].invalid_kind == "no_edit_found"
+    assert logged["r1-c2"].edit_format == "whole_program"
+    assert re.search(r"return with_interpreter\(tools, build_graph_before_interpreter\)", source)

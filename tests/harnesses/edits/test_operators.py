@@ -1,0 +1,139 @@
+"""Operators apply a building block by rewriting a harness's source from its syntax tree: every
+block fits every harness of the right shape, whatever its nodes and variables are called, and
+the result compiles in the real sandbox with the block's nodes in its graph."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from harness_learning.harnesses.edits.operators import (
+    OPERATORS,
+    Operator,
+    OperatorError,
+    apply_operator,
+    fitting,
+    misfit,
+    register_operator,
+    resolve_operators,
+)
+from harness_learning.harnesses.runtime import check_source
+from harness_learning.harnesses.sandbox import Worker
+from harness_learning.harnesses.seeds import seed_source
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "your_own_agent"
+
+RENAMED = '''"""A harness whose names share nothing with the seeds: t for tools, other nodes and keys."""
+from langgraph.graph import StateGraph, START, END
+from typing_extensions import TypedDict
+
+
+class Box(TypedDict, total=False):
+    question: str
+    found: str
+    answer: str
+
+
+def build_graph(t):
+    def look(box: Box) -> dict:
+        hits = t.search(box["question"], 3)
+        return {"found": " ".join(h.text for h in hits)}
+
+    def reply(box: Box) -> dict:
+        return {"answer": t.llm("Facts: " + box["found"] + "\\nQ: " + box["question"]).strip()}
+
+    g = StateGraph(Box)
+    g.add_node("look", look)
+    g.add_node("reply", reply)
+    g.add_edge(START, "look")
+    g.add_edge("look", "reply")
+    g.add_edge("reply", END)
+    return g
+'''
+
+HARNESSES = {
+    "reasoning_direct": seed_source("reasoning_direct"),
+    "multihop_two_hop": seed_source("multihop_two_hop"),
+    "baseline_tool_loop": seed_source("baseline_tool_loop"),
+    "your_own_agent": (EXAMPLES / "shop_harness.py").read_text(encoding="utf-8"),
+    "your_own_react_agent": (EXAMPLES / "react_agent.py").read_text(encoding="utf-8"),
+    "renamed": RENAMED,
+}
+SEARCHING = {"multihop_two_hop", "renamed"}
+BLOCK_NODES = {"interpreter": {"write_and_run", "fallback"}, "vote": {"sample", "vote"},
+               "verify": {"solve", "check"}, "plan": {"plan", "solve_with_plan"},
+               "check": {"draft", "check_draft"}}
+
+
+def cases() -> list[tuple[str, str]]:
+    return [(h, op) for h in HARNESSES for op in OPERATORS
+            if not OPERATORS[op].needs or h in SEARCHING]
+
+
+@pytest.mark.parametrize(("harness", "name"), cases())
+def test_every_block_applies_to_every_harness_of_its_shape(harness: str, name: str) -> None:
+    source = HARNESSES[harness]
+    new = apply_operator(OPERATORS[name], source)
+    check_source(new)
+    assert f"import {OPERATORS[name].block}" in new and new != source
+    assert misfit(OPERATORS[name], new) == f"the harness already uses {OPERATORS[name].block}"
+
+
+@pytest.mark.parametrize("harness", sorted(set(HARNESSES) - SEARCHING))
+def test_retrieval_blocks_do_not_fit_a_harness_that_never_searches(harness: str) -> None:
+    with pytest.raises(OperatorError, match="never calls tools.search"):
+        apply_operator(OPERATORS["extra_hop"], HARNESSES[harness])
+    assert "extra_hop" not in [op.name for op in fitting(list(OPERATORS.values()),
+                                                          HARNESSES[harness])]
+
+
+def test_blocks_stack_and_each_wrapped_builder_keeps_its_own_name() -> None:
+    once = apply_operator(OPERATORS["interpreter"], HARNESSES["renamed"])
+    twice = apply_operator(OPERATORS["vote"], once)
+    check_source(twice)
+    assert "def build_graph_before_interpreter(t):" in twice
+    assert "return with_vote(tools, build_graph_before_vote)" in twice
+    assert twice.count("def build_graph(tools):") == 1
+
+
+def test_bad_specs_and_sources_get_one_line_errors() -> None:
+    with pytest.raises(OperatorError, match="unknown operator.*nope.*known: interpreter"):
+        resolve_operators("interpreter,nope")
+    assert resolve_operators("none") == [] and len(resolve_operators("auto")) == len(OPERATORS)
+    with pytest.raises(OperatorError, match="does not parse"):
+        apply_operator(OPERATORS["vote"], "def build_graph(:\n")
+    with pytest.raises(OperatorError, match="no module-level `def build_graph"):
+        apply_operator(OPERATORS["vote"], "x = 1\n")
+
+
+def test_a_user_registers_an_operator_of_their_own() -> None:
+    mine = Operator("shout", "", "answers in capitals",
+                    transform=lambda s: s.replace('{"answer": answer}', '{"answer": answer.upper()}'))
+    register_operator(mine)
+    try:
+        assert resolve_operators("shout") == [mine]
+        new = apply_operator(mine, HARNESSES["reasoning_direct"])
+        assert "answer.upper()" in new
+        with pytest.raises(OperatorError, match="already registered"):
+            register_operator(Operator("shout", "", "another"))
+    finally:
+        OPERATORS.pop("shout")
+
+
+@pytest.mark.slow
+def test_operator_candidates_compile_in_the_sandbox_with_the_blocks_nodes() -> None:
+    async def shape(source: str) -> set[str]:
+        async with Worker() as worker:
+            await worker.load(source)
+            return {n["name"] for n in worker.shape["nodes"]}
+
+    async def main() -> None:
+        for harness in ("reasoning_direct", "renamed", "your_own_agent"):
+            for name, nodes in BLOCK_NODES.items():
+                if OPERATORS[name].needs and harness not in SEARCHING:
+                    continue
+                got = await shape(apply_operator(OPERATORS[name], HARNESSES[harness]))
+                assert nodes <= got, (harness, name, got)
+
+    asyncio.run(main())
