@@ -280,7 +280,7 @@ class ModelClient:
         cfg = self.config
         name = cfg.local_name
         if name is not None:
-            url = ensure_local_server(name=name)
+            url = ensure_local_server(name=name, instance=cfg.local_server)
             return _Target(litellm_model(name), (url,), LOCAL_API_KEY)
         key = cfg.api_key
         if key is None and cfg.endpoints and cfg.model.startswith("openai/"):

@@ -46,6 +46,10 @@ class ModelConfig:
     max_backoff_s: float = 30.0
     cache: str | Path | None = None
     transport: str = "litellm"
+    local_server: str = ""
+    """Which of this process's servers of a local model answers: clients naming different
+    ones get a server each, so the Solver and the Proposer on the same model (the paper's
+    same-model setup) do not queue behind each other."""
     """`litellm`, or `direct`: plain HTTP to one OpenAI-compatible endpoint, for rounds whose
     call rate makes litellm's client CPU the bottleneck (see `harnesses.llm.direct`)."""
 

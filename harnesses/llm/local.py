@@ -170,8 +170,9 @@ _lock = threading.Lock()
 _servers: dict[str, LocalServer] = {}
 
 
-def ensure_local_server(timeout_s: float = 120.0, name: str = SMOLLM2) -> str:
-    """Base URL (ending in /v1) of a running server of local model `name`; starts one if needed."""
+def ensure_local_server(timeout_s: float = 120.0, name: str = SMOLLM2, instance: str = "") -> str:
+    """Base URL (ending in /v1) of a running server of local model `name`; starts one if needed.
+    Each `instance` of the same model has its own server (one per role)."""
     model = local_model(name)
     reuse = os.environ.get(model.url_env)
     if reuse:
@@ -179,15 +180,16 @@ def ensure_local_server(timeout_s: float = 120.0, name: str = SMOLLM2) -> str:
         if not is_healthy(url, timeout_s=5.0):
             raise LocalModelError(f"{model.url_env}={reuse} does not answer {url}/models")
         return url
+    key = f"{name}#{instance}" if instance else name
     with _lock:
-        running = _servers.get(name)
+        running = _servers.get(key)
         if running is not None and running.process is not None and running.process.poll() is None:
             return running.base_url
         server = LocalServer(model)
         server.start(timeout_s)
         if not _servers:
             atexit.register(stop_local_server)
-        _servers[name] = server
+        _servers[key] = server
         return server.base_url
 
 
