@@ -106,7 +106,13 @@ class AdaptConfig:
     merge: bool = _opt(False, help=(
         "Each round, also try the merge of the two best valid candidates' SEARCH/REPLACE edits "
         "(both applied to the parent), judged and evaluated like a Proposer sample."))
-    edit_format: EditFormat | None = _opt(None, help="search_replace or whole_program.")
+    edit_format: EditFormat | None = _opt(None, help=(
+        "search_replace, whole_program, or function (a focused edit: the Proposer rewrites one "
+        "node function at a time, in turn over the graph's nodes, from a short prompt)."))
+    repair_turns: int = _opt(1, help=(
+        "Second chances per Proposer candidate: an unusable answer is shown its error and the "
+        "program's closest lines and answered again; one that changes nothing or repeats a "
+        "judged version is sampled afresh. 0 turns both off."))
     operators: str = _opt("none", help=(
         "Operator candidates each round, beside the Proposer's: auto (every registered "
         "building block that fits the current harness), none, or names such as "

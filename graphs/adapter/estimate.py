@@ -41,9 +41,12 @@ class Estimate:
     tokens: int
     training_only: int = 0
     """Samples per round drawn for training data only (`AdaptConfig.group_size`)."""
+    operators: int = 0
+    """Operator candidates per round, at most (`AdaptConfig.operators_per_round`)."""
 
     def describe(self) -> str:
         extra = f" (+{self.training_only} for training)" if self.training_only else ""
+        extra += f" + {self.operators} operator candidates" if self.operators else ""
         return (f"budget estimate: {self.rounds} rounds x {self.candidates} candidates{extra} -> "
                 f"~{self.solver_calls:,} Solver calls, {self.proposer_calls} Proposer calls, "
                 f"~{self.tokens:,} tokens (upper bound; evaluations are cached and reused)")
@@ -62,10 +65,12 @@ def estimate_budget(config: AdaptConfig, seed_source_text: str | None = None,
                           if config.policy == "racing" else config.selection * config.candidates)
     training_only = config.samples_per_round - config.candidates  # evaluated in full
     candidate_problems += config.selection * training_only
+    operators = config.operators_per_round if config.operators != "none" else 0
+    candidate_problems += config.selection * operators  # a block may call the Solver more
     problems_per_round = config.feedback + config.selection + candidate_problems
     solver_calls = config.rounds * problems_per_round * per_problem
-    proposer_calls = config.rounds * config.samples_per_round
+    proposer_calls = config.rounds * config.samples_per_round * (1 + config.repair_turns)
     solver_tokens = solver_calls * (PROMPT_TOKENS_GUESS + config.solver_params.get("max_tokens", 256))
     proposer_tokens = proposer_calls * (3000 + config.proposer_params.get("max_tokens", 2048))
     return Estimate(config.rounds, config.candidates, solver_calls, proposer_calls,
-                    solver_tokens + proposer_tokens, training_only)
+                    solver_tokens + proposer_tokens, training_only, operators)

@@ -145,16 +145,23 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
     round_, index = payload["round"], payload["index"]
     parent_sha = payload["current_sha"]
     parent_source = await store.aget_version_source(parent_sha)
+    rules = {"track": ctx.task.track, "line_limit": cfg.line_limit}
+    exposure = round_exposure(ctx, payload)
+
+    def check(completion: Any, edit_format: str) -> Outcome:
+        return check_candidate(parent_source, completion.text, edit_format,
+                               completion.finish_reason, exposure=exposure, **rules)
+
     proposal = await store.aget_proposal(round_, index)
     if proposal is None:
-        drafted = await propose(ctx, payload, parent_source)
+        drafted = await propose(ctx, payload, parent_source, check)
         proposal = await store.aput_proposal_draft(
             round_=round_, index=index, messages=drafted.messages, completion=drafted.completion,
             edit_format=drafted.edit_format, parent_sha=parent_sha, origin=drafted.origin)
-    rules = {"track": ctx.task.track, "line_limit": cfg.line_limit}
-    exposure = round_exposure(ctx, payload)
-    outcome = check_candidate(parent_source, proposal.completion, proposal.edit_format,
-                              proposal.finish_reason, exposure=exposure, **rules)
+        outcome = drafted.outcome
+    else:  # resumed: the logged completion is checked again (the check is deterministic)
+        outcome = check_candidate(parent_source, proposal.completion, proposal.edit_format,
+                                  proposal.finish_reason, exposure=exposure, **rules)
     # Every candidate's diff is logged, invalid ones too (`harness-learn show/report` read it).
     await store.aappend_event("candidate_diff", {"proposal_id": proposal.id, "diff": outcome.diff})
     sha = None

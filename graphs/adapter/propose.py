@@ -10,16 +10,23 @@ attribute each gain to its origin.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
-from harness_learning.graphs.adapter.proposer import build_proposer_messages
+from harness_learning.evals.judge import Outcome
+from harness_learning.graphs.adapter.proposer import build_focused_messages, build_proposer_messages
+from harness_learning.graphs.adapter.repair import second_chances
+from harness_learning.harnesses.edits.function_edit import node_functions
 from harness_learning.harnesses.edits.operators import OPERATORS, apply_operator
 from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS, Completion
+from harness_learning.harnesses.store import source_sha
 
 PROPOSER = "proposer"
 MERGE = "merge"
 OPERATOR_PREFIX = "operator:"
+ATTEMPT_CHARS = 8_000
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,8 @@ class CandidateProposal:
     messages: Any
     completion: Completion
     edit_format: str
+    outcome: Outcome | None = None
+    """The judge's static check of `completion`, made once while proposing."""
 
 
 def operator_origin(name: str) -> str:
@@ -49,13 +58,19 @@ def program_completion(source: str, model: str) -> Completion:
                       model=model)
 
 
-async def propose(ctx: Any, payload: dict, parent_source: str) -> CandidateProposal:
+Check = Callable[[Completion, str], Outcome]
+"""The judge's static check of a completion in an edit format (`evals.judge.check_candidate`
+bound to the round's parent, exposure and rules)."""
+
+
+async def propose(ctx: Any, payload: dict, parent_source: str, check: Check) -> CandidateProposal:
     """The candidate asked for by `payload` (a fan-out's `Send`): an operator's when it names
     one (`payload["operator"]`), else the LLM Proposer's."""
     name = payload.get("operator")
     if name is not None:
-        return propose_operator(name, parent_source)
-    return await propose_llm(ctx, payload, parent_source)
+        proposal = propose_operator(name, parent_source)
+        return replace(proposal, outcome=check(proposal.completion, proposal.edit_format))
+    return await propose_llm(ctx, payload, parent_source, check)
 
 
 def propose_operator(name: str, parent_source: str) -> CandidateProposal:
@@ -67,15 +82,51 @@ def propose_operator(name: str, parent_source: str) -> CandidateProposal:
                              program_completion(source, operator_origin(name)), "whole_program")
 
 
-async def propose_llm(ctx: Any, payload: dict, parent_source: str) -> CandidateProposal:
-    """One sample of the LLM Proposer on the round's report."""
+def proposer_messages(ctx: Any, payload: dict, parent_source: str) -> list[dict[str, str]]:
+    """The prompt of one LLM candidate. Format `function` asks for one node function, taken in
+    turn over the graph's nodes (round and candidate index), as GEPA mutates one component."""
     cfg = ctx.config
-    round_, index = payload["round"], payload["index"]
-    messages = build_proposer_messages(ctx.task.description, parent_source, payload["report"],
-                                       cfg.edit_format, cfg.line_limit, user_tools=ctx.user_tools)
-    seed = cfg.seed * 100_003 + round_ * 1_009 + index
-    logprobs = LOGPROB_PARAMS if cfg.proposer_logprobs else {}
+    if cfg.edit_format == "function":
+        nodes = node_functions(parent_source) or ["build_graph"]
+        target = nodes[(payload["round"] - 1 + payload["index"]) % len(nodes)]
+        return build_focused_messages(ctx.task.description, parent_source, payload["report"],
+                                      target, user_tools=ctx.user_tools)
+    return build_proposer_messages(ctx.task.description, parent_source, payload["report"],
+                                   cfg.edit_format, cfg.line_limit, user_tools=ctx.user_tools)
+
+
+async def propose_llm(ctx: Any, payload: dict, parent_source: str,
+                      check: Check) -> CandidateProposal:
+    """One LLM candidate with its second chances (`second_chances`); each attempt is logged as
+    a `proposer_attempt` event, so nothing the Proposer wrote is lost."""
+    cfg = ctx.config
     proposer = await ctx.aget("proposer")
-    completion = await proposer.acomplete(messages, **{**logprobs, **cfg.proposer_params,
-                                                       "seed": seed})
-    return CandidateProposal(PROPOSER, messages, completion, cfg.edit_format)
+    logprobs = LOGPROB_PARAMS if cfg.proposer_logprobs else {}
+
+    async def sample(messages: list[dict[str, str]], seed: int) -> Completion:
+        return await proposer.acomplete(messages, **{**logprobs, **cfg.proposer_params,
+                                                     "seed": seed})
+
+    async def judged(completion: Completion, attempt: str) -> Outcome:
+        outcome = check(completion, cfg.edit_format)
+        await ctx.store.aappend_event("proposer_attempt", {
+            "round": payload["round"], "index": payload["index"], "attempt": attempt,
+            "invalid_kind": outcome.invalid_kind, "completion": completion.text[:ATTEMPT_CHARS],
+            "tokens": completion.prompt_tokens + completion.completion_tokens})
+        return outcome
+
+    async def known(outcome: Outcome) -> bool:
+        return await _duplicate(ctx, outcome)
+
+    seed = cfg.seed * 100_003 + payload["round"] * 1_009 + payload["index"]
+    messages, completion, outcome = await second_chances(
+        proposer_messages(ctx, payload, parent_source), seed, parent_source, sample, judged,
+        known, turns=cfg.repair_turns)
+    return CandidateProposal(PROPOSER, messages, completion, cfg.edit_format, outcome)
+
+
+async def _duplicate(ctx: Any, outcome: Outcome) -> bool:
+    """The candidate's source is a version this run already holds (nothing new to judge)."""
+    if outcome.new_source is None or outcome.invalid_kind is not None:
+        return False
+    return await asyncio.to_thread(ctx.store.get_version, source_sha(outcome.new_source)) is not None

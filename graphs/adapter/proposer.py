@@ -101,6 +101,51 @@ def build_proposer_messages(
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
+FOCUSED_SYSTEM = (
+    "You improve one function of a small Python program that wraps a language model (the "
+    "Solver). Read the report of how the program did, then rewrite the one function you are "
+    "given so the Solver gets more problems right."
+)
+
+
+def block_functions() -> str:
+    """The blocks a node function can call, one line each (the focused prompt's menu)."""
+    return "\n".join(f"- {sig}: {use}" for sig, use in NODE_BLOCKS)
+
+
+NODE_BLOCKS = (
+    ("interpreter_loop(tools, question).answer", "the Solver writes a Python program and it "
+     "runs; errors go back for a fix; the printed answer, or None"),
+    ("majority(answers)", "the most common of several answers (sample each with "
+     "tools.llm(..., temperature=0.7, seed=i))"),
+    ("verdict(tools, question, answer)", "the Solver checks an answer: True, False or None"),
+    ("plan_steps(tools, question)", "numbered steps toward the answer, written by the Solver"),
+    ("rewrite_query(tools, question)", "a keyword search query for the question"),
+    ("extra_hop(tools, question, passages, k)", "the passages plus one more search for the "
+     "missing fact"),
+    ("draft_and_check(tools, question, draft)", "a second search with the draft answer; keeps "
+     "it only if the passages support it"),
+)
+
+
+def build_focused_messages(task_description: str, source: str, report: str, function: str,
+                           user_tools: Any = None) -> list[dict[str, str]]:
+    """A short prompt asking for a new version of one node `function` (a focused edit, format
+    `function`): the program, the report, the tools and the blocks as a menu."""
+    own = ("\n" + user_tools.describe()) if user_tools is not None and getattr(
+        user_tools, "tools", None) else ""
+    user = "\n\n".join([
+        f"## Task\n{task_description.strip()}",
+        f"## Program\n```python\n{source.rstrip()}\n```",
+        f"## Report on feedback problems\n{report.strip()}",
+        f"## Tools\n{tools_api()}{own}",
+        f"## Building blocks (`from {BLOCKS_MODULE} import ...`)\n{block_functions()}",
+        f"## Your job\nRewrite the function `{function}` so the Solver gets more problems "
+        f"right.\n{format_instructions('function')}",
+    ])
+    return [{"role": "system", "content": FOCUSED_SYSTEM}, {"role": "user", "content": user}]
+
+
 def report_budget(
     task_description: str, source: str, fmt: str, line_limit: int, *, context_tokens: int,
     max_tokens: int, chars_per_token: float = 3.0,

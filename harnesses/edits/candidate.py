@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from harness_learning.harnesses.edits.edit import Edit, check_format, normalize_newlines
 from harness_learning.harnesses.edits.errors import EditError
+from harness_learning.harnesses.edits.function_edit import apply_function, parse_function
 from harness_learning.harnesses.edits.search_replace import apply_blocks, parse_blocks
 from harness_learning.harnesses.edits.whole_program import parse_program
 
@@ -16,8 +17,11 @@ TRUNCATED_REASONS = frozenset({"length"})
 
 def parse_edit(completion: str, fmt: str) -> Edit:
     """Read the edit out of a completion, or raise EditError."""
-    if check_format(fmt) == "search_replace":
+    fmt = check_format(fmt)
+    if fmt == "search_replace":
         return parse_blocks(completion)
+    if fmt == "function":
+        return Edit("function", program=parse_function(completion))
     return parse_program(completion)
 
 
@@ -25,6 +29,8 @@ def apply_edit(source: str, edit: Edit) -> str:
     """The new source, or EditError. Newlines in the result are LF."""
     if edit.fmt == "whole_program":
         new = normalize_newlines(edit.program or "")
+    elif edit.fmt == "function":
+        new = apply_function(source, edit.program or "")
     else:
         new = apply_blocks(source, edit)
     if not new.strip():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-EditFormat = Literal["search_replace", "whole_program"]
+EditFormat = Literal["search_replace", "whole_program", "function"]
 EDIT_FORMATS: tuple[str, ...] = EditFormat.__args__  # type: ignore[attr-defined]
 
 
@@ -27,7 +27,8 @@ class Block:
 
 @dataclass(frozen=True, slots=True)
 class Edit:
-    """Either an ordered list of blocks or a whole program, never both."""
+    """An ordered list of blocks, a whole program, or one function's new code (`program`
+    holds the program or the function)."""
 
     fmt: EditFormat
     blocks: tuple[Block, ...] = ()
@@ -35,7 +36,7 @@ class Edit:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form stored in the execution log."""
-        if self.fmt == "whole_program":
+        if self.fmt in ("whole_program", "function"):
             return {"fmt": self.fmt, "program": self.program}
         return {
             "fmt": self.fmt,
@@ -45,7 +46,7 @@ class Edit:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Edit:
         fmt = check_format(d["fmt"])
-        if fmt == "whole_program":
+        if fmt in ("whole_program", "function"):
             return cls(fmt, program=d["program"])
         blocks = tuple(Block(b["search"], b["replace"], int(b.get("line", 0))) for b in d["blocks"])
         return cls(fmt, blocks=blocks)

@@ -16,6 +16,7 @@ EditErrorKind = Literal[
     "ambiguous_search",
     "multiple_programs",
     "empty_result",
+    "unknown_function",
 ]
 EDIT_ERROR_KINDS: tuple[str, ...] = EditErrorKind.__args__  # type: ignore[attr-defined]
 

@@ -21,11 +21,11 @@ Rules:
   and repeat it in the replacement together with the new lines.
 - Text outside the blocks is ignored; keep explanations short.
 
-Example (changes one line):
+Example (the shape only; copy your SEARCH lines from the current program):
 <<<<<<< SEARCH
-        return {"answer": answer}
+<one or more lines exactly as they stand in the current program>
 =======
-        return {"answer": answer.strip().rstrip(".")}
+<what they become>
 >>>>>>> REPLACE"""
 
 _WHOLE_PROGRAM = """\
@@ -62,6 +62,26 @@ def build_graph(tools):
 ```"""
 
 
+_FUNCTION = """\
+Answer with the complete new version of that one function in exactly one fenced block:
+
+```python
+<imports it needs, if any>
+def <the same name>(<the same arguments>):
+    <its new body>
+```
+
+Rules:
+- Keep the function's name and arguments; it replaces the old one where it stands (inside
+  `build_graph` if it was there, with the same names in reach). Nothing else changes.
+- It must return what the old one returned (a dict with the same state keys).
+- Use exactly one ```python block; text outside it is ignored."""
+
+_INSTRUCTIONS = {"search_replace": _SEARCH_REPLACE, "whole_program": _WHOLE_PROGRAM,
+                 "function": _FUNCTION}
+
+
 def format_instructions(fmt: str) -> str:
-    """The rules and a tiny example of one edit format, as shown in the Proposer prompt."""
-    return _SEARCH_REPLACE if check_format(fmt) == "search_replace" else _WHOLE_PROGRAM
+    """The rules (and the shape) of one edit format, as shown in the Proposer prompt. No
+    example is an edit of a real seed: small Proposers copy an example verbatim."""
+    return _INSTRUCTIONS[check_format(fmt)]

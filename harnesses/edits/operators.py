@@ -54,15 +54,16 @@ def register_operator(op: Operator) -> Operator:
     return op
 
 
+# In the order `auto` tries them: cheapest first, since each round tries only a few.
 for _op in (
     Operator("interpreter", "with_interpreter", "the Solver writes a Python program that "
              "prints the answer; errors go back for a fix (up to 2 retries)", cost="1-3 calls"),
-    Operator("vote", "with_vote", "self-consistency: answer 5 times with sampling, keep the "
-             "most common answer", cost="5x the harness"),
-    Operator("verify", "with_verify", "the Solver checks the answer; a 'wrong' verdict asks "
-             "again (up to 2 retries)", cost="+1-5 calls"),
     Operator("plan", "with_plan", "decomposition: the Solver writes numbered steps first, and "
              "the harness solves with them", cost="+1 call"),
+    Operator("verify", "with_verify", "the Solver checks the answer; a 'wrong' verdict asks "
+             "again (up to 2 retries)", cost="+1-5 calls"),
+    Operator("vote", "with_vote", "self-consistency: answer 5 times with sampling, keep the "
+             "most common answer", cost="5x the harness"),
     Operator("rewrite_query", "with_query_rewrite", "each search also runs a Solver-written "
              "keyword query", needs=frozenset({"search"}), cost="+1 call per search"),
     Operator("extra_hop", "with_extra_hop", "each search takes one more hop for the missing "

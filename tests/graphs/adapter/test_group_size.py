@@ -107,8 +107,12 @@ def test_estimate_counts_the_training_samples():
                 edit_format="search_replace", feedback=4, selection=5)
     one = estimate_budget(AdaptConfig(**base), seed_source_text="tools.llm(q)")
     five = estimate_budget(AdaptConfig(**base, group_size=5), seed_source_text="tools.llm(q)")
-    assert (one.proposer_calls, five.proposer_calls) == (2, 10)
+    assert (one.proposer_calls, five.proposer_calls) == (2 * 2, 10 * 2)  # + a second chance each
     assert five.solver_calls - one.solver_calls == 2 * 4 * 5  # 4 more samples x 5 problems
+    ops = estimate_budget(AdaptConfig(**base, operators="auto", operators_per_round=2),
+                          seed_source_text="tools.llm(q)")
+    assert ops.solver_calls - one.solver_calls == 2 * 2 * 5 and ops.operators == 2
+    assert "+ 2 operator candidates" in ops.describe()
 
 
 def test_group_size_below_one_is_refused():

@@ -54,10 +54,25 @@ def test_whole_program_rules_show_a_program_that_parses():
     assert "def build_graph(tools)" in example
 
 
-def test_the_format_example_itself_parses_as_an_edit():
-    rules = messages()[1]["content"].split("Example (changes one line):\n")[1]
-    c = parse_and_apply(SOURCE, rules, "search_replace", "stop")
-    assert c.applied, c.failure
+def test_no_format_example_is_an_edit_of_a_seed():
+    """A small Proposer copies an example verbatim, so no example may be a real edit of a
+    seed: each format's rules, taken as a completion, apply to none of them."""
+    from harness_learning.harnesses.edits import format_instructions
+    from harness_learning.harnesses.seeds import SEEDS, seed_source
+
+    for fmt in ("search_replace", "function"):
+        rules = format_instructions(fmt)
+        for name in SEEDS:
+            c = parse_and_apply(seed_source(name), rules, fmt, "stop")
+            assert not c.applied and c.failure is not None, (fmt, name)
+
+
+def test_the_focused_prompt_names_one_function_and_lists_the_blocks():
+    from harness_learning.graphs.adapter.proposer import NODE_BLOCKS, build_focused_messages
+
+    text = build_focused_messages("Sums.", SOURCE, "report text", "solve")[1]["content"]
+    assert "Rewrite the function `solve`" in text and "report text" in text
+    assert all(sig in text for sig, _ in NODE_BLOCKS) and "<<<<<<< SEARCH" not in text
 
 
 def test_unknown_format_is_refused():

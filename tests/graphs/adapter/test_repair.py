@@ -1,0 +1,75 @@
+"""Second chances for the Proposer, in a real adapter run (real sandbox, real log; the models
+are scripted, as this is control flow; the demo runs the same path with the real Qwen Proposer).
+An unusable edit gets one repair turn that shows its error and the program's closest lines; an
+edit that changes nothing is sampled afresh; every attempt is logged."""
+
+from __future__ import annotations
+
+import asyncio
+
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.repair import closest_lines
+from harness_learning.graphs.adapter.run import run_adaptation
+from harness_learning.harnesses.rundir import RunDir
+from harness_learning.harnesses.seeds import seed_source
+from scripted_sums import SumTask, solver_rule
+
+GOOD = ('<<<<<<< SEARCH\nPROMPT = """Solve the problem. Think briefly, then give the final '
+        'answer on the last line\n=======\nPROMPT = """Solve the problem CAREFULLY. Think '
+        'briefly, then give the final answer on the last line\n>>>>>>> REPLACE\n')
+MISSED = GOOD.replace('PROMPT = """Solve the problem. Think', 'PROMPT = """Solve  the problem. Think', 1)
+NOOP = ('<<<<<<< SEARCH\nclass State(TypedDict, total=False):\n=======\n'
+        'class State(TypedDict, total=False):\n>>>>>>> REPLACE\n')
+
+
+def run(tmp_path, scripted, proposer, turns: int = 1):
+    config = AdaptConfig(task="sums", run_dir=str(tmp_path / f"run{turns}"), rounds=1,
+                         candidates=1, policy="best_valid", edit_format="search_replace",
+                         feedback=4, selection=4, concurrency=4,
+                         repair_turns=turns).with_track_defaults("reasoning")
+    model = scripted(proposer)
+    ctx = AdapterContext.from_config(config, task=SumTask(6), solver=scripted(solver_rule),
+                                     proposer=model)
+    final = asyncio.run(run_adaptation(config, context=ctx))
+    with RunDir(config.path).open_store() as store:
+        attempts = [e.payload for e in store.iter_events() if e.kind == "proposer_attempt"]
+        [proposal] = list(store.iter_proposals())
+    return final["rounds"][0]["candidates"][0], attempts, proposal, model
+
+
+def test_a_missed_search_is_repaired_with_the_closest_lines(tmp_path, scripted) -> None:
+    def proposer(prompt: str, params: dict) -> str:
+        return GOOD if "could not be used" in prompt else MISSED
+
+    view, attempts, proposal, model = run(tmp_path, scripted, proposer)
+    assert [a["attempt"] for a in attempts] == ["sample", "repair"]
+    assert [a["invalid_kind"] for a in attempts] == ["unmatched_search", None]
+    repair_prompt = model.calls[-1]
+    assert "unmatched_search" in repair_prompt and MISSED in repair_prompt
+    assert 'PROMPT = """Solve the problem. Think briefly' in repair_prompt.split("closest lines")[1]
+    assert view["valid"] and proposal.completion == GOOD
+    assert proposal.prompt[-1]["content"].startswith("Your answer could not be used")
+
+
+def test_a_no_op_is_sampled_afresh_and_turns_off_with_zero(tmp_path, scripted) -> None:
+    seeds = []
+
+    def proposer(prompt: str, params: dict) -> str:
+        seeds.append(params["seed"])
+        return NOOP if len(seeds) == 1 else GOOD
+
+    view, attempts, _, _ = run(tmp_path, scripted, proposer)
+    assert [a["invalid_kind"] for a in attempts] == ["unchanged", None] and view["valid"]
+    assert seeds[1] != seeds[0]
+    seeds.clear()
+    view, attempts, _, _ = run(tmp_path, scripted, proposer, turns=0)
+    assert [a["invalid_kind"] for a in attempts] == ["unchanged"] and not view["valid"]
+
+
+def test_closest_lines_finds_the_run_a_search_meant() -> None:
+    source = seed_source("reasoning_direct")
+    near = closest_lines(source, '    return {"answer":answer}\n')
+    before, line, after = near.split("\n")  # the best line, one line of context either side
+    assert line == '        return {"answer": answer}' and "reply.rsplit" in before
+    assert after == ""

@@ -1,0 +1,54 @@
+"""Function edits (a focused edit): the new version of one function replaces its namesake where
+it stands, nested node functions included; anything else is a named edit error."""
+
+from __future__ import annotations
+
+import pytest
+from harness_learning.harnesses.edits import parse_and_apply
+from harness_learning.harnesses.edits.function_edit import node_functions
+from harness_learning.harnesses.runtime import check_source
+from harness_learning.harnesses.seeds import seed_source
+
+SEED = seed_source("reasoning_direct")
+NEW_SOLVE = '''I will use the interpreter.
+```python
+from harness_learning.harnesses.blocks import interpreter_loop
+
+def solve(state: State) -> dict:
+    run = interpreter_loop(tools, state["question"])
+    return {"answer": run.answer or ""}
+```
+'''
+
+
+def test_a_nested_node_function_is_replaced_in_place_and_its_imports_added() -> None:
+    edit = parse_and_apply(SEED, NEW_SOLVE, "function")
+    assert edit.failure is None and edit.applied
+    new = edit.new_source
+    check_source(new)
+    assert "    def solve(state: State) -> dict:\n        run = interpreter_loop(" in new
+    assert "from harness_learning.harnesses.blocks import interpreter_loop\n" in new
+    assert new.count("def solve") == 1 and "tools.llm([*EXAMPLE, ask])" not in new
+    assert new.index("import interpreter_loop") < new.index("class State")
+    assert edit.edit.to_dict() == {"fmt": "function", "program": edit.edit.program}
+
+
+@pytest.mark.parametrize(("completion", "kind", "detail"), [
+    ("no code at all", "no_edit_found", "no ```python block"),
+    ("```python\ndef solver(state):\n    return {}\n```", "unknown_function",
+     "no function 'solver' (its functions: build_graph, solve)"),
+    ("```python\ndef solve(state):\n    return {\n```", "malformed_block", "does not parse"),
+    ("```python\nX = 1\ndef solve(state):\n    return {}\n```", "malformed_block",
+     "exactly one `def`"),
+    ("```python\ndef solve(state):\n    return {}\n", "malformed_block", "never closed"),
+])
+def test_an_unusable_function_edit_names_why(completion: str, kind: str, detail: str) -> None:
+    edit = parse_and_apply(SEED, completion, "function")
+    assert edit.failure is not None and edit.failure.kind == kind
+    assert detail in edit.failure.detail
+
+
+def test_node_functions_are_read_from_the_graph_whatever_their_names() -> None:
+    assert node_functions(SEED) == ["solve"]
+    assert node_functions(seed_source("multihop_two_hop")) == ["hop1", "hop2", "answer"]
+    assert node_functions(seed_source("baseline_tool_loop")) == ["start", "turn"]
