@@ -1,5 +1,7 @@
-"""The README's main job, `harness-learn demo`, and `eval` on its run, with the real local models
-(Qwen2.5-Coder-1.5B proposes, SmolLM2-135M solves)."""
+"""The README's main job, `harness-learn demo`, and `eval` on its run, with the real local models:
+Qwen2.5-Coder-1.5B proposes (focused edits with repair turns) and operator candidates apply
+blocks; SmolLM2-135M solves here, the fast Solver for a test of the flow (the demo's own Solver,
+Qwen, is what the gains in the README were measured with)."""
 
 from __future__ import annotations
 
@@ -23,10 +25,13 @@ def test_demo_without_the_proposer_model_names_the_fetch_command(tmp_path, monke
 
 
 @pytest.fixture(scope="module")
-def demo_run(local_model_url, tmp_path_factory):
+def demo_run(local_model_url, qwen_url, tmp_path_factory):
     """The README's main job, run once for this module: (run directory, its output)."""
     run_dir = tmp_path_factory.mktemp("demo") / "demo"
-    result = CliRunner().invoke(app, ["demo", "--run-dir", str(run_dir), "--json"])
+    # one-digit products: SmolLM2 solves about a third, so the run has trajectories to train on
+    result = CliRunner().invoke(app, ["demo", "--run-dir", str(run_dir), "--solver",
+                                      "local:smollm2-135m", "--task-config",
+                                      '{"max_digits": 1}', "--json"])
     return run_dir, result
 
 
@@ -37,8 +42,11 @@ def test_demo_adapts_tests_and_eval_rereads_the_run(demo_run):
     assert "held-out: seed" in result.output and "held-out answers of version" in result.output
     assert "adopted diff:" in result.output and "outcome" in result.output
     last = json.loads(result.output.strip().splitlines()[-1])
-    assert set(last) >= {"adopted", "seed_test", "final_test", "rounds", "wall_s"}
-    assert last["rounds"] == 3 and 0 <= last["adopted"] <= 3 and last["wall_s"] > 0
+    assert set(last) >= {"adopted", "adopted_from", "seed_test", "final_test", "rounds", "wall_s"}
+    assert last["rounds"] == 2 and 0 <= last["adopted"] <= 2 and last["wall_s"] > 0
+    assert len(last["adopted_from"]) == last["adopted"]
+    assert all(o == "proposer" or o.startswith("operator:") for o in last["adopted_from"])
+    assert "operator:interpreter" in result.output  # round 1's operator candidate is shown
     assert 0.0 <= last["seed_test"] <= 1.0 and 0.0 <= last["final_test"] <= 1.0
     assert (run_dir / "scores.png").read_bytes()[:4] == b"\x89PNG"
     assert (run_dir / "adopted.diff").exists() and (run_dir / "config.json").exists()
@@ -46,7 +54,7 @@ def test_demo_adapts_tests_and_eval_rereads_the_run(demo_run):
     again = CliRunner().invoke(app, ["eval", str(run_dir), "--json"])
     assert again.exit_code == 0, again.output
     summary = json.loads(again.output.strip().splitlines()[-1])
-    assert summary["rounds"] == 3 and [r["round"] for r in summary["per_round"]] == [0, 1, 2, 3]
+    assert summary["rounds"] == 2 and [r["round"] for r in summary["per_round"]] == [0, 1, 2]
     assert all(0.0 <= r["test"] <= 1.0 for r in summary["per_round"])
     bad = CliRunner().invoke(app, ["eval", str(run_dir), "--split", "feedback"])
     assert bad.exit_code == 2 and "held-out test split" in bad.output
@@ -74,7 +82,7 @@ def test_the_solver_fine_tuned_on_the_runs_trajectories_is_tested_with_its_harne
                                       "4", "--json"])
     assert tested.exit_code == 0, tested.output
     summary = json.loads(tested.output.strip().splitlines()[-1])
-    assert [r["round"] for r in summary["per_round"]] == [0, 1, 2, 3]
+    assert [r["round"] for r in summary["per_round"]] == [0, 1, 2]
     assert all(0.0 <= r["test"] <= 1.0 for r in summary["per_round"])
     with sqlite3.connect(run_dir / "log.sqlite") as db:
         purposes = dict(db.execute("SELECT purpose, count(*) FROM evaluations "
