@@ -20,7 +20,7 @@ LAYERS = {"graphs": 4, "training": 3, "evals": 2, "harnesses": 1, "retrieval": 0
 PACKAGE = "harness_learning"
 LAB = f"{PACKAGE}.graphs.lab"
 CLI = f"{PACKAGE}.graphs.cli"
-LAB_DOORS = {f"{CLI}.bench_cmd", f"{CLI}.experiment_cmd"}
+LAB_DOORS = {f"{CLI}.bench_cmd", f"{CLI}.bench_blocks_cmd", f"{CLI}.experiment_cmd"}
 """The only product modules that may reach the lab: the `bench` and `experiment` commands,
 inside their command functions (so `harness-learn --help` and every other command never
 load it)."""

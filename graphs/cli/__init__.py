@@ -26,6 +26,7 @@ app.add_typer(models_app, name="models")
 
 from harness_learning.graphs.cli import (  # noqa: E402,F401  (each module registers its commands)
     adapt_cmd,
+    bench_blocks_cmd,
     bench_cmd,
     demo_cmd,
     experiment_cmd,
