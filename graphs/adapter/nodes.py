@@ -148,9 +148,9 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
     rules = {"track": ctx.task.track, "line_limit": cfg.line_limit}
     exposure = round_exposure(ctx, payload)
 
-    def check(completion: Any, edit_format: str) -> Outcome:
-        return check_candidate(parent_source, completion.text, edit_format,
-                               completion.finish_reason, exposure=exposure, **rules)
+    def check(text: str, finish_reason: str | None, edit_format: str) -> Outcome:
+        return check_candidate(parent_source, text, edit_format, finish_reason,
+                               exposure=exposure, **rules)
 
     proposal = await store.aget_proposal(round_, index)
     if proposal is None:
@@ -160,8 +160,7 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
             edit_format=drafted.edit_format, parent_sha=parent_sha, origin=drafted.origin)
         outcome = drafted.outcome
     else:  # resumed: the logged completion is checked again (the check is deterministic)
-        outcome = check_candidate(parent_source, proposal.completion, proposal.edit_format,
-                                  proposal.finish_reason, exposure=exposure, **rules)
+        outcome = check(proposal.completion, proposal.finish_reason, proposal.edit_format)
     # Every candidate's diff is logged, invalid ones too (`harness-learn show/report` read it).
     await store.aappend_event("candidate_diff", {"proposal_id": proposal.id, "diff": outcome.diff})
     sha = None

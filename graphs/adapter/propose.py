@@ -58,9 +58,9 @@ def program_completion(source: str, model: str) -> Completion:
                       model=model)
 
 
-Check = Callable[[Completion, str], Outcome]
-"""The judge's static check of a completion in an edit format (`evals.judge.check_candidate`
-bound to the round's parent, exposure and rules)."""
+Check = Callable[[str, str | None, str], Outcome]
+"""The judge's static check of a completion (its text, finish reason and edit format):
+`evals.judge.check_candidate` bound to the round's parent, exposure and rules."""
 
 
 async def propose(ctx: Any, payload: dict, parent_source: str, check: Check) -> CandidateProposal:
@@ -69,7 +69,8 @@ async def propose(ctx: Any, payload: dict, parent_source: str, check: Check) -> 
     name = payload.get("operator")
     if name is not None:
         proposal = propose_operator(name, parent_source)
-        return replace(proposal, outcome=check(proposal.completion, proposal.edit_format))
+        done = proposal.completion
+        return replace(proposal, outcome=check(done.text, done.finish_reason, proposal.edit_format))
     return await propose_llm(ctx, payload, parent_source, check)
 
 
@@ -108,7 +109,7 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
                                                      "seed": seed})
 
     async def judged(completion: Completion, attempt: str) -> Outcome:
-        outcome = check(completion, cfg.edit_format)
+        outcome = check(completion.text, completion.finish_reason, cfg.edit_format)
         await ctx.store.aappend_event("proposer_attempt", {
             "round": payload["round"], "index": payload["index"], "attempt": attempt,
             "invalid_kind": outcome.invalid_kind, "completion": completion.text[:ATTEMPT_CHARS],
