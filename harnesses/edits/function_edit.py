@@ -2,9 +2,12 @@
 
 A focused edit, as GEPA mutates one component at a time: a 1.5B Proposer rewrites a ten-line
 function far more reliably than it copies SEARCH text exactly or rewrites a whole program. The
-completion's Python block holds optional imports and exactly one `def`; the function of that
-name in the program (a node function nested in `build_graph` counts) is replaced by it,
-re-indented to where the old one stood, and the imports are added at the top if missing.
+completion's Python block holds optional imports, optional module-level constants
+(`NAME = ...`) and exactly one `def`; the function of that name in the program (a node function
+nested in `build_graph` counts) is replaced by it, re-indented to where the old one stood; a
+constant replaces its namesake (or is added after the imports), and the imports are added at the
+top if missing. Small models often answer with the whole program instead: a block that defines
+`build_graph` at its top level is taken as the whole new program.
 """
 
 from __future__ import annotations
@@ -33,21 +36,31 @@ def parse_function(completion: str) -> str:
     return textwrap.dedent("\n".join(block.body)).strip("\n") + "\n"
 
 
-def new_function(code: str) -> tuple[list[ast.stmt], ast.FunctionDef]:
-    """(the imports, the one function) of a function edit's code, or `EditError`."""
+def parsed_block(code: str) -> ast.Module:
     try:
-        tree = ast.parse(code)
+        return ast.parse(code)
     except SyntaxError as err:
         raise EditError("malformed_block", f"the new function does not parse: {err.msg} "
                                            f"(line {err.lineno})") from None
+
+
+def is_program(tree: ast.Module) -> bool:
+    """The block is a whole program (it defines `build_graph` at its top level)."""
+    return any(isinstance(n, ast.FunctionDef) and n.name == "build_graph" for n in tree.body)
+
+
+def new_function(tree: ast.Module) -> tuple[list[ast.stmt], list[ast.Assign], ast.FunctionDef]:
+    """(the imports, the constants, the one function) of a function edit, or `EditError`."""
     imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    consts = [n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+              and isinstance(n.targets[0], ast.Name)]
     defs = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-    other = [n for n in tree.body if n not in imports and n not in defs]
+    other = [n for n in tree.body if n not in imports and n not in defs and n not in consts]
     if len(defs) != 1 or other:
-        raise EditError("malformed_block", "the block must hold imports and exactly one `def` "
-                                           f"(found {len(defs)} functions and {len(other)} other "
-                                           "statements)")
-    return imports, defs[0]  # type: ignore[return-value]
+        raise EditError("malformed_block", "the block must hold imports, constants and exactly "
+                                           f"one `def` (found {len(defs)} functions and "
+                                           f"{len(other)} other statements)")
+    return imports, consts, defs[0]  # type: ignore[return-value]
 
 
 def functions_of(source: str) -> dict[str, list[ast.FunctionDef]]:
@@ -60,9 +73,13 @@ def functions_of(source: str) -> dict[str, list[ast.FunctionDef]]:
 
 
 def apply_function(source: str, code: str) -> str:
-    """`source` with the function `code` defines put in place of its namesake."""
-    source = normalize_newlines(source)
-    imports, fn = new_function(code)
+    """`source` with the function `code` defines put in place of its namesake (or `code`
+    itself when it is a whole program)."""
+    source, code = normalize_newlines(source), normalize_newlines(code)
+    tree = parsed_block(code)
+    if is_program(tree):
+        return code
+    imports, consts, fn = new_function(tree)
     olds = functions_of(source).get(fn.name, [])
     if not olds:
         names = ", ".join(sorted(functions_of(source))) or "none"
@@ -78,7 +95,31 @@ def apply_function(source: str, code: str) -> str:
     body = code_lines[_first_def_line(code_lines, fn):]
     indented = [(" " * old.col_offset + line) if line.strip() else "" for line in body]
     lines[start:old.end_lineno] = indented
-    return _with_imports("\n".join(lines), [ast.unparse(i) for i in imports])
+    new = _with_constants("\n".join(lines), [_text(code_lines, c) for c in consts], consts)
+    return _with_imports(new, [ast.unparse(i) for i in imports])
+
+
+def _text(lines: list[str], node: ast.stmt) -> str:
+    return "\n".join(lines[node.lineno - 1:node.end_lineno])
+
+
+def _with_constants(source: str, texts: list[str], consts: list[ast.Assign]) -> str:
+    """Each constant replaces the module-level assignment of its name, or goes before the
+    module's first function or class."""
+    for text, const in zip(texts, consts, strict=True):
+        name = const.targets[0].id  # type: ignore[attr-defined]
+        tree = ast.parse(source)
+        lines = source.split("\n")
+        old = [n for n in tree.body if isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in n.targets)]
+        if old:
+            lines[old[0].lineno - 1:old[0].end_lineno] = text.split("\n")
+        else:
+            first = next((n.lineno - 1 for n in tree.body if isinstance(
+                n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)), len(lines))
+            lines[first:first] = [*text.split("\n"), "", ""]
+        source = "\n".join(lines)
+    return source
 
 
 def _first_def_line(code_lines: list[str], fn: ast.FunctionDef) -> int:

@@ -38,8 +38,10 @@ def test_a_nested_node_function_is_replaced_in_place_and_its_imports_added() -> 
     ("```python\ndef solver(state):\n    return {}\n```", "unknown_function",
      "no function 'solver' (its functions: build_graph, solve)"),
     ("```python\ndef solve(state):\n    return {\n```", "malformed_block", "does not parse"),
-    ("```python\nX = 1\ndef solve(state):\n    return {}\n```", "malformed_block",
+    ("```python\nprint(1)\ndef solve(state):\n    return {}\n```", "malformed_block",
      "exactly one `def`"),
+    ("```python\ndef solve(state):\n    return {}\ndef helper():\n    pass\n```",
+     "malformed_block", "found 2 functions"),
     ("```python\ndef solve(state):\n    return {}\n", "malformed_block", "never closed"),
 ])
 def test_an_unusable_function_edit_names_why(completion: str, kind: str, detail: str) -> None:
@@ -52,3 +54,21 @@ def test_node_functions_are_read_from_the_graph_whatever_their_names() -> None:
     assert node_functions(SEED) == ["solve"]
     assert node_functions(seed_source("multihop_two_hop")) == ["hop1", "hop2", "answer"]
     assert node_functions(seed_source("baseline_tool_loop")) == ["start", "turn"]
+
+
+def test_a_constant_beside_the_function_replaces_its_namesake_or_is_added() -> None:
+    completion = ('```python\nPROMPT = """Compute {question} exactly. End with "Answer: X"."""\n'
+                  'TRIES = 2\n\ndef solve(state: State) -> dict:\n'
+                  '    reply = tools.llm(PROMPT.format(question=state["question"]))\n'
+                  '    return {"answer": reply.rsplit("Answer:", 1)[-1].strip()}\n```')
+    new = parse_and_apply(SEED, completion, "function").new_source
+    check_source(new)
+    assert new.count("PROMPT = ") == 1 and 'PROMPT = """Compute {question} exactly.' in new
+    assert new.index("TRIES = 2") < new.index("class State")
+    assert "Solve the problem. Think briefly" not in new
+
+
+def test_a_whole_program_in_a_function_edit_is_taken_as_the_program() -> None:
+    program = SEED.replace("Think briefly", "Think step by step")
+    edit = parse_and_apply(SEED, f"```python\n{program}```", "function")
+    assert edit.applied and edit.new_source == program
