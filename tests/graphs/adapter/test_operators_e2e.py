@@ -47,3 +47,16 @@ def test_an_operator_candidate_is_judged_logged_with_its_origin_and_adopted(tmp_
     assert logged["r1-c0"].origin == "proposer" and logged["r1-c0"].invalid_kind == "no_edit_found"
     assert logged["r1-c2"].edit_format == "whole_program"
     assert re.search(r"return with_interpreter\(tools, build_graph_before_interpreter\)", source)
+
+
+def test_an_unknown_operator_is_one_line_before_anything_is_written(tmp_path, capsys) -> None:
+    import pytest
+    from harness_learning.graphs.cli.errors import EXIT_USAGE, main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["adapt", "--task", "rg:basic_arithmetic", "--run-dir", str(tmp_path / "run"),
+              "--operators", "interpreter,nope"])
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == EXIT_USAGE and line.startswith("harness-learn: error: ")
+    assert "unknown operator(s) nope; known: interpreter, plan" in line
+    assert not (tmp_path / "run").exists()
