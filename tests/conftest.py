@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,20 +21,28 @@ def data_dir() -> Path:
     return path
 
 
+@contextmanager
+def exported(name: str, value: str) -> Iterator[str]:
+    """`value` in environment variable `name` while the block runs (then as it was)."""
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield value
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
+
+
 @pytest.fixture(scope="session")
 def local_model_url() -> Iterator[str]:
     """Base URL of the real local model (SmolLM2-135M via llama-cpp-python), started once for
     the whole run and exported in HARNESS_LEARNING_LOCAL_URL so subprocesses reuse it."""
     from harness_learning.harnesses.llm import LOCAL_URL_ENV, ensure_local_server
 
-    url = ensure_local_server()
-    previous = os.environ.get(LOCAL_URL_ENV)
-    os.environ[LOCAL_URL_ENV] = url
-    yield url
-    if previous is None:
-        os.environ.pop(LOCAL_URL_ENV, None)
-    else:
-        os.environ[LOCAL_URL_ENV] = previous
+    with exported(LOCAL_URL_ENV, ensure_local_server()) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -44,12 +53,5 @@ def qwen_url() -> Iterator[str]:
     from harness_learning.harnesses.llm import ensure_local_server
     from harness_learning.harnesses.llm.models import MODELS, QWEN_CODER
 
-    env = MODELS[QWEN_CODER].url_env
-    url = ensure_local_server(name=QWEN_CODER)
-    previous = os.environ.get(env)
-    os.environ[env] = url
-    yield url
-    if previous is None:
-        os.environ.pop(env, None)
-    else:
-        os.environ[env] = previous
+    with exported(MODELS[QWEN_CODER].url_env, ensure_local_server(name=QWEN_CODER)) as url:
+        yield url

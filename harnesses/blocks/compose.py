@@ -59,6 +59,17 @@ def harness_input(graph: StateGraph, state: dict) -> dict:
     return {k: v for k, v in state.items() if k in keys}
 
 
+def linear(schema: type, *nodes: tuple[str, Callable[[dict], dict]]) -> StateGraph:
+    """A graph running `nodes` one after the other, from START to END."""
+    graph = StateGraph(schema)
+    for name, fn in nodes:
+        graph.add_node(name, fn)
+    names = [START, *(name for name, _ in nodes), END]
+    for a, b in zip(names, names[1:], strict=False):
+        graph.add_edge(a, b)
+    return graph
+
+
 def answer_of(compiled: Any, graph: StateGraph, state: dict) -> str:
     out = compiled.invoke(harness_input(graph, state))
     return str(out.get("answer") or "")
@@ -99,13 +110,7 @@ def with_vote(tools: Any, build: Build, *, n: int = 5) -> StateGraph:
     def vote(state: dict) -> dict:
         return {"answer": reasoning.majority(state["votes"]) or ""}
 
-    graph = StateGraph(state_of(inner, votes=list))
-    graph.add_node("sample", sample)
-    graph.add_node("vote", vote)
-    graph.add_edge(START, "sample")
-    graph.add_edge("sample", "vote")
-    graph.add_edge("vote", END)
-    return graph
+    return linear(state_of(inner, votes=list), ("sample", sample), ("vote", vote))
 
 
 def with_verify(tools: Any, build: Build, *, retries: int = 2) -> StateGraph:
@@ -148,13 +153,7 @@ def with_plan(tools: Any, build: Build) -> StateGraph:
         asked = {**state, "question": reasoning.with_steps(state["question"], state["plan"])}
         return {"answer": answer_of(compiled, inner, asked)}
 
-    graph = StateGraph(state_of(inner, plan=str))
-    graph.add_node("plan", plan)
-    graph.add_node("solve_with_plan", solve)
-    graph.add_edge(START, "plan")
-    graph.add_edge("plan", "solve_with_plan")
-    graph.add_edge("solve_with_plan", END)
-    return graph
+    return linear(state_of(inner, plan=str), ("plan", plan), ("solve_with_plan", solve))
 
 
 def with_query_rewrite(tools: Any, build: Build) -> StateGraph:
@@ -187,10 +186,4 @@ def with_check(tools: Any, build: Build) -> StateGraph:
     def check(state: dict) -> dict:
         return {"answer": qa.draft_and_check(tools, state["question"], state["draft"])}
 
-    graph = StateGraph(state_of(inner, draft=str))
-    graph.add_node("draft", draft)
-    graph.add_node("check_draft", check)
-    graph.add_edge(START, "draft")
-    graph.add_edge("draft", "check_draft")
-    graph.add_edge("check_draft", END)
-    return graph
+    return linear(state_of(inner, draft=str), ("draft", draft), ("check_draft", check))
