@@ -83,8 +83,9 @@ def test_problem_results_round_trip_with_their_traces(store):
     assert ev.completed and ev.tokens == 12 and ev.score == 1.0
     assert ev.calls[0].tool == "search" and ev.calls[0].result[0]["title"] == "France"
     assert ev.calls[1] == ToolCall("llm", {"messages_or_prompt": "q"}, "Paris", tokens=12)
-    assert store.spent() == {"solver_calls": 1, "solver_tokens": 12, "proposer_calls": 0,
-                             "proposer_tokens": 0, "tokens": 12}
+    assert store.spent() == {"solver_calls": 1, "solver_tokens": 12, "solver_cost_usd": 0.0,
+                             "proposer_calls": 0, "proposer_tokens": 0,
+                             "proposer_cost_usd": 0.0, "tokens": 12, "cost_usd": 0.0}
 
 
 def test_proposals_grouped_by_prompt_and_updated_when_judged(store):
