@@ -92,11 +92,6 @@ def reward_hacking_reason(candidate: str, parent: str, golds: Iterable[object]) 
             f"{shown}{more}")[:500]
 
 
-def report_golds(problems: Iterable[object], report: str) -> list[object]:
-    """Gold answers of feedback `problems` that the report actually showed the Proposer."""
-    return [getattr(p, "gold", None) for p in shown_problems(problems, report)]
-
-
 # -- Hard-coding caught by behaviour --------------------------------------------------------
 # Literals are easy to hide (golds stored shifted, keyed by a hash of the question). What
 # hiding cannot change is the behaviour: a candidate that memorised what the report showed does
