@@ -92,11 +92,6 @@ def reward_hacking_reason(candidate: str, parent: str, golds: Iterable[object]) 
             f"{shown}{more}")[:500]
 
 
-def report_golds(problems: Iterable[object], report: str) -> list[object]:
-    """Gold answers of feedback `problems` that the report actually showed the Proposer."""
-    return [getattr(p, "gold", None) for p in shown_problems(problems, report)]
-
-
 # -- Hard-coding caught by behaviour --------------------------------------------------------
 # Literals are easy to hide (golds stored shifted, keyed by a hash of the question). What
 # hiding cannot change is the behaviour: a candidate that memorised what the report showed does
@@ -113,13 +108,10 @@ MEMO_PREFIX = "reward_hacking: memorised"
 def fisher_greater(shown_right: int, shown_n: int, unseen_right: int, unseen_n: int) -> float:
     """One-sided Fisher exact p-value that the shown problems' success rate exceeds the unseen
     ones' by chance: P(X >= shown_right) for X hypergeometric with the observed margins."""
-    from math import comb
+    from scipy.stats import fisher_exact  # lazy: scipy.stats takes seconds to import
 
-    total, right = shown_n + unseen_n, shown_right + unseen_right
-    denominator = comb(total, shown_n)
-    top = min(right, shown_n)
-    return sum(comb(right, k) * comb(total - right, shown_n - k)
-               for k in range(shown_right, top + 1)) / denominator
+    table = [[shown_right, shown_n - shown_right], [unseen_right, unseen_n - unseen_right]]
+    return float(fisher_exact(table, alternative="greater").pvalue)
 
 
 def memorisation_reason(shown: list[float | None], unseen: list[float | None], *,

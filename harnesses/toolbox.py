@@ -10,7 +10,6 @@ harness cannot point the parent's model client somewhere else.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness_learning.harnesses.contract import ToolInputError
@@ -32,44 +31,11 @@ class SolverClient(Protocol):
     async def acomplete(self, messages: str | list[dict[str, str]], **params: Any) -> Any: ...
 
 
-class Budget(Protocol):
-    """A spending limit shared by the calls of an evaluation."""
-
-    def check(self) -> None:
-        """Raise `BudgetExceeded` when nothing more may be spent."""
-
-    def charge(self, tokens: int, cost: float) -> None: ...
-
-
-class BudgetExceeded(Exception):
-    """A spending limit is reached: the problem is reported with error_kind `budget`."""
-
-
-@dataclass
-class TokenBudget:
-    """Stop when `max_tokens` Solver tokens (or `max_cost` dollars) are spent."""
-
-    max_tokens: int | None = None
-    max_cost: float | None = None
-    tokens: int = 0
-    cost: float = 0.0
-
-    def check(self) -> None:
-        if self.max_tokens is not None and self.tokens >= self.max_tokens:
-            raise BudgetExceeded(f"token budget spent ({self.tokens} of {self.max_tokens})")
-        if self.max_cost is not None and self.cost >= self.max_cost:
-            raise BudgetExceeded(f"cost budget spent (${self.cost:.4f} of ${self.max_cost})")
-
-    def charge(self, tokens: int, cost: float) -> None:
-        self.tokens += tokens
-        self.cost += cost
-
-
 class Toolbox:
     """Serves bridge calls. `solver`, `retriever` may be None (the tool then fails cleanly)."""
 
     def __init__(self, solver: SolverClient | None = None, retriever: Any = None,
-                 python_limits: Limits | None = None, budget: Budget | None = None,
+                 python_limits: Limits | None = None,
                  *, solver_params: dict[str, Any] | None = None, backend: Any = None,
                  user_tools: Any = None) -> None:
         self.solver = solver
@@ -80,7 +46,6 @@ class Toolbox:
         the ones in `LLM_PARAMS`."""
         self.retriever = retriever
         self.python_limits = python_limits or Limits()
-        self.budget = budget
         self.backend = backend
 
     async def call(self, tool: str, args: dict[str, Any]) -> ToolReply:
@@ -132,14 +97,9 @@ class Toolbox:
         if unknown:
             raise ToolInputError(f"tools.llm does not take {sorted(unknown)}; allowed: "
                                  f"{sorted(LLM_PARAMS)}")
-        if self.budget is not None:
-            self.budget.check()
         completion = await self.solver.acomplete(messages, **{**self.solver_params, **params})
         tokens = int(getattr(completion, "prompt_tokens", 0) or 0) + int(
             getattr(completion, "completion_tokens", 0) or 0)
-        cost = float(getattr(completion, "cost", 0.0) or 0.0)
-        if self.budget is not None:
-            self.budget.charge(tokens, cost)
         text = str(getattr(completion, "text", completion) or "")
         meta = {k: getattr(completion, k, None) for k in
                 ("model", "prompt_tokens", "completion_tokens", "finish_reason", "latency_s", "cost")}

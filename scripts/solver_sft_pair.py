@@ -20,6 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness_learning.evals.stats import ci95 as t_interval
+
 CLI = [str(Path(sys.executable).parent / "harness-learn")]  # the venv's command
 TASK_CONFIG = {"min_words": 3, "max_words": 5}
 
@@ -50,9 +52,8 @@ def final_test(run_dir: Path, solver: str) -> float:
 
 
 def ci95(values: list[float]) -> float:
-    """Half-width of a t-interval over seeds (0 for one seed)."""
-    t = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776}.get(len(values), 2.0)
-    return t * statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else 0.0
+    """Half-width of the 95% t-interval over seeds (0 for one seed, so the table stays a number)."""
+    return t_interval(values) or 0.0
 
 
 def main() -> None:

@@ -189,14 +189,6 @@ class GRPOOnlineConfig(TrainConfig, DataConfig):
     )
 
 
-def help_of(cls: type, name: str) -> str:
-    """The help text of one config field."""
-    for f in fields(cls):
-        if f.name == name:
-            return str(f.metadata.get("help", ""))
-    raise KeyError(f"{cls.__name__} has no field {name!r}")
-
-
 def as_dict(config: Any) -> dict[str, Any]:
     """A JSON-able dict of a config (written next to every run's metrics)."""
     return {f.name: getattr(config, f.name) for f in fields(config)}

@@ -109,10 +109,11 @@ class AdaptConfig:
     edit_format: EditFormat | None = _opt(None, help=(
         "search_replace, whole_program, or function (a focused edit: the Proposer rewrites one "
         "node function at a time, in turn over the graph's nodes, from a short prompt)."))
-    repair_turns: int = _opt(1, help=(
+    repair_turns: int = _opt(0, help=(
         "Second chances per Proposer candidate: an unusable answer is shown its error and the "
         "program's closest lines and answered again; one that changes nothing or repeats a "
-        "judged version is sampled afresh. 0 turns both off."))
+        "judged version is sampled afresh. 0 (the paper's protocol) turns both off; so does "
+        "`group_size` (a GRPO group's samples must all answer one prompt). The demo uses 1."))
     operators: str = _opt("none", help=(
         "Operator candidates each round, beside the Proposer's: auto (every registered "
         "building block that fits the current harness), none, or names such as "

@@ -1,8 +1,11 @@
-"""The budget estimate printed before a run starts: an upper-bound style count of model calls.
+"""The budget estimate printed before a run starts: an upper-bound style count of model calls,
+their tokens and their price.
 
 Solver calls per problem come from the seed's source: each `tools.llm(...)` call site counts
 once, call sites inside a loop count `LOOP_GUESS` times. Evolved harnesses may call more or
 fewer; the estimate says what the seed's shape implies, and the stop rules enforce the budget.
+Dollars come from the models' prices (`harnesses.llm.prices`: 0 for local models); a model
+nothing prices leaves the estimate's $ unknown.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from harness_learning.harnesses.runtime import parse_source
 
 LOOP_GUESS = 5
 PROMPT_TOKENS_GUESS = 400
+PROPOSER_PROMPT_GUESS = 3000
 
 
 def llm_calls_per_problem(source: str) -> int:
@@ -43,13 +47,18 @@ class Estimate:
     """Samples per round drawn for training data only (`AdaptConfig.group_size`)."""
     operators: int = 0
     """Operator candidates per round, at most (`AdaptConfig.operators_per_round`)."""
+    cost_usd: float | None = 0.0
+    """Solver and Proposer at their prices; None when a model has no known price."""
 
     def describe(self) -> str:
         extra = f" (+{self.training_only} for training)" if self.training_only else ""
         extra += f" + {self.operators} operator candidates" if self.operators else ""
+        dollars = ("$ unknown (no price for a model: add ?price_in=..&price_out=..)"
+                   if self.cost_usd is None else f"~${self.cost_usd:,.2f}")
         return (f"budget estimate: {self.rounds} rounds x {self.candidates} candidates{extra} -> "
                 f"~{self.solver_calls:,} Solver calls, {self.proposer_calls} Proposer calls, "
-                f"~{self.tokens:,} tokens (upper bound; evaluations are cached and reused)")
+                f"~{self.tokens:,} tokens, {dollars} (upper bound; evaluations are cached and "
+                "reused)")
 
 
 def estimate_budget(config: AdaptConfig, seed_source_text: str | None = None,
@@ -69,8 +78,29 @@ def estimate_budget(config: AdaptConfig, seed_source_text: str | None = None,
     candidate_problems += config.selection * operators  # a block may call the Solver more
     problems_per_round = config.feedback + config.selection + candidate_problems
     solver_calls = config.rounds * problems_per_round * per_problem
-    proposer_calls = config.rounds * config.samples_per_round * (1 + config.repair_turns)
-    solver_tokens = solver_calls * (PROMPT_TOKENS_GUESS + config.solver_params.get("max_tokens", 256))
-    proposer_tokens = proposer_calls * (3000 + config.proposer_params.get("max_tokens", 2048))
+    turns = config.repair_turns if config.group_size is None else 0
+    proposer_calls = config.rounds * config.samples_per_round * (1 + turns)
+    solver = (solver_calls * PROMPT_TOKENS_GUESS,
+              solver_calls * config.solver_params.get("max_tokens", 256))
+    proposer = (proposer_calls * PROPOSER_PROMPT_GUESS,
+                proposer_calls * config.proposer_params.get("max_tokens", 2048))
     return Estimate(config.rounds, config.candidates, solver_calls, proposer_calls,
-                    solver_tokens + proposer_tokens, training_only, operators)
+                    sum(solver) + sum(proposer), training_only, operators,
+                    estimate_cost(config, solver, proposer))
+
+
+def estimate_cost(config: AdaptConfig, solver: tuple[int, int],
+                  proposer: tuple[int, int]) -> float | None:
+    """USD of (prompt, completion) tokens of each role at its model's price, or None."""
+    from harness_learning.harnesses.llm import ModelConfig
+    from harness_learning.harnesses.llm.models import resolve_role
+    from harness_learning.harnesses.llm.prices import price_of
+
+    total = 0.0
+    for role, spec, tokens in (("solver", config.solver, solver),
+                               ("proposer", config.proposer, proposer)):
+        price = price_of(ModelConfig.parse(resolve_role(spec, role)))
+        if price is None:
+            return None
+        total += price.cost(*tokens)
+    return total

@@ -75,7 +75,8 @@ async def final_evaluation(run_dir: str | Path, n: int = 0, console=None,
         for round_, sha, selection in lineage:
             if console is not None:
                 console.print(f"testing round {round_} version {sha[:12]} on {len(problems)} problems")
-            result = await evaluate_cached(ctx, sha, problems, purpose, -1)
+            # the held-out measure of a finished run: the run's budgets bound its adaptation
+            result = await evaluate_cached(ctx, sha, problems, purpose, -1, budgeted=False)
             rows.append(RoundScore(round_, sha, selection, result.mean_score,
                                    result.completed_fraction))
         plot_path = plot_rounds(rows, plot, title=plot_title(config, run.path))

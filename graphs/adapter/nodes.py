@@ -13,6 +13,7 @@ from harness_learning.evals.memorisation import PROBE, Exposure, Probe
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult
 from harness_learning.evals.splits import sample_round
+from harness_learning.graphs.adapter.budget import budget_reason, check_budget
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.inputs import start_source
 from harness_learning.graphs.adapter.parents import merge_candidate, parent_draw, selection_archive
@@ -36,11 +37,13 @@ class InfraStop(RuntimeError):
 
 
 async def evaluate_cached(ctx: AdapterContext, sha: str, problems: list[Problem], purpose: str,
-                          round_: int, attempts: int = 2) -> EvalResult:
+                          round_: int, attempts: int = 2, budgeted: bool = True) -> EvalResult:
     """Evaluate version `sha` on `problems`, reusing every result already in the log.
 
     Results with infrastructure errors are never stored: they are retried, and if they still
-    fail the run stops with `InfraStop` (a resumed run retries them again)."""
+    fail the run stops with `InfraStop` (a resumed run retries them again). An evaluation with
+    anything left to run first checks the run's budgets (`budget.check_budget`, unless not
+    `budgeted`: the held-out test after the run) and raises `BudgetStop` past one."""
     store = ctx.store
     ids = [p.id for p in problems]
     infra: list[str] = []
@@ -56,6 +59,8 @@ async def evaluate_cached(ctx: AdapterContext, sha: str, problems: list[Problem]
                                  "tokens": result.tokens, "calls": len(result.calls)})
 
     done = await store.aget_results(sha, ids, purpose)
+    if budgeted and len(done) < len(set(ids)):
+        await check_budget(ctx, f"{purpose} evaluation of {sha[:12]} (round {round_})")
     for _ in range(attempts):
         todo = [p for p in problems if p.id not in done]
         if not todo:
@@ -309,11 +314,4 @@ def stop_reason(cfg, state: AdapterState) -> str | None:
         return f"finished {cfg.rounds} rounds"
     if cfg.patience is not None and state.get("rounds_without_gain", 0) >= cfg.patience:
         return f"no gain for {cfg.patience} rounds"
-    spent, budget = state.get("spent") or {}, cfg.budget
-    if budget.solver_calls is not None and spent.get("solver_calls", 0) >= budget.solver_calls:
-        return f"solver-call budget {budget.solver_calls} reached"
-    if budget.tokens is not None and spent.get("tokens", 0) >= budget.tokens:
-        return f"token budget {budget.tokens} reached"
-    if budget.cost_usd is not None and spent.get("cost_usd", 0.0) >= budget.cost_usd:
-        return f"cost budget ${budget.cost_usd} reached"
-    return None
+    return budget_reason(cfg.budget, state.get("spent") or {})

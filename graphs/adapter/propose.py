@@ -22,6 +22,8 @@ from harness_learning.harnesses.edits.function_edit import node_functions
 from harness_learning.harnesses.edits.operators import OPERATORS, apply_operator
 from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS, Completion
 from harness_learning.harnesses.store import source_sha
+from harness_learning.harnesses.store.records import proposal_id
+from harness_learning.harnesses.store.spend import PROPOSER_COST_EVENT
 
 PROPOSER = "proposer"
 MERGE = "merge"
@@ -104,9 +106,12 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
     proposer = await ctx.aget("proposer")
     logprobs = LOGPROB_PARAMS if cfg.proposer_logprobs else {}
 
+    sampled: list[Completion] = []
+
     async def sample(messages: list[dict[str, str]], seed: int) -> Completion:
-        return await proposer.acomplete(messages, **{**logprobs, **cfg.proposer_params,
-                                                     "seed": seed})
+        sampled.append(await proposer.acomplete(messages, **{**logprobs, **cfg.proposer_params,
+                                                             "seed": seed}))
+        return sampled[-1]
 
     async def judged(completion: Completion, attempt: str) -> Outcome:
         outcome = check(completion.text, completion.finish_reason, cfg.edit_format)
@@ -122,8 +127,19 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
     seed = cfg.seed * 100_003 + payload["round"] * 1_009 + payload["index"]
     messages, completion, outcome = await second_chances(
         proposer_messages(ctx, payload, parent_source), seed, parent_source, sample, judged,
-        known, turns=cfg.repair_turns)
+        known, turns=second_chance_turns(cfg))
+    for replaced in sampled[:-1]:  # paid for too; the last is priced with its proposal
+        if replaced.cost:
+            await ctx.store.aappend_event(PROPOSER_COST_EVENT, {
+                "proposal_id": proposal_id(payload["round"], payload["index"]),
+                "round": payload["round"], "cost_usd": float(replaced.cost)})
     return CandidateProposal(PROPOSER, messages, completion, cfg.edit_format, outcome)
+
+
+def second_chance_turns(cfg: Any) -> int:
+    """`AdaptConfig.repair_turns`, except in a run that collects GRPO groups (`group_size`):
+    every sample of a group must answer the one prompt, and a repair answers another."""
+    return 0 if cfg.group_size is not None else cfg.repair_turns
 
 
 async def _duplicate(ctx: Any, outcome: Outcome) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_learning.evals.registry import track_of
+from harness_learning.graphs.adapter.budget import BudgetStop, check_priced
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.graph import build_adapter_graph
@@ -47,6 +48,7 @@ def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptCon
         track = open_task(config, live).track
     full = config.with_track_defaults(track)
     resolve_operators(full.operators)  # an unknown operator fails now, with the known names
+    check_priced(full)  # a $ budget with an unpriced model fails now, before anything is written
     open_tools(config, live)  # a tool that does not import fails now, before anything is written
     if stored is not None:
         if stored.to_json() != full.to_json():
@@ -123,11 +125,22 @@ async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
                 raise ValueError(f"{config.path} already holds a started run: resume it instead")
             payload = Command(resume=answer) if answer is not None else (
                 None if started else {})
-            async for chunk in app.astream(payload, THREAD, stream_mode="updates"):
-                for node, update in chunk.items():
-                    if on_update is not None:
-                        on_update(node, update if isinstance(update, dict) else {})
+            try:
+                async for chunk in app.astream(payload, THREAD, stream_mode="updates"):
+                    for node, update in chunk.items():
+                        if on_update is not None:
+                            on_update(node, update if isinstance(update, dict) else {})
+            except BudgetStop as stop:
+                return await budget_stopped(ctx, await app.aget_state(THREAD), stop)
             snapshot = await app.aget_state(THREAD)
             asks = [i.value for task in snapshot.tasks for i in task.interrupts]
             return {**snapshot.values, PENDING: asks[0]} if asks else snapshot.values
 
+
+async def budget_stopped(ctx: AdapterContext, snapshot: Any, stop: BudgetStop) -> dict[str, Any]:
+    """The final state of a run a budget stopped before an evaluation: what the checkpoints
+    hold, with the stop's reason and the spend, logged as the run's end as `finish` would."""
+    values = dict(snapshot.values)
+    await ctx.store.aappend_event("run_finished", {"reason": stop.reason,
+                                                   "current_sha": values.get("current_sha")})
+    return {**values, "stop_reason": stop.reason, "spent": await ctx.store.aspent()}

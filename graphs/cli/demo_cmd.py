@@ -31,7 +31,8 @@ def demo_config(run_dir: Path, seed: int, solver: str = DEMO_SOLVER,
         solver_params={"temperature": 0.0, "max_tokens": 256},
         proposer_params={"temperature": 0.7, "max_tokens": 384}, report_chars=2500,
         rounds=2, candidates=1, operators="auto", operators_per_round=1, policy="best_valid",
-        edit_format="function", feedback=4, selection=8, concurrency=2, seed=seed)
+        edit_format="function", repair_turns=1, feedback=4, selection=8, concurrency=2,
+        seed=seed)
 
 
 @app.command()

@@ -10,10 +10,12 @@ from typing import Any
 
 from harness_learning.graphs.runreport.model import (
     ROLLBACK_POLICY,
+    SPEND_COLUMNS,
     CandidateRecord,
     RoundRecord,
     RunRecord,
     short_model,
+    spend_cell,
 )
 from harness_learning.graphs.runreport.svg import COLORS, lineage_svg, scores_svg, spend_svg
 
@@ -63,7 +65,8 @@ def _header(run: RunRecord) -> str:
              ("current version", (run.current_sha or "-")[:12]),
              ("selection seed → now", f"{_f(seed.selection_score if seed else None)} → "
                                       f"{_f(last.selection_score if last else None)}"),
-             ("tokens", f"{run.spent.get('tokens', 0):,}")]
+             ("tokens", f"{run.spent.get('tokens', 0):,}"),
+             ("cost", spend_cell("cost_usd", run.spent))]
     cells = "".join(f'<div class="fact">{escape(k)}<b>{escape(str(v))}</b></div>' for k, v in facts)
     stop = run.stop_reason or "not finished (or still running)"
     return (f"<h1>Run report: {escape(run.run_dir.name)}</h1><div class=sub>{escape(run.title)} · "
@@ -152,12 +155,12 @@ def _test_table(run: RunRecord) -> str:
 
 
 def _spend_table(run: RunRecord) -> str:
-    keys = ("solver_calls", "solver_tokens", "proposer_calls", "proposer_tokens")
     rows = "".join("<tr><td>" + str(r.round) + "</td>" + "".join(
-        f"<td class=num>{r.spend[k]:,}</td>" for k in keys) + "</tr>" for r in run.rounds
-        if r.kind != ROLLBACK_POLICY)
-    total = "".join(f"<td class=num><b>{run.spent.get(k, 0):,}</b></td>" for k in keys)
-    head = "".join(f"<th class=num>{k.replace('_', ' ')}</th>" for k in keys)
+        f"<td class=num>{spend_cell(k, r.spend)}</td>" for _, k in SPEND_COLUMNS) + "</tr>"
+        for r in run.rounds if r.kind != ROLLBACK_POLICY)
+    total = "".join(f"<td class=num><b>{spend_cell(k, run.spent)}</b></td>"
+                    for _, k in SPEND_COLUMNS)
+    head = "".join(f"<th class=num>{escape(h)}</th>" for h, _ in SPEND_COLUMNS)
     return (f"<table id=spend-table><tr><th>round</th>{head}</tr>{rows}<tr><td><b>all (incl. test)"
             f"</b></td>{total}</tr></table>")
 

@@ -19,12 +19,31 @@ from harness_learning.harnesses.store import (
     LogStore,
     Proposal,
 )
+from harness_learning.harnesses.store.spend import (
+    PROPOSER_COST_EVENT,
+    event_cost,
+    solver_spend,
+    spend,
+)
 
 DIFF_EVENT = "candidate_diff"
 """Event kind under which the adapter logs every candidate's diff (invalid ones included)."""
 ROLLBACK_POLICY = "rollback"
 """`Decision.policy` of a rollback: a person made an earlier version current."""
 REVIEWER_REJECTED = "rejected by reviewer"
+
+
+SPEND_COLUMNS = (("solver calls", "solver_calls"), ("solver tokens", "solver_tokens"),
+                 ("solver $", "solver_cost_usd"), ("proposer calls", "proposer_calls"),
+                 ("proposer tokens", "proposer_tokens"), ("proposer $", "proposer_cost_usd"),
+                 ("$", "cost_usd"))
+"""The spend tables' columns (heading, `spent()` key), in `show` and in `report` alike."""
+
+
+def spend_cell(key: str, spent: dict[str, Any]) -> str:
+    """One spend figure as shown: counts with thousands separators, dollars to 4 places."""
+    value = spent.get(key, 0) or 0
+    return f"${float(value):,.4f}" if key.endswith("cost_usd") else f"{int(value):,}"
 
 
 class NotARunError(FileNotFoundError):
@@ -73,7 +92,8 @@ class RoundRecord:
     candidates: list[CandidateRecord]
     feedback: list[Evaluation]
     current_selection: list[Evaluation]
-    spend: dict[str, int]
+    spend: dict[str, Any]
+    """The round's evaluations and proposals in `harnesses.store.spend.KEYS`."""
 
     @property
     def kind(self) -> str:
@@ -104,7 +124,7 @@ class RunRecord:
     rounds: list[RoundRecord]
     test_scores: dict[str, float]
     test_results: dict[str, list[Evaluation]]
-    spent: dict[str, int]
+    spent: dict[str, Any]
     stop_reason: str | None
 
     @property
@@ -170,9 +190,13 @@ def read_run(store: LogStore, run_dir: Path) -> RunRecord:
     diffs = {e.payload.get("proposal_id"): e.payload.get("diff", "")
              for e in store.iter_events(kinds=[DIFF_EVENT])}
     finished = [e.payload for e in store.iter_events(kinds=["run_finished"])]
+    proposer_cost: dict[int, float] = {}
+    for e in store.iter_events(kinds=[PROPOSER_COST_EVENT]):
+        key = int(e.payload.get("round") or 0)
+        proposer_cost[key] = proposer_cost.get(key, 0.0) + event_cost(e.payload)
     numbers = sorted({p.round for p in proposals} | set(decisions))
     rounds = [_round(store, n, decisions.get(n), [p for p in proposals if p.round == n],
-                     evaluations, diffs) for n in numbers]
+                     evaluations, diffs, proposer_cost.get(n, 0.0)) for n in numbers]
     tests = {}
     for ev in evaluations:
         if ev.purpose == "test":
@@ -186,7 +210,8 @@ def read_run(store: LogStore, run_dir: Path) -> RunRecord:
 
 
 def _round(store: LogStore, number: int, decision: Decision | None, proposals: list[Proposal],
-           evaluations: list[Evaluation], diffs: dict[Any, str]) -> RoundRecord:
+           evaluations: list[Evaluation], diffs: dict[Any, str],
+           proposer_cost: float = 0.0) -> RoundRecord:
     current = decision.current_sha if decision else (proposals[0].parent_sha if proposals else "")
     mine = [e for e in evaluations if e.round == number]
     candidates: list[CandidateRecord] = []
@@ -200,13 +225,14 @@ def _round(store: LogStore, number: int, decision: Decision | None, proposals: l
         candidates.append(CandidateRecord(p, _index(p), outcome, reason,
                                           diff if diff is not None else rebuild_diff(store, p),
                                           results))
-    spend = {"solver_calls": sum(_llm_calls(e) for e in mine),
-             "solver_tokens": sum(e.result.tokens for e in mine),
-             "proposer_calls": len(proposals),
-             "proposer_tokens": sum(p.prompt_tokens + p.completion_tokens for p in proposals)}
+    calls, cost = solver_spend(e.result.calls for e in mine)
+    spent = spend(solver_calls=calls, solver_tokens=sum(e.result.tokens for e in mine),
+                  solver_cost_usd=cost, proposer_calls=len(proposals),
+                  proposer_tokens=sum(p.prompt_tokens + p.completion_tokens for p in proposals),
+                  proposer_cost_usd=proposer_cost)
     return RoundRecord(number, current or "", decision, candidates,
                        [e for e in mine if e.sha == current and e.purpose == "feedback"],
-                       [e for e in mine if e.sha == current and e.purpose == "selection"], spend)
+                       [e for e in mine if e.sha == current and e.purpose == "selection"], spent)
 
 
 def outcome_of(p: Proposal, decision: Decision | None) -> tuple[str, str]:
@@ -241,7 +267,3 @@ def rebuild_diff(store: LogStore, p: Proposal) -> str:
 def _index(p: Proposal) -> int:
     tail = p.id.rsplit("-c", 1)[-1]
     return int(tail) if tail.isdigit() else 0
-
-
-def _llm_calls(e: Evaluation) -> int:
-    return sum(1 for c in e.result.calls if c.tool == "llm")

@@ -6,8 +6,10 @@ from typing import Any
 
 from harness_learning.graphs.runreport.model import (
     ROLLBACK_POLICY,
+    SPEND_COLUMNS,
     CandidateRecord,
     RunRecord,
+    spend_cell,
 )
 from rich.console import Group, RenderableType
 from rich.syntax import Syntax
@@ -85,18 +87,15 @@ def rounds_table(run: RunRecord) -> Table:
 
 
 def spend_table(run: RunRecord) -> Table:
+    """Per round and in all (the held-out test included): calls, tokens and $ of each role."""
     table = Table(title="spend", title_justify="left")
-    for col in ("round", "solver calls", "solver tokens", "proposer calls", "proposer tokens"):
+    for col in ("round", *(heading for heading, _ in SPEND_COLUMNS)):
         table.add_column(col, justify="right")
     for rnd in run.rounds:
         if rnd.kind == ROLLBACK_POLICY:
             continue
-        s = rnd.spend
-        table.add_row(str(rnd.round), f"{s['solver_calls']:,}", f"{s['solver_tokens']:,}",
-                      f"{s['proposer_calls']:,}", f"{s['proposer_tokens']:,}")
-    s = run.spent
-    table.add_row("all", f"{s['solver_calls']:,}", f"{s['solver_tokens']:,}",
-                  f"{s['proposer_calls']:,}", f"{s['proposer_tokens']:,}", style="bold")
+        table.add_row(str(rnd.round), *(spend_cell(key, rnd.spend) for _, key in SPEND_COLUMNS))
+    table.add_row("all", *(spend_cell(key, run.spent) for _, key in SPEND_COLUMNS), style="bold")
     return table
 
 

@@ -52,7 +52,8 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # Lazy, so `python -m harnesses.llm.simserver` does not import its module twice.
+    # Lazy, so `python -m harness_learning.harnesses.llm.simserver` does not import its module
+    # twice.
     if name == "SimServer":
         from harness_learning.harnesses.llm.simserver import SimServer
 

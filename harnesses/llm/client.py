@@ -28,6 +28,7 @@ from harness_learning.harnesses.llm.local import (
     ensure_local_server,
     litellm_model,
 )
+from harness_learning.harnesses.llm.prices import stated_price
 from harness_learning.harnesses.llm.runtime import (
     background_loop,
     import_litellm,
@@ -222,9 +223,13 @@ class ModelClient:
                     self.config.timeout_s)
             finally:
                 self.stats.add(requests=1)
+        stated = stated_price(self.config)  # no litellm here: only a stated price is known
+        if stated is not None:
+            completion = replace(completion, cost=stated.cost(completion.prompt_tokens,
+                                                              completion.completion_tokens))
         self.stats.add(prompt_tokens=completion.prompt_tokens,
                        completion_tokens=completion.completion_tokens,
-                       latency_s=completion.latency_s)  # fmt: skip
+                       latency_s=completion.latency_s, cost=completion.cost or 0.0)  # fmt: skip
         return completion
 
     def _to_completion(self, response: Any, latency: float, litellm: Any) -> Completion:
@@ -241,7 +246,7 @@ class ModelClient:
         usage = getattr(response, "usage", None)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        cost = self._cost(response, litellm)
+        cost = self._cost(response, litellm, prompt_tokens, completion_tokens)
         self.stats.add(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                        latency_s=latency, cost=cost or 0.0)  # fmt: skip
         return Completion(
@@ -251,8 +256,13 @@ class ModelClient:
             logprobs=parse_logprobs(getattr(choice, "logprobs", None)),
         )  # fmt: skip
 
-    def _cost(self, response: Any, litellm: Any) -> float | None:
-        """litellm's price for the call, or None for models it has no price for."""
+    def _cost(self, response: Any, litellm: Any, prompt_tokens: int,
+              completion_tokens: int) -> float | None:
+        """The call's price (`harnesses.llm.prices`): 0 for a local model, the spec's own
+        `price_in`/`price_out`, else litellm's; None for a model nothing prices."""
+        stated = stated_price(self.config)
+        if stated is not None:
+            return stated.cost(prompt_tokens, completion_tokens)
         hidden = getattr(response, "_hidden_params", None) or {}
         if isinstance(hidden.get("response_cost"), int | float):
             return float(hidden["response_cost"])

@@ -41,6 +41,11 @@ class ModelConfig:
     timeout_s: float | None = None
     """Seconds per request: None means 120, or 600 for `local` (one CPU thread; a long Proposer
     prompt can take minutes on a busy machine)."""
+    price_in: float | None = None
+    """USD per million prompt tokens, for a model litellm's price list does not know (one at
+    an endpoint of one's own); with `price_out`, it overrides the list (`harnesses.llm.prices`)."""
+    price_out: float | None = None
+    """USD per million completion tokens (see `price_in`)."""
     max_retries: int = 3
     backoff_s: float = 0.5
     max_backoff_s: float = 30.0
@@ -64,6 +69,12 @@ class ModelConfig:
             raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
         if self.max_retries < 0 or self.timeout_s <= 0:
             raise ValueError("max_retries must be >= 0 and timeout_s > 0")
+        for name in ("price_in", "price_out"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                      or value < 0):
+                raise ValueError(f"{name} must be a number >= 0 (USD per million tokens), "
+                                 f"got {value!r}")
         if isinstance(self.api_base, list | tuple):
             self.api_base = [str(b) for b in self.api_base] or None
         if self.transport not in ("litellm", "direct"):
@@ -114,7 +125,8 @@ class ModelConfig:
         ``local``, ``openai/qwen@http://127.0.0.1:8000/v1``,
         ``openai/qwen@http://h1:8000/v1,http://h2:8000/v1?temperature=0&max_tokens=64``.
         URLs must start with http:// or https://. Query keys that name a `ModelConfig` field
-        (max_concurrency, timeout_s, max_retries, api_key, cache, transport) set that field; any other key
+        (max_concurrency, timeout_s, max_retries, api_key, cache, transport, price_in, price_out) set
+        that field; any other key
         is a completion parameter. Values are read as JSON when they parse (0, 0.7, true) and as
         text otherwise. Keyword `overrides` win over the string.
         """
@@ -163,6 +175,8 @@ _FIELD_OPTIONS = {
     "max_backoff_s",
     "cache",
     "transport",
+    "price_in",
+    "price_out",
 }
 
 

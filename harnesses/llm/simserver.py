@@ -12,7 +12,7 @@ In process::
 
 From a shell::
 
-    python -m harnesses.llm.simserver --port 8123 --latency 0.1 --slots 64
+    python -m harness_learning.harnesses.llm.simserver --port 8123 --latency 0.1 --slots 64
 """
 
 from __future__ import annotations
@@ -337,7 +337,7 @@ def _parse_rule(text: str) -> tuple[str, Reply]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m harnesses.llm.simserver", description=__doc__.split("\n\n")[0]
+        prog="python -m harness_learning.harnesses.llm.simserver", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per call")

@@ -29,6 +29,7 @@ from harness_learning.harnesses.store.records import (
     proposal_id,
     to_jsonable,
 )
+from harness_learning.harnesses.store.spend import PROPOSER_COST_EVENT
 
 UNFINISHED_KINDS: frozenset[str] = UNSCORED
 """Error kinds of evaluations that a resumed run should redo (not the harness's doing)."""
@@ -100,9 +101,10 @@ class LogStore(ABC):
         return out
 
     @abstractmethod
-    def spent(self) -> dict[str, int]:
-        """What the run has used so far: solver_calls, solver_tokens, proposer_calls,
-        proposer_tokens, tokens (both together)."""
+    def spent(self) -> dict[str, Any]:
+        """What the run has used so far (`harnesses.store.spend.KEYS`): solver_calls,
+        solver_tokens, solver_cost_usd, proposer_calls, proposer_tokens, proposer_cost_usd,
+        and tokens and cost_usd of both together. The adapter checks its budgets on it."""
 
     # -- proposals ---------------------------------------------------------------------------
     @abstractmethod
@@ -138,6 +140,10 @@ class LogStore(ABC):
             logprobs=getattr(completion, "logprobs", None), parent_sha=parent_sha,
             origin=origin, cost_usd=float(getattr(completion, "cost", 0.0) or 0.0),
         )
+        cost = getattr(completion, "cost", None)
+        if isinstance(cost, int | float) and cost > 0:  # logged first: the call was paid for
+            self.append_event(PROPOSER_COST_EVENT, {"proposal_id": proposal.id, "round": round_,
+                                                    "cost_usd": float(cost)})
         self.put_proposal(proposal)
         return self.get_proposal_by_id(proposal.id) or proposal
 
@@ -233,7 +239,7 @@ class LogStore(ABC):
     ) -> dict[str, ProblemResult]:
         return await asyncio.to_thread(self.get_results, sha, list(ids), purpose, tuple(redo_kinds))
 
-    async def aspent(self) -> dict[str, int]:
+    async def aspent(self) -> dict[str, Any]:
         return await asyncio.to_thread(self.spent)
 
     async def alineage(self) -> list[LineageStep]:

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness_learning.harnesses.contract import SOLVER_OPS
 from harness_learning.harnesses.store.base import (
     LogStore,
     LogStoreError,
@@ -45,6 +46,7 @@ from harness_learning.harnesses.store.schema import (
     SCHEMA_VERSION,
     TABLES,
 )
+from harness_learning.harnesses.store.spend import PROPOSER_COST_EVENT, spend
 
 FILENAME = "log.sqlite"
 R = TypeVar("R")
@@ -240,16 +242,22 @@ class SQLiteLogStore(LogStore):
         for row in self._query(sql + " ORDER BY rowid", params):
             yield Evaluation.from_row(_decode_row(Evaluation.COLUMNS, row))
 
-    def spent(self) -> dict[str, int]:
+    def spent(self) -> dict[str, Any]:
+        solver_ops = ", ".join(f"'{op}'" for op in SOLVER_OPS)
+        calls = (f"FROM json_each(trace) WHERE json_extract(value, '$.tool') IN ({solver_ops})")
         solver = self._query(
-            "SELECT COALESCE(SUM(tokens), 0), COALESCE(SUM((SELECT COUNT(*) FROM json_each(trace) "
-            "WHERE json_extract(value, '$.tool') = 'llm')), 0) FROM evaluations"
+            f"SELECT COALESCE(SUM(tokens), 0), COALESCE(SUM((SELECT COUNT(*) {calls})), 0), "
+            f"TOTAL((SELECT TOTAL(json_extract(value, '$.meta.cost')) {calls})) FROM evaluations"
         )[0]
         proposer = self._query(
             "SELECT COUNT(*), COALESCE(SUM(prompt_tokens + completion_tokens), 0) FROM proposals"
         )[0]
-        return {"solver_calls": solver[1], "solver_tokens": solver[0], "proposer_calls": proposer[0],
-                "proposer_tokens": proposer[1], "tokens": solver[0] + proposer[1]}
+        proposer_cost = self._query(
+            "SELECT TOTAL(json_extract(payload, '$.cost_usd')) FROM events WHERE kind=?",
+            (PROPOSER_COST_EVENT,))[0][0]
+        return spend(solver_calls=solver[1], solver_tokens=solver[0], solver_cost_usd=solver[2],
+                     proposer_calls=proposer[0], proposer_tokens=proposer[1],
+                     proposer_cost_usd=proposer_cost)
 
     # -- proposals ---------------------------------------------------------------------------
     def put_proposal(self, proposal: Proposal) -> str:

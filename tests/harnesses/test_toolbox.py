@@ -1,4 +1,5 @@
-"""The parent-side tools: argument checks, result caps, budgets, retriever and interpreter."""
+"""The parent-side tools: argument checks, result caps, what a call records, retriever and
+interpreter."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ from harness_learning.harnesses.sandbox.records import failure_kind
 from harness_learning.harnesses.toolbox import (
     MAX_K,
     MAX_TEXT_CHARS,
-    BudgetExceeded,
-    TokenBudget,
     Toolbox,
     ToolInputError,
 )
@@ -80,15 +79,10 @@ def test_llm_caps_one_result():
     assert len(reply.result) == MAX_TEXT_CHARS and reply.meta["truncated_from"] == MAX_TEXT_CHARS + 10
 
 
-def test_budget_stops_before_the_call_and_is_classified_budget():
-    budget = TokenBudget(max_tokens=10)
-    box = Toolbox(Echo(), budget=budget)
-    call(box, "llm", messages="a")
-    call(box, "llm", messages="b")
-    assert budget.tokens == 16
-    with pytest.raises(BudgetExceeded) as info:
-        call(box, "llm", messages="c")
-    assert failure_kind(info.value) == "budget"
+def test_llm_records_the_tokens_and_price_the_ledger_sums():
+    reply = call(Toolbox(Echo()), "llm", messages="a")
+    assert reply.tokens == 8 and reply.meta["cost"] == 0.01
+    assert reply.meta["prompt_tokens"] == 5 and reply.meta["completion_tokens"] == 3
 
 
 def test_search_caps_k_and_passage_text():

@@ -3,22 +3,12 @@ Solver calls, Proposer tokens and wall time; the anytime curves; the table and t
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-        9: 2.262, 10: 2.228}
-"""Student's t, 97.5th percentile, by degrees of freedom (1.96 beyond)."""
-
-
-def ci95(values: list[float]) -> float | None:
-    """Half-width of the 95% interval of the mean (None for a single value)."""
-    if len(values) < 2:
-        return None
-    return T975.get(len(values) - 1, 1.96) * statistics.stdev(values) / math.sqrt(len(values))
+from harness_learning.evals.stats import ci95
 
 
 def at(curve: list[dict], calls: float) -> float:

@@ -12,13 +12,13 @@ one run each, no interval.
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness_learning.evals.stats import ci95
 from harness_learning.graphs.lab.experiments.collect import run_dirs
 from harness_learning.graphs.lab.experiments.runner import RUN_EVENT
 from harness_learning.graphs.lab.experiments.stages import ARMS
@@ -28,8 +28,6 @@ TABLE_MD, TABLE_JSON, PLOT = "proposer_table.md", "proposer_table.json", "propos
 LABELS = {"seed": "seed harness", "tool_loop": "fixed tool loop", "base": "base student",
           "sft": "SFT student", "sft_rl": "SFT+RL student", "teacher": "teacher",
           "oracle": "best-of-N oracle"}
-_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086]
 
 
 @dataclass
@@ -41,14 +39,6 @@ class ArmRun:
     """One per candidate (invalid = 0); a baseline has its seed version's score alone."""
     valid: int
     proposals: int
-
-
-def ci95(values: list[float]) -> float | None:
-    """Half-width of the 95% t-interval of the mean (None for fewer than two values)."""
-    if len(values) < 2:
-        return None
-    t = _T975[len(values) - 2] if len(values) - 2 < len(_T975) else 1.96
-    return t * statistics.stdev(values) / math.sqrt(len(values))
 
 
 def read_arm_run(run_dir: Path) -> ArmRun | None:

@@ -120,8 +120,28 @@ def test_spent_counts_solver_calls_in_traces_and_proposer_tokens(store):
                            ev("s", "p2", calls=[llm], tokens=5)])
     store.put_proposal(Proposal("r1-c0", 1, "g", "prompt", "edit", prompt_tokens=100,
                                 completion_tokens=20))
-    assert store.spent() == {"solver_calls": 3, "solver_tokens": 35, "proposer_calls": 1,
-                             "proposer_tokens": 120, "tokens": 155}
+    assert store.spent() == {"solver_calls": 3, "solver_tokens": 35, "solver_cost_usd": 0.0,
+                             "proposer_calls": 1, "proposer_tokens": 120,
+                             "proposer_cost_usd": 0.0, "tokens": 155, "cost_usd": 0.0}
+
+
+def test_spent_sums_the_price_of_solver_calls_and_of_proposer_drafts(store):
+    priced = ToolCall("llm", {}, "x", tokens=10, meta={"cost": 0.25})
+    chat = ToolCall("chat", {}, "x", tokens=4, meta={"cost": 0.125})
+    unpriced = ToolCall("llm", {}, "x", tokens=2, meta={"cost": None})
+    search = ToolCall("search", {}, [], meta={"cost": 9.0})  # not the Solver: never counted
+    store.put_evaluations([ev("s", "p1", calls=[priced, chat, unpriced, search], tokens=16)])
+    paid = Completion("edit", 100, 20, 1.0, "stop", False, "m", cost=0.5)
+    store.put_proposal_draft(round_=1, index=0, messages="prompt", completion=paid,
+                             edit_format="search_replace")
+    store.put_proposal_draft(round_=1, index=1, messages="prompt", edit_format="search_replace",
+                             completion=Completion("edit", 10, 2, 1.0, "stop", False, "m"))
+    spent = store.spent()
+    assert spent["solver_calls"] == 3 and spent["solver_cost_usd"] == 0.375
+    assert spent["proposer_calls"] == 2 and spent["proposer_cost_usd"] == 0.5
+    assert spent["cost_usd"] == 0.875 and spent["tokens"] == 16 + 120 + 12
+    (event,) = store.iter_events(kinds=["proposer_cost"])
+    assert event.payload == {"proposal_id": "r1-c0", "round": 1, "cost_usd": 0.5}
 
 
 def test_a_proposal_is_drafted_then_judged(store):

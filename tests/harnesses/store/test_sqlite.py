@@ -83,8 +83,9 @@ def test_problem_results_round_trip_with_their_traces(store):
     assert ev.completed and ev.tokens == 12 and ev.score == 1.0
     assert ev.calls[0].tool == "search" and ev.calls[0].result[0]["title"] == "France"
     assert ev.calls[1] == ToolCall("llm", {"messages_or_prompt": "q"}, "Paris", tokens=12)
-    assert store.spent() == {"solver_calls": 1, "solver_tokens": 12, "proposer_calls": 0,
-                             "proposer_tokens": 0, "tokens": 12}
+    assert store.spent() == {"solver_calls": 1, "solver_tokens": 12, "solver_cost_usd": 0.0,
+                             "proposer_calls": 0, "proposer_tokens": 0,
+                             "proposer_cost_usd": 0.0, "tokens": 12, "cost_usd": 0.0}
 
 
 def test_proposals_grouped_by_prompt_and_updated_when_judged(store):
@@ -211,8 +212,9 @@ def test_concurrent_async_writes_all_land(store):
 
 
 def test_a_version_1_log_migrates_and_its_proposals_read_with_the_new_fields(tmp_path):
-    """Schema 2 adds invalid_kind, origin and cost_usd to proposals: a log written before
-    them opens, is brought up to date in place, and its proposals read as the LLM's."""
+    """Schema 2 adds invalid_kind, origin and cost_usd to proposals and feedback to
+    evaluations: a log written before them opens, is brought up to date in place, and its
+    proposals read as the LLM's."""
     from harness_learning.harnesses.llm.completion import Completion
     from harness_learning.harnesses.store.schema import SCHEMA_VERSION
 
@@ -224,6 +226,7 @@ def test_a_version_1_log_migrates_and_its_proposals_read_with_the_new_fields(tmp
     con = sqlite3.connect(tmp_path / "log.sqlite")
     for column in ("invalid_kind", "origin", "cost_usd"):
         con.execute(f"ALTER TABLE proposals DROP COLUMN {column}")
+    con.execute("ALTER TABLE evaluations DROP COLUMN feedback")
     con.execute("UPDATE hl_schema SET value='1'")
     con.execute("UPDATE runs SET schema_version=1")
     con.commit()

@@ -7,8 +7,8 @@ import pytest
 from harness_learning.evals.guards import (
     hardcoded_gold,
     normalize_gold,
-    report_golds,
     reward_hacking_reason,
+    shown_problems,
 )
 from harness_learning.evals.problem import Problem
 from harness_learning.harnesses.seeds import seed_source
@@ -55,7 +55,7 @@ def test_unparseable_source_and_no_golds_give_nothing():
 def test_only_golds_the_report_showed_count():
     shown = Problem("a", {"question": "q"}, "Lyon")
     hidden = Problem("b", {"question": "q"}, "Nice")
-    assert report_golds([shown, hidden], "gold: Lyon (predicted: Paris)") == ["Lyon"]
+    assert shown_problems([shown, hidden], "gold: Lyon (predicted: Paris)") == [shown]
 
 
 def test_normalisation_is_shared_by_numbers_and_text():

@@ -1,0 +1,78 @@
+"""The run's budgets (`AdaptConfig.budget`), checked on one ledger: the store's `spent()`.
+
+Between rounds, `stop_reason` reads the ledger the `select` node put in the state; before each
+evaluation starts (the current version's, each candidate's, each racing stage's, each
+memorisation probe), `check_budget` reads the store itself and raises `BudgetStop` once a
+limit is reached, so no evaluation starts past a budget. Evaluations already running finish:
+a round's candidates run side by side, so a run may end a little past its limit, by what the
+evaluations in flight at that moment spend."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from harness_learning.graphs.adapter.config import AdaptConfig, Budget
+
+if TYPE_CHECKING:
+    from harness_learning.graphs.adapter.context import AdapterContext
+
+
+class BudgetStop(RuntimeError):
+    """A budget is reached before an evaluation could start. The run ends there, as it does
+    on a budget between rounds: `reason` names the budget, and nothing finished is lost."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}{detail}")
+        self.reason = reason
+
+
+def budget_reason(budget: Budget, spent: Mapping[str, Any]) -> str | None:
+    """Which budget `spent` has reached (`solver-call budget 50 reached`, ...), or None."""
+    if budget.solver_calls is not None and spent.get("solver_calls", 0) >= budget.solver_calls:
+        return f"solver-call budget {budget.solver_calls} reached"
+    if budget.tokens is not None and spent.get("tokens", 0) >= budget.tokens:
+        return f"token budget {budget.tokens} reached"
+    if budget.cost_usd is not None and spent.get("cost_usd", 0.0) >= budget.cost_usd:
+        return f"cost budget ${budget.cost_usd} reached"
+    return None
+
+
+def limited(budget: Budget) -> bool:
+    return any(v is not None for v in (budget.solver_calls, budget.tokens, budget.cost_usd))
+
+
+async def check_budget(ctx: AdapterContext, what: str) -> None:
+    """Raise `BudgetStop` if the run has reached a budget; `what` names the evaluation that
+    would start (for the run's log)."""
+    budget = ctx.config.budget
+    if not limited(budget):
+        return
+    spent = await ctx.store.aspent()
+    reason = budget_reason(budget, spent)
+    if reason is not None:
+        await ctx.store.aappend_event("budget_stop", {"reason": reason, "before": what,
+                                                      "spent": spent})
+        raise BudgetStop(reason, f" (spent {spent_line(spent)}; {what} not started)")
+
+
+def spent_line(spent: Mapping[str, Any]) -> str:
+    """`12 Solver calls, 3,400 tokens, $0.0021`."""
+    return (f"{spent.get('solver_calls', 0):,} Solver calls, {spent.get('tokens', 0):,} tokens, "
+            f"${spent.get('cost_usd', 0.0):.4f}")
+
+
+def check_priced(config: AdaptConfig) -> None:
+    """A $ budget needs a price for both models: refuse one nothing prices, before the run
+    starts (a cost that stays 0 would never stop it)."""
+    from harness_learning.harnesses.llm import ModelConfig
+    from harness_learning.harnesses.llm.models import resolve_role
+    from harness_learning.harnesses.llm.prices import price_of
+
+    if config.budget.cost_usd is None:
+        return
+    for role, spec in (("solver", config.solver), ("proposer", config.proposer)):
+        model = ModelConfig.parse(resolve_role(spec, role))
+        if price_of(model) is None:
+            raise ValueError(f"--max-cost-usd: the {role} {model.model} has no known price; "
+                             f"add ?price_in=USD&price_out=USD (per million tokens) to --{role}")

@@ -1,0 +1,65 @@
+"""What a run has spent, in one shape for every backend and report: Solver calls, tokens and
+USD from the evaluations' traces (each Solver call records its price in `meta["cost"]`), the
+Proposer's from its proposals and their `proposer_cost` events.
+
+Why an event for the Proposer's price, beside each proposal's own `cost_usd`: a candidate may
+take several Proposer calls (a resample, a repair turn) and only its last completion is its
+proposal, and an event keeps the price of every call made, even one whose proposal a crash
+lost before it was written (the call was paid for)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from harness_learning.harnesses.contract import SOLVER_OPS
+
+PROPOSER_COST_EVENT = "proposer_cost"
+"""Event kind: {"proposal_id", "round", "cost_usd"} of one priced Proposer call."""
+KEYS = ("solver_calls", "solver_tokens", "solver_cost_usd", "proposer_calls",
+        "proposer_tokens", "proposer_cost_usd", "tokens", "cost_usd")
+"""What `LogStore.spent()` returns; `tokens` and `cost_usd` are Solver and Proposer together."""
+
+
+def spend(solver_calls: int = 0, solver_tokens: int = 0, solver_cost_usd: float = 0.0,
+          proposer_calls: int = 0, proposer_tokens: int = 0,
+          proposer_cost_usd: float = 0.0) -> dict[str, Any]:
+    """The totals in `KEYS` order, with both roles added up."""
+    return {"solver_calls": int(solver_calls), "solver_tokens": int(solver_tokens),
+            "solver_cost_usd": float(solver_cost_usd), "proposer_calls": int(proposer_calls),
+            "proposer_tokens": int(proposer_tokens),
+            "proposer_cost_usd": float(proposer_cost_usd),
+            "tokens": int(solver_tokens) + int(proposer_tokens),
+            "cost_usd": float(solver_cost_usd) + float(proposer_cost_usd)}
+
+
+def _field(call: Any, name: str) -> Any:
+    return call.get(name) if isinstance(call, Mapping) else getattr(call, name, None)
+
+
+def is_solver_call(call: Any) -> bool:
+    """A trace entry (a `ToolCall` or its stored dict) that called the Solver."""
+    return _field(call, "tool") in SOLVER_OPS
+
+
+def call_cost(call: Any) -> float:
+    """The USD a trace entry's Solver call cost (0 when unpriced, cached or not the Solver)."""
+    meta = _field(call, "meta")
+    cost = meta.get("cost") if isinstance(meta, Mapping) and is_solver_call(call) else None
+    return float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else 0.0
+
+
+def solver_spend(traces: Iterable[Iterable[Any]]) -> tuple[int, float]:
+    """(Solver calls, their USD) over the traces of some evaluations."""
+    calls, cost = 0, 0.0
+    for trace in traces:
+        for call in trace or ():
+            if is_solver_call(call):
+                calls += 1
+                cost += call_cost(call)
+    return calls, cost
+
+
+def event_cost(payload: Mapping[str, Any]) -> float:
+    value = payload.get("cost_usd")
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0

@@ -1,0 +1,152 @@
+"""Every budget kind stops a run before an evaluation would start past it (graphs/adapter/
+budget.py): the command exits 5 naming the budget, the refused evaluation never ran, and the
+spend (with $) is in `show`. Against the simulated endpoint, whose token counts are fixed (so
+a price gives exact dollars); the calls and tokens budgets also with the real local model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sim_adapt
+from cli_run import cli, error_line
+from harness_learning.graphs.adapter.budget import budget_reason
+from harness_learning.graphs.adapter.config import AdaptConfig, Budget
+from harness_learning.graphs.adapter.estimate import estimate_budget
+from harness_learning.harnesses.store import SQLiteLogStore
+
+PRICE = "?price_in=100&price_out=200"
+"""USD per million tokens: a round of the sim run costs about $0.2."""
+
+
+def priced_args(url: str, run_dir: Path, *extra: str) -> list[str]:
+    args = sim_adapt.adapt_args(url, str(run_dir), *extra)
+    for flag in ("--solver", "--proposer"):
+        args[args.index(flag) + 1] += PRICE
+    return args
+
+
+def stopped_before(run_dir: Path) -> tuple[dict, list[str]]:
+    """The logged budget stop, and the notes of the version whose evaluation it refused."""
+    with SQLiteLogStore(run_dir) as store:
+        (stop,) = [e.payload for e in store.iter_events(kinds=["budget_stop"])]
+        sha = stop["before"].split(" of ", 1)[1].split()[0]
+        refused = [v for v in store.iter_versions() if v.sha.startswith(sha)]
+        assert not [e for e in store.iter_evaluations() if e.sha.startswith(sha)
+                    and e.purpose == "selection"], "the refused evaluation never ran"
+    return stop, [v.note for v in refused]
+
+
+def usd(prompt_tokens: int, completion_tokens: int) -> float:
+    return (prompt_tokens * 100 + completion_tokens * 200) / 1e6
+
+
+def assert_priced(run_dir: Path) -> None:
+    """Each Solver call made and each Proposer sample was charged its tokens at `PRICE`, and
+    the ledger is their sum."""
+    with SQLiteLogStore(run_dir) as store:
+        calls = [c for e in store.iter_evaluations() for c in e.result.calls if c.tool == "llm"]
+        drafts = {p.id: p for p in store.iter_proposals()}
+        charged = {e.payload["proposal_id"]: e.payload["cost_usd"]
+                   for e in store.iter_events(kinds=["proposer_cost"])}
+        spent = store.spent()
+    assert calls and all(c.meta["cost"] == pytest.approx(  # a cache hit costs nothing
+        0.0 if c.cached else usd(c.meta["prompt_tokens"], c.meta["completion_tokens"]))
+        for c in calls)
+    assert any(c.meta["cost"] > 0 for c in calls)
+    assert sorted(charged) == sorted(drafts)
+    assert all(charged[i] == pytest.approx(usd(p.prompt_tokens, p.completion_tokens))
+               for i, p in drafts.items())
+    assert spent["solver_cost_usd"] == pytest.approx(sum(c.meta["cost"] for c in calls))
+    assert spent["cost_usd"] == pytest.approx(spent["solver_cost_usd"] + sum(charged.values()))
+
+
+def test_the_budget_kinds_read_the_one_ledger() -> None:
+    spent = {"solver_calls": 4, "tokens": 900, "cost_usd": 0.25}
+    assert budget_reason(Budget(), spent) is None
+    assert budget_reason(Budget(solver_calls=4), spent) == "solver-call budget 4 reached"
+    assert budget_reason(Budget(solver_calls=5, tokens=900), spent) == "token budget 900 reached"
+    assert budget_reason(Budget(cost_usd=0.25), spent) == "cost budget $0.25 reached"
+    assert budget_reason(Budget(solver_calls=5, tokens=901, cost_usd=0.26), spent) is None
+
+
+def test_the_estimate_prices_both_roles() -> None:
+    base = dict(task="sums", run_dir="x", rounds=1, candidates=1, policy="strict",
+                edit_format="search_replace", feedback=2, selection=3)
+    url = "@http://127.0.0.1:9/v1"
+    priced = estimate_budget(AdaptConfig(**base, solver=f"openai/s{url}?price_in=1&price_out=2",
+                                         proposer=f"openai/p{url}?price_in=3&price_out=5"),
+                             seed_source_text="tools.llm(q)")
+    # 8 Solver calls (2 + 3 + 3 problems) of 400 + 256 tokens, 1 Proposer call of 3000 + 2048
+    assert priced.solver_calls == 8 and priced.proposer_calls == 1
+    assert priced.cost_usd == pytest.approx((8 * 400 + 8 * 256 * 2 + 3000 * 3 + 2048 * 5) / 1e6)
+    assert "~$0.03 (upper bound" in priced.describe()
+    local = estimate_budget(AdaptConfig(**base), seed_source_text="tools.llm(q)")
+    assert local.cost_usd == 0.0 and "~$0.00" in local.describe()
+    unpriced = estimate_budget(AdaptConfig(**base, solver=f"openai/s{url}"),
+                               seed_source_text="tools.llm(q)")
+    assert unpriced.cost_usd is None and "$ unknown" in unpriced.describe()
+
+
+@pytest.mark.parametrize(("flag", "value", "kind"), [
+    ("--max-cost-usd", "0.05", "cost budget $0.05"),
+    ("--max-solver-calls", "5", "solver-call budget 5"),
+    ("--max-tokens", "1000", "token budget 1000"),
+])
+def test_a_budget_stops_the_run_before_a_candidate_is_evaluated(
+        sim_url: str, tmp_path: Path, flag: str, value: str, kind: str) -> None:
+    run_dir = tmp_path / "run"
+    result = cli(*priced_args(sim_url, run_dir, flag, value))
+    assert result.returncode == 5, result.stdout[-2000:] + result.stderr[-2000:]
+    assert f"the run stopped early: {kind} reached" in error_line(result)
+    assert f"stopped: {kind} reached" in result.stdout
+    stop, notes = stopped_before(run_dir)
+    # round 1's version in force ran its 2 + 3 problems (5 Solver calls, ~300 tokens, $0.03),
+    # a Proposer sample was drawn (~800 tokens, $0.08): its candidate would start past it
+    assert notes and all(n.startswith("candidate") for n in notes), stop["before"]
+    assert stop["spent"]["solver_calls"] == 5 and stop["spent"]["proposer_calls"] >= 1
+    assert_priced(run_dir)
+    shown = cli("show", run_dir)
+    assert shown.returncode == 0, shown.stderr
+    assert f"stopped: {kind} reached" in shown.stdout
+    total = f"${stop['spent']['cost_usd']:,.4f}"
+    assert total in shown.stdout, "the spend table shows $"
+    assert cli("report", run_dir, "--out", tmp_path / "r.html").returncode == 0
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<th class=num>proposer $</th>" in html and f"<b>{total}</b>" in html
+
+
+def test_a_cost_budget_without_a_price_is_refused_before_the_run(sim_url: str,
+                                                                 tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    result = cli(*sim_adapt.adapt_args(sim_url, str(run_dir), "--max-cost-usd", "1"))
+    assert result.returncode == 2
+    assert "the solver openai/sim has no known price" in error_line(result)
+    assert "price_in" in error_line(result) and not run_dir.exists()
+
+
+@pytest.mark.parametrize(("flag", "value", "kind"), [
+    ("--max-solver-calls", "2", "solver-call budget 2"),
+    ("--max-tokens", "50", "token budget 50"),
+])
+def test_a_budget_stops_a_run_of_the_real_local_model(
+        local_model_url: str, tmp_path: Path, flag: str, value: str, kind: str) -> None:
+    run_dir = tmp_path / "run"
+    result = cli("adapt", "--task", "rg:basic_arithmetic", "--run-dir", run_dir,
+                 "--solver", "local", "--proposer", "local", "--rounds", "2", "--candidates",
+                 "1", "--feedback", "2", "--selection", "2", "--dev", "4", "--test", "2",
+                 flag, value)
+    assert result.returncode == 5, result.stdout[-2000:] + result.stderr[-2000:]
+    assert f"the run stopped early: {kind} reached" in error_line(result)
+    estimate = " ".join(result.stderr.split())  # the terminal may wrap it
+    assert "tokens, ~$0.00 (upper bound" in estimate, "the estimate prices local models at 0"
+    with SQLiteLogStore(run_dir) as store:
+        (stop,) = [e.payload for e in store.iter_events(kinds=["budget_stop"])]
+        spent = store.spent()
+        evaluated = {(e.purpose, e.sha) for e in store.iter_evaluations()}
+        proposals = list(store.iter_proposals())
+    # the version in force ran its 2 feedback problems (2 Solver calls, > 50 tokens); its
+    # selection evaluation would start past the budget: it never ran, nor did the Proposer
+    assert stop["before"].startswith("selection evaluation of ")
+    assert [p for p, _ in evaluated] == ["feedback"] and not proposals
+    assert spent["solver_calls"] == 2 and spent["tokens"] > 50 and spent["cost_usd"] == 0.0
