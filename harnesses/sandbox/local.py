@@ -5,7 +5,11 @@ Filesystem view under bubblewrap: the root is an empty read-only tmpfs; only wha
 is bound read-only (/usr, /lib, /lib64, /bin, a few /etc files, the interpreter's standard
 library, the virtualenv with a curated site-packages (`imports`: the allowlist of what harness
 code may import; no dataset generator, no numpy, no model clients), and the project's
-`harness_learning`, `harnesses` and `retrieval` package directories). We do not bind `/`: run
+`harness_learning`, `harnesses` and `retrieval` package directories). The curated view and the
+emptied package directories are mounted at every path a bind makes them reachable by (an
+environment reached through a symlink is bound at its real path too, and /lib is /usr/lib on a
+merged /usr): one path left showing the full site-packages would hand harness code the dataset
+generator with one `sys.path.append`. We do not bind `/`: run
 directories, datasets with gold answers and /etc/shadow stay invisible. This matters because,
 started by root, the sandbox's uid maps to root outside, so any bound root-owned file is
 readable. /tmp, /dev/shm and the scratch directory are size-limited tmpfs mounts and /dev is
@@ -67,19 +71,47 @@ def project_dirs() -> list[str]:
 
 
 def python_dirs() -> list[str]:
-    dirs = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), sys.prefix}
+    """Every path by which the interpreter and its packages are reached: the base interpreter's
+    and the virtualenv's prefixes, each as the interpreter names it and resolved (an
+    environment reached through a symlink is bound at both, since code may name either)."""
+    dirs = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), sys.prefix,
+            sys.base_prefix}
     return sorted(d for d in dirs if os.path.isdir(d))
+
+
+def system_binds() -> list[tuple[str, str]]:
+    """(host directory, sandbox path) of the system directories that exist here. A symlinked
+    one is bound by its target (/lib -> usr/lib on a merged /usr), so one host directory can
+    be reachable at two sandbox paths."""
+    return [(os.path.realpath(d), d) for d in SYSTEM_DIRS if os.path.isdir(d)]
+
+
+def aliases(path: str, binds: list[tuple[str, str]]) -> list[str]:
+    """Every sandbox path at which host directory `path` appears through `binds` (host,
+    sandbox), `path` itself first. A mount over a directory covers one path to it only: the
+    allowlisted view and the emptied package directories must be mounted at each of these,
+    or a second bind of the same host tree shows what the first one hides."""
+    real = os.path.realpath(path)
+    found = [path]
+    for source, target in binds:
+        root = os.path.realpath(source).rstrip("/")
+        if real == root or real.startswith(root + "/"):
+            found.append(target.rstrip("/") + real[len(root):])
+    return list(dict.fromkeys(found))
 
 
 def view_mounts() -> list[tuple[str | None, str]]:
     """The sandbox's import surface as (host path, or None for an empty tmpfs; sandbox path),
     in mount order: the interpreter and the project's layers read-only, other package
-    directories emptied, the curated site-packages over the virtualenv's (see `imports`).
-    Every backend mounts exactly this (bubblewrap: `view_argv`; Docker: `docker_backend`)."""
+    directories emptied, the curated site-packages over the virtualenv's (see `imports`);
+    the last two at every path the binds make them reachable by (`aliases`). Every backend
+    mounts exactly this after the system directories (bubblewrap: `view_argv`; Docker:
+    `docker_backend`)."""
     mounts: list[tuple[str | None, str]] = [(d, d) for d in python_dirs() + project_dirs()]
-    mounts += [(None, d) for d in imports.hidden_site_dirs()]
+    binds = system_binds() + [(s, t) for s, t in mounts if s is not None]
+    mounts += [(None, t) for d in imports.hidden_site_dirs() for t in aliases(d, binds)]
     site, view = imports.site_tree()
-    return [*mounts, (view, site)]
+    return [*mounts, *((view, t) for t in aliases(site, binds))]
 
 
 def view_argv() -> list[str]:
