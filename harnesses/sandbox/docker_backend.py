@@ -1,5 +1,5 @@
 """The Docker backend: the same worker protocol in a container, with the local backend's
-protections: no network, a read-only root, the same filesystem view (`local.view_mounts`: the
+protections: no network, a read-only root, the same filesystem view (`view.view_mounts`: the
 interpreter, the project's layers and only the allowlisted packages, read-only; never the whole
 site-packages), the same seccomp lists (`seccomp.docker_profile`), a bounded /dev/shm, and
 memory, pids and CPU limits from the same `Limits`. Chosen when a Docker engine answers.
