@@ -46,7 +46,13 @@ from harness_learning.harnesses.sandbox.backend import (
     SandboxProcess,
     sandbox_backend,
 )
-from harness_learning.harnesses.sandbox.cgroups import CANDIDATE_GROUP, Cgroups, Group, Spec
+from harness_learning.harnesses.sandbox.cgroups import (
+    CANDIDATE_GROUP,
+    Cgroups,
+    Group,
+    Spec,
+    Usage,
+)
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.protocol import LIMITS_ENV, MAX_MESSAGE_BYTES
 from harness_learning.harnesses.sandbox.view import SYSTEM_DIRS, view_mounts
@@ -163,13 +169,10 @@ class LocalProcess(SandboxProcess):
         if self.group is not None:
             _file_work(self.group.kill)
 
-    def limit_reason(self) -> str | None:
-        """Which kernel-enforced limit of the candidate's group ended it, if one did."""
-        if self.limit_hit:
-            return self.limit_hit
-        if self.group is not None and self.group.memory_hit():
-            return "the candidate reached its memory limit (Limits.memory_mb, all its processes)"
-        return None
+    def usage(self) -> Usage | None:
+        """What the candidate's cgroup counted against its limits (None without a cgroup):
+        file reads, so call it from a worker thread on an event loop."""
+        return self.group.usage() if self.group is not None else None
 
     def watch_scratch(self, limit_mb: int, every_s: float = 0.5) -> None:
         """Without a tmpfs to bound it, measure the scratch directory and kill past `limit_mb`."""
