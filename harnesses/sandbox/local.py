@@ -65,11 +65,19 @@ ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd",
 TMPFS_BYTES = 64 * 1024 * 1024
 
 
+EMPTY_BYTES = 16 * 1024
+
+
 def view_argv() -> list[str]:
-    """`view_mounts` as bubblewrap arguments."""
+    """`view_mounts` as bubblewrap arguments. An emptied directory is a tiny tmpfs remounted
+    read-only: `--remount-ro /` covers the root mount only, and a writable one would be
+    scratch space of half the RAM that outlives each problem in the worker."""
     argv: list[str] = []
     for source, target in view_mounts():
-        argv += ["--tmpfs", target] if source is None else ["--ro-bind", source, target]
+        if source is None:
+            argv += ["--size", str(EMPTY_BYTES), "--tmpfs", target, "--remount-ro", target]
+        else:
+            argv += ["--ro-bind", source, target]
     return argv
 
 

@@ -172,3 +172,26 @@ answer = json.dumps({"dirs": dirs, "full": full})
 """, imports="import json"))
     seen = json.loads(outcome.answer)
     assert seen["dirs"] and seen["full"] == [], seen
+
+
+def test_no_mount_but_tmp_scratch_and_shm_takes_a_write(sandbox, need_bwrap):
+    """The emptied package directories are tmpfs mounts of their own: `--remount-ro /` does
+    not reach them, so each is remounted read-only (else: writable space, kept across the
+    worker's problems)."""
+    outcome = sandbox.run_one(node_harness("""
+written, tried = [], 0
+for line in open("/proc/self/mountinfo"):
+    point = line.split()[4].replace("\\\\040", " ")
+    if point in ("/tmp", "/scratch", "/dev/shm") or point.startswith("/proc"):
+        continue
+    tried += 1
+    try:
+        with open(os.path.join(point, ".hl-owned"), "w") as f:
+            f.write("owned")
+        written.append(point)
+    except OSError:
+        pass
+answer = json.dumps({"tried": tried, "written": written})
+""", imports="import json"))
+    seen = json.loads(outcome.answer)
+    assert seen["tried"] > 5 and seen["written"] == [], seen
