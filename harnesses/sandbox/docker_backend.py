@@ -40,6 +40,7 @@ from harness_learning.harnesses.sandbox.backend import (
     SandboxProcess,
     sandbox_backend,
 )
+from harness_learning.harnesses.sandbox.cgroups import Usage
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.local import (
     ETC_FILES,
@@ -214,6 +215,18 @@ class DockerProcess(SandboxProcess):
 
     def kill(self) -> None:
         self.proc.kill()
+
+    def usage(self) -> Usage:
+        """The container's cgroup as the engine reports it: whether its OOM killer ended the
+        container (asked only once it has exited; blocking, so call it in a thread)."""
+        if self.proc.returncode is None:
+            return Usage()
+        try:
+            self.proc.container.reload()
+            killed = bool(self.proc.container.attrs.get("State", {}).get("OOMKilled"))
+        except Exception:
+            return Usage()
+        return Usage(oom_kills=int(killed))
 
     async def cleanup(self) -> None:
         self.kill()

@@ -238,3 +238,24 @@ def test_live_container_holds_each_protection():
     assert got["io_uring_setup"] == got["keyctl"] == got["unshare_user"] == errno.EPERM, got
     assert got["reasoning_gym"] == "absent" and got["shm"] == errno.ENOSPC, got
     assert got["root"] == errno.EROFS and got["net"] != 0, got
+
+
+class ExitedContainer:
+    """What `DockerProcess.usage` reads of a container: its state after `reload`."""
+
+    def __init__(self, oom_killed: bool) -> None:
+        self.attrs = {"State": {"OOMKilled": oom_killed, "ExitCode": 137}}
+
+    def reload(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("oom_killed", [True, False])
+def test_a_container_the_oom_killer_ended_reads_as_memory(oom_killed):
+    from harness_learning.harnesses.sandbox.docker_backend import DockerProcess, _Proc
+    from harness_learning.harnesses.sandbox.kills import death_verdict
+
+    proc = _Proc(ExitedContainer(oom_killed), None, None, None, returncode=137)
+    kind, error = death_verdict(137, DockerProcess(proc).usage(), Limits(memory_mb=512), "")
+    assert (kind == "memory") is oom_killed, error
+    assert ("Limits.memory_mb (512 MB)" in error) is oom_killed, error
