@@ -195,3 +195,17 @@ answer = json.dumps({"tried": tried, "written": written})
 """, imports="import json"))
     seen = json.loads(outcome.answer)
     assert seen["tried"] > 5 and seen["written"] == [], seen
+
+
+def test_the_docker_spec_binds_the_view_at_both_paths_of_a_symlinked_environment(tmp_path):
+    real = os.path.realpath(sys.prefix)
+    link = tmp_path / "env-link"
+    link.symlink_to(real, target_is_directory=True)
+    done = subprocess.run([str(link / "bin" / "python"), "-c", SPEC], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "TMPDIR": "/tmp"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    config = json.loads(done.stdout.strip().splitlines()[-1])
+    site, view = config["site"]
+    rel = os.path.relpath(site, str(link))
+    binds = {m["Target"]: m["Source"] for m in config["mounts"] if m["Type"] == "bind"}
+    assert binds[site] == view and binds[os.path.join(real, rel)] == view, sorted(binds)
