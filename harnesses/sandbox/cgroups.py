@@ -90,11 +90,6 @@ class Group:
         return Usage(counts["oom_kill"], counts["memory_max"], counts["pids_max"],
                      counts["nr_throttled"])
 
-    def memory_hit(self) -> bool:
-        """Whether the memory limit was reached (the kernel refused or reclaimed at the cap)."""
-        used = self.usage()
-        return bool(used.oom_kills or used.memory_capped)
-
     def remove(self) -> bool:
         """Remove the group (children first); False while members are still exiting."""
         ok = True
