@@ -78,19 +78,17 @@ class Group:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
 
-    def memory_hit(self) -> bool:
-        """Whether the memory limit was reached (the kernel refused or reclaimed at the cap)."""
+    def usage(self) -> Usage:
+        """What the kernel counted against the group's limits so far, from the files of either
+        hierarchy (v1: memory.oom_control, memory.failcnt, pids.events, cpu.stat; v2:
+        memory.events, pids.events, cpu.stat). A file this kernel lacks counts as 0."""
+        counts = {"oom_kill": 0, "memory_max": 0, "pids_max": 0, "nr_throttled": 0}
         for d in self.dirs:
-            for name in ("memory.failcnt", "memory.events"):
-                with contextlib.suppress(OSError, ValueError):
-                    text = (d / name).read_text()
-                    if name == "memory.failcnt" and int(text.strip()) > 0:
-                        return True
-                    if name == "memory.events":
-                        counts = dict(line.split() for line in text.splitlines())
-                        if int(counts.get("oom_kill", 0)) or int(counts.get("max", 0)):
-                            return True
-        return False
+            for name, key, into in _COUNTERS:
+                value = _counter(d / name, key)
+                counts[into] = max(counts[into], value)
+        return Usage(counts["oom_kill"], counts["memory_max"], counts["pids_max"],
+                     counts["nr_throttled"])
 
     def remove(self) -> bool:
         """Remove the group (children first); False while members are still exiting."""
@@ -105,6 +103,48 @@ class Group:
                 except OSError:
                     ok = False
         return ok
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Counts of a group's limits being reached: processes the memory limit's OOM killer ended,
+    times memory was charged at the limit, forks refused at the process limit, CPU periods
+    throttled at the CPU share."""
+
+    oom_kills: int = 0
+    memory_capped: int = 0
+    pids_capped: int = 0
+    cpu_throttled: int = 0
+
+
+_COUNTERS = (
+    ("memory.oom_control", "oom_kill", "oom_kill"),  # v1
+    ("memory.failcnt", None, "memory_max"),  # v1
+    ("memory.memsw.failcnt", None, "memory_max"),  # v1, with swap accounting
+    ("memory.events", "oom_kill", "oom_kill"),  # v2
+    ("memory.events", "max", "memory_max"),  # v2
+    ("pids.events", "max", "pids_max"),  # both
+    ("cpu.stat", "nr_throttled", "nr_throttled"),  # both
+)
+"""(file, key in its "key value" lines or None for a file holding one number, what it counts)."""
+
+
+def _counter(path: Path, key: str | None) -> int:
+    """One counter of a cgroup file; 0 where the file or the key is absent."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return 0
+    try:
+        if key is None:
+            return int(text.strip() or 0)
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == key:
+                return int(parts[1])
+    except ValueError:
+        return 0
+    return 0
 
 
 def _write(path: Path, value: str) -> None:

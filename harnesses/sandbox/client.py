@@ -15,17 +15,17 @@ import asyncio
 import contextlib
 import itertools
 import json
-import signal
 import socket
 import subprocess
 import time
 from typing import Any
 
 from harness_learning.harnesses.contract import BRIDGE_OPS, LINE_LIMIT, SOLVER_OPS, ToolCall
-from harness_learning.harnesses.results import ProblemResult
+from harness_learning.harnesses.results import ErrorKind, ProblemResult
 from harness_learning.harnesses.runtime import HarnessInvalid, check_source
 from harness_learning.harnesses.sandbox.backend import SandboxBackend, SandboxProcess
-from harness_learning.harnesses.sandbox.cgroups import CANDIDATE_GROUP
+from harness_learning.harnesses.sandbox.cgroups import CANDIDATE_GROUP, Usage
+from harness_learning.harnesses.sandbox.kills import death_verdict, named_limit
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.problem_run import ProblemRun, RunObserver
 from harness_learning.harnesses.sandbox.protocol import (
@@ -172,6 +172,7 @@ class Worker:
         if self._death is not None:
             return ProblemResult(problem_id, error=self._death[1], error_kind=self._death[0])
         self._runs[rid] = run
+        before = await self._usage()
         try:
             await self._send({"op": "run", "run": rid, "inputs": inputs, "timeout": timeout,
                               **served})
@@ -180,7 +181,8 @@ class Worker:
             self._spawn(self._send_quietly({"op": "cancel", "run": rid}))
             raise
         except TimeoutError:
-            message = Verdict("timeout", "problem wall-clock limit reached (the worker did not answer)")
+            message = Verdict("timeout", f"wall-clock limit: the problem ran past its {timeout:g} s "
+                                         "(Limits.problem_timeout_s) and the worker did not answer")
             with contextlib.suppress(Exception):
                 await self._send({"op": "cancel", "run": rid})
         except OSError as exc:  # the worker went away between runs
@@ -188,7 +190,10 @@ class Worker:
         finally:
             run.done = True
             self._runs.pop(rid, None)
-        return judged_outcome(problem_id, message, run.calls, time.perf_counter() - t0)
+        result = judged_outcome(problem_id, message, run.calls, time.perf_counter() - t0)
+        if before is not None and result.error_kind in (ErrorKind.HARNESS, ErrorKind.TIMEOUT):
+            result = named_limit(result, before, await self._usage(), self.limits)
+        return result
 
     def _gone(self, exc: OSError) -> tuple[str, str]:
         """Why the worker is unreachable: the parent's doing only while it closes it."""
@@ -356,7 +361,8 @@ class Worker:
             await self._send(message)
 
     def _expire(self) -> None:
-        self._kill(("timeout", f"candidate wall-clock limit ({self.limits.candidate_timeout_s:g} s) reached"))
+        self._kill(("timeout", f"wall-clock limit: the candidate ran past its "
+                               f"{self.limits.candidate_timeout_s:g} s (Limits.candidate_timeout_s)"))
 
     def _kill(self, reason: tuple[str, str]) -> None:
         if self._death is None:
@@ -369,20 +375,18 @@ class Worker:
         if self.process is not None:
             with contextlib.suppress(asyncio.TimeoutError):
                 code = await asyncio.wait_for(self.process.proc.wait(), 5)
-        reason = getattr(self.process, "limit_reason", None)
-        limit_hit = reason() if callable(reason) else getattr(self.process, "limit_hit", None)
+        limit_hit = getattr(self.process, "limit_hit", None)
         if self._death is None and limit_hit:
             self._death = ("harness", f"the worker was killed: {limit_hit}")
         if self._death is None and not self._closing:
-            signals = {-signal.SIGXCPU, 128 + signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGKILL}
-            if code in signals:  # bubblewrap relays a signal death as 128 + signal
-                cpu = code in (-signal.SIGXCPU, 128 + signal.SIGXCPU)
-                self._death = ("timeout", f"the worker was killed (CPU limit {self.limits.cpu_s} s)"
-                               if cpu else "the worker was killed (a resource limit?)")
-            else:
-                tail = self.stderr.text()[-2000:]
-                self._death = ("harness", f"the worker exited with code {code}: {tail}")
+            self._death = death_verdict(code, await self._usage(), self.limits,
+                                        self.stderr.text()[-2000:])
         self._fail_all(self._death or ("infra", "the worker was closed"))
+
+    async def _usage(self) -> Usage | None:
+        """The candidate's cgroup counters, read in a thread (None without a cgroup)."""
+        usage = getattr(self.process, "usage", None)
+        return await asyncio.to_thread(usage) if callable(usage) else None
 
     def _fail_all(self, reason: tuple[str, str]) -> None:
         kind, text = reason

@@ -1,5 +1,5 @@
 """The Docker backend: the same worker protocol in a container, with the local backend's
-protections: no network, a read-only root, the same filesystem view (`local.view_mounts`: the
+protections: no network, a read-only root, the same filesystem view (`view.view_mounts`: the
 interpreter, the project's layers and only the allowlisted packages, read-only; never the whole
 site-packages), the same seccomp lists (`seccomp.docker_profile`), a bounded /dev/shm, and
 memory, pids and CPU limits from the same `Limits`. Chosen when a Docker engine answers.
@@ -8,7 +8,9 @@ The container runs this machine's interpreter from the bound view, so the image 
 only an empty userland under the binds: what it has installed is never importable. Top-level
 directories that the binds sit under, other than the system ones (the virtualenv's /work, a
 pyenv under /root), are root-owned empty tmpfs mounts, so the image's content there is hidden
-and the sandbox user can walk down to the binds but write nothing.
+and the sandbox user can walk down to the binds but write nothing. Every mount, tmpfs ones
+included, is listed in the order it is made (`mount_list`: parents first), so a clone under /tmp
+keeps its read-only binds over the container's writable /tmp.
 
 The container cannot inherit a socket, so the worker speaks the bridge over its stdin and
 stdout (`HARNESS_BRIDGE_FD=stdio`: it keeps private copies of fds 0/1 and points fd 1 at
@@ -38,6 +40,7 @@ from harness_learning.harnesses.sandbox.backend import (
     SandboxProcess,
     sandbox_backend,
 )
+from harness_learning.harnesses.sandbox.cgroups import Usage
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.local import (
     ETC_FILES,
@@ -53,10 +56,13 @@ DEFAULT_IMAGE = "harness-learning-sandbox:latest"
 """Any small Linux image (e.g. a Debian slim one tagged so): it gives the container a root
 filesystem; the interpreter and every package come from the bound view."""
 SANDBOX_USER = "65534:65534"
-WALK_ONLY = "size=64k,mode=0755"
-"""A root-owned empty tmpfs: the sandbox user may walk through it, not write to it."""
-EMPTY = "ro,size=16k"
+WALK_ONLY = (64 << 10, 0o755, False)
+"""A root-owned empty tmpfs (size, mode, read-only): the sandbox user may walk through it, not
+write to it."""
+EMPTY = (16 << 10, 0o755, True)
 """An empty read-only tmpfs: hides a package directory of the image or the host."""
+WRITABLE_MODE = 0o1777
+"""/tmp and the scratch directory: the only places the sandbox user may write."""
 
 
 @functools.cache
@@ -98,17 +104,37 @@ def walk_only_roots(targets: list[str]) -> list[str]:
     return sorted(roots - covered)
 
 
+def tmpfs_mounts(hidden: list[str], binds: list[tuple[str, str]],
+                 limits: Limits) -> list[tuple[str, tuple[int, int, bool]]]:
+    """(target, (size, mode, read-only)) of every tmpfs: the walk-only roots above the binds,
+    the writable /tmp and scratch directory, the emptied package directories."""
+    mounts = [(root, WALK_ONLY) for root in walk_only_roots([t for _, t in binds])]
+    mounts += [(d, EMPTY) for d in hidden]
+    mounts += [(SCRATCH, (limits.scratch_mb << 20, WRITABLE_MODE, False)),
+               ("/tmp", (TMPFS_BYTES, WRITABLE_MODE, False))]
+    return mounts
+
+
+def mount_list(binds: list[tuple[str, str]], tmpfs: list[tuple[str, tuple[int, int, bool]]],
+               ) -> list[Any]:
+    """Every mount in the order it must be made: parents before what lies under them (a
+    virtualenv under /tmp is bound after the writable /tmp tmpfs, so it stays there and
+    read-only), a tmpfs before a bind at the same depth. Docker itself mounts in order of
+    depth, so this is the order it applies; the spec states it rather than relying on it."""
+    from docker.types import Mount
+
+    entries = [(t, 0, Mount(t, None, type="tmpfs", tmpfs_size=size, tmpfs_mode=mode,
+                            read_only=ro)) for t, (size, mode, ro) in tmpfs]
+    entries += [(t, 1, Mount(t, s, type="bind", read_only=True)) for s, t in binds]
+    return [m for _, _, m in sorted(entries, key=lambda e: (len(PurePosixPath(e[0]).parts),
+                                                            e[1]))]
+
+
 def container_config(args: list[str], limits: Limits, env: dict[str, str], image: str,
                      python: str | None = None) -> dict[str, Any]:
     """Keyword arguments of `client.containers.create` for one sandbox process: `python -s
     <args>` (this machine's interpreter) under the protections above."""
-    from docker.types import Mount
-
     binds, hidden = filesystem_binds()
-    tmpfs = {root: WALK_ONLY for root in walk_only_roots([t for _, t in binds])}
-    tmpfs |= {d: EMPTY for d in hidden}
-    tmpfs |= {SCRATCH: f"size={limits.scratch_mb}m,mode=1777",
-              "/tmp": f"size={TMPFS_BYTES >> 20}m,mode=1777"}
     return {
         "image": image,
         "command": [python or sys.executable, "-s", *args],
@@ -120,9 +146,7 @@ def container_config(args: list[str], limits: Limits, env: dict[str, str], image
         "ipc_mode": "private",
         "read_only": True,
         "privileged": False,
-        "mounts": [Mount(target, source, type="bind", read_only=True)
-                   for source, target in binds],
-        "tmpfs": tmpfs,
+        "mounts": mount_list(binds, tmpfs_mounts(hidden, binds, limits)),
         "shm_size": limits.shm_mb << 20,
         "mem_limit": limits.memory_mb << 20,
         "memswap_limit": limits.memory_mb << 20,
@@ -191,6 +215,18 @@ class DockerProcess(SandboxProcess):
 
     def kill(self) -> None:
         self.proc.kill()
+
+    def usage(self) -> Usage:
+        """The container's cgroup as the engine reports it: whether its OOM killer ended the
+        container (asked only once it has exited; blocking, so call it in a thread)."""
+        if self.proc.returncode is None:
+            return Usage()
+        try:
+            self.proc.container.reload()
+            killed = bool(self.proc.container.attrs.get("State", {}).get("OOMKilled"))
+        except Exception:
+            return Usage()
+        return Usage(oom_kills=int(killed))
 
     async def cleanup(self) -> None:
         self.kill()

@@ -6,7 +6,7 @@ problem from its seed), numpy, the model clients and the project's `evals`. An i
 the worker would not hold: harness code runs in the same interpreter and can remove it. So the
 sandbox binds only what the allowlist names: the standard library, the distributions below and
 what they require (transitively, extras excluded), and the project's editable-install finder
-(which maps only the layers `local.project_dirs` binds). Everything else in site-packages
+(which maps only the layers `view.project_dirs` binds). Everything else in site-packages
 (the base interpreter's too) is simply absent from the worker's filesystem.
 
 The view is one directory, built once per set of entries (hard links where the filesystem

@@ -5,7 +5,11 @@ Filesystem view under bubblewrap: the root is an empty read-only tmpfs; only wha
 is bound read-only (/usr, /lib, /lib64, /bin, a few /etc files, the interpreter's standard
 library, the virtualenv with a curated site-packages (`imports`: the allowlist of what harness
 code may import; no dataset generator, no numpy, no model clients), and the project's
-`harness_learning`, `harnesses` and `retrieval` package directories). We do not bind `/`: run
+`harness_learning`, `harnesses` and `retrieval` package directories). The curated view and the
+emptied package directories are mounted at every path a bind makes them reachable by (an
+environment reached through a symlink is bound at its real path too, and /lib is /usr/lib on a
+merged /usr): one path left showing the full site-packages would hand harness code the dataset
+generator with one `sys.path.append`. We do not bind `/`: run
 directories, datasets with gold answers and /etc/shadow stay invisible. This matters because,
 started by root, the sandbox's uid maps to root outside, so any bound root-owned file is
 readable. /tmp, /dev/shm and the scratch directory are size-limited tmpfs mounts and /dev is
@@ -34,59 +38,46 @@ import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from harness_learning.harnesses.offline import OFFLINE_ENV
-from harness_learning.harnesses.sandbox import imports, seccomp
+from harness_learning.harnesses.sandbox import seccomp
 from harness_learning.harnesses.sandbox.backend import (
     SandboxBackend,
     SandboxProcess,
     sandbox_backend,
 )
-from harness_learning.harnesses.sandbox.cgroups import CANDIDATE_GROUP, Cgroups, Group, Spec
+from harness_learning.harnesses.sandbox.cgroups import (
+    CANDIDATE_GROUP,
+    Cgroups,
+    Group,
+    Spec,
+    Usage,
+)
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.protocol import LIMITS_ENV, MAX_MESSAGE_BYTES
+from harness_learning.harnesses.sandbox.view import SYSTEM_DIRS, view_mounts
 
 logger = logging.getLogger(__name__)
 
 SCRATCH = "/scratch"
-SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group",
              "nsswitch.conf", "hosts", "alternatives", "mime.types")
 TMPFS_BYTES = 64 * 1024 * 1024
 
 
-def project_dirs() -> list[str]:
-    """The package directories a worker imports from this project: the namespace package and
-    the two layers it runs (in an editable install they are separate folders)."""
-    import harness_learning
-    from harness_learning import harnesses, retrieval
-
-    dirs = [str(Path(m.__file__).resolve().parent) for m in (harness_learning, harnesses, retrieval)]
-    return list(dict.fromkeys(dirs))
-
-
-def python_dirs() -> list[str]:
-    dirs = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), sys.prefix}
-    return sorted(d for d in dirs if os.path.isdir(d))
-
-
-def view_mounts() -> list[tuple[str | None, str]]:
-    """The sandbox's import surface as (host path, or None for an empty tmpfs; sandbox path),
-    in mount order: the interpreter and the project's layers read-only, other package
-    directories emptied, the curated site-packages over the virtualenv's (see `imports`).
-    Every backend mounts exactly this (bubblewrap: `view_argv`; Docker: `docker_backend`)."""
-    mounts: list[tuple[str | None, str]] = [(d, d) for d in python_dirs() + project_dirs()]
-    mounts += [(None, d) for d in imports.hidden_site_dirs()]
-    site, view = imports.site_tree()
-    return [*mounts, (view, site)]
+EMPTY_BYTES = 16 * 1024
 
 
 def view_argv() -> list[str]:
-    """`view_mounts` as bubblewrap arguments."""
+    """`view_mounts` as bubblewrap arguments. An emptied directory is a tiny tmpfs remounted
+    read-only: `--remount-ro /` covers the root mount only, and a writable one would be
+    scratch space of half the RAM that outlives each problem in the worker."""
     argv: list[str] = []
     for source, target in view_mounts():
-        argv += ["--tmpfs", target] if source is None else ["--ro-bind", source, target]
+        if source is None:
+            argv += ["--size", str(EMPTY_BYTES), "--tmpfs", target, "--remount-ro", target]
+        else:
+            argv += ["--ro-bind", source, target]
     return argv
 
 
@@ -186,13 +177,10 @@ class LocalProcess(SandboxProcess):
         if self.group is not None:
             _file_work(self.group.kill)
 
-    def limit_reason(self) -> str | None:
-        """Which kernel-enforced limit of the candidate's group ended it, if one did."""
-        if self.limit_hit:
-            return self.limit_hit
-        if self.group is not None and self.group.memory_hit():
-            return "the candidate reached its memory limit (Limits.memory_mb, all its processes)"
-        return None
+    def usage(self) -> Usage | None:
+        """What the candidate's cgroup counted against its limits (None without a cgroup):
+        file reads, so call it from a worker thread on an event loop."""
+        return self.group.usage() if self.group is not None else None
 
     def watch_scratch(self, limit_mb: int, every_s: float = 0.5) -> None:
         """Without a tmpfs to bound it, measure the scratch directory and kill past `limit_mb`."""

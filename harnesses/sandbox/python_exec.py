@@ -8,6 +8,7 @@ import subprocess
 
 from harness_learning.harnesses.contract import ExecResult
 from harness_learning.harnesses.sandbox.backend import SandboxBackend
+from harness_learning.harnesses.sandbox.kills import exit_verdict
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.protocol import LIMITS_ENV
 from harness_learning.harnesses.sandbox.records import CappedOutput
@@ -65,10 +66,16 @@ async def run_python(
     except TimeoutError:
         await proc.cleanup()
         return ExecResult(out.text(), f"timed out after {limits.python_timeout_s:g} s\n{err.text()}".rstrip())
+    usage = getattr(proc, "usage", None)
+    used = await asyncio.to_thread(usage) if callable(usage) else None  # before cleanup
     await proc.cleanup()
     if code_rc == 0:
         return ExecResult(out.text(), None)
     error = err.text().strip() or f"exited with code {code_rc}"
-    if code_rc < 0:
+    verdict = exit_verdict(code_rc, used, limits, "the program", "Limits.python_memory_mb "
+                           "(or its candidate's Limits.memory_mb)")
+    if verdict is not None:
+        error = f"{verdict[1]}\n{error}".rstrip()
+    elif code_rc < 0:
         error = f"killed by signal {-code_rc} (a resource limit?)\n{error}".rstrip()
     return ExecResult(out.text(), error)

@@ -11,6 +11,34 @@ The program is handed to bubblewrap (`--seccomp FD`), which installs it after it
 so only the sandboxed program and what it starts run under it. A process of another
 architecture than the filter's is killed; on x86_64 the x32 ABI is refused as a whole.
 
+Also refused: `modify_ldt` (x86 segment tables, a history of kernel bugs), SysV shared memory
+(`shmget`, `shmat`, `shmctl`, `shmdt`: segments outlive the process that made them and sit
+outside the tmpfs sizes that bound /dev/shm and the scratch directory), `personality` except the
+query 0xffffffff (an execution domain such as READ_IMPLIES_EXEC or ADDR_NO_RANDOMIZE weakens the
+next exec), and `socket(AF_NETLINK, ...)` (the routing, audit and uevent interfaces of the
+kernel; the sandbox's network namespace has nothing to configure). The two last are decided on
+their first argument's low 32 bits, which is all the kernel reads of it (an `int`).
+
+Why the risky calls that stay allowed do (this is a deny list over calls Python needs; Docker's
+default profile is an allow list, and one here would have to follow every glibc and CPython
+release, so the refusals are named instead):
+- `clone`, `fork`, `execve`, `execveat`: `subprocess` and `tools.python` need them; the
+  candidate's cgroup bounds the processes, `--disable-userns` and the dropped capabilities bound
+  the flags (`clone3` answers ENOSYS, see above).
+- `socket` of other families, `socketpair`, `connect`: the bridge is a Unix socket; the network
+  namespace has only its own loopback.
+- `prctl`, `seccomp`: threads name themselves, and a filter can only be narrowed; bubblewrap
+  sets no_new_privs, so no set-uid program gains anything.
+- `mmap`/`mprotect` with PROT_EXEC, `memfd_create`: ctypes and extension modules load code;
+  a memfd is charged to the candidate's memory cgroup like any page.
+- `ioctl`: terminals are not reachable (`--new-session`, /dev is bubblewrap's minimal one).
+- SysV message queues and semaphores (`msgget`, `semget`, ...): small, bounded per IPC
+  namespace by the kernel, and the namespace is the sandbox's own.
+- `pidfd_open`, `pidfd_getfd`, `process_madvise`, `move_pages`, `kill`: they reach only
+  processes the caller may ptrace-access, and the sandbox's PID namespace holds only the
+  candidate's own processes.
+- `personality(0xffffffff)`: reads the current domain; glibc and Python may ask.
+
 The Docker backend gets the same lists as a Docker seccomp profile (`docker_profile`), so there
 is one list of refused calls. Docker has no `--disable-userns`, so its profile also refuses
 `clone` with any namespace flag (what Docker's own default profile does; without a capability
@@ -34,9 +62,16 @@ DENIED = (
     "open_by_handle_at", "name_to_handle_at", "userfaultfd", "fanotify_init", "swapon",
     "swapoff", "reboot", "kexec_load", "kexec_file_load", "init_module", "finit_module",
     "delete_module", "acct", "quotactl", "lookup_dcookie", "syslog", "settimeofday",
-    "clock_settime", "adjtimex", "clock_adjtime", "vhangup",
+    "clock_settime", "adjtimex", "clock_adjtime", "vhangup", "modify_ldt", "shmget", "shmat",
+    "shmctl", "shmdt",
 )
+"""Refused whatever their arguments (a name missing from an architecture's table does not
+exist there: modify_ldt is x86 only)."""
 NOT_IMPLEMENTED = ("clone3",)
+AF_NETLINK = 16
+PERSONALITY_QUERY = 0xFFFFFFFF
+REFUSED_WHEN = (("socket", AF_NETLINK, True), ("personality", PERSONALITY_QUERY, False))
+"""(call, value of its first argument, refused when equal (True) or when not equal (False))."""
 
 X86_64 = {
     "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
@@ -50,7 +85,8 @@ X86_64 = {
     "init_module": 175, "finit_module": 313, "delete_module": 176, "acct": 163,
     "quotactl": 179, "lookup_dcookie": 212, "syslog": 103, "settimeofday": 164,
     "clock_settime": 227, "adjtimex": 159, "clock_adjtime": 305, "vhangup": 153,
-    "clone3": 435,
+    "clone3": 435, "modify_ldt": 154, "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67,
+    "socket": 41, "personality": 135,
 }
 AARCH64 = {
     "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
@@ -64,6 +100,7 @@ AARCH64 = {
     "init_module": 105, "finit_module": 273, "delete_module": 106, "acct": 89,
     "quotactl": 60, "lookup_dcookie": 18, "syslog": 116, "settimeofday": 170,
     "clock_settime": 112, "adjtimex": 171, "clock_adjtime": 266, "vhangup": 58, "clone3": 435,
+    "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197, "socket": 198, "personality": 92,
 }
 # (audit architecture, syscall table, lowest number of a foreign ABI to refuse or None)
 ARCHES = {"x86_64": (0xC000003E, X86_64, 0x40000000), "aarch64": (0xC00000B7, AARCH64, None),
@@ -73,6 +110,9 @@ ARCHES = {"x86_64": (0xC000003E, X86_64, 0x40000000), "aarch64": (0xC00000B7, AA
 LD_W_ABS, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
 SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_ERRNO, SECCOMP_RET_ALLOW = 0x80000000, 0x00050000, 0x7FFF0000
 OFFSET_NR, OFFSET_ARCH = 0, 4
+OFFSET_ARG0_LOW = 16
+"""`struct seccomp_data`: nr, arch, instruction_pointer (8 bytes), then args[6] of 8 bytes each;
+the low half of args[0] comes first on the little-endian machines of `ARCHES`."""
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -88,6 +128,7 @@ def build_filter(machine: str | None = None) -> bytes:
     audit_arch, table, foreign_from = ARCHES[machine]
     eperm = SECCOMP_RET_ERRNO | errno.EPERM
     enosys = SECCOMP_RET_ERRNO | errno.ENOSYS
+    allow = SECCOMP_RET_ALLOW
     prog = [_insn(LD_W_ABS, 0, 0, OFFSET_ARCH),
             _insn(JEQ_K, 1, 0, audit_arch),
             _insn(RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
@@ -96,8 +137,15 @@ def build_filter(machine: str | None = None) -> bytes:
         prog += [_insn(JGE_K, 0, 1, foreign_from), _insn(RET_K, 0, 0, eperm)]
     for names, ret in ((DENIED, eperm), (NOT_IMPLEMENTED, enosys)):
         for name in names:
-            prog += [_insn(JEQ_K, 0, 1, table[name]), _insn(RET_K, 0, 0, ret)]
-    prog.append(_insn(RET_K, 0, 0, SECCOMP_RET_ALLOW))
+            if name in table:
+                prog += [_insn(JEQ_K, 0, 1, table[name]), _insn(RET_K, 0, 0, ret)]
+    for name, value, refuse_equal in REFUSED_WHEN:
+        # nr matches: load the argument, then return EPERM or ALLOW; else skip the block
+        on_equal, on_other = (eperm, allow) if refuse_equal else (allow, eperm)
+        prog += [_insn(JEQ_K, 0, 4, table[name]), _insn(LD_W_ABS, 0, 0, OFFSET_ARG0_LOW),
+                 _insn(JEQ_K, 0, 1, value), _insn(RET_K, 0, 0, on_equal),
+                 _insn(RET_K, 0, 0, on_other)]
+    prog.append(_insn(RET_K, 0, 0, allow))
     return b"".join(prog)
 
 
@@ -132,14 +180,25 @@ def docker_profile(machine: str | None = None) -> dict:
                       "args": [{"index": 0, "value": flag, "valueTwo": flag,
                                 "op": "SCMP_CMP_MASKED_EQ"}]}
                      for flag in CLONE_NAMESPACE_FLAGS.values()]
+    table = ARCHES[machine][1]
+    # libseccomp compares all 64 bits: the netlink rule masks to the int the kernel reads; the
+    # personality rule refuses any other value, high bits included (stricter, never looser).
+    by_argument = [{"names": ["socket"], "action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM,
+                    "args": [{"index": 0, "value": 0xFFFFFFFF, "valueTwo": AF_NETLINK,
+                              "op": "SCMP_CMP_MASKED_EQ"}]},
+                   {"names": ["personality"], "action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM,
+                    "args": [{"index": 0, "value": PERSONALITY_QUERY, "valueTwo": 0,
+                              "op": "SCMP_CMP_NE"}]}]
     return {
         "defaultAction": "SCMP_ACT_ALLOW",
         "architectures": [DOCKER_ARCHES[machine]],
         "syscalls": [
-            {"names": list(DENIED), "action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM},
+            {"names": [n for n in DENIED if n in table], "action": "SCMP_ACT_ERRNO",
+             "errnoRet": errno.EPERM},
             {"names": list(NOT_IMPLEMENTED), "action": "SCMP_ACT_ERRNO",
              "errnoRet": errno.ENOSYS},
             *no_namespaces,
+            *by_argument,
         ],
     }
 

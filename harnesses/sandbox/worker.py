@@ -283,6 +283,11 @@ class HarnessHost:
         except (InfraAbort, BudgetAbort) as exc:
             kind = "infra" if isinstance(exc, InfraAbort) else "budget"
             outcome = {"error": str(exc), "error_kind": kind}
+        except MemoryError as exc:  # the address-space rlimit: name it, not just the exception
+            text, _ = harness_traceback(exc)
+            outcome = {"error": f"memory limit: the worker reached its address space "
+                                f"(Limits.memory_mb): MemoryError: {exc}",
+                       "error_kind": "memory", "traceback": text}
         except BaseException as exc:  # the harness raised: its fault, with its traceback
             text, _ = harness_traceback(exc)
             outcome = {"error": f"{type(exc).__name__}: {exc}", "error_kind": "harness",
@@ -316,7 +321,8 @@ class HarnessHost:
                 runs = list(self.runs.values())
             for run in runs:
                 if run.late(now):
-                    self.finish(run, {"error": "problem wall-clock limit reached",
+                    self.finish(run, {"error": "wall-clock limit: the problem ran past its "
+                                               "time (Limits.problem_timeout_s)",
                                       "error_kind": "timeout"})
                 if run.done and run.injected < 100 and interrupt(run.filename):
                     run.injected += 1

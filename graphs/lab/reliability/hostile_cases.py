@@ -63,6 +63,22 @@ try:
 except OSError as exc:
     answer = f"blocked: {type(exc).__name__}"
 """, needs_bwrap=True),
+    _c("write_to_every_mount", "escape", "all_read_only", """
+import errno
+written = []
+for line in open("/proc/self/mountinfo"):
+    point = line.split()[4].replace("\\040", " ")
+    if point in ("/tmp", "/scratch", "/dev/shm") or point.startswith("/proc"):
+        continue
+    try:
+        with open(os.path.join(point, ".hl-owned"), "w") as f:
+            f.write("owned")
+        written.append(point)
+    except OSError as exc:
+        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR):
+            written.append(f"{point} ({exc.strerror})")
+answer = "blocked: all read-only" if not written else "written " + ",".join(written)[:300]
+""", needs_bwrap=True),
     _c("plant_sitecustomize_in_venv", "escape", "no_sitecustomize", """
 try:
     with open(P["site"] + "/sitecustomize.py", "w") as f:

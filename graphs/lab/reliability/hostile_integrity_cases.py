@@ -2,14 +2,17 @@
 per class of escape (see `hostile_cases` for the shape of a case):
 
 - `candidate_limits`: memory and processes are bounded per candidate, not per process
-  (/dev/shm, children, fanned-out `tools.python` calls);
+  (/dev/shm, children, fanned-out `tools.python` calls), and a problem those limits end says
+  which one (memory, processes) in its error kind;
 - `bridge_bounds`: tool arguments are capped in the parent, and no line the worker writes
   (huge, deeply nested, not UTF-8, not JSON) breaks the parent's reader;
 - `infra_claims`: only the parent decides that a problem failed for infrastructure reasons;
 - `no_gold_inside`: no dataset generator, task or evals code is importable in a worker or its
-  `tools.python` calls;
-- `kernel_surface`: io_uring, perf_event_open, keyctl, bpf, ptrace, mount, unshare and
-  nested user namespaces are refused.
+  `tools.python` calls, and no second path to a package directory (a symlinked environment's
+  real path, /lib on a merged /usr) shows more than the allowlisted view;
+- `kernel_surface`: io_uring, perf_event_open, keyctl, bpf, ptrace, mount, unshare, nested
+  user namespaces, modify_ldt, personality changes, netlink sockets and SysV shared memory are
+  refused.
 (The memorisation check is exercised through the adapter, in `proposals`.)
 
 `CHECKS` says, per check name, what "contained" means, judged from outside the sandbox.
@@ -93,6 +96,20 @@ with concurrent.futures.ThreadPoolExecutor(6) as pool:
     outs = [f.result() for f in futs]
 answer = "|".join((o.stdout or "").strip() or f"error {o.error}"[:80] for o in outs)
 """, solo=True, timeout_s=30.0),
+]
+
+NAMED_LIMITS = [
+    _c("allocation_past_the_memory_limit", "candidate_limits", "named_memory", """
+hog = bytearray(1 << 40)
+answer = "held a terabyte"
+"""),
+    _c("unhandled_fork_bomb", "candidate_limits", "named_pids", """
+for _ in range(400):
+    if os.fork() == 0:
+        time.sleep(3)
+        os._exit(0)
+answer = "forked them all"
+""", solo=True),
 ]
 
 BRIDGE_BOUNDS = [
@@ -181,6 +198,21 @@ answer = (out.stdout or "") + ("blocked: ImportError" if "No module" in (out.err
 """),
 ]
 
+NO_GOLD_INSIDE.append(_c("every_path_to_a_package_directory", "no_gold_inside", "view_everywhere", """
+import glob, json
+allowed = set(os.listdir(P["site"])) | {"__pycache__"}
+roots = {sys.prefix, os.path.realpath(sys.prefix), "/"}
+for line in open("/proc/self/mountinfo"):
+    roots.add(line.split()[4].replace("\\040", " "))
+dirs = set()
+for root in roots:
+    for pattern in ("lib/python3*/*-packages", "python3*/*-packages", "local/lib/python3*/*-packages"):
+        dirs.update(glob.glob(os.path.join(root, pattern)))
+exposed = {d: sorted(set(os.listdir(d)) - allowed)[:3] for d in sorted(dirs)}
+exposed = {d: names for d, names in exposed.items() if names}
+answer = "blocked: only the view" if not exposed else "exposed " + json.dumps(exposed)[:300]
+"""))
+
 KERNEL_SURFACE = [
     _c("kernel_interfaces_by_syscall", "kernel_surface", "all_refused", """
 import ctypes
@@ -223,7 +255,27 @@ answer = "all refused" if rc == -1 else "attached"
 """, needs_bwrap=True),
 ]
 
-INTEGRITY = CANDIDATE_LIMITS + BRIDGE_BOUNDS + INFRA_CLAIMS + NO_GOLD_INSIDE + KERNEL_SURFACE
+KERNEL_SURFACE.append(_c("refused_by_argument_and_sysv_shm", "kernel_surface", "all_refused", """
+import ctypes, socket
+libc = ctypes.CDLL(None, use_errno=True)
+x86 = os.uname().machine == "x86_64"
+numbers = {"personality": 135 if x86 else 92, "shmget": 29 if x86 else 194,
+           "shmat": 30 if x86 else 196, "shmctl": 31 if x86 else 195, "shmdt": 67 if x86 else 197}
+if x86:
+    numbers["modify_ldt"] = 154
+args = {"personality": (0x0040000, 0, 0), "shmget": (0, 4096, 0o1600), "modify_ldt": (0, 0, 0)}
+reached = [name for name, nr in numbers.items()
+           if libc.syscall(nr, *args.get(name, (0, 0, 0))) != -1 or ctypes.get_errno() != 1]
+try:
+    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).close()
+    reached.append("netlink socket")
+except OSError as exc:
+    if exc.errno != 1:
+        reached.append(f"netlink socket ({exc.strerror})")
+answer = "all refused" if not reached else "reached " + ",".join(reached)
+""", needs_bwrap=True))
+
+INTEGRITY = CANDIDATE_LIMITS + NAMED_LIMITS + BRIDGE_BOUNDS + INFRA_CLAIMS + NO_GOLD_INSIDE + KERNEL_SURFACE
 
 
 def _count(result: Any) -> int | None:
@@ -283,4 +335,13 @@ def checks(limits: Any) -> dict[str, Any]:
             "the import failed: no generator or evals code in the sandbox"),
         "all_refused": lambda r, e, d: (
             r.answer == "all refused", "every call was refused by the kernel (EPERM)"),
+        "named_memory": lambda r, e, d: (
+            r.score == 0.0 and r.error_kind == "memory" and "Limits.memory_mb" in (r.error or ""),
+            "scored 0, its error kind and text name the memory limit"),
+        "named_pids": lambda r, e, d: (
+            r.score == 0.0 and r.error_kind == "pids" and "Limits.pids" in (r.error or ""),
+            "scored 0, its error kind and text name the process limit"),
+        "view_everywhere": lambda r, e, d: (
+            r.answer == "blocked: only the view",
+            "every package directory at every mounted path shows only the allowlisted view"),
     }

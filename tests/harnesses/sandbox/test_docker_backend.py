@@ -32,6 +32,11 @@ def spec(limits: Limits | None = None) -> dict:
     return container_config(WORKER, limits or Limits(), {"HARNESS_BRIDGE_FD": "stdio"}, "img")
 
 
+def mounts_of(config: dict, kind: str) -> dict[str, dict]:
+    """The container's mounts of `kind` ("bind" or "tmpfs") by target."""
+    return {m["Target"]: m for m in config["mounts"] if m["Type"] == kind}
+
+
 def profile_of(config: dict) -> dict:
     (opt,) = [o for o in config["security_opt"] if o.startswith("seccomp=")]
     return json.loads(opt.removeprefix("seccomp="))
@@ -64,14 +69,16 @@ def test_memory_pids_cpu_shm_and_files_come_from_the_limits(limits):
     assert {"name": "cpu", "soft": limits.cpu_s, "hard": limits.cpu_s + 5} in config["ulimits"]
     fsize = limits.file_size_mb << 20
     assert {"name": "fsize", "soft": fsize, "hard": fsize} in config["ulimits"]
-    assert config["tmpfs"]["/scratch"].startswith(f"size={limits.scratch_mb}m,")
+    scratch = mounts_of(config, "tmpfs")["/scratch"]["TmpfsOptions"]
+    assert scratch == {"SizeBytes": limits.scratch_mb << 20, "Mode": 0o1777}
 
 
 def test_the_container_mounts_only_the_allowlisted_packages_read_only():
     config = spec()
-    mounts = config["mounts"]
-    assert mounts and all(m["Type"] == "bind" and m["ReadOnly"] is True for m in mounts)
-    by_target = {m["Target"]: m["Source"] for m in mounts}
+    binds = mounts_of(config, "bind")
+    assert binds and all(m["ReadOnly"] is True for m in binds.values())
+    assert {m["Type"] for m in config["mounts"]} == {"bind", "tmpfs"}
+    by_target = {t: m["Source"] for t, m in binds.items()}
     site, view = imports.site_tree()
     assert by_target[site] == view  # the curated view over the virtualenv's site-packages
     assert site not in by_target.values()  # never the whole site-packages
@@ -81,20 +88,40 @@ def test_the_container_mounts_only_the_allowlisted_packages_read_only():
     # The same view as the local backend: every bind and every emptied directory of it.
     for source, target in view_mounts():
         if source is None:
-            assert config["tmpfs"][target] == EMPTY
+            hide = mounts_of(config, "tmpfs")[target]
+            assert hide["ReadOnly"] is True and hide["TmpfsOptions"]["SizeBytes"] == EMPTY[0]
         else:
             assert by_target[target] == source
 
 
-def test_the_sandbox_user_can_walk_to_every_bind_and_write_to_none():
-    config = spec()
-    writable = {"/scratch", "/tmp"}
+def walk_and_write_problems(config: dict) -> list[str]:
+    """What breaks "the sandbox user can walk to every bind and write to none": a bind whose
+    top directory is neither a system one nor a tmpfs mounted before it, a mount made before
+    one it lies under (the parent would hide it), a writable tmpfs other than /tmp and
+    /scratch, a bind that is not read-only."""
+    problems, made = [], []
     for mount in config["mounts"]:
-        top = "/" + mount["Target"].split("/")[1]
-        assert top in SYSTEM_DIRS or top == "/etc" or config["tmpfs"][top] == WALK_ONLY, mount
-    for path, options in config["tmpfs"].items():
-        assert path in writable or "mode=1777" not in options, (path, options)
-    assert WALK_ONLY.endswith("mode=0755")  # root-owned: the sandbox user cannot write
+        target = mount["Target"]
+        top = "/" + target.split("/")[1]
+        later = [m for m in made if m != target and m.startswith(target + "/")]
+        if later:
+            problems.append(f"{target} is mounted after {later}, which it hides")
+        if mount["Type"] == "bind":
+            if not mount["ReadOnly"]:
+                problems.append(f"{target} is writable")
+            if not (top in SYSTEM_DIRS or top == "/etc" or top in made):
+                problems.append(f"{target} lies under {top}, which nothing mounted before it")
+        else:
+            mode, ro = mount["TmpfsOptions"].get("Mode"), mount["ReadOnly"]
+            if not ro and mode & 0o022 and target not in ("/tmp", "/scratch"):
+                problems.append(f"{target} is a tmpfs the sandbox user can write")
+        made.append(target)
+    return problems
+
+
+def test_the_sandbox_user_can_walk_to_every_bind_and_write_to_none():
+    assert walk_and_write_problems(spec()) == []
+    assert WALK_ONLY[1] == 0o755 and not WALK_ONLY[2]  # root-owned: walk, never write
 
 
 def test_the_seccomp_profile_is_the_bpf_filters_list():
@@ -211,3 +238,24 @@ def test_live_container_holds_each_protection():
     assert got["io_uring_setup"] == got["keyctl"] == got["unshare_user"] == errno.EPERM, got
     assert got["reasoning_gym"] == "absent" and got["shm"] == errno.ENOSPC, got
     assert got["root"] == errno.EROFS and got["net"] != 0, got
+
+
+class ExitedContainer:
+    """What `DockerProcess.usage` reads of a container: its state after `reload`."""
+
+    def __init__(self, oom_killed: bool) -> None:
+        self.attrs = {"State": {"OOMKilled": oom_killed, "ExitCode": 137}}
+
+    def reload(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("oom_killed", [True, False])
+def test_a_container_the_oom_killer_ended_reads_as_memory(oom_killed):
+    from harness_learning.harnesses.sandbox.docker_backend import DockerProcess, _Proc
+    from harness_learning.harnesses.sandbox.kills import death_verdict
+
+    proc = _Proc(ExitedContainer(oom_killed), None, None, None, returncode=137)
+    kind, error = death_verdict(137, DockerProcess(proc).usage(), Limits(memory_mb=512), "")
+    assert (kind == "memory") is oom_killed, error
+    assert ("Limits.memory_mb (512 MB)" in error) is oom_killed, error

@@ -19,7 +19,7 @@ def test_the_filter_refuses_every_listed_call_and_allows_the_rest(machine):
     assert insns[2][3] == seccomp.SECCOMP_RET_KILL_PROCESS
     assert insns[-1] == (seccomp.RET_K, 0, 0, seccomp.SECCOMP_RET_ALLOW)
     checked = {k for code, _, _, k in insns if code == seccomp.JEQ_K}
-    assert {table[n] for n in seccomp.DENIED + seccomp.NOT_IMPLEMENTED} <= checked
+    assert {table[n] for n in seccomp.DENIED + seccomp.NOT_IMPLEMENTED if n in table} <= checked
     assert len(insns) < 4096  # the kernel's BPF_MAXINSNS
 
 
