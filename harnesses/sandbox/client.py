@@ -41,7 +41,7 @@ from harness_learning.harnesses.sandbox.records import (
     failure_kind,
     judged_outcome,
 )
-from harness_learning.harnesses.sandbox.trace import traced_call
+from harness_learning.harnesses.sandbox.trace import TraceBounds
 
 START_TIMEOUT_S = 60.0
 LOAD_TIMEOUT_S = 60.0
@@ -78,6 +78,7 @@ class Worker:
         self._closing = False
         self._timer: asyncio.TimerHandle | None = None
         self._python_gate = asyncio.Semaphore(self.limits.python_concurrency)
+        self._trace = TraceBounds(self.limits)
 
     async def __aenter__(self) -> Worker:
         await self.start()
@@ -166,7 +167,8 @@ class Worker:
         an `observer` (a served run) the worker streams its steps and tags its tool calls."""
         timeout = self.limits.problem_timeout_s if timeout is None else timeout
         rid = f"{problem_id}#{next(self._ids)}"
-        run = ProblemRun(problem_id, asyncio.get_running_loop().create_future(), observer=observer)
+        run = ProblemRun(problem_id, asyncio.get_running_loop().create_future(), observer=observer,
+                         trace_left=self._trace.problem_bytes)
         served = {"config": observer.config} if observer is not None else {}
         t0 = time.perf_counter()
         if self._death is not None:
@@ -333,10 +335,10 @@ class Worker:
     def _record(self, run: ProblemRun, tool: str, args: dict[str, Any], result: Any, error: str | None,
                 latency: float, tokens: int = 0, cached: bool = False,
                 meta: dict[str, Any] | None = None) -> None:
+        """Trace the call, cut to the trace's bounds as it arrives (see `Limits`)."""
         if not run.done:
-            run.calls.append(traced_call(ToolCall(tool, args, result, error, latency, tokens,
-                                                  cached, dict(meta or {})),
-                                         self.limits.trace_arg_chars))
+            run.calls.append(self._trace.store(ToolCall(tool, args, result, error, latency,
+                                                        tokens, cached, dict(meta or {})), run))
 
     def _count_call(self, rid: str, run: ProblemRun, tool: str) -> None:
         """Stop the run past its Solver-call or tool-call cap (see `Limits`)."""
