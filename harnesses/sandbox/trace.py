@@ -63,6 +63,8 @@ ERROR_CHARS = 2000
 """The head of a cut call's error kept in the trace (the reason a call failed stays readable)."""
 STUB_ERROR_CHARS = 200
 """What a call stored past a problem's or candidate's trace budget keeps of its error."""
+STUB_BYTES = 1024 + ERROR_CHARS
+"""Room a cut call needs besides the heads of its arguments and result (meta, error)."""
 
 
 class TraceBounds:
@@ -130,10 +132,7 @@ def _cut(call: ToolCall, keep: int, error_chars: int) -> ToolCall:
     return replace(call, args=args, result=result, error=error)
 
 
-STUB_BYTES = 1024 + ERROR_CHARS
-"""Room a cut call needs besides the heads of its arguments and result (meta, error)."""
-
-
-def _head(value: Any, chars: int) -> str:
+def _head(value: Any, size: int) -> str:
+    """The first `size` bytes of `value`'s JSON (a character cut in two is dropped)."""
     text = json.dumps(value, ensure_ascii=False, default=str)
-    return text[:chars]
+    return text.encode()[:size].decode("utf-8", "ignore")

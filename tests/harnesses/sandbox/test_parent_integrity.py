@@ -119,3 +119,10 @@ def test_a_cut_call_keeps_its_failure_and_says_what_it_lost():
     result = ProblemResult("p", calls=(cut, stub))
     again = ProblemResult.from_dict(json.loads(json.dumps(result.to_dict())))
     assert again.trace_bytes_cut == result.trace_bytes_cut > 0
+
+
+def test_a_cut_is_counted_in_bytes_whatever_the_characters():
+    call = ToolCall("search", {"query": ["\U0001f600" * 3000] * 10}, None, "no retriever")
+    cut, size = bounded_call(call, call_bytes=8 * 1024, left=1 << 20)
+    assert size == stored_bytes(cut) <= 8 * 1024
+    assert cut.meta["trace_cut"]["bytes"] > 100_000
