@@ -135,7 +135,7 @@ for i in range(240):
     except Exception:
         failed += 1
 answer = f"failed {failed}"
-""", solo=True),
+""", solo=True, timeout_s=30.0),
     _c("endless_bridge_line", "bridge_bounds", "protocol_kill", FIND_BRIDGE + """
 bridge_write(b'{"op": "result", "answer": "' + b"a" * (40 << 20))
 time.sleep(30)
