@@ -79,10 +79,22 @@ def _flood(limits: Limits, runs: int) -> tuple[list[ProblemResult], int]:
     return asyncio.run(go())
 
 
-def test_a_flooded_trace_is_bounded_per_problem_and_the_parent_stays_small():
+def test_a_flooded_trace_is_bounded_per_problem_and_the_parent_stays_small(tmp_path):
+    from harness_learning.harnesses.store import SQLiteLogStore
+
     limits = Limits(memory_mb=1536, pids=32, cpu_s=120, problem_timeout_s=60.0,
                     tool_calls_per_problem=256, llm_calls_per_problem=256)
     results, growth = _flood(limits, runs=2)
+    store = SQLiteLogStore(tmp_path)
+    store.init_run({"test": "trace flood"})
+    sha = store.put_version(FLOOD, parent=None, round_=0)
+    store.put_results(sha, "selection", 1, results)
+    kept = store.get_results(sha, ["p0", "p1"], "selection")
+    store.close()
+    log_bytes = sum(f.stat().st_size for f in tmp_path.glob("log.sqlite*"))
+    assert 0 < log_bytes < 2 * limits.trace_problem_bytes + (1 << 20), log_bytes
+    assert [kept[r.problem_id].trace_bytes_cut for r in results] == [
+        r.trace_bytes_cut for r in results]
     for result in results:
         assert result.answer == "flooded" and len(result.calls) == 200, result.error
         stored = len(json.dumps(result.to_dict()).encode())
