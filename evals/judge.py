@@ -45,7 +45,15 @@ INCOMPLETE = "incomplete"
 """The evaluation ran but not one problem produced an answer."""
 EVAL_TIMEOUT = "timeout"
 """The evaluate callable gave up (online GRPO's overall evaluation deadline)."""
-JUDGE_KINDS: tuple[str, ...] = (UNCHANGED, REWARD_HACKING, INCOMPLETE, EVAL_TIMEOUT)
+UNSCORED_SHARE = "unscored_share"
+"""More than `MAX_UNSCORED_SHARE` of the problems went unscored (infrastructure or budget): the
+score stands on too few problems to compare, whoever caused the failures."""
+MAX_UNSCORED_SHARE = 0.25
+"""The largest share of a candidate's problems that may go unscored while its score still
+counts. A candidate that answers the problems it can and makes the rest fail as
+infrastructure would otherwise be scored on the first kind alone (1.000 on 4 of 12)."""
+JUDGE_KINDS: tuple[str, ...] = (UNCHANGED, REWARD_HACKING, INCOMPLETE, EVAL_TIMEOUT,
+                                UNSCORED_SHARE)
 INVALID_KINDS: tuple[str, ...] = (*EDIT_ERROR_KINDS, *CHECK_KINDS, *JUDGE_KINDS)
 """Every value `Outcome.invalid_kind` takes: what logs record and tables count."""
 ZEROED = frozenset({UNCHANGED, REWARD_HACKING})
@@ -182,8 +190,8 @@ async def judge_candidate(parent_source: str, completion: str, edit_format: str,
 
 def incomplete_verdict(result: EvalResult) -> dict[str, str]:
     """Why an evaluation does not count as completed (docs/ARCHITECTURE.md, "A harness": a valid
-    harness "completes an evaluation"): it never compiled, or not one problem ran to an answer.
-    {} when it counts."""
+    harness "completes an evaluation"): it never compiled, not one problem ran to an answer, or
+    more than `MAX_UNSCORED_SHARE` of its problems went unscored. {} when it counts."""
     bad = next((r for r in result.results if r.error_kind == ErrorKind.INVALID), None)
     if bad is not None:
         kind, _, detail = (bad.error or "").partition(": ")
@@ -194,6 +202,12 @@ def incomplete_verdict(result: EvalResult) -> dict[str, str]:
         first = next((r for r in result.results if r.error), None)
         detail = f"{first.error_kind}: {first.error}" if first else "no answer produced"
         return invalid(INCOMPLETE, f"did not complete the evaluation: {detail}")
+    unscored = [r for r in result.results if r.unscored]
+    if result.results and len(unscored) > MAX_UNSCORED_SHARE * len(result.results):
+        first = unscored[0]
+        return invalid(UNSCORED_SHARE, f"{len(unscored)} of {len(result.results)} problems "
+                       f"unscored, over {MAX_UNSCORED_SHARE:.0%} (first: {first.error_kind}: "
+                       f"{first.error})")
     return {}
 
 

@@ -86,6 +86,19 @@ class ProblemResult:
     def unscored(self) -> bool:
         return self.error_kind in UNSCORED
 
+    @property
+    def trace_bytes_cut(self) -> int:
+        """Bytes the parent cut from this trace to keep it within its bounds
+        (`harnesses.sandbox.Limits.trace_call_bytes` and the rest). Read from the markers on
+        the cut calls (`meta["trace_cut"]`), so it survives the store without a field of its
+        own."""
+        total = 0
+        for call in self.calls:
+            cut = call.meta.get("trace_cut") if isinstance(call.meta, dict) else None
+            if isinstance(cut, dict) and isinstance(cut.get("bytes"), int):
+                total += cut["bytes"]
+        return total
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the calls become plain dicts (their args and results are JSON values
         already: they crossed the bridge). Shallow, as it runs once per stored problem."""

@@ -26,7 +26,9 @@ LLM_PARAMS = frozenset({"temperature", "top_p", "max_tokens", "stop", "seed",
 
 
 class SolverClient(Protocol):
-    """What `tools.llm` needs of a model client (`harnesses.llm.ModelClient` fits)."""
+    """What `tools.llm` needs of a model client (`harnesses.llm.ModelClient` fits). A client
+    whose `accepts_empty` is true is asked with `allow_empty=True`: it must return an empty
+    completion as it came, not raise it as an infrastructure failure."""
 
     async def acomplete(self, messages: str | list[dict[str, str]], **params: Any) -> Any: ...
 
@@ -97,7 +99,11 @@ class Toolbox:
         if unknown:
             raise ToolInputError(f"tools.llm does not take {sorted(unknown)}; allowed: "
                                  f"{sorted(LLM_PARAMS)}")
-        completion = await self.solver.acomplete(messages, **{**self.solver_params, **params})
+        # An empty reply is an answer the harness gets: its own stop sequences or token limit
+        # can produce one from a healthy endpoint, and only the parent's failures go unscored.
+        empty_ok = {"allow_empty": True} if getattr(self.solver, "accepts_empty", False) else {}
+        completion = await self.solver.acomplete(messages, **empty_ok,
+                                                 **{**self.solver_params, **params})
         tokens = int(getattr(completion, "prompt_tokens", 0) or 0) + int(
             getattr(completion, "completion_tokens", 0) or 0)
         text = str(getattr(completion, "text", completion) or "")

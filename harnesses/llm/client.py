@@ -94,28 +94,39 @@ class ModelClient:
         return f"ModelClient({self.config.model!r}, endpoints={self.config.endpoints})"
 
     # -- public API -------------------------------------------------------------------------
-    async def acomplete(self, messages: Messages, **params: Any) -> Completion:
+    accepts_empty = True
+    """`acomplete` takes `allow_empty` (the toolbox asks for a harness's Solver calls)."""
+
+    async def acomplete(self, messages: Messages, *, allow_empty: bool = False,
+                        **params: Any) -> Completion:
         """Ask the model; raises InfraError when the infrastructure fails after retries and
-        ModelRequestError when the endpoint rejects the request itself."""
+        ModelRequestError when the endpoint rejects the request itself.
+
+        An empty completion is `InfraError("empty")` (retried) unless `allow_empty`: then it
+        is the model's answer, returned as it came. A harness's own parameters (a stop
+        sequence that matches at once, `max_tokens=1`) produce such answers from a healthy
+        endpoint, so for its calls an empty reply is the harness's doing, not a failure to
+        retry or leave unscored. Empty completions are never cached."""
         msgs = normalise_messages(messages)
         merged = {**self.config.params, **params}
         bad = _RESERVED & merged.keys()
         if bad:
             raise ModelRequestError(f"parameters {sorted(bad)} are set by the ModelConfig")
         if not is_deterministic(merged):
-            return await self._fetch(msgs, merged)
+            return await self._fetch(msgs, merged, allow_empty)
         key = cache_key(self.config.model, msgs, merged)
+        flight = f"{key}:empty-ok" if allow_empty else key  # the two kinds of ask never share
         started = time.perf_counter()
         state = self._state()
-        task = state.inflight.get(key)
+        task = state.inflight.get(flight)
         if task is not None:  # asked by another problem or candidate a moment ago
             done, _ = await asyncio.shield(task)
             self.stats.add(shared=1)
             return replace(done, cached=True, cost=0.0, latency_s=time.perf_counter() - started)
         # Registered before anything awaits, so identical asks a moment later share this one.
-        task = asyncio.ensure_future(self._stored_or_fetched(key, msgs, merged))
-        state.inflight[key] = task
-        task.add_done_callback(lambda t: _forget(state.inflight, key, t))
+        task = asyncio.ensure_future(self._stored_or_fetched(key, msgs, merged, allow_empty))
+        state.inflight[flight] = task
+        task.add_done_callback(lambda t: _forget(state.inflight, flight, t))
         completion, stored = await asyncio.shield(task)
         if not stored:
             return completion
@@ -139,7 +150,7 @@ class ModelClient:
 
     # -- internals --------------------------------------------------------------------------
     async def _stored_or_fetched(
-        self, key: str, msgs: list[dict[str, Any]], params: dict[str, Any]
+        self, key: str, msgs: list[dict[str, Any]], params: dict[str, Any], allow_empty: bool
     ) -> tuple[Completion, bool]:
         """(the completion, whether it came from the cache). SQLite is read in a thread, never
         on the event loop (a server's, shared with other runs); writes are queued for the
@@ -148,17 +159,22 @@ class ModelClient:
             stored = _stored_completion(await asyncio.to_thread(self.cache.get, key))
             if stored is not None:
                 return stored, True
-        completion = await self._fetch(msgs, params)
-        if self.cache is not None:
+        completion = await self._fetch(msgs, params, allow_empty)
+        if self.cache is not None and not is_empty(completion):
             self.cache.put_later(key, completion.to_dict())
         return completion, False
 
-    async def _fetch(self, msgs: list[dict[str, Any]], params: dict[str, Any]) -> Completion:
-        """One answer, retrying retryable infrastructure failures."""
+    async def _fetch(self, msgs: list[dict[str, Any]], params: dict[str, Any],
+                     allow_empty: bool = False) -> Completion:
+        """One answer, retrying retryable infrastructure failures (an empty completion is one
+        unless `allow_empty`)."""
         attempt = 0
         while True:
             try:
                 completion = await self._request(msgs, params)
+                if not allow_empty and is_empty(completion):
+                    raise InfraError("empty", f"empty completion "
+                                              f"(finish_reason={completion.finish_reason})")
             except InfraError as err:
                 if err.kind == "connection" and self.config.is_local:
                     self._target = None  # the local server died: the next try restarts it
@@ -241,8 +257,6 @@ class ModelClient:
             raise InfraError("malformed", f"no choices/message in the response: {exc}") from exc
         if text is not None and not isinstance(text, str):
             raise InfraError("malformed", f"message content is {type(text).__name__}, not text")
-        if not text or not text.strip():
-            raise InfraError("empty", f"empty completion (finish_reason={finish})")
         usage = getattr(response, "usage", None)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
@@ -250,7 +264,7 @@ class ModelClient:
         self.stats.add(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                        latency_s=latency, cost=cost or 0.0)  # fmt: skip
         return Completion(
-            text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+            text=text or "", prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
             latency_s=latency, finish_reason=finish, cached=False,
             model=str(getattr(response, "model", None) or self.config.model), cost=cost,
             logprobs=parse_logprobs(getattr(choice, "logprobs", None)),
@@ -328,6 +342,11 @@ class ModelClient:
             return litellm.Router(
                 model_list=deployments, num_retries=0, routing_strategy="least-busy"
             )
+
+
+def is_empty(completion: Completion) -> bool:
+    """No text, or only whitespace: what the endpoint sent had nothing to read."""
+    return not completion.text or not completion.text.strip()
 
 
 def _stored_completion(data: dict[str, Any] | None) -> Completion | None:

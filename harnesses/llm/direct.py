@@ -75,7 +75,8 @@ def check_status(status: int, raw: bytes, headers: Any, url: str) -> None:
 
 
 def to_completion(raw: bytes, latency: float, model: str) -> Completion:
-    """A `Completion` from an OpenAI chat response body; malformed or empty bodies are infra."""
+    """A `Completion` from an OpenAI chat response body; a malformed body is infra (an empty
+    completion is the `ModelClient`'s to judge: see `allow_empty`)."""
     try:
         data = json.loads(raw)
         choice = data["choices"][0]
@@ -84,11 +85,9 @@ def to_completion(raw: bytes, latency: float, model: str) -> Completion:
         raise InfraError("malformed", f"not a chat completion: {exc}: {raw[:200]!r}") from exc
     if text is not None and not isinstance(text, str):
         raise InfraError("malformed", f"message content is {type(text).__name__}, not text")
-    if not text or not text.strip():
-        raise InfraError("empty", f"empty completion (finish_reason={finish})")
     usage = data.get("usage") or {}
     return Completion(
-        text=text, prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        text=text or "", prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0), latency_s=latency,
         finish_reason=finish, cached=False, model=str(data.get("model") or model), cost=None,
         logprobs=parse_logprobs(choice.get("logprobs")),

@@ -1,7 +1,8 @@
 """Errors of the model layer.
 
 An `InfraError` means the model could not be asked or did not answer (timeouts, rate limits,
-server faults, lost connections, empty or malformed replies, spent budgets). It is deliberately
+server faults, lost connections, malformed replies, spent budgets; empty replies too, except for
+a caller that takes them as answers: `ModelClient.acomplete(allow_empty=True)`). It is deliberately
 a different type from anything a wrong answer produces, so the sandbox and the evaluator can
 tell "the harness was wrong" from "the infrastructure failed" and never score the latter.
 """

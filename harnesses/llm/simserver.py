@@ -59,6 +59,14 @@ ARITHMETIC_RULE: tuple[str, Reply] = (
 """Answers "What is 3 + 4" correctly ("Answer: 7"), so tests can check scoring."""
 
 
+def _stopped(text: str, finish: str, stop: Any) -> tuple[str, str]:
+    """The reply cut before the first of the request's stop sequences, as a real endpoint
+    does (so a stop that matches at once gives an empty completion, finish "stop")."""
+    stops = [stop] if isinstance(stop, str) else [s for s in stop or () if isinstance(s, str)]
+    cuts = [text.find(s) for s in stops if s and s in text]
+    return (text[: min(cuts)], "stop") if cuts else (text, finish)
+
+
 def default_reply(prompt: str) -> str:
     """The reply when no rule matches: a word chosen by a hash of the prompt."""
     digest = hashlib.sha256(prompt.encode()).digest()
@@ -257,6 +265,7 @@ class SimServer:
         text, finish = self._reply(
             prompt, body.get("max_tokens") or body.get("max_completion_tokens")
         )
+        text, finish = _stopped(text, finish, body.get("stop"))
         if error == "empty":
             text = ""
         delay = max(0.0, cfg.latency_s + self._rng.uniform(-cfg.jitter_s, cfg.jitter_s))

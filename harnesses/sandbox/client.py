@@ -41,7 +41,7 @@ from harness_learning.harnesses.sandbox.records import (
     failure_kind,
     judged_outcome,
 )
-from harness_learning.harnesses.sandbox.trace import traced_call
+from harness_learning.harnesses.sandbox.trace import TraceBounds
 
 START_TIMEOUT_S = 60.0
 LOAD_TIMEOUT_S = 60.0
@@ -78,6 +78,7 @@ class Worker:
         self._closing = False
         self._timer: asyncio.TimerHandle | None = None
         self._python_gate = asyncio.Semaphore(self.limits.python_concurrency)
+        self._trace = TraceBounds(self.limits)
 
     async def __aenter__(self) -> Worker:
         await self.start()
@@ -130,8 +131,8 @@ class Worker:
             stdout = self.process.proc.stdout
         self._ready = loop.create_future()
         self._spawn(self._read_bridge(reader))
-        self._spawn(self._drain(stdout, self.stdout))
-        self._spawn(self._drain(self.process.proc.stderr, self.stderr))
+        self._spawn(self.stdout.drain(stdout))
+        self._spawn(self.stderr.drain(self.process.proc.stderr))
         self._timer = loop.call_later(self.limits.candidate_timeout_s, self._expire)
         try:
             self.info = await asyncio.wait_for(self._ready, START_TIMEOUT_S)
@@ -166,7 +167,8 @@ class Worker:
         an `observer` (a served run) the worker streams its steps and tags its tool calls."""
         timeout = self.limits.problem_timeout_s if timeout is None else timeout
         rid = f"{problem_id}#{next(self._ids)}"
-        run = ProblemRun(problem_id, asyncio.get_running_loop().create_future(), observer=observer)
+        run = ProblemRun(problem_id, asyncio.get_running_loop().create_future(), observer=observer,
+                         trace_left=self._trace.problem_bytes)
         served = {"config": observer.config} if observer is not None else {}
         t0 = time.perf_counter()
         if self._death is not None:
@@ -232,12 +234,6 @@ class Worker:
         if self._writer.transport.get_write_buffer_size() > DRAIN_ABOVE_BYTES:
             async with self._write_lock:
                 await self._writer.drain()
-
-    async def _drain(self, stream: asyncio.StreamReader | None, sink: CappedOutput) -> None:
-        if stream is None:
-            return
-        while chunk := await stream.read(65536):
-            sink.add(chunk)
 
     async def _read_bridge(self, reader: asyncio.StreamReader) -> None:
         """Read the worker's lines until it exits. Whatever a line holds (any size, nesting,
@@ -338,10 +334,10 @@ class Worker:
     def _record(self, run: ProblemRun, tool: str, args: dict[str, Any], result: Any, error: str | None,
                 latency: float, tokens: int = 0, cached: bool = False,
                 meta: dict[str, Any] | None = None) -> None:
+        """Trace the call, cut to the trace's bounds as it arrives (see `Limits`)."""
         if not run.done:
-            run.calls.append(traced_call(ToolCall(tool, args, result, error, latency, tokens,
-                                                  cached, dict(meta or {})),
-                                         self.limits.trace_arg_chars))
+            run.calls.append(self._trace.store(ToolCall(tool, args, result, error, latency,
+                                                        tokens, cached, dict(meta or {})), run))
 
     def _count_call(self, rid: str, run: ProblemRun, tool: str) -> None:
         """Stop the run past its Solver-call or tool-call cap (see `Limits`)."""
@@ -361,8 +357,9 @@ class Worker:
             await self._send(message)
 
     def _expire(self) -> None:
-        self._kill(("timeout", f"wall-clock limit: the candidate ran past its "
-                               f"{self.limits.candidate_timeout_s:g} s (Limits.candidate_timeout_s)"))
+        limit = self.limits.candidate_timeout_s
+        self._kill(("timeout", f"wall-clock limit: the candidate ran past its {limit:g} s "
+                               "(Limits.candidate_timeout_s)"))
 
     def _kill(self, reason: tuple[str, str]) -> None:
         if self._death is None:
@@ -390,12 +387,11 @@ class Worker:
 
     def _fail_all(self, reason: tuple[str, str]) -> None:
         kind, text = reason
-        for fut in (self._ready, self._loaded):
-            if fut is not None and not fut.done():
-                if fut is self._ready:
-                    fut.set_exception(RuntimeError(f"the worker did not start: {text}\n{self.stderr.text()[-2000:]}"))
-                else:
-                    fut.set_result(reason)
+        if self._ready is not None and not self._ready.done():
+            why = f"the worker did not start: {text}\n{self.stderr.text()[-2000:]}"
+            self._ready.set_exception(RuntimeError(why))
+        if self._loaded is not None and not self._loaded.done():
+            self._loaded.set_result(reason)
         for run in self._runs.values():
             if not run.future.done():
                 run.future.set_result(Verdict(kind, text))

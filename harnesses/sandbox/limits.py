@@ -36,6 +36,15 @@ class Limits:
     too, and a bridge line longer than `tool_arg_bytes` plus 1 MiB kills the worker as a
     protocol violation. Stored traces keep at most `trace_arg_chars` of each argument or
     result string, with the original size recorded.
+
+    The stored trace is bounded in bytes too, because strings just under `trace_arg_chars`
+    still add up (hundreds of calls, each with many of them, made a 128 MB trace per
+    problem): one call's record takes at most about `trace_call_bytes` (past it its arguments
+    and result keep the head of their JSON), one problem's trace `trace_problem_bytes` and all
+    of a candidate's traces `trace_candidate_bytes` (past either, each further call keeps a
+    stub of a few hundred bytes: tool, tokens, latency, failure kind, the head of its error).
+    Calls are cut as they arrive, so the parent's memory per problem stays bounded; what is cut
+    is counted (`ProblemResult.trace_bytes_cut`, `meta["trace_cut"]` on the call).
     """
 
     cpu_s: int = 600
@@ -56,6 +65,9 @@ class Limits:
     tool_arg_bytes: int = 512 * 1024
     tool_result_bytes: int = 1024 * 1024
     trace_arg_chars: int = 16 * 1024
+    trace_call_bytes: int = 256 * 1024
+    trace_problem_bytes: int = 4 * 1024 * 1024
+    trace_candidate_bytes: int = 64 * 1024 * 1024
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
@@ -76,6 +88,8 @@ class Limits:
             shm_mb=min(self.shm_mb, 16), cpu_cores=min(self.cpu_cores, 1.0),
             python_concurrency=self.python_concurrency, tool_arg_bytes=self.tool_arg_bytes,
             tool_result_bytes=self.tool_result_bytes, trace_arg_chars=self.trace_arg_chars,
+            trace_call_bytes=self.trace_call_bytes, trace_problem_bytes=self.trace_problem_bytes,
+            trace_candidate_bytes=self.trace_candidate_bytes,
         )
 
     @property

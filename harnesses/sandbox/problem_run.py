@@ -39,6 +39,8 @@ class ProblemRun:
     paused_since: float = 0.0
     paused_total: float = 0.0
     observer: RunObserver | None = None
+    trace_left: int = 0
+    """Bytes its stored trace may still take (`Limits.trace_problem_bytes` at the start)."""
 
     def pause(self) -> None:
         """Time spent serving the problem's tool calls does not count against its limit."""

@@ -46,10 +46,6 @@ async def run_python(
     out, err = CappedOutput(limits.output_bytes), CappedOutput(limits.output_bytes)
 
     async def pump() -> int:
-        async def drain(stream: asyncio.StreamReader, sink: CappedOutput) -> None:
-            while chunk := await stream.read(65536):
-                sink.add(chunk)
-
         async def feed() -> None:
             try:
                 proc.proc.stdin.write(code.encode("utf-8", "replace"))
@@ -58,7 +54,7 @@ async def run_python(
             except (BrokenPipeError, ConnectionResetError):
                 pass
 
-        await asyncio.gather(feed(), drain(proc.proc.stdout, out), drain(proc.proc.stderr, err))
+        await asyncio.gather(feed(), out.drain(proc.proc.stdout), err.drain(proc.proc.stderr))
         return await proc.proc.wait()
 
     try:

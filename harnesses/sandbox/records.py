@@ -33,8 +33,6 @@ def failure_kind(exc: BaseException) -> str:
     names = {c.__name__ for c in type(exc).__mro__}
     if "InfraError" in names:
         return ErrorKind.BUDGET if getattr(exc, "kind", None) == "budget" else ErrorKind.INFRA
-    if "BudgetExceeded" in names:
-        return ErrorKind.BUDGET
     return "tool"
 
 
@@ -101,6 +99,13 @@ class CappedOutput:
         self.data += chunk
         if len(self.data) > self.cap:
             del self.data[: len(self.data) - self.cap]
+
+    async def drain(self, stream: Any) -> None:
+        """Read an asyncio stream to its end into this buffer (nothing for None)."""
+        if stream is None:
+            return
+        while chunk := await stream.read(65536):
+            self.add(chunk)
 
     def text(self) -> str:
         dropped = self.total - len(self.data)

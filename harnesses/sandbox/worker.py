@@ -1,4 +1,5 @@
-"""The sandbox worker: `python -m harnesses.sandbox.worker`, started by a backend.
+"""The sandbox worker: `python -m harness_learning.harnesses.sandbox.worker`, started by a
+backend.
 
 It applies its own rlimits before reading any harness source, imports LangGraph while it waits
 (so a pooled worker is warm), then compiles the source it is sent and runs problems, each in
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness_learning.harnesses.sandbox import graph_shape
+from harness_learning.harnesses.sandbox.bridge_tools import BridgeTools
 from harness_learning.harnesses.sandbox.protocol import (
     BRIDGE_FD_ENV,
     LIMITS_ENV,
@@ -164,53 +166,6 @@ def rough_size(value: Any, stop: int) -> int:
         else:
             total += 8
     return total
-
-
-class BridgeTools:
-    """The `tools` object harness code receives inside the worker."""
-
-    def __init__(self, bridge: Bridge) -> None:
-        self._bridge = bridge
-        self._specs: list[dict[str, Any]] = []
-        """The user's tools (name, description, schema), sent with the source by the parent."""
-
-    def call(self, name: str, **args: Any) -> Any:
-        """Run the user's tool `name` in the parent; its JSON result."""
-        return self._bridge.call("tool", {"name": name, "args": args})
-
-    def __getattr__(self, name: str) -> Any:
-        """`tools.lookup(city="Oslo")` is `tools.call("lookup", city="Oslo")`."""
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return lambda **args: self.call(name, **args)
-
-    def chat_model(self, **params: Any) -> Any:
-        """The Solver as a LangChain chat model (`bind_tools` included), over the bridge."""
-        from harness_learning.harnesses.sandbox.chat_bridge import BridgeChatModel
-
-        return BridgeChatModel(call=self._bridge.call, params=params)
-
-    def langchain_tools(self) -> list:
-        """The user's tools as LangChain tools that run in the parent."""
-        from harness_learning.harnesses.sandbox.chat_bridge import bridge_tools
-
-        return bridge_tools(self._specs, self._bridge.call)
-
-    def llm(self, messages_or_prompt: Any, **params: Any) -> str:
-        result = self._bridge.call("llm", {"messages": messages_or_prompt, "params": params})
-        return "" if result is None else str(result)
-
-    def search(self, query: str, k: int = 5) -> list:
-        from harness_learning.retrieval.passage import Passage
-
-        rows = self._bridge.call("search", {"query": query, "k": k})
-        return [Passage.from_dict(row) for row in rows or []]
-
-    def python(self, code: str, timeout: float = 10.0) -> Any:
-        from harness_learning.harnesses.contract import ExecResult
-
-        row = self._bridge.call("python", {"code": code, "timeout": timeout}) or {}
-        return ExecResult(str(row.get("stdout", "")), row.get("error"))
 
 
 class HarnessHost:

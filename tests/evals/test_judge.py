@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Awaitable, Callable
 
 import pytest
 from harness_learning.evals.judge import (
     INVALID_KINDS,
     UNCHANGED,
+    UNSCORED_SHARE,
     Outcome,
     check_candidate,
     judge_candidate,
@@ -210,3 +212,38 @@ def test_every_invalid_kind_is_named_once():
     too_long = check_candidate(SEED, CAREFUL, "search_replace", "stop", track="reasoning",
                                line_limit=5)
     assert too_long.invalid_kind == "too_long" and too_long.reward == pytest.approx(0.15)
+
+
+CHERRY_PICKER = SEED.replace(
+    ASK_LINE, "        a, b = [int(t.strip('?')) for t in state['question'].split() if t.strip('?').isdigit()]\n"
+    "        if a <= 4:  # the problems it can answer; the rest go to an endpoint that fails\n"
+    "            return {'answer': str(a + b)}\n" + ASK_LINE)
+
+
+def dead_endpoint_evaluation(n: int) -> Callable[[str, list[Problem]], Awaitable[EvalResult]]:
+    """Evaluates in the real sandbox with the real model client, its endpoint a closed port:
+    every Solver call is a real infrastructure failure."""
+    from harness_learning.evals.evaluator import evaluate
+    from harness_learning.harnesses.llm import ModelClient
+
+    solver = ModelClient("openai/dead@http://127.0.0.1:9?max_retries=0&timeout_s=5")
+
+    async def run(source: str, problems: list[Problem]) -> EvalResult:
+        return await evaluate(source, problems, SumTask(n), Toolbox(solver=solver))
+
+    return run
+
+
+@pytest.mark.parametrize("n, valid", [(12, False), (5, True)])
+def test_a_candidate_scored_on_too_few_problems_is_invalid(n, valid):
+    """On 12 problems it answers 4 and 8 go unscored (1.000 on the 4 it chose): over the
+    bound, invalid and never selected. On 5, one goes unscored: its score counts."""
+    outcome = asyncio.run(judge_candidate(
+        SEED, f"```python\n{CHERRY_PICKER}```\n", "whole_program", "stop", track="reasoning",
+        line_limit=LINE_LIMIT, selection=SumTask(n).dev(), evaluate=dead_endpoint_evaluation(n)))
+    assert outcome.evaluated and outcome.valid is valid, outcome.invalid_reason
+    if valid:
+        assert outcome.selection_score == 1.0 and outcome.invalid_kind is None
+    else:
+        assert outcome.invalid_kind == UNSCORED_SHARE and outcome.selection_score is None
+        assert outcome.invalid_reason.startswith("unscored_share: 8 of 12 problems unscored")

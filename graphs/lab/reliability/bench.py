@@ -61,8 +61,10 @@ def summarise(hostile_rows: list[dict], proposal_rows: list[dict], fault_rows: l
         "infra_errors_injected": sum(r["infra_errors_injected"] for r in fault_rows),
         "infra_errors_scored_wrong": sum(r["infra_errors_scored_wrong"] for r in fault_rows),
         "kills": crash["kills"],
+        "kills_asked": crash.get("kills_asked", crash["kills"]),
         "worker_kills": workers["worker_kills"],
         "worker_kill_runs_completed": int(workers["completed"]),
+        "worker_kill_run_resumed": bool(workers.get("stopped")),
         "resumes_tried": crash["resumes_tried"] + len(resumed),
         "resumes_matched": crash["resumes_matched"] + sum(r["matches_clean"] for r in resumed),
         "records_lost": crash["records_lost"] + sum(r["records_lost"] for r in fault_rows),
@@ -86,8 +88,10 @@ def table(f: dict[str, Any]) -> str:
          f"{f['fault_runs_stopped_then_resumed']} via resume"),
         ("infra errors injected / scored wrong",
          f"{f['infra_errors_injected']} / {f['infra_errors_scored_wrong']}"),
-        ("adapter SIGKILLs", str(f["kills"])),
-        ("worker SIGKILLs (run completed)", f"{f['worker_kills']} ({f['worker_kill_runs_completed']})"),
+        ("adapter SIGKILLs (asked)", f"{f['kills']} ({f.get('kills_asked', f['kills'])})"),
+        ("worker SIGKILLs, in one run", f"{f['worker_kills']}, run "
+         + ("completed" if f["worker_kill_runs_completed"] else "NOT completed")
+         + (" after a resume" if f.get("worker_kill_run_resumed") else "")),
         ("resumes matching an uninterrupted run", f"{f['resumes_matched']}/{f['resumes_tried']}"),
         ("records lost", str(f["records_lost"])),
         ("store unsound after a kill", str(f["store_unsound_after_kill"])),

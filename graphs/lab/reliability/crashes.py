@@ -78,10 +78,13 @@ def _await_progress(proc: subprocess.Popen, run_dir: Path, target: int,
 def run_crashes(root: Path, kills: int = 5, seed: int = 0, rounds: int = 4,
                 log: Any = None) -> dict[str, Any]:
     """An uninterrupted run, then the same run killed `kills` times and resumed after each
-    kill; returns the figures. Kill moments are seeded and spread over the work: each lands a
-    random fraction of a second after the log gains a random number of evaluations (at most
-    the uninterrupted run's count over `kills + 1`, so every kill finds work left), i.e.
-    during the next evaluation, a proposal, a checkpoint or a log write."""
+    kill; returns the figures. Kill moments are seeded and spread over the work left: each
+    lands a random fraction of a second after the log gains a random number of evaluations
+    (at most what is left over the kills still to make, so a kill finds work to interrupt),
+    i.e. during the next evaluation, a proposal, a checkpoint or a log write. Once fewer
+    evaluations are left than kills to make, the kill lands while the resumed process starts
+    (opening its run, reading its checkpoints); a process that finishes first is started
+    again, so exactly `kills` kills are made (`MAX_TRIES_PER_KILL` tries each at most)."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
@@ -95,43 +98,73 @@ def run_crashes(root: Path, kills: int = 5, seed: int = 0, rounds: int = 4,
             raise RuntimeError(f"the uninterrupted run failed (exit {rc}); see {root / 'uninterrupted.log'}")
         run_dir = root / "killed"
         run_dir.mkdir()
-        seen: set[tuple] = set()
-        delivered, unsound, moments = 0, [], []
-        for _ in range(kills):
-            n, extra = rng.randint(1, max(1, total // (kills + 1))), rng.uniform(0.0, 0.5)
-            proc = _start(run_dir, url, root / "killed.log", rounds)
-            if not _await_progress(proc, run_dir, len(seen) + n):
-                break  # it finished first: nothing left to interrupt
-            time.sleep(extra)
-            if proc.poll() is not None:
-                break
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            delivered += 1
-            moments.append(f"+{n} evaluations + {extra:.2f} s")
-            for name in (LOG_FILE, CHECKPOINTS_FILE):
-                verdict = integrity(run_dir / name)
-                if verdict not in ("ok", "absent"):
-                    unsound.append(f"kill {delivered}: {name}: {verdict}")
-            seen |= evaluation_keys(run_dir)
-            if log:
-                log(f"kill {delivered} after {moments[-1]}: {len(seen)} evaluations stored")
+        kept = _kill_repeatedly(run_dir, url, root / "killed.log", rounds, kills, total, rng, log)
         rc = _finish(_start(run_dir, url, root / "killed.log", rounds), 600)
+    seen = kept["seen"]
     after = evaluation_keys(run_dir)
     same = rc == 0 and decisions(run_dir) == decisions(clean_dir)
-    return {"kills": delivered, "kill_moments": moments, "final_exit": rc,
-            "resumes_matched": int(same), "resumes_tried": 1,
+    return {"kills": kept["delivered"], "kills_asked": kills, "kill_moments": kept["moments"],
+            "final_exit": rc, "resumes_matched": int(same), "resumes_tried": 1,
             "records_lost": len(seen - after), "evaluations_before_last_kill": len(seen),
-            "unsound_after_kill": unsound,
+            "unsound_after_kill": kept["unsound"],
             "integrity": {n: integrity(run_dir / n) for n in (LOG_FILE, CHECKPOINTS_FILE)},
             "current_sha": (decisions(run_dir) or [(0, "", "", "")])[-1][2][:12],
             "uninterrupted_evaluations": total}
 
 
+MAX_TRIES_PER_KILL = 3
+"""Starts of the run per kill before giving up (a process that finished before its kill)."""
+
+
+def _next_kill(rng: random.Random, left: int, kills_left: int) -> tuple[int, float]:
+    """(evaluations to wait for, seconds to wait after them) for the next kill: a share of
+    the `left` evaluations over the `kills_left` kills still to make (and the run's end), or
+    none (a kill while the process starts) once fewer are left than kills."""
+    step = left // (kills_left + 1)
+    if step < 1:
+        return 0, rng.uniform(0.0, 0.3)
+    return rng.randint(1, step), rng.uniform(0.0, 0.5 if step > 1 else 0.1)
+
+
+def _kill_repeatedly(run_dir: Path, url: str, log_path: Path, rounds: int, kills: int,
+                     total: int, rng: random.Random, log: Any) -> dict[str, Any]:
+    """Start (or resume) the run and SIGKILL it, `kills` times; check both SQLite files after
+    each kill. Returns what was delivered, when, and the evaluations stored by then."""
+    seen: set[tuple] = set()
+    delivered, unsound, moments = 0, [], []
+    for _ in range(kills * MAX_TRIES_PER_KILL):
+        if delivered == kills:
+            break
+        n, extra = _next_kill(rng, total - len(seen), kills - delivered)
+        proc = _start(run_dir, url, log_path, rounds)
+        if not _await_progress(proc, run_dir, len(seen) + n):
+            seen |= evaluation_keys(run_dir)
+            continue  # it finished first: the next try resumes it and kills it sooner
+        time.sleep(extra)
+        if proc.poll() is not None:
+            seen |= evaluation_keys(run_dir)
+            continue
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        delivered += 1
+        moments.append(f"+{n} evaluations + {extra:.2f} s")
+        for name in (LOG_FILE, CHECKPOINTS_FILE):
+            verdict = integrity(run_dir / name)
+            if verdict not in ("ok", "absent"):
+                unsound.append(f"kill {delivered}: {name}: {verdict}")
+        seen |= evaluation_keys(run_dir)
+        if log:
+            log(f"kill {delivered} after {moments[-1]}: {len(seen)} evaluations stored")
+    return {"delivered": delivered, "moments": moments, "unsound": unsound, "seen": seen}
+
+
 def kill_workers_midrun(root: Path, kills: int = 2, log: Any = None) -> dict[str, Any]:
     """An in-process adaptation run whose sandbox workers are SIGKILLed while problems run:
     the run must complete, the killed problems must be recorded with the reason, and the log
-    must stay sound."""
+    must stay sound. A kill between a worker's start and its source's arrival is the
+    infrastructure's (no harness code ran there): if both tries of one evaluation meet one,
+    the run stops with `InfraStop`, and then it must complete on resume, as a user's would."""
+    from harness_learning.graphs.adapter.nodes import InfraStop
     from harness_learning.graphs.adapter.run import run_adaptation
     from harness_learning.graphs.lab.reliability.faults import _context, fault_config
 
@@ -146,11 +179,16 @@ def kill_workers_midrun(root: Path, kills: int = 2, log: Any = None) -> dict[str
         thread = threading.Thread(target=_kill_workers, args=(server, kills, killed, stop, others),
                                   daemon=True)
         thread.start()
+        stopped = None
         try:
             final = asyncio.run(run_adaptation(config, context=_context(config)))
+        except InfraStop as exc:
+            stopped = str(exc)
         finally:
             stop.set()
             thread.join(5)
+        if stopped is not None:
+            final = asyncio.run(run_adaptation(config, resume=True, context=_context(config)))
     import sqlite3
 
     conn = sqlite3.connect(f"file:{config.path / LOG_FILE}?mode=ro", uri=True)
@@ -159,7 +197,7 @@ def kill_workers_midrun(root: Path, kills: int = 2, log: Any = None) -> dict[str
     conn.close()
     if log:
         log(f"worker kills: {len(killed)}, problems charged: {charged}")
-    return {"worker_kills": len(killed), "problems_charged": charged,
+    return {"worker_kills": len(killed), "problems_charged": charged, "stopped": stopped,
             "completed": str(final.get("stop_reason", "")).startswith("finished"),
             "integrity": integrity(config.path / LOG_FILE)}
 

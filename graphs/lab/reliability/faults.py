@@ -1,9 +1,11 @@
 """Endpoint faults during an adaptation run: the simulated server fails 20% or 50% of calls,
-hangs past the client's timeout, rate-limits, sends malformed or empty bodies, or dies mid-run
-and comes back. Each run must complete, or stop with `InfraStop` (or the model layer's
-`InfraError` for a Proposer call) and then complete on `resume`; nothing stored before the
-resume may be missing after it; and since the server answers every Solver question right, a
-stored score below 1 is an infrastructure error scored as a wrong answer (must be 0)."""
+hangs past the client's timeout, rate-limits, sends malformed bodies, or dies mid-run and
+comes back. (An empty completion is not among them: for a Solver call it is an answer, which
+a harness's own stop sequences or token limit can cause.) Each run must complete, or stop
+with `InfraStop` (or the model layer's `InfraError` for a Proposer call) and then complete on
+`resume`; nothing stored before the resume may be missing after it; and since the server
+answers every Solver question right, a stored score below 1 is an infrastructure error scored
+as a wrong answer (must be 0)."""
 
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ MODES: dict[str, dict[str, Any]] = {
     "errors_50pct": {"error_rate": 0.5, "error_kinds": ("429", "500")},
     "timeouts": {"error_rate": 0.3, "error_kinds": ("timeout",), "hang_s": 30.0},
     "429_storm": {"fail_first": 40, "error_kinds": ("429",), "retry_after_s": 0.05},
-    "malformed_and_empty": {"error_rate": 0.3, "error_kinds": ("malformed", "empty")},
+    "malformed": {"error_rate": 0.3, "error_kinds": ("malformed",)},
     "dies_mid_run": {"die_after": 6},
 }
 CLIENT = {"max_retries": 2, "timeout_s": 2, "backoff_s": 0.05, "max_backoff_s": 0.2}

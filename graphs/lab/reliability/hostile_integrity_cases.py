@@ -4,9 +4,12 @@ per class of escape (see `hostile_cases` for the shape of a case):
 - `candidate_limits`: memory and processes are bounded per candidate, not per process
   (/dev/shm, children, fanned-out `tools.python` calls), and a problem those limits end says
   which one (memory, processes) in its error kind;
-- `bridge_bounds`: tool arguments are capped in the parent, and no line the worker writes
+- `bridge_bounds`: tool arguments are capped in the parent, the stored trace is bounded in
+  bytes however many calls carry strings just under the cap, and no line the worker writes
   (huge, deeply nested, not UTF-8, not JSON) breaks the parent's reader;
-- `infra_claims`: only the parent decides that a problem failed for infrastructure reasons;
+- `infra_claims`: only the parent decides that a problem failed for infrastructure reasons,
+  and only its own failures count: an empty reply the harness's stop sequences provoke is an
+  answer;
 - `no_gold_inside`: no dataset generator, task or evals code is importable in a worker or its
   `tools.python` calls, and no second path to a package directory (a symlinked environment's
   real path, /lib on a merged /usr) shows more than the allowlisted view;
@@ -140,6 +143,16 @@ bridge_write(b"\\xff\\xfe\\x00 not json at all \\x80\\n")
 time.sleep(30)
 answer = "still here"
 """, solo=True),
+    _c("trace_flood", "bridge_bounds", "trace_bounded", """
+chunk = "f" * (16 * 1024 - 8)
+failed = 0
+for i in range(240):
+    try:
+        tools.search([chunk] * 24, k=1)
+    except Exception:
+        failed += 1
+answer = f"failed {failed}"
+""", solo=True, timeout_s=30.0),
     _c("endless_bridge_line", "bridge_bounds", "protocol_kill", FIND_BRIDGE + """
 bridge_write(b'{"op": "result", "answer": "' + b"a" * (40 << 20))
 time.sleep(30)
@@ -167,6 +180,9 @@ bridge_write((json.dumps(msg) + "\\n").encode())
 time.sleep(1.0)
 answer = "forged"
 """, solo=True),
+    _c("provoke_empty_replies", "infra_claims", "harness_fault", """
+answer = tools.llm("What is 2 + 2?", stop=["A", "4"])
+"""),
     _c("worker_exits_mid_problem", "infra_claims", "harness_fault", """
 sys.stdout.flush()
 os._exit(0)
@@ -319,6 +335,13 @@ def checks(limits: Any) -> dict[str, Any]:
             _count(r) == 24 and d["rss_growth"] < 48 * mb
             and sum(len(str(c.args)) for c in r.calls) < 24 * (limits.trace_arg_chars + 512),
             "24 calls of 8 MiB refused, the parent grew < 48 MiB, the trace stayed small"),
+        "trace_bounded": lambda r, e, d: (
+            r.answer == "failed 240" and d["rss_growth"] < 64 * mb
+            and len(str([c.args for c in r.calls])) < limits.trace_problem_bytes + 240 * 600
+            and getattr(r, "trace_bytes_cut", 0) > 64 * mb,
+            "240 calls of 24 strings under the cap: the trace stayed within "
+            f"{limits.trace_problem_bytes >> 20} MiB, the cut was counted, the parent grew "
+            "< 64 MiB"),
         "parent_refused_call": lambda r, e, d: (
             not any("[raw-huge]" in p for p in e.server.prompts)
             and any("tool_arg_bytes" in (c.error or "") for c in r.calls),

@@ -243,3 +243,19 @@ def test_local_alias_finds_its_restarted_server(monkeypatch: pytest.MonkeyPatch)
     finally:
         servers[1].stop()
     assert servers[1].stats.served == 1 and client.stats.errors_by_kind == {}
+
+
+def test_an_empty_completion_asked_for_is_the_answer_at_once(sim_config: Any) -> None:
+    # A harness's stop sequence or token limit makes a healthy endpoint answer nothing: for a
+    # caller that takes empty replies (the toolbox) that is the answer, not a failure to retry.
+    server = SimServer(latency_s=0, error_rate=1.0, error_kinds=("empty",))
+    with server:
+        client = ModelClient(sim_config(server, max_retries=2, params={"temperature": 0}))
+        first = asyncio.run(client.acomplete("What is 2 + 2?", allow_empty=True))
+        second = asyncio.run(client.acomplete("What is 2 + 2?", allow_empty=True))
+        with pytest.raises(InfraError) as info:  # the default: still a failure
+            client.complete("What is 2 + 2?")
+    assert first.text == "" and first.finish_reason == "stop" and not first.cached
+    assert not second.cached  # an empty completion is never cached
+    assert info.value.kind == "empty"
+    assert server.stats.requests == 2 + 3 and client.stats.retries == 2

@@ -154,3 +154,11 @@ def test_command_line_server() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_stop_sequences_cut_the_reply_as_an_endpoint_does() -> None:
+    with SimServer(latency_s=0) as url:
+        cut = _ask(url, "What is 3 + 4?", stop=[": ", "+"])["choices"][0]
+        empty = _ask(url, "What is 3 + 4?", stop="A")["choices"][0]
+    assert (cut["message"]["content"], cut["finish_reason"]) == ("Answer", "stop")
+    assert (empty["message"]["content"], empty["finish_reason"]) == ("", "stop")

@@ -11,7 +11,6 @@ from harness_learning.harnesses.runtime import HarnessInvalid
 from harness_learning.harnesses.sandbox import Worker
 from harness_learning.harnesses.sandbox.local import LocalBackend
 from harness_learning.harnesses.seeds import seed_source
-from harness_learning.harnesses.toolbox import BudgetExceeded
 
 from .conftest import TEST_LIMITS, ScriptedToolbox, node_harness
 
@@ -172,7 +171,7 @@ else:
     answer = tools.llm(q)
 """)
 FAILURES = {"infra": InfraError("server", "endpoint down"), "budget": InfraError("budget", "spent"),
-            "budget2": BudgetExceeded("token budget spent"), "reset": InfraError("connection", "reset"),
+            "reset": InfraError("connection", "reset"),
             "tool": ValueError("bad prompt")}
 
 
@@ -202,7 +201,7 @@ def behaving(sandbox):
 
 
 @pytest.mark.parametrize("question, kind", [
-    ("catch:infra", "infra"), ("catch:budget", "budget"), ("catch:budget2", "budget"),
+    ("catch:infra", "infra"), ("catch:budget", "budget"),
     ("catch-base:reset", "infra"),
 ])
 def test_infra_failures_cannot_be_swallowed(behaving, question, kind):

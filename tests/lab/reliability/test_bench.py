@@ -37,6 +37,10 @@ def test_summary_counts_failures():
     assert f["records_lost"] == 2 and f["infra_errors_scored_wrong"] == 1
     assert f["bad_data_files_changed"] == 1
     assert "2/3 contained" in table(f)
+    assert "2, run completed" in table(f) and "5 (5)" in table(f)
+    stopped = summarise(hostile, proposals, faults, {**crash, "kills": 3, "kills_asked": 5},
+                        {**workers, "completed": False}, bad, 1.0)
+    assert "3 (5)" in table(stopped) and "run NOT completed" in table(stopped)
 
 
 def test_summary_reports_each_class_on_its_own():

@@ -11,8 +11,10 @@ pytestmark = pytest.mark.reliability
 
 
 def test_killed_and_resumed_run_matches_the_uninterrupted_one(tmp_path):
-    figures = run_crashes(tmp_path, kills=3, seed=1, rounds=3)
-    assert figures["kills"] >= 2, figures
+    # More kills than a two-round run has evaluations to spread them over: every one is
+    # still made (the last ones while a resumed process starts), not given up on.
+    figures = run_crashes(tmp_path, kills=5, seed=1, rounds=2)
+    assert figures["kills"] == figures["kills_asked"] == 5, figures
     assert figures["final_exit"] == 0, (tmp_path / "killed.log").read_text()[-3000:]
     assert figures["unsound_after_kill"] == []
     assert figures["integrity"] == {"log.sqlite": "ok", "checkpoints.sqlite": "ok"}
@@ -23,5 +25,5 @@ def test_killed_and_resumed_run_matches_the_uninterrupted_one(tmp_path):
 def test_workers_killed_mid_problem_are_charged_and_the_run_goes_on(tmp_path):
     figures = kill_workers_midrun(tmp_path, kills=2)
     assert figures["worker_kills"] >= 1
-    assert figures["completed"] and figures["integrity"] == "ok"
+    assert figures["completed"] and figures["integrity"] == "ok", figures
     assert figures["problems_charged"] >= 1, figures

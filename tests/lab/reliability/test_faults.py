@@ -28,7 +28,7 @@ def test_run_completes_loses_nothing_and_scores_no_infra_error(rows, mode):
 
 def test_faults_were_really_injected(rows):
     assert rows["clean"]["infra_errors_injected"] == 0 and not rows["clean"]["stopped"]
-    for mode in ("errors_20pct", "errors_50pct", "timeouts", "429_storm", "malformed_and_empty"):
+    for mode in ("errors_20pct", "errors_50pct", "timeouts", "429_storm", "malformed"):
         assert rows[mode]["infra_errors_injected"] > 0, rows[mode]
 
 
