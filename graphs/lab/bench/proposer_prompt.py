@@ -113,6 +113,15 @@ async def answer(row: dict, prompt: str, proposer: Any, selection: list,
             "completion": completion.text[:4000]}
 
 
+def interleaved(rows: list[dict]) -> list[dict]:
+    """The rows taken in turn from each task, so the first N of them cover every task."""
+    by_task: dict[str, list[dict]] = {}
+    for row in rows:
+        by_task.setdefault(row["task"], []).append(row)
+    queues = list(by_task.values())
+    return [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
+
+
 def summary(results: list[dict]) -> list[dict]:
     """Per prompt: completions, valid outcomes, the valid rate, valid-and-changed, kinds."""
     rows = []
@@ -144,7 +153,8 @@ def table(rows: list[dict]) -> str:
 def run(out: Path, proposer: str, solver: str, data: Path | None, index: Path | None,
         limit: int | None, log: Callable[[str], None] = print) -> list[dict]:
     """Answer every committed report with both prompts (resumed from `out`)."""
-    rows = [json.loads(line) for line in REPORTS.read_text().splitlines() if line.strip()]
+    rows = interleaved([json.loads(line) for line in REPORTS.read_text().splitlines()
+                        if line.strip()])
     rows = rows[:limit] if limit else rows
     out.mkdir(parents=True, exist_ok=True)
     client = get_client(ModelConfig.coerce(proposer).with_(local_server="proposer"))

@@ -1,0 +1,64 @@
+"""`bench blocks` and `bench proposer-prompt`: their arithmetic, their inputs, and one real arm."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from harness_learning.evals.registry import get_task
+from harness_learning.graphs.lab.bench import blocks, proposer_prompt
+
+
+def test_the_paired_interval_brackets_the_mean_gain() -> None:
+    base, arm = [0, 0, 1, 0, 1, 0, 0, 1], [1, 1, 1, 0, 1, 1, 0, 1]
+    gain, lo, hi = blocks.paired_interval(base, arm)
+    assert gain == pytest.approx(3 / 8) and lo <= gain <= hi and lo >= 0.0
+    assert blocks.paired_interval(base, base) == (0.0, 0.0, 0.0)
+
+
+def test_a_block_that_does_not_fit_the_tasks_seed_is_refused() -> None:
+    task = get_task("rg:products", n_dev=2, n_test=2)
+    assert "with_interpreter" in blocks.arm_source(task, "interpreter")
+    with pytest.raises(ValueError, match="does not fit rg:products's seed: the harness never "
+                                         "calls tools.search"):
+        blocks.arm_source(task, "extra_hop")
+
+
+@pytest.mark.slow
+def test_one_real_arm_is_kept_and_resumed(tmp_path, local_model_url) -> None:
+    params = {"temperature": 0.0, "max_tokens": 64}
+    rows = blocks.run(["rg:chain_sum"], ["plan"], 2, tmp_path, "local:smollm2-135m", params, {})
+    assert [r["arm"] for r in rows] == ["seed", "plan"] and all(r["n"] == 2 for r in rows)
+    plan = json.loads((tmp_path / "rg_chain_sum__plan.json").read_text())
+    assert rows[1]["llm_calls_per_problem"] == plan["llm_calls"] / 2 >= 2  # the plan is a call
+    again = blocks.run(["rg:chain_sum"], ["plan"], 2, tmp_path, "nobody:no-model", params, {})
+    assert again == rows  # resumed from the files: no model was asked
+    assert "| rg:chain_sum | plan | 2 |" in blocks.table(rows)
+
+
+def test_the_committed_reports_cover_three_reasoning_tasks_and_a_qa_task() -> None:
+    rows = [json.loads(line) for line in proposer_prompt.REPORTS.read_text().splitlines()]
+    tasks = {r["task"] for r in rows}
+    assert len(rows) >= 30 and "musique" in tasks and len(tasks - {"musique"}) >= 3
+    assert all(r["report"].strip() and "def build_graph" in r["source"] for r in rows)
+    assert all(len(r["selection"]) == proposer_prompt.SELECTION for r in rows)
+
+
+def test_the_prompt_summary_counts_every_attempt() -> None:
+    results = [
+        {"prompt": "old", "attempts": ["unmatched_search"], "valid": False, "changed": None},
+        {"prompt": "old", "attempts": [None], "valid": True, "changed": False},
+        {"prompt": "new", "attempts": ["malformed_block", None], "valid": True, "changed": True},
+        {"prompt": "new", "attempts": [None], "valid": True, "changed": False},
+    ]
+    old, new = proposer_prompt.summary(results)
+    assert (old["completions"], old["valid"], old["valid_rate"]) == (2, 1, 0.5)
+    assert (new["completions"], new["valid"], new["valid_rate"]) == (3, 2, 0.667)
+    assert new["changing_share"] == 0.5 and new["invalid_kinds"] == {"malformed_block": 1}
+    assert "| new | 2 | 3 | 2 | 0.667 | 1 (0.500) | malformed_block 1 |" in proposer_prompt.table(
+        [old, new])
+
+
+def test_the_first_reports_taken_cover_every_task() -> None:
+    rows = [{"task": t, "id": f"{t}{i}"} for t, n in (("a", 3), ("b", 1), ("c", 2)) for i in range(n)]
+    assert [r["id"] for r in proposer_prompt.interleaved(rows)] == ["a0", "b0", "c0", "a1", "c1", "a2"]
