@@ -168,3 +168,29 @@ def test_the_scales_solver_model_is_the_one_started():
         with urllib.request.urlopen(ends.solver_url + "/models", timeout=30) as resp:
             served = [m["id"] for m in json.loads(resp.read())["data"]]
     assert local_model(QWEN_CODER).alias in served
+
+
+def test_a_scale_without_its_own_smoke_table_is_refused_in_one_line(tmp_path, capsys):
+    from harness_learning.graphs.cli.errors import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "peers", "--scale", "cpu", "--smoke", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "no [cpu.smoke] table" in err and "· hint:" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_run_stored_at_another_budget_is_refused_not_read_back(tmp_path, capsys):
+    """Two scales in one --out would otherwise report the other scale's runs as this one's."""
+    from harness_learning.graphs.cli.errors import main
+
+    settings = load_settings(scale="qwen", smoke=True)
+    for system in settings["systems"]:
+        path = run_path(tmp_path, settings["tasks"][0], system, 0) / "result.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({**run_of(system, settings["tasks"][0], 0, {"p1": 1.0}),
+                                    "budget": settings["budget"] + 1}))
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "peers", "--scale", "qwen", "--smoke", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "was run with a budget of" in err
