@@ -247,66 +247,85 @@ def bench_sandbox(
     print(_json.dumps(asyncio.run(sandbox_bench.measure(calls, starts, launches)), indent=2))
 
 
+def _peers_settings(config: _Path, scale: str, smoke: bool, overrides: dict) -> dict:
+    """The scale's settings with the command line's overrides, checked before anything runs
+    (a bad name fails here, in one line with a hint)."""
+    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+    from harness_learning.graphs.lab.bench import peers
+    from harness_learning.graphs.lab.bench.peers_peers import MENU, PEERS, SYSTEMS
+
+    if not config.is_file():
+        raise CliError(f"no bench config at {config}",
+                       "run from the repository root or pass --config", EXIT_USAGE)
+    try:
+        settings = peers.load_settings(config, scale, smoke=smoke)
+    except ValueError as e:
+        raise CliError(str(e), "choose --scale full, cpu, racing, qwen or smoke (--smoke: a "
+                       "scale with a [SCALE.smoke] table)", EXIT_USAGE) from None
+    settings.update({k: v for k, v in overrides.items() if v})
+    if bad := [s for s in settings["systems"] if s not in SYSTEMS]:
+        raise CliError(f"unknown system(s) {', '.join(bad)}",
+                       f"choose from {', '.join(SYSTEMS)}", EXIT_USAGE)
+    if any(s.removesuffix(MENU) in PEERS for s in settings["systems"]):
+        import importlib.util
+
+        if missing := [m for m in ("gepa", "openevolve") if importlib.util.find_spec(m) is None]:
+            raise CliError(f"the peers are not installed ({', '.join(missing)})",
+                           "pip install 'harness-learning[peers]'", EXIT_USAGE)
+    return settings
+
+
 # --- bench peers (our adapter against GEPA and OpenEvolve) -------------------------------
 @_bench_app.command("peers")
 def bench_peers(
     out: _Annotated[_Path, _typer.Option(help="Bench directory: finished runs are kept and reused.")] = _Path("runs/bench-peers"),
-    smoke: _Annotated[bool, _typer.Option("--smoke", help="The config's \\[smoke] size: one task, one seed, a tiny budget (same as --scale smoke).")] = False,
-    scale: _Annotated[str, _typer.Option(help="full (the config's top level) or a table of it: cpu (what a 2-core machine runs in about two hours), racing (best_valid against racing where the Solver budget binds), smoke.")] = "full",
+    smoke: _Annotated[bool, _typer.Option("--smoke", help="The config's \\[smoke] size: one task, one seed, a tiny budget (same as --scale smoke); with another --scale, that scale's own \\[SCALE.smoke] sizes.")] = False,
+    scale: _Annotated[str, _typer.Option(help="full (the config's top level) or a table of it: cpu (what a 2-core machine runs in about two hours), racing (best_valid against racing where the Solver budget binds), qwen (Qwen2.5-Coder-1.5B as Solver where a block is known to help: ours with and without operators against GEPA and OpenEvolve with and without the block menu), smoke.")] = "full",
     config: _Annotated[_Path, _typer.Option(help="Bench settings (tasks, systems, seeds, budget, splits).")] = _Path("experiments/peers/bench.toml"),
     task: _Annotated[list[str] | None, _typer.Option(help="Only these tasks (repeatable).")] = None,
-    system: _Annotated[list[str] | None, _typer.Option(help="Only these systems (repeatable): best_valid, racing, pareto, gepa, openevolve.")] = None,
+    system: _Annotated[list[str] | None, _typer.Option(help="Only these systems (repeatable): best_valid, racing, pareto (each also with +ops: operator candidates), gepa, openevolve (each also with +menu: the block menu in its prompt).")] = None,
     seeds: _Annotated[int | None, _typer.Option(help="Seeds 0..N-1 instead of the config's.")] = None,
     budget: _Annotated[int | None, _typer.Option(help="Solver calls per search instead of the config's.")] = None,
-    solver_url: _Annotated[str, _typer.Option(help="A running OpenAI-compatible Solver server (ALIAS@URL); default: start local SmolLM2-135M.")] = "",
+    solver_url: _Annotated[str, _typer.Option(help="A running OpenAI-compatible Solver server (ALIAS@URL); default: start the scale's solver_model locally (SmolLM2-135M unless set).")] = "",
     proposer_url: _Annotated[str, _typer.Option(help="A running Proposer server (ALIAS@URL); default: start local Qwen2.5-Coder-1.5B.")] = "",
     plot: _Annotated[_Path | None, _typer.Option(help="Write the anytime curves as a PNG here.")] = None,
     as_json: _Annotated[bool, _typer.Option("--json", help="Last line: per system final_test, ci95, solver_calls, ...")] = False,
 ) -> None:
     """Our adapter (best_valid, racing) against GEPA and OpenEvolve: same seed harness, models,
-    problems and Solver-call budget; held-out score with a 95% interval, calls, tokens, wall."""
+    problems and Solver-call budget; held-out score with a 95% interval, calls, tokens, wall;
+    with ours with operators among the systems, the paired head-to-head figure under the table."""
     from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
-    from harness_learning.graphs.lab.bench import peers, peers_report
+    from harness_learning.graphs.lab.bench import peers, peers_report, peers_stats
 
     def fail(message: str, hint: str) -> None:
         raise CliError(message, hint, EXIT_USAGE)
 
-    if not config.is_file():
-        fail(f"no bench config at {config}", "run from the repository root or pass --config")
-    try:
-        settings = peers.load_settings(config, "smoke" if smoke else scale)
-    except ValueError as e:
-        fail(str(e), "choose --scale full, cpu, racing or smoke")
-    for key, value in (("tasks", task), ("systems", system),
-                       ("seeds", list(range(seeds)) if seeds else None), ("budget", budget)):
-        if value:
-            settings[key] = value
-    known = {"best_valid", "racing", "pareto", "gepa", "openevolve"}
-    if bad := [s for s in settings["systems"] if s not in known]:
-        fail(f"unknown system(s) {', '.join(bad)}", f"choose from {', '.join(sorted(known))}")
-    if any(s in ("gepa", "openevolve") for s in settings["systems"]):
-        import importlib.util
-
-        if missing := [m for m in ("gepa", "openevolve") if importlib.util.find_spec(m) is None]:
-            fail(f"the peers are not installed ({', '.join(missing)})",
-                 "pip install 'harness-learning[peers]'")
+    settings = _peers_settings(config, scale, smoke, {"tasks": task, "systems": system,
+                                                      "seeds": list(range(seeds)) if seeds else None,
+                                                      "budget": budget})
 
     def log(msg: str) -> None:
         print(msg, file=_sys.stderr, flush=True)
 
-    results = peers.finished(out, settings)
-    if results is None:
-        with peers.endpoints(solver_url, proposer_url) as ends:
-            results = peers.run(out, settings, ends, log=log)
+    try:
+        results = peers.finished(out, settings)
+        if results is None:
+            with peers.endpoints(solver_url, proposer_url, settings.get("solver_model", "")) as ends:
+                results = peers.run(out, settings, ends, log=log)
+    except ValueError as e:
+        fail(str(e), "give each scale its own --out; servers as ALIAS@http://HOST:PORT/v1")
     systems = peers_report.summarize(results)
     print(peers_report.table(systems), flush=True)
+    h2h = peers_stats.head_to_head(results, settings.get("gain_tasks", []))
+    if h2h is not None:
+        print(peers_stats.text(h2h), flush=True)
     if plot:
         title = (f"bench peers: {len(settings['tasks'])} task(s) x {len(settings['seeds'])} "
-                 f"seed(s), budget {settings['budget']} Solver calls, SmolLM2 Solver, Qwen "
-                 "Proposer")
+                 f"seed(s), budget {settings['budget']} Solver calls, "
+                 f"{settings.get('solver_model') or 'SmolLM2'} Solver, Qwen Proposer")
         print(f"plot: {peers_report.plot(results, plot, title)}", flush=True)
     if as_json:
-        print(_json.dumps({"systems": systems, "settings": settings}))
+        print(_json.dumps({"systems": systems, "settings": settings, "head_to_head": h2h}))
 
 
 # --- bench grpo-step (training) ------------------------------------------------------------

@@ -1,14 +1,16 @@
 """`harness-learn bench peers`: our adapter against GEPA and OpenEvolve on equal terms.
 
-Every system gets, per (task, seed): the same seed harness, the same Solver (SmolLM2-135M) and
-Proposer or reflection model (Qwen2.5-Coder-1.5B), each on its own llama.cpp loopback server,
+Every system gets, per (task, seed): the same seed harness, the same Solver (the scale's
+`solver_model`: SmolLM2-135M unless set; Qwen2.5-Coder-1.5B in `qwen`) and Proposer or
+reflection model (Qwen2.5-Coder-1.5B), each on its own llama.cpp loopback server,
 the same dev problems to learn from, the same Solver-call budget for its search, counted at our
 meter (`peers_meter`), and the same held-out test problems. What a system would hand back is
 tested on the held-out problems each time it changes: the anytime curve of held-out score
 against Solver calls spent. Test evaluations use a separate, uncounted Solver client.
 
 The bench's settings are `experiments/peers/bench.toml` (its `[smoke]` table for a run of
-seconds); each peer's own settings sit beside it. A finished run is stored as
+seconds, a scale's own `[SCALE.smoke]` for `--scale SCALE --smoke`); each peer's own settings
+sit beside it. A finished run is stored as
 `OUT/runs/<task>/<system>/seed<k>/result.json` and never redone; an unfinished one is started
 again from scratch, so the command is resumable. `OUT/splits.json` keeps the split secret of
 each task, so every system and seed sees the same problems.
@@ -32,7 +34,7 @@ from harness_learning.graphs.lab.bench.peers_report import at
 
 Log = Callable[[str], None]
 SETTINGS = PEERS_DIR / "bench.toml"
-SCALES = ("cpu", "racing", "smoke")
+SCALES = ("cpu", "racing", "qwen", "smoke")
 """Tables of bench.toml that resize the run; `full` is its top level."""
 
 
@@ -47,9 +49,12 @@ class Endpoints:
 
 
 @contextlib.contextmanager
-def endpoints(solver: str = "", proposer: str = "") -> Iterator[Endpoints]:
+def endpoints(solver: str = "", proposer: str = "",
+              solver_model: str = "") -> Iterator[Endpoints]:
     """The given servers (`ALIAS@URL`), or the local models started on loopback, one thread
-    each (stopped on the way out)."""
+    each (stopped on the way out): the Solver `solver_model` (SmolLM2-135M by default), the
+    Proposer Qwen2.5-Coder-1.5B. The same model in both roles still gets two servers, so the
+    Proposer's tokens are counted apart and neither waits on the other's queue."""
     from harness_learning.harnesses.llm.local import LocalServer
     from harness_learning.harnesses.llm.models import QWEN_CODER, SMOLLM2, local_model
 
@@ -66,7 +71,7 @@ def endpoints(solver: str = "", proposer: str = "") -> Iterator[Endpoints]:
         return server.start(timeout_s=300), local_model(name).alias
 
     try:
-        solver_url, solver_alias = reach(solver, SMOLLM2)
+        solver_url, solver_alias = reach(solver, solver_model or SMOLLM2)
         proposer_url, proposer_alias = reach(proposer, QWEN_CODER)
         yield Endpoints(solver_url, solver_alias, proposer_url, proposer_alias)
     finally:
@@ -74,15 +79,26 @@ def endpoints(solver: str = "", proposer: str = "") -> Iterator[Endpoints]:
             server.stop()
 
 
-def load_settings(path: Path = SETTINGS, scale: str = "full") -> dict[str, Any]:
-    """The top-level settings (`full`), or with a named table's overrides (`smoke`, `cpu`)."""
+def load_settings(path: Path = SETTINGS, scale: str = "full",
+                  smoke: bool = False) -> dict[str, Any]:
+    """The top-level settings (`full`), or with a named table's overrides (`smoke`, `cpu`);
+    `smoke` with a scale: that scale's own `[SCALE.smoke]` sizes on top (a quick look at the
+    same arms and models), and with `full` the `[smoke]` table."""
     settings = tomllib.loads(path.read_text())
     tables = {k: settings.pop(k) for k in SCALES if k in settings}
+    if smoke and scale in ("full", "smoke"):
+        scale, smoke = "smoke", False
     if scale == "full":
         return settings
     if scale not in tables:
         raise ValueError(f"{path} has no [{scale}] table (it has: full, {', '.join(tables)})")
-    return {**settings, **tables[scale], "scale": scale}
+    table = dict(tables[scale])
+    small = table.pop("smoke", None)
+    if not smoke:
+        return {**settings, **table, "scale": scale}
+    if small is None:
+        raise ValueError(f"{path} has no [{scale}.smoke] table for --scale {scale} --smoke")
+    return {**settings, **table, **small, "scale": f"{scale}.smoke"}
 
 
 def split_secret(out: Path, task: str) -> str:
@@ -145,29 +161,49 @@ def base_config(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy,
             "edit_format": settings.get("edit_format") or (
                 "search_replace" if track == "reasoning" else "whole_program"),
             "line_limit": settings.get("line_limit", 200),
+            "repair_turns": settings.get("repair_turns", 1),
+            "operators_per_round": settings.get("operators_per_round", 2),
             "max_proposals": settings["max_proposals"]}
 
 
 class TestScores:
-    """Held-out scores by (task, sha), kept in `OUT/test_scores.json` (never recomputed)."""
+    """Held-out scores by (task, sha), kept in `OUT/test_scores.json` (never recomputed), and
+    each problem's score in `OUT/test_problems.json` (for paired intervals; a mean cached
+    before those were kept is reused for the curve, computed again only when asked for)."""
 
     def __init__(self, out: Path, toolbox_for: Callable[[Any], Any]) -> None:
-        self.path = out / "test_scores.json"
+        self.path, self.problems_path = out / "test_scores.json", out / "test_problems.json"
         self.scores = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.problems: dict[str, dict[str, float]] = (
+            json.loads(self.problems_path.read_text()) if self.problems_path.exists() else {})
         self.toolbox_for = toolbox_for
 
-    def score(self, task: Any, source: str) -> float:
+    def _evaluate(self, task: Any, source: str, key: str) -> None:
         import asyncio
 
         from harness_learning.evals.evaluator import evaluate
 
+        problems = task.test()
+        result = asyncio.run(evaluate(source, problems, task, self.toolbox_for(task),
+                                      concurrency=2))
+        self.scores[key] = result.mean_score or 0.0
+        self.problems[key] = {p.id: float(r.score or 0.0)
+                              for p, r in zip(problems, result.results, strict=True)}
+        self.path.write_text(json.dumps(self.scores, indent=1, sort_keys=True))
+        self.problems_path.write_text(json.dumps(self.problems, sort_keys=True))
+
+    def score(self, task: Any, source: str) -> float:
         key = f"{task.name}:{sha_of(source)}"
         if key not in self.scores:
-            result = asyncio.run(evaluate(source, task.test(), task, self.toolbox_for(task),
-                                          concurrency=2))
-            self.scores[key] = result.mean_score or 0.0
-            self.path.write_text(json.dumps(self.scores, indent=1, sort_keys=True))
+            self._evaluate(task, source, key)
         return self.scores[key]
+
+    def problem_scores(self, task: Any, source: str) -> dict[str, float]:
+        """Held-out score per problem id of `source` on `task`."""
+        key = f"{task.name}:{sha_of(source)}"
+        if key not in self.problems:
+            self._evaluate(task, source, key)
+        return self.problems[key]
 
 
 def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out: Path,
@@ -180,7 +216,7 @@ def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out
     run_dir = run_path(out, task_name, system, seed)
     done = run_dir / "result.json"
     if done.exists():
-        return json.loads(done.read_text())
+        return stored(done, settings)
     shutil.rmtree(run_dir, ignore_errors=True)  # an unfinished run starts again
     run_dir.mkdir(parents=True)
     options = task_options(settings, out, task_name)
@@ -207,14 +243,27 @@ def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out
               "test": tests.score(task, meter.trace.sources.get(sha) or seed_source(task.seed))}
              for calls, sha, sel in points]
     calls, tokens = proxy.count(label)
+    final_sha = at(curve, settings["budget"], key="sha")  # a later take-over does not count
+    final_source = meter.trace.sources.get(final_sha) or seed_source(task.seed)
     result = {"system": system, "task": task_name, "seed": seed, "curve": curve,
               "budget": settings["budget"],
-              "final_test": at(curve, settings["budget"]),  # a later take-over does not count
+              "final_test": at(curve, settings["budget"]),
+              "final_problems": tests.problem_scores(task, final_source),
               "solver_calls": meter.solver_calls,
               "proposer_calls": calls, "proposer_tokens": tokens, "wall_s": round(wall, 1)}
     done.write_text(json.dumps(result, indent=1))
     log(f"  {label}: held-out {result['final_test']:.3f} after {result['solver_calls']} Solver "
         f"calls, {tokens} Proposer tokens, {wall:.0f} s")
+    return result
+
+
+def stored(path: Path, settings: dict[str, Any]) -> dict:
+    """A finished run's result, refused when it was run at another budget (another scale's
+    run in the same directory would otherwise be read back as this one's)."""
+    result = json.loads(path.read_text())
+    if result.get("budget", settings["budget"]) != settings["budget"]:
+        raise ValueError(f"{path} was run with a budget of {result['budget']} Solver calls, "
+                         f"not {settings['budget']}")
     return result
 
 
@@ -229,7 +278,7 @@ def finished(out: Path, settings: dict[str, Any]) -> list[dict] | None:
              for task in settings["tasks"] for system in settings["systems"]]
     if not all(p.exists() for p in paths):
         return None
-    return [json.loads(p.read_text()) for p in paths]
+    return [stored(p, settings) for p in paths]
 
 
 def run(out: Path, settings: dict[str, Any], ends: Endpoints, log: Log = print) -> list[dict]:

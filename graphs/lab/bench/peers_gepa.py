@@ -10,6 +10,12 @@ the meter's Solver-call budget is spent (a stop callback reading our count, not 
 
 Settings come from `experiments/peers/gepa.toml` (GEPAConfig's `engine` and `reflection`
 fields); the bench sets the run directory, seed, model endpoint and budget.
+
+GEPA's background (its reflection prompt's domain context) is our Proposer's system text and
+the harness contract. System `gepa` gets the contract without our building-block menu, as GEPA
+is; `gepa+menu` gets it with the menu (`menu_text`, the same lines our Proposer reads and
+OpenEvolve's `+menu` system message carries), so the bench can tell what the library gives
+from what the search gives.
 """
 
 from __future__ import annotations
@@ -21,6 +27,33 @@ from typing import Any
 
 from harness_learning.graphs.adapter.proposer import SYSTEM, constraints
 from harness_learning.graphs.lab.bench.peers_meter import Meter
+
+MENU_START, MENU_END = "- Building blocks", "- At most"
+IMPORTS_WITH_BLOCKS = "\n  and the building blocks below only."
+
+
+def menu_text(line_limit: int = 200) -> str:
+    """The building-block paragraph of our Proposer's constraints: how to import a block and
+    one line per block. Cut out of `constraints` so a peer reads exactly what ours reads."""
+    text = constraints(line_limit)
+    start, end = text.find(MENU_START), text.find(MENU_END)
+    if start < 0 or end < start:
+        raise ValueError(f"the Proposer's constraints no longer hold {MENU_START!r} before "
+                         f"{MENU_END!r}: update peers_gepa.menu_text")
+    return text[start:end].rstrip()
+
+
+def background(line_limit: int, *, menu: bool) -> str:
+    """GEPA's domain context: our system text and the harness contract, the block menu only
+    when `menu` (without it, the imports allowed are those of a harness without blocks)."""
+    text = constraints(line_limit)
+    if not menu:
+        if IMPORTS_WITH_BLOCKS not in text:
+            raise ValueError("the Proposer's constraints no longer allow the building blocks "
+                             "in one known line: update peers_gepa.background")
+        text = text.replace(menu_text(line_limit) + "\n", "").replace(IMPORTS_WITH_BLOCKS,
+                                                                    " only.")
+    return f"{SYSTEM}\n\n{text}"
 
 
 def batch_evaluator(meter: Meter):
@@ -57,8 +90,9 @@ def load_settings(path: Path) -> dict[str, dict[str, Any]]:
 
 def run_gepa(meter: Meter, seed_source: str, *, settings: dict[str, dict[str, Any]],
              proposer_url: str, proposer_alias: str, max_tokens: int, seed: int,
-             run_dir: Path, line_limit: int, max_proposals: int) -> str:
-    """Search until the meter's budget is spent; the best candidate's source."""
+             run_dir: Path, line_limit: int, max_proposals: int, menu: bool = False) -> str:
+    """Search until the meter's budget is spent; the best candidate's source (`menu`: the
+    block menu in the reflection prompt)."""
     from gepa.optimize_anything import (
         EngineConfig,
         GEPAConfig,
@@ -82,6 +116,6 @@ def run_gepa(meter: Meter, seed_source: str, *, settings: dict[str, dict[str, An
     result = optimize_anything(
         seed_candidate=seed_source, batch_evaluator=batch_evaluator(meter), dataset=examples,
         valset=examples, objective=meter.task.description,
-        background=f"{SYSTEM}\n\n{constraints(line_limit)}", config=config)
+        background=background(line_limit, menu=menu), config=config)
     best = result.best_candidate
     return best if isinstance(best, str) else next(iter(best.values()))

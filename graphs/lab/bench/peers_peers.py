@@ -4,9 +4,15 @@
   (`pareto` with `merge` on too: GEPA's parent selection and merge as options of ours),
   its Solver client the meter's counted one, its Proposer the counted proxy, and a store that
   notes the Solver calls spent at each round's decision (the anytime trace).
+- `best_valid+ops` (any of ours with `+ops`): the same with operator candidates (`operators
+  auto`, the bench's `operators_per_round`); plain `best_valid` is its ablation.
 - `gepa`: `graphs.lab.bench.peers_gepa`.
 - `openevolve`: OpenEvolve's `run_evolution` with `experiments/peers/openevolve.yaml` and the
   evaluator file beside it, which sends each program to the meter over loopback HTTP.
+- `gepa+menu`, `openevolve+menu`: the same peers told our building-block menu (GEPA in its
+  reflection prompt's background, OpenEvolve in its system message). The blocks are importable
+  in the sandbox where every system's candidates run, so a peer that uses one gets the real
+  block: what the library gives, apart from what our search gives.
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ from harness_learning.graphs.lab.bench.peers_meter import Meter, Trace, solver_c
 from harness_learning.harnesses.store.sqlite import SQLiteLogStore
 
 OURS = ("best_valid", "racing", "pareto")
+PEERS = ("gepa", "openevolve")
+OPS, MENU = "+ops", "+menu"
+SYSTEMS = (*OURS, *(f"{s}{OPS}" for s in OURS), *PEERS, *(f"{p}{MENU}" for p in PEERS))
+"""Every system name the bench knows."""
 PEERS_DIR = Path(__file__).resolve().parents[3] / "experiments" / "peers"
 
 
@@ -48,10 +58,13 @@ class TracedStore(SQLiteLogStore):
 
 
 def adapter_config(system: str, base: dict[str, Any], run_dir: Path) -> AdaptConfig:
-    """Our adapter as `system`, with the bench's shared settings (`base`)."""
-    merge = system == "pareto"  # GEPA's two ideas together: Pareto parents and merges
+    """Our adapter as `system`, with the bench's shared settings (`base`); `+ops` turns the
+    operator candidates on (every other field is the same, so plain `system` is the ablation)."""
+    policy = system.removesuffix(OPS)
+    merge = policy == "pareto"  # GEPA's two ideas together: Pareto parents and merges
     fields = {k: v for k, v in base.items() if k != "max_proposals"}
-    return AdaptConfig(**{**fields, "run_dir": str(run_dir), "policy": system, "merge": merge,
+    return AdaptConfig(**{**fields, "run_dir": str(run_dir), "policy": policy, "merge": merge,
+                          "operators": "auto" if system.endswith(OPS) else "none",
                           "budget": Budget(solver_calls=base["budget"])})
 
 
@@ -63,13 +76,31 @@ async def run_ours(system: str, meter: Meter, base: dict[str, Any], run_dir: Pat
     await run_adaptation(config, context=context)
 
 
-def run_openevolve(meter: Meter, seed_source: str, *, proposer_url: str, proposer_alias: str,
-                   max_tokens: int, seed: int, run_dir: Path, max_proposals: int) -> str:
-    """OpenEvolve until its iterations (enough for the budget) are done; the best program."""
-    from openevolve.api import run_evolution
+def openevolve_config(*, menu: bool, line_limit: int = 200) -> Any:
+    """OpenEvolve's configuration from `openevolve.yaml`; with `menu`, its own system message
+    followed by our building-block menu."""
+    from harness_learning.graphs.lab.bench.peers_gepa import menu_text
     from openevolve.config import load_config
+    from openevolve.prompt.templates import TemplateManager
 
     config = load_config(str(PEERS_DIR / "openevolve.yaml"))
+    if menu:
+        own = config.prompt.system_message
+        templates = TemplateManager(custom_template_dir=config.prompt.template_dir).templates
+        own = templates.get(own, own)
+        config.prompt.system_message = f"{own.rstrip()}\n\n{menu_text(line_limit)}"
+        config.llm.update_model_params({"system_message": config.prompt.system_message},
+                                       overwrite=True)
+    return config
+
+
+def run_openevolve(meter: Meter, seed_source: str, *, proposer_url: str, proposer_alias: str,
+                   max_tokens: int, seed: int, run_dir: Path, max_proposals: int,
+                   menu: bool = False) -> str:
+    """OpenEvolve until its iterations (enough for the budget) are done; the best program."""
+    from openevolve.api import run_evolution
+
+    config = openevolve_config(menu=menu, line_limit=meter.line_limit)
     for model in config.llm.models:
         model.name = proposer_alias
     config.llm.update_model_params({"api_base": proposer_url, "api_key": "local",
@@ -96,22 +127,23 @@ def run_system(system: str, meter: Meter, seed_source: str, base: dict[str, Any]
                run_dir: Path, *, proposer_url: str, proposer_alias: str) -> None:
     """One system's search; its anytime trace is left in `meter.trace`."""
     max_tokens = base["proposer_params"]["max_tokens"]
-    if system in OURS:
+    if system not in SYSTEMS:
+        raise ValueError(f"unknown system {system!r}; known: {', '.join(SYSTEMS)}")
+    if system.removesuffix(OPS) in OURS:
         asyncio.run(run_ours(system, meter, base, run_dir))
         return
     # Each peer evaluates the start harness on the dev problems first: the curve's start.
-    if system == "gepa":
+    peer, menu = system.removesuffix(MENU), system.endswith(MENU)
+    if peer == "gepa":
         from harness_learning.graphs.lab.bench.peers_gepa import load_settings, run_gepa
 
         run_gepa(meter, seed_source, settings=load_settings(PEERS_DIR / "gepa.toml"),
                  proposer_url=proposer_url, proposer_alias=proposer_alias, max_tokens=max_tokens,
                  seed=base["seed"], run_dir=run_dir / "gepa", line_limit=base["line_limit"],
-                 max_proposals=base["max_proposals"])
-    elif system == "openevolve":
+                 max_proposals=base["max_proposals"], menu=menu)
+    else:
         run_openevolve(meter, seed_source, proposer_url=proposer_url,
                        proposer_alias=proposer_alias, max_tokens=max_tokens, seed=base["seed"],
-                       run_dir=run_dir, max_proposals=base["max_proposals"])
-    else:
-        raise ValueError(f"unknown system {system!r}; known: {', '.join((*OURS, 'gepa', 'openevolve'))}")
+                       run_dir=run_dir, max_proposals=base["max_proposals"], menu=menu)
 
 

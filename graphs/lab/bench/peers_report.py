@@ -1,5 +1,7 @@
 """Figures of `bench peers`: per system the final held-out score with a 95% interval over seeds,
-Solver calls, Proposer tokens and wall time; the anytime curves; the table and the plot."""
+Solver calls, Proposer calls (the mean and the fewest of any run: how many times each system
+reflected or evolved at least), Proposer tokens and wall time; the anytime curves; the table
+and the plot."""
 
 from __future__ import annotations
 
@@ -11,13 +13,14 @@ from typing import Any
 from harness_learning.evals.stats import ci95
 
 
-def at(curve: list[dict], calls: float) -> float:
-    """The held-out score of what the run would hand back after `calls` Solver calls."""
-    score = curve[0]["test"]
+def at(curve: list[dict], calls: float, key: str = "test") -> Any:
+    """The held-out score (or another field, `key`) of what the run would hand back after
+    `calls` Solver calls."""
+    value = curve[0][key]
     for point in curve:
         if point["solver_calls"] <= calls:
-            score = point["test"]
-    return score
+            value = point[key]
+    return value
 
 
 def summarize(results: list[dict]) -> dict[str, Any]:
@@ -38,6 +41,7 @@ def summarize(results: list[dict]) -> dict[str, Any]:
             "start_test": round(statistics.mean(r["curve"][0]["test"] for r in runs), 4),
             "solver_calls": round(statistics.mean(r["solver_calls"] for r in runs), 1),
             "proposer_calls": round(statistics.mean(r["proposer_calls"] for r in runs), 1),
+            "proposer_calls_min": min(r["proposer_calls"] for r in runs),
             "proposer_tokens": round(statistics.mean(r["proposer_tokens"] for r in runs)),
             "wall_s": round(statistics.mean(r["wall_s"] for r in runs), 1),
             "runs": len(runs), "seeds": len(per_seed),
@@ -57,14 +61,17 @@ def curves(results: list[dict], points: int = 40) -> dict[str, list[tuple[float,
 
 
 def table(systems: dict[str, Any]) -> str:
-    lines = ["system        held-out (95% CI over seeds)   start   Solver calls  Proposer "
-             "calls  Proposer tokens   wall s/run  runs",
-             "------------  ----------------------------  ------  ------------  --------------"
-             "  ---------------  -----------  ----"]
+    """Per system: held-out, start, Solver calls, Proposer calls (mean, and the fewest of any
+    run: each peer's reflections or iterations), tokens, wall time, runs."""
+    lines = ["system           held-out (95% CI over seeds)   start   Solver calls  Proposer "
+             "calls (min/run)  Proposer tokens   wall s/run  runs",
+             "---------------  ----------------------------  ------  ------------  ------------"
+             "----------  ---------------  -----------  ----"]
     for name, s in systems.items():
         ci = "n/a (1 seed)" if s["ci95"] is None else f"+- {s['ci95']:.3f}"
-        lines.append(f"{name:<12}  {s['final_test']:>6.3f} {ci:<21}  {s['start_test']:>6.3f}  "
-                     f"{s['solver_calls']:>12.1f}  {s['proposer_calls']:>14.1f}  "
+        fewest = s.get("proposer_calls_min", "-")
+        lines.append(f"{name:<15}  {s['final_test']:>6.3f} {ci:<21}  {s['start_test']:>6.3f}  "
+                     f"{s['solver_calls']:>12.1f}  {s['proposer_calls']:>14.1f} ({fewest:>3})  "
                      f"{s['proposer_tokens']:>15,}  {s['wall_s']:>11.1f}  {s['runs']:>4}")
     tasks = sorted({t for s in systems.values() for t in s["per_task"]})
     lines.append("")

@@ -88,11 +88,16 @@ def test_every_system_runs_on_equal_terms_and_a_rerun_reads_the_cache(tmp_path):
             assert s["solver_calls"] > 0 and s["proposer_calls"] >= 1 and s["proposer_tokens"] > 0
             assert s["start_test"] == 0.0  # the seed never says MARK-A: the Solver is wrong
         # every system finds the MARK-A edit within the budget: held-out 1.0 at <= budget calls
+        problem_ids = set()
         for name in SYSTEMS:
             run = json.loads((tmp_path / "out" / "runs" / "rg_basic_arithmetic" / name / "seed0"
                               / "result.json").read_text())
             assert run["final_test"] == 1.0, name
+            # the held-out score per problem, for paired intervals: the same problems for all
+            assert list(run["final_problems"].values()) == [1.0] * figures["settings"]["n_test"]
+            problem_ids.add(tuple(sorted(run["final_problems"])))
             assert any(p["test"] == 1.0 and p["solver_calls"] <= budget for p in run["curve"])
+        assert len(problem_ids) == 1
         assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
         assert re.search(r"best_valid\s+1\.000", result.output)
         again = bench(tmp_path, server)
