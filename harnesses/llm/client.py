@@ -277,6 +277,8 @@ class ModelClient:
         stated = stated_price(self.config)
         if stated is not None:
             return stated.cost(prompt_tokens, completion_tokens)
+        if self.config.endpoints:  # litellm's map may hold a 0 it made up for a Router deployment
+            return None
         hidden = getattr(response, "_hidden_params", None) or {}
         if isinstance(hidden.get("response_cost"), int | float):
             return float(hidden["response_cost"])

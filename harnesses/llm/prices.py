@@ -45,7 +45,9 @@ def price_of(config: ModelConfig | str) -> Price | None:
     """The price of one call's tokens to `config`'s model, or None when nothing prices it."""
     config = ModelConfig.coerce(config)
     stated = stated_price(config)
-    return stated if stated is not None else listed_price(config.model)
+    if stated is not None or config.endpoints:  # a server of one's own: no list knows it
+        return stated
+    return listed_price(config.model)
 
 
 def listed_price(model: str) -> Price | None:
