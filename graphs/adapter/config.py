@@ -158,6 +158,12 @@ class AdaptConfig:
         return AdaptConfig(**values)
 
     @property
+    def second_chance_turns(self) -> int:
+        """`repair_turns`, except in a run that collects GRPO groups (`group_size`): every
+        sample of a group must answer the one prompt, and a repair answers another."""
+        return 0 if self.group_size is not None else self.repair_turns
+
+    @property
     def samples_per_round(self) -> int:
         """Proposer samples drawn each round: the candidates plus any training-only ones."""
         return max(self.candidates or 1, self.group_size or 0)

@@ -78,8 +78,7 @@ def estimate_budget(config: AdaptConfig, seed_source_text: str | None = None,
     candidate_problems += config.selection * operators  # a block may call the Solver more
     problems_per_round = config.feedback + config.selection + candidate_problems
     solver_calls = config.rounds * problems_per_round * per_problem
-    turns = config.repair_turns if config.group_size is None else 0
-    proposer_calls = config.rounds * config.samples_per_round * (1 + turns)
+    proposer_calls = config.rounds * config.samples_per_round * (1 + config.second_chance_turns)
     solver = (solver_calls * PROMPT_TOKENS_GUESS,
               solver_calls * config.solver_params.get("max_tokens", 256))
     proposer = (proposer_calls * PROPOSER_PROMPT_GUESS,

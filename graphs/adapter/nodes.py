@@ -207,9 +207,9 @@ def candidate_view(round_: int, index: int, proposal_id: str, sha: str | None,
     carries its `outcome` record, which the race node settles without re-reading the proposal
     (settled views leave it out: the log holds it, and the state stays small)."""
     return {"round": round_, "index": index, "proposal_id": proposal_id, "sha": sha,
-            "origin": origin, "parsed": outcome.parsed, "applied": outcome.applied, "valid": outcome.valid,
-            "invalid_kind": outcome.invalid_kind, "invalid_reason": outcome.invalid_reason,
-            "selection_score": outcome.selection_score,
+            "origin": origin, "parsed": outcome.parsed, "applied": outcome.applied,
+            "valid": outcome.valid, "invalid_kind": outcome.invalid_kind,
+            "invalid_reason": outcome.invalid_reason, "selection_score": outcome.selection_score,
             "completed_fraction": outcome.completed_fraction, "reward": outcome.reward,
             "diff": outcome.diff[:DIFF_CHARS]}
 
@@ -221,7 +221,8 @@ async def record_outcome(store: LogStore, proposal_id: str, sha: str | None, out
     await store.aupdate_proposal_outcome(
         proposal_id, candidate_sha=sha, parsed=outcome.parsed, applied=outcome.applied,
         valid=outcome.valid, invalid_kind=outcome.invalid_kind,
-        invalid_reason=outcome.invalid_reason, completed_fraction=outcome.completed_fraction, selection_score=outcome.selection_score,
+        invalid_reason=outcome.invalid_reason, completed_fraction=outcome.completed_fraction,
+        selection_score=outcome.selection_score,
         parent_score=parent_score, reward=outcome.reward,
         reward_parts={**outcome.reward_parts, **extra_parts}, parsed_edit=outcome.edit)
 
@@ -248,7 +249,8 @@ async def operator_plan(ctx: AdapterContext, sha: str, round_: int) -> list[str]
     source = await ctx.store.aget_version_source(sha)
     plan = []
     for op in fitting(ops, source):
-        tried = await asyncio.to_thread(ctx.store.get_version, source_sha(apply_operator(op, source)))
+        candidate = source_sha(apply_operator(op, source))
+        tried = await asyncio.to_thread(ctx.store.get_version, candidate)
         if tried is None or tried.round >= round_:
             plan.append(op.name)
         if len(plan) == ctx.config.operators_per_round:

@@ -15,6 +15,7 @@ import random
 from typing import Any
 
 from harness_learning.graphs.adapter.policies import Archive
+from harness_learning.graphs.adapter.propose import MERGE
 from harness_learning.harnesses.llm.completion import Completion
 
 MERGE_NOTE = "merge of candidates {a} and {b} (both edits applied to the parent)"
@@ -66,7 +67,7 @@ async def merge_candidate(ctx: Any, state: dict, mine: list[dict],
         await ctx.store.aput_proposal_draft(
             round_=round_, index=index, messages=[{"role": "system", "content": note}],
             completion=completion, edit_format=cfg.edit_format, parent_sha=state["current_sha"],
-            origin="merge")
+            origin=MERGE)
     return await make_candidate(ctx, {
         "round": round_, "index": index, "current_sha": state["current_sha"],
         "report": state.get("report", ""), "selection_ids": state["selection_ids"],

@@ -11,6 +11,7 @@ attribute each gain to its origin.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -46,11 +47,6 @@ class CandidateProposal:
 
 def operator_origin(name: str) -> str:
     return f"{OPERATOR_PREFIX}{name}"
-
-
-def operator_name(origin: str) -> str | None:
-    """The operator of an `operator:NAME` origin, else None."""
-    return origin[len(OPERATOR_PREFIX):] if origin.startswith(OPERATOR_PREFIX) else None
 
 
 def program_completion(source: str, model: str) -> Completion:
@@ -121,25 +117,16 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
             "tokens": completion.prompt_tokens + completion.completion_tokens})
         return outcome
 
-    async def known(outcome: Outcome) -> bool:
-        return await _duplicate(ctx, outcome)
-
     seed = cfg.seed * 100_003 + payload["round"] * 1_009 + payload["index"]
     messages, completion, outcome = await second_chances(
         proposer_messages(ctx, payload, parent_source), seed, parent_source, sample, judged,
-        known, turns=second_chance_turns(cfg))
+        functools.partial(_duplicate, ctx), turns=cfg.second_chance_turns)
     for replaced in sampled[:-1]:  # paid for too; the last is priced with its proposal
         if replaced.cost:
             await ctx.store.aappend_event(PROPOSER_COST_EVENT, {
                 "proposal_id": proposal_id(payload["round"], payload["index"]),
                 "round": payload["round"], "cost_usd": float(replaced.cost)})
     return CandidateProposal(PROPOSER, messages, completion, cfg.edit_format, outcome)
-
-
-def second_chance_turns(cfg: Any) -> int:
-    """`AdaptConfig.repair_turns`, except in a run that collects GRPO groups (`group_size`):
-    every sample of a group must answer the one prompt, and a repair answers another."""
-    return 0 if cfg.group_size is not None else cfg.repair_turns
 
 
 async def _duplicate(ctx: Any, outcome: Outcome) -> bool:

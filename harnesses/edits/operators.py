@@ -121,9 +121,12 @@ def _tool_names(tree: ast.Module) -> set[str]:
 def misfit(op: Operator, source: str) -> str | None:
     """Why `op` does not apply to `source`, or None when it does."""
     try:
-        shape = shape_of(source)
+        return _misfit(op, shape_of(source))
     except OperatorError as err:
         return str(err)
+
+
+def _misfit(op: Operator, shape: Shape) -> str | None:
     if op.transform is None and op.block in shape.names:
         return f"the harness already uses {op.block}"
     missing = sorted(op.needs - shape.tool_calls)
@@ -134,12 +137,16 @@ def misfit(op: Operator, source: str) -> str | None:
 
 def apply_operator(op: Operator, source: str) -> str:
     """The harness with `op`'s block applied; `OperatorError` when it does not fit."""
-    reason = misfit(op, source)
+    unfit = f"operator {op.name!r} does not fit this harness"
+    try:
+        shape = shape_of(source)
+    except OperatorError as err:
+        raise OperatorError(f"{unfit}: {err}") from None
+    reason = _misfit(op, shape)
     if reason is not None:
-        raise OperatorError(f"operator {op.name!r} does not fit this harness: {reason}")
+        raise OperatorError(f"{unfit}: {reason}")
     if op.transform is not None:
         return op.transform(source)
-    shape = shape_of(source)
     before = _free_name(f"{BUILD}_before_{op.name}", shape.names)
     lines = source.rstrip("\n").split("\n")
     def_line = lines[shape.builder_line - 1]
