@@ -55,3 +55,23 @@ def qwen_url() -> Iterator[str]:
 
     with exported(MODELS[QWEN_CODER].url_env, ensure_local_server(name=QWEN_CODER)) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """URL of a throwaway PostgreSQL server (tests/support/pg_server.py), started once for the
+    whole run. Without server binaries the tests that need it skip, except under CI=true,
+    where that fails the run: CI installs the server (`make sandbox-tools`)."""
+    from pg_server import NoServer, postgres_server
+
+    try:
+        server = postgres_server()
+        url = server.__enter__()
+    except NoServer as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true but {exc}")
+        pytest.skip(str(exc))
+    try:
+        yield url
+    finally:
+        server.__exit__(None, None, None)

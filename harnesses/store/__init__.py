@@ -1,12 +1,14 @@
 """The execution log (docs/ARCHITECTURE.md, "The store"): versions, evaluations, proposals,
 decisions and events of one run, behind the `LogStore` interface; SQLite by default, JSON lines
-(`JsonlLogStore`) as a second backend."""
+(`JsonlLogStore`) as a second backend, PostgreSQL (`postgres.PostgresLogStore`, imported on
+first use: psycopg is an optional extra) for logs that outlive a machine."""
 
 from harness_learning.harnesses.store.base import (
     UNFINISHED_KINDS,
     LogStore,
     LogStoreError,
     SchemaVersionError,
+    StoreUnreachable,
 )
 from harness_learning.harnesses.store.jsonl import export_run, import_run
 from harness_learning.harnesses.store.jsonl_store import JsonlLogStore
@@ -44,6 +46,7 @@ __all__ = [
     "RunMeta",
     "SQLiteLogStore",
     "SchemaVersionError",
+    "StoreUnreachable",
     "Version",
     "canonical_json",
     "clean_text",

@@ -2,7 +2,8 @@
 
 Modelled on LangGraph's checkpoint conformance suite: the capabilities are tests written once
 against the abstract interface, parametrised over `BACKENDS`. A new backend adds itself there
-(a callable from a run directory to an open store) and must pass every test unchanged;
+(given the test's request, for a server fixture, a callable from a run directory to an open
+store) and must pass every test unchanged;
 backend-specific behaviour (SQLite's schema record, the JSONL file's torn tail) is tested in
 that backend's own module.
 """
@@ -31,19 +32,31 @@ from harness_learning.harnesses.store import (
     source_sha,
 )
 
-BACKENDS: dict[str, Callable[[Path], LogStore]] = {
-    "sqlite": SQLiteLogStore,
-    "jsonl": JsonlLogStore,
+
+def postgres(request: pytest.FixtureRequest) -> Callable[[Path], LogStore]:
+    """A run directory's log in the session's throwaway PostgreSQL server (tests/conftest.py)."""
+    from harness_learning.harnesses.store.postgres import PostgresLogStore
+
+    url = request.getfixturevalue("postgres_url")
+    return lambda run_dir: PostgresLogStore(run_dir, url)
+
+
+BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Callable[[Path], LogStore]]] = {
+    "sqlite": lambda _request: SQLiteLogStore,
+    "jsonl": lambda _request: JsonlLogStore,
+    "postgres": postgres,
 }
+"""Backend name -> (the test's request -> a callable from a run directory to an open store)."""
 
 
 @pytest.fixture(params=sorted(BACKENDS))
 def reopen(request, tmp_path) -> Callable[[], LogStore]:
     """Opens the same run directory with the backend under test (again, after a close)."""
     opened: list[LogStore] = []
+    backend = BACKENDS[request.param](request)
 
     def open_() -> LogStore:
-        store = BACKENDS[request.param](tmp_path / "run")
+        store = backend(tmp_path / "run")
         opened.append(store)
         return store
 

@@ -1,0 +1,398 @@
+"""The PostgreSQL log backend: a run's log in a database many runs and machines can share.
+
+Each run has a PostgreSQL schema of its own (`hl_run_<hex>`), holding the same tables, columns
+and schema version as the SQLite file (`schema.py`'s DDL and MIGRATIONS, translated by
+`to_postgres`), so the two backends behave alike and pass one conformance suite. The run
+directory names its schema in store.json (`POINTER`), written once when the schema is made, so
+a moved run directory still finds its log. Every write is one committed transaction; a lost
+connection fails the call with `StoreUnreachable` (one line naming the URL) and the next call
+connects again, so what was committed stays.
+
+psycopg is an optional extra, imported when a store is opened: without it the error names
+`pip install 'harness-learning[postgres]'`. Passwords are never written (see `pgurl`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from harness_learning.harnesses.contract import SOLVER_OPS
+from harness_learning.harnesses.store.base import (
+    LogStore,
+    LogStoreError,
+    SchemaVersionError,
+    StoreUnreachable,
+)
+from harness_learning.harnesses.store.pgurl import (
+    INSTALL_HINT,
+    password_for,
+    remember_password,
+)
+from harness_learning.harnesses.store.records import (
+    Decision,
+    Evaluation,
+    Event,
+    Proposal,
+    RunMeta,
+    Version,
+    clean_text,
+    source_sha,
+)
+from harness_learning.harnesses.store.schema import (
+    DDL,
+    MIGRATIONS,
+    SCHEMA_TABLE,
+    SCHEMA_VERSION,
+    TABLES,
+)
+from harness_learning.harnesses.store.spend import PROPOSER_COST_EVENT, spend
+from harness_learning.harnesses.store.sqlite import _columns, _decode_row, _encode
+
+POINTER = "store.json"
+"""The run directory's record of where its PostgreSQL log is: {"url", "schema"}."""
+ORDERED = ("versions", "evaluations", "proposals")
+"""Tables read back in insertion order (SQLite's rowid): they get a `_pos` column."""
+CONNECT_TIMEOUT_S = 10
+
+
+def to_postgres(sql: str) -> str:
+    """SQLite DDL in PostgreSQL's dialect, column for column: 8-byte numbers (SQLite's INTEGER
+    and REAL are 64-bit; PostgreSQL's are 32-bit), a sequence for `events.seq`, and `_pos` in
+    the tables SQLite reads in rowid order."""
+    sql = re.sub(r"INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY", sql)
+    sql = re.sub(r"\bINTEGER\b", "BIGINT", sql)
+    sql = re.sub(r"\bREAL\b", "DOUBLE PRECISION", sql)
+    sql = re.sub(r"^INSERT OR IGNORE .*$", "", sql, flags=re.M)
+    for table in ORDERED:
+        sql = sql.replace(f"EXISTS {table} (", f"EXISTS {table} (_pos BIGSERIAL, ")
+    return sql
+
+
+def psycopg_module() -> ModuleType:
+    """psycopg, or one line saying how to install it."""
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise LogStoreError(f"a PostgreSQL log store needs psycopg: {INSTALL_HINT}") from exc
+    return psycopg
+
+
+def _encode_pg(name: str, value: Any) -> Any:
+    """SQLite's encoding; PostgreSQL text cannot hold NUL, which becomes U+FFFD (as SQLite's
+    lone surrogates do) so odd model output is stored, not refused."""
+    value = _encode(name, value)
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) else value
+
+
+def _decode(cls: type, row: dict[str, Any]) -> Any:
+    return cls(**_decode_row(_columns(cls), row))
+
+
+class PostgresLogStore(LogStore):
+    """Execution log of one run directory, kept in a PostgreSQL database."""
+
+    def __init__(self, run_dir: str | Path, url: str | None = None) -> None:
+        self.run_dir = Path(run_dir)
+        self.pointer = self.run_dir / POINTER
+        stored = self._read_pointer()
+        given = remember_password(url) if url else None
+        self.url = given or stored.get("url") or ""
+        if not self.url:
+            raise LogStoreError(f"{self.pointer} not found and no PostgreSQL URL given")
+        self.schema = stored.get("schema") or f"hl_run_{uuid.uuid4().hex[:24]}"
+        self.where = f"{self.url} (schema {self.schema})"
+        self._pg = psycopg_module()
+        self._lock = threading.RLock()
+        self._conn: Any = None
+        with self._lock:
+            self._setup()
+        if not stored:
+            self._write_pointer()
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def _read_pointer(self) -> dict[str, str]:
+        if not self.pointer.is_file():
+            return {}
+        try:
+            data = json.loads(self.pointer.read_text(encoding="utf-8"))
+            return {"url": str(data["url"]), "schema": str(data["schema"])}
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LogStoreError(f"{self.pointer}: unreadable store record: {exc}") from exc
+
+    def _write_pointer(self) -> None:
+        """Once, atomically: of two processes making a run's log at once, the first one's
+        schema is the run's, and the second is refused rather than writing elsewhere."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.run_dir / f".{POINTER}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        tmp.write_text(json.dumps({"url": self.url, "schema": self.schema}), encoding="utf-8")
+        try:
+            os.link(tmp, self.pointer)
+        except FileExistsError as exc:
+            self.close()
+            raise LogStoreError(f"{self.pointer} was written by another process meanwhile; "
+                                "open the store again") from exc
+        finally:
+            tmp.unlink()
+
+    def _connection(self) -> Any:
+        """The open connection, made again if the last one was lost."""
+        if self._conn is not None and not self._conn.closed and not self._conn.broken:
+            return self._conn
+        kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S,
+                                  "application_name": "harness-learning"}
+        password = password_for(self.url)
+        if password is not None:
+            kwargs["password"] = password
+        try:
+            conn = self._pg.connect(self.url, **kwargs)
+        except self._pg.Error as exc:
+            raise self._unreachable(exc) from exc
+        from psycopg.rows import dict_row
+
+        conn.row_factory = dict_row
+        conn.execute(self._pg.sql.SQL("SET search_path TO {}").format(
+            self._pg.sql.Identifier(self.schema)))
+        self._conn = conn
+        return conn
+
+    def _unreachable(self, exc: BaseException) -> StoreUnreachable:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        return StoreUnreachable(f"the log store {self.url} failed: {reason}")
+
+    @contextmanager
+    def _tx(self) -> Iterator[Any]:
+        """One committed transaction (a cursor inside it); connection failures are
+        `StoreUnreachable`, any other error rolls the transaction back and propagates."""
+        with self._lock:
+            conn = self._connection()
+            try:
+                with conn.transaction(), conn.cursor() as cur:
+                    yield cur
+            except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
+                raise self._unreachable(exc) from exc
+
+    def _query(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
+        with self._tx() as cur:
+            return cur.execute(sql, tuple(params)).fetchall()
+
+    def _setup(self) -> None:
+        """Make or check the run's schema, in one transaction under a per-schema lock."""
+        ident = self._pg.sql.Identifier(self.schema)
+        with self._tx() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.schema,))
+            names = {r["table_name"] for r in cur.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema=%s",
+                (self.schema,))}
+            found = self._check_schema(cur, names)
+            cur.execute(self._pg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
+            cur.execute(to_postgres(DDL))
+            if found is None:
+                cur.execute(f"INSERT INTO {SCHEMA_TABLE} VALUES ('version', %s) "
+                            "ON CONFLICT DO NOTHING", (str(SCHEMA_VERSION),))
+            elif found < SCHEMA_VERSION:
+                self._migrate(cur, found)
+
+    def _check_schema(self, cur: Any, names: set[str]) -> int | None:
+        """The stored schema version (None for a new schema); refuses another version's."""
+        if SCHEMA_TABLE not in names:
+            if names & set(TABLES):
+                raise SchemaVersionError(
+                    f"{self.where} holds log tables ({', '.join(sorted(names & set(TABLES)))}) "
+                    "but no schema version record; refusing to write to it.")
+            return None
+        row = cur.execute(f"SELECT value FROM {SCHEMA_TABLE} WHERE key='version'").fetchone()
+        found = row["value"] if row else None
+        if found is not None and found.isdigit() and (int(found) in MIGRATIONS
+                                                      or int(found) == SCHEMA_VERSION):
+            return int(found)
+        raise SchemaVersionError(
+            f"{self.where} was written with log schema version {found}; this code reads "
+            f"version {SCHEMA_VERSION}. Nothing was changed: use a new run directory or the "
+            "harness-learning version that wrote it.")
+
+    def _migrate(self, cur: Any, found: int) -> None:
+        """Bring an older log up to `SCHEMA_VERSION` (inside the setup's transaction)."""
+        for version in range(found, SCHEMA_VERSION):
+            for statement in MIGRATIONS[version]:
+                cur.execute(to_postgres(statement))
+            cur.execute(f"UPDATE {SCHEMA_TABLE} SET value=%s WHERE key='version'",
+                        (str(version + 1),))
+            cur.execute("UPDATE runs SET schema_version=%s", (version + 1,))
+
+    def _upsert(self, cur: Any, table: str, record: Any, key: tuple[str, ...]) -> None:
+        row = record.to_row() if isinstance(record, Evaluation) else {
+            n: getattr(record, n) for n in _columns(type(record))}
+        cols = list(row)
+        update = ", ".join(f"{n}=excluded.{n}" for n in cols if n not in key)
+        cur.execute(
+            f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))}) "
+            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {update}",
+            [_encode_pg(n, row[n]) for n in cols])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+
+    def drop(self) -> None:
+        """Delete this run's schema and everything in it (the run directory is left as is)."""
+        with self._tx() as cur:
+            cur.execute(self._pg.sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
+                self._pg.sql.Identifier(self.schema)))
+
+    # -- run ---------------------------------------------------------------------------------
+    def init_run(self, config: dict[str, Any], run_id: str | None = None) -> RunMeta:
+        with self._tx() as cur:
+            cur.execute("LOCK TABLE runs IN EXCLUSIVE MODE")
+            row = cur.execute("SELECT * FROM runs LIMIT 1").fetchone()
+            if row is None:
+                meta = RunMeta(run_id or uuid.uuid4().hex, config, time.time(), SCHEMA_VERSION)
+                cur.execute("INSERT INTO runs (run_id, config, created_at, schema_version) "
+                            "VALUES (%s, %s, %s, %s)", (meta.run_id, _encode_pg("config", config),
+                                                        meta.created_at, SCHEMA_VERSION))
+                return meta
+        meta = _decode(RunMeta, row)
+        if run_id is not None and run_id != meta.run_id:
+            raise LogStoreError(f"{self.where} belongs to run {meta.run_id!r}, not {run_id!r}")
+        return meta
+
+    def get_run(self) -> RunMeta | None:
+        rows = self._query("SELECT * FROM runs LIMIT 1")
+        return _decode(RunMeta, rows[0]) if rows else None
+
+    # -- versions ----------------------------------------------------------------------------
+    def put_version(
+        self, source: str, parent: str | None = None, round_: int = 0, note: str = ""
+    ) -> str:
+        source = clean_text(source)
+        sha = source_sha(source)
+        with self._tx() as cur:
+            cur.execute(
+                "INSERT INTO versions (sha, source, parent_sha, round, note, created_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (sha) DO NOTHING",
+                (sha, _encode_pg("source", source), parent, round_, _encode_pg("note", note),
+                 time.time()))
+        return sha
+
+    def get_version(self, sha: str) -> Version | None:
+        rows = self._query("SELECT * FROM versions WHERE sha=%s", (sha,))
+        return _decode(Version, rows[0]) if rows else None
+
+    def iter_versions(self) -> Iterator[Version]:
+        for row in self._query("SELECT * FROM versions ORDER BY _pos"):
+            yield _decode(Version, row)
+
+    # -- evaluations -------------------------------------------------------------------------
+    def put_evaluations(self, evaluations: Iterable[Evaluation]) -> None:
+        batch = list(evaluations)
+        now = time.time()
+        with self._tx() as cur:
+            for ev in batch:
+                if not ev.created_at:
+                    ev = dataclasses.replace(ev, created_at=now)
+                self._upsert(cur, "evaluations", ev, ("sha", "purpose", "round", "problem_id"))
+
+    def iter_evaluations(
+        self, sha: str | None = None, purpose: str | None = None, round: int | None = None
+    ) -> Iterator[Evaluation]:
+        where, params = [], []
+        for name, value in (("sha", sha), ("purpose", purpose), ("round", round)):
+            if value is not None:
+                where.append(f"{name}=%s")
+                params.append(value)
+        sql = "SELECT * FROM evaluations" + (f" WHERE {' AND '.join(where)}" if where else "")
+        for row in self._query(sql + " ORDER BY _pos", params):
+            yield Evaluation.from_row(_decode_row(Evaluation.COLUMNS, row))
+
+    def spent(self) -> dict[str, Any]:
+        ops = ", ".join(f"'{op}'" for op in SOLVER_OPS)
+        calls = f"FROM json_array_elements(trace::json) c WHERE c->>'tool' IN ({ops})"
+        cost = ("CASE WHEN json_typeof(c->'meta'->'cost') = 'number' "
+                "THEN (c->'meta'->>'cost')::float8 END")
+        solver = self._query(
+            f"SELECT COALESCE(SUM(tokens), 0) AS tokens, "
+            f"COALESCE(SUM((SELECT COUNT(*) {calls})), 0) AS calls, "
+            f"COALESCE(SUM((SELECT SUM({cost}) {calls})), 0) AS cost FROM evaluations")[0]
+        proposer = self._query(
+            "SELECT COUNT(*) AS calls, COALESCE(SUM(prompt_tokens + completion_tokens), 0) "
+            "AS tokens FROM proposals")[0]
+        paid = self._query(
+            "SELECT COALESCE(SUM(CASE WHEN json_typeof(payload::json->'cost_usd') = 'number' "
+            "THEN (payload::json->>'cost_usd')::float8 END), 0) AS cost FROM events "
+            "WHERE kind=%s", (PROPOSER_COST_EVENT,))[0]
+        return spend(solver_calls=solver["calls"], solver_tokens=solver["tokens"],
+                     solver_cost_usd=solver["cost"], proposer_calls=proposer["calls"],
+                     proposer_tokens=proposer["tokens"], proposer_cost_usd=paid["cost"])
+
+    # -- proposals ---------------------------------------------------------------------------
+    def put_proposal(self, proposal: Proposal) -> str:
+        if not proposal.created_at:
+            proposal = dataclasses.replace(proposal, created_at=time.time())
+        with self._tx() as cur:
+            self._upsert(cur, "proposals", proposal, ("id",))
+        return proposal.id
+
+    def update_proposal(self, proposal_id: str, **fields: Any) -> None:
+        unknown = set(fields) - (set(_columns(Proposal)) - {"id"})
+        if unknown:
+            raise ValueError(f"unknown proposal fields: {', '.join(sorted(unknown))}")
+        if not fields:
+            return
+        sets = ", ".join(f"{n}=%s" for n in fields)
+        values = [_encode_pg(n, v) for n, v in fields.items()]
+        with self._tx() as cur:
+            cur.execute(f"UPDATE proposals SET {sets} WHERE id=%s", (*values, proposal_id))
+            if cur.rowcount == 0:
+                raise KeyError(f"no proposal {proposal_id!r} in {self.where}")
+
+    def get_proposal_by_id(self, proposal_id: str) -> Proposal | None:
+        rows = self._query("SELECT * FROM proposals WHERE id=%s", (proposal_id,))
+        return _decode(Proposal, rows[0]) if rows else None
+
+    def iter_proposals(self, round: int | None = None) -> Iterator[Proposal]:
+        if round is None:
+            rows = self._query("SELECT * FROM proposals ORDER BY _pos")
+        else:
+            rows = self._query("SELECT * FROM proposals WHERE round=%s ORDER BY _pos", (round,))
+        for row in rows:
+            yield _decode(Proposal, row)
+
+    # -- decisions and events ----------------------------------------------------------------
+    def _put_decision(self, decision: Decision) -> None:
+        if not decision.created_at:
+            decision = dataclasses.replace(decision, created_at=time.time())
+        with self._tx() as cur:
+            self._upsert(cur, "decisions", decision, ("round",))
+
+    def iter_decisions(self) -> Iterator[Decision]:
+        for row in self._query("SELECT * FROM decisions ORDER BY round"):
+            yield _decode(Decision, row)
+
+    def append_event(self, kind: str, payload: dict[str, Any] | None = None) -> int:
+        """Appends are serialised (a table lock readers pass), so sequence numbers are in
+        commit order and a reader following `after_seq` never skips one committed late."""
+        with self._tx() as cur:
+            cur.execute("LOCK TABLE events IN EXCLUSIVE MODE")
+            row = cur.execute(
+                "INSERT INTO events (ts, kind, payload) VALUES (%s, %s, %s) RETURNING seq",
+                (time.time(), _encode_pg("kind", kind), _encode_pg("payload", payload or {}))
+            ).fetchone()
+            return int(row["seq"])
+
+    def iter_events(self, after_seq: int = 0, kinds: Iterable[str] | None = None) -> Iterator[Event]:
+        rows = self._query("SELECT * FROM events WHERE seq>%s ORDER BY seq", (after_seq,))
+        wanted = set(kinds) if kinds is not None else None
+        for row in rows:
+            if wanted is None or row["kind"] in wanted:
+                yield _decode(Event, row)
