@@ -77,7 +77,9 @@ class AdaptConfig:
                                            "(derived from the data and the metric if unset).")
     tools: list[str] = _opt(factory=list, help="Your tool(s), module:attr or file.py:attr "
                             "(repeatable): a LangChain tool, a list, a typed function or a "
-                            "factory; harnesses call them with tools.call(name, ...).")
+                            "factory; or an MCP server's tools: 'mcp:COMMAND ARGS...' (stdio) "
+                            "or mcp+http://HOST:PORT/PATH (streamable HTTP). Harnesses call "
+                            "them with tools.call(name, ...).")
     index_backend: str | None = _opt(None, help="QA index backend: auto, bm25, chroma, hybrid or "
                                                 "rank-bm25.")
     aliases: str | None = _opt(None, help="2Wiki's id_aliases.json (answer aliases of its "

@@ -152,8 +152,19 @@ def open_tools(config: AdaptConfig, live: Mapping[str, Any] | None = None) -> An
                                    "it again (tools=[...]) to reopen this run")
             objects.append((live or {})[ref])
         else:
-            objects.append(resolve(ref, "tool", base=inputs_dir(config)))
+            objects.append(tool_object(ref, base=inputs_dir(config)))
     return build_user_tools(objects, config.tools)
+
+
+def tool_object(ref: str, base: Path | None = None) -> Any:
+    """What a `--tools` reference names: an MCP server's tools (`mcp:COMMAND ARGS...` over
+    stdio, `mcp+http://HOST:PORT/PATH`; `harnesses.mcptools`), else the `module:attr` or
+    `file.py:attr` object."""
+    from harness_learning.harnesses.mcptools import is_mcp, mcp_tools
+
+    if is_mcp(ref):
+        return mcp_tools(ref)
+    return resolve(ref, "tool", base=base)
 
 
 def _copy(path: Path, folder: Path) -> None:

@@ -32,7 +32,7 @@ def run(
     index_backend: Annotated[str | None, typer.Option(help="QA index backend: auto, bm25, chroma, hybrid.")] = None,
     aliases: Annotated[Path | None, typer.Option(help="2Wiki's id_aliases.json.")] = None,
     metric: Annotated[str | None, typer.Option(help="Data-file metric (see `adapt --help`).")] = None,
-    tools: Annotated[list[str] | None, typer.Option("--tools", help="Your tool(s), module:attr or file.py:attr (repeatable).")] = None,
+    tools: Annotated[list[str] | None, typer.Option("--tools", help="Your tool(s), module:attr or file.py:attr, or an MCP server's: 'mcp:COMMAND ARGS...' (stdio) or mcp+http://HOST:PORT/PATH (repeatable).")] = None,
     concurrency: Annotated[int, typer.Option(help="Problems in flight.")] = 4,
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
 ) -> None:
@@ -43,7 +43,7 @@ def run(
     if split not in ("feedback", "test"):
         raise typer.BadParameter("split must be feedback or test")
     require_local_models(model)
-    from harness_learning.evals.custom.imports import resolve
+    from harness_learning.graphs.adapter.inputs import tool_object
     from harness_learning.harnesses.usertools import build_user_tools
 
     extra = {"index_backend": index_backend, "aliases": str(aliases) if aliases else None,
@@ -51,7 +51,7 @@ def run(
     with user_errors():
         the_task = get_task(task, **task_options(data, index),
                             **{k: v for k, v in extra.items() if v is not None})
-        user_tools = build_user_tools([resolve(t, "tool") for t in tools], tools) if tools else None
+        user_tools = build_user_tools([tool_object(t) for t in tools], tools) if tools else None
     source = read_harness(harness or the_task.seed)
     problems = the_task.dev() if split == "feedback" else the_task.test()
     problems = problems[:n] if n else problems

@@ -1,0 +1,67 @@
+"""An MCP server's tools as user tools, against a real stdio server process
+(tests/support/mcp_sums/server.py): listed with their schemas, called from another event loop,
+their results as data, their errors as the tool's error; a server that does not start and a
+tool a harness cannot call are one line naming them."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+from harness_learning.harnesses.mcptools import McpServer, McpToolError, close_servers, mcp_tools
+from harness_learning.harnesses.usertools import ToolArgumentError, ToolSetupError, build_user_tools
+
+SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_sums" / "server.py"
+REF = f"mcp:{sys.executable} {SERVER}"
+
+
+@pytest.fixture(scope="module")
+def sums():
+    yield build_user_tools([mcp_tools(REF)], [REF])
+    close_servers()
+
+
+def test_the_servers_tools_are_user_tools_with_their_schemas(sums) -> None:
+    assert sums.names == ["add", "unit_price"]
+    add = sums.tools["add"]
+    assert add.description == "The sum of two integers."
+    assert add.parameters["properties"] == {"a": {"type": "integer"}, "b": {"type": "integer"}}
+    assert add.parameters["required"] == ["a", "b"]
+    assert "tools.call('add', **args)" in sums.describe()
+
+
+def test_calls_run_on_the_servers_session_from_any_loop(sums) -> None:
+    async def calls() -> list:
+        return [(await sums.call("add", {"a": 2, "b": 40})).result,
+                (await sums.call("unit_price", {"item": "pear"})).result]
+
+    assert asyncio.run(calls()) == [42, {"price": 0.75, "currency": "EUR"}]
+    assert asyncio.run(calls()) == [42, {"price": 0.75, "currency": "EUR"}]  # a new loop
+    assert McpServer.shared(REF) is McpServer.shared(REF)  # one session per reference
+
+
+def test_a_wrong_call_and_a_failing_tool_are_the_harnesss_errors(sums) -> None:
+    with pytest.raises(ToolArgumentError, match="missing argument 'b'"):
+        asyncio.run(sums.call("add", {"a": 1}))
+    with pytest.raises(McpToolError, match="no price for 'kiwi'"):
+        asyncio.run(sums.call("unit_price", {"item": "kiwi"}))
+
+
+def test_a_server_that_does_not_start_is_one_line_with_its_stderr() -> None:
+    with pytest.raises(ToolSetupError) as failed:
+        mcp_tools(f"{REF} --crash")
+    message = str(failed.value)
+    assert message.startswith(f"tool {REF} --crash: the MCP server did not start")
+    assert "refusing to start: --crash" in message and "\n" not in message
+    with pytest.raises(ToolSetupError, match="/no/such/server.*did not start.*FileNotFound"):
+        mcp_tools("mcp:/no/such/server")
+    with pytest.raises(ToolSetupError, match="127.0.0.1:9/mcp: the MCP server did not start"):
+        mcp_tools("mcp+http://127.0.0.1:9/mcp")
+
+
+def test_a_tool_a_harness_cannot_call_is_named() -> None:
+    with pytest.raises(ToolSetupError, match=r"--bad-name: MCP tool 'get-time': its name is "
+                                             r"not usable as tools.get-time"):
+        mcp_tools(f"{REF} --bad-name")
