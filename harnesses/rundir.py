@@ -4,6 +4,8 @@ A run directory holds everything a run needs to resume and everything it produce
 
     config.json            the run's settings (`AdaptConfig`), written once by `adapt`
     log.sqlite             the execution log (the `LogStore`; its file name is the backend's)
+    store.json             instead of log.sqlite, where a PostgreSQL log is (URL without a
+                           password, and the run's schema); config.json's `store` names it too
     checkpoints.sqlite     the adapter's LangGraph checkpoints
     solver_cache.sqlite    the Solver's response cache (unless the Solver spec names another)
     scores.png             `eval`'s plot of selection and test score per round
@@ -23,6 +25,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from harness_learning.harnesses.store.base import LogStore, LogStoreError
+from harness_learning.harnesses.store.pgurl import SQLITE, check_url, is_postgres, public_url
+from harness_learning.harnesses.store.postgres import POINTER as STORE_POINTER
+from harness_learning.harnesses.store.postgres import PostgresLogStore
 from harness_learning.harnesses.store.sqlite import FILENAME as LOG_FILENAME
 from harness_learning.harnesses.store.sqlite import SQLiteLogStore
 
@@ -37,6 +43,7 @@ class RunDir:
 
     CONFIG = "config.json"
     LOG = LOG_FILENAME
+    STORE = STORE_POINTER
     CHECKPOINTS = "checkpoints.sqlite"
     SOLVER_CACHE = "solver_cache.sqlite"
     PLOT = "scores.png"
@@ -77,6 +84,10 @@ class RunDir:
         return self.path / self.LOG
 
     @property
+    def store_pointer(self) -> Path:
+        return self.path / self.STORE
+
+    @property
     def checkpoints(self) -> Path:
         return self.path / self.CHECKPOINTS
 
@@ -102,7 +113,22 @@ class RunDir:
         return self.config.is_file()
 
     def has_log(self) -> bool:
-        return self.log.is_file()
+        """An execution log was made here: the SQLite file, or the record of a PostgreSQL one."""
+        return self.log.is_file() or self.store_pointer.is_file()
+
+    def store_url(self) -> str:
+        """Where the run's log is: config.json's `store`, else store.json's URL, else ""
+        (SQLite in the run directory). Never holds a password."""
+        if self.config.is_file():
+            url = self.read_config().get("store")
+            if url:
+                return str(url)
+        if self.store_pointer.is_file():
+            try:
+                return str(json.loads(self.store_pointer.read_text(encoding="utf-8"))["url"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise LogStoreError(f"{self.store_pointer}: unreadable store record: {exc}") from exc
+        return ""
 
     # -- contents ----------------------------------------------------------------------------
     def read_config(self) -> dict[str, Any]:
@@ -125,6 +151,25 @@ class RunDir:
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
         os.replace(tmp, self.config)
 
-    def open_store(self) -> SQLiteLogStore:
-        """The run's execution log (created if absent); close it, or use it in `with`."""
-        return SQLiteLogStore(self.path)
+    def open_store(self, store_url: str | None = None) -> LogStore:
+        """The run's execution log (created if absent); close it, or use it in `with`.
+        `store_url` overrides the store the run names (see `open_log_store`)."""
+        return open_log_store(self.path, store_url)
+
+
+def open_log_store(run_dir: str | Path, store_url: str | None = None) -> LogStore:
+    """The one place a store is chosen by URL. `store_url` (a command's `--store`) wins, else
+    what the run directory names (`RunDir.store_url`); empty or `sqlite` is log.sqlite in the
+    run directory, postgresql://... a PostgreSQL database. A run whose log is already in one
+    backend is refused the other, rather than starting an empty log beside the real one."""
+    run = RunDir(run_dir)
+    url = check_url(store_url or run.store_url())
+    if is_postgres(url):
+        if run.log.is_file():
+            raise LogStoreError(f"{run.path} keeps its log in {run.log}, not in "
+                                f"{public_url(url)}: drop --store, or use a new run directory")
+        return PostgresLogStore(run.path, url)
+    if run.store_pointer.is_file():
+        raise LogStoreError(f"{run.path} keeps its log in PostgreSQL ({run.store_pointer}), not "
+                            f"in {SQLITE}: drop --store, or use a new run directory")
+    return SQLiteLogStore(run.path)

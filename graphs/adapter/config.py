@@ -145,6 +145,18 @@ class AdaptConfig:
     concurrency: int = _opt(8, help="Problems in flight per evaluation.")
     report_chars: int = _opt(12_000, help="Size budget of the Proposer's report, in characters.")
     approval: bool = _opt(False, help="Ask before adopting a candidate.")
+    store: str = _opt("", help=(
+        "Where the execution log is kept: empty or `sqlite` for log.sqlite in the run "
+        "directory; postgresql://USER@HOST:PORT/DATABASE for a PostgreSQL database (a schema "
+        "per run; needs the `postgres` extra). A password in the URL is used by this command "
+        "and never stored; later ones read PGPASSWORD or ~/.pgpass."))
+
+    def __post_init__(self) -> None:
+        """A store URL is checked, and kept without its password (remembered in this process
+        only), so config.json never holds one."""
+        from harness_learning.harnesses.store.pgurl import check_url, remember_password
+
+        self.store = remember_password(check_url(self.store)) if self.store else ""
 
     def with_track_defaults(self, track: str) -> AdaptConfig:
         """Fill every unset (None) knob from the paper's defaults for `track`."""

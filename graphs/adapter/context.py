@@ -125,7 +125,10 @@ class AdapterContext:
 
     @property
     def store(self) -> LogStore:
-        return self._get("store", lambda: RunDir.create(self.config.path).open_store())
+        """The run's log, where its config says (`store`: SQLite in the run directory unless
+        a PostgreSQL URL is given)."""
+        return self._get("store", lambda: RunDir.create(self.config.path).open_store(
+            self.config.store or None))
 
     @property
     def solver(self) -> ModelClient:

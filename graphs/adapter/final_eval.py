@@ -50,14 +50,18 @@ class FinalSummary:
 
 
 async def final_evaluation(run_dir: str | Path, n: int = 0, console=None,
-                           task: Task | None = None, solver: str = "") -> FinalSummary:
+                           task: Task | None = None, solver: str = "",
+                           store: str = "") -> FinalSummary:
     """Each lineage version on the held-out test problems; `task` is the run's task when the
     caller has opened it already (the CLI checks it first), so it is not loaded twice.
 
     `solver` replaces the run's Solver (e.g. one `train solver-sft` fine-tuned): its results
-    are kept apart from the run's own (purpose `test@SOLVER`), and so are its plot and diffs."""
+    are kept apart from the run's own (purpose `test@SOLVER`), and so are its plot and diffs.
+    `store` replaces the store URL the run's config names (`--store`)."""
     run = RunDir.open(run_dir)
     config = load_config(run)
+    if store:
+        config = replace(config, store=store)
     purpose, plot, diffs = "test", run.plot, run.diffs
     if solver:
         config = replace(config, solver=solver)

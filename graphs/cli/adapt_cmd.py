@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,6 +18,7 @@ from harness_learning.graphs.cli._common import (
     user_errors,
 )
 from harness_learning.graphs.cli.options import field_parameters, field_values
+from harness_learning.graphs.cli.show_cmd import STORE_HELP
 
 
 def check_inputs(config) -> Any:
@@ -63,12 +65,15 @@ _register_adapt()
 def resume(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `adapt`.")],
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
+    store: Annotated[str, typer.Option(help=STORE_HELP)] = "",
 ) -> None:
     """Continue a run that was stopped or killed; nothing finished is redone."""
     from harness_learning.graphs.adapter.run import load_config
 
     with user_errors():
         config = load_config(run_dir)
+        if store:  # for this process only: config.json keeps the store the run was started on
+            config = dataclasses.replace(config, store=store)
     _run(config, resume=True, as_json=as_json)
 
 
@@ -90,6 +95,7 @@ def eval_run(
                                         "e.g. local:OUT.gguf from `train solver-sft` and "
                                         "`train export` (its results are kept apart).")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
+    store: Annotated[str, typer.Option(help=STORE_HELP)] = "",
 ) -> None:
     """Evaluate the seed and each round's selected version on held-out test problems."""
     from harness_learning.graphs.adapter.final_eval import final_evaluation
@@ -108,7 +114,7 @@ def eval_run(
         task = check_inputs(config)
     try:
         summary = run_async(final_evaluation(run_dir, n=n, console=console, task=task,
-                                             solver=solver))
+                                             solver=solver, store=store))
     except InfraStop as exc:  # name the endpoint that failed
         raise unreachable(solver or config.solver, "solver", str(exc), "--solver") from exc
     out.print(summary.table())

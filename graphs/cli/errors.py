@@ -3,7 +3,8 @@ an exit code a script can branch on. The traceback is printed only with `--debug
 the command line), because its last line is all a user needs and it buries that line.
 
 Exit codes: 1 an unexpected error, 2 bad input, 3 an invalid harness, 4 an unreachable or failing
-model endpoint, 5 a budget stop, 6 a run waiting for a person's approval, 130 interrupted.
+model endpoint or log database, 5 a budget stop, 6 a run waiting for a person's approval, 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def unreachable(model: Any, role: str, detail: str, flag: str = "--model",
 def classify(exc: BaseException) -> CliError:
     """The one line and exit code for an exception that reached the command line."""
     from harness_learning.harnesses.runtime import HarnessInvalid
-    from harness_learning.harnesses.store import LogStoreError
+    from harness_learning.harnesses.store import LogStoreError, StoreUnreachable
 
     if isinstance(exc, CliError):
         return exc
@@ -72,6 +73,10 @@ def classify(exc: BaseException) -> CliError:
     if isinstance(exc, HarnessInvalid):
         return CliError(f"invalid harness: {exc}", "fix the harness source; `harness-learn run "
                         "--harness FILE --n 1` checks it", EXIT_INVALID)
+    if isinstance(exc, StoreUnreachable):  # what was committed is kept: resume continues
+        return CliError(str(exc), "check that the database server is up and the URL right "
+                        "(--store URL; a password comes from PGPASSWORD or ~/.pgpass); then "
+                        "`harness-learn resume RUN` continues a run", EXIT_UNREACHABLE)
     if isinstance(exc, LogStoreError):
         return CliError(str(exc), "use a run directory written by this version, or a new "
                         "--run-dir", EXIT_USAGE)

@@ -169,16 +169,19 @@ def mean_score(results: list[Evaluation]) -> float | None:
     return sum(scores) / len(scores) if scores else None
 
 
-def open_store(run_dir: str | Path) -> LogStore:
+def open_store(run_dir: str | Path, store_url: str | None = None) -> LogStore:
+    """The log of an existing run (never a new, empty one), where the run says or at
+    `store_url` (a command's `--store`)."""
     run = RunDir(run_dir)
     if not run.has_log():
-        raise NotARunError(f"{run.path} holds no {RunDir.LOG}: not a run directory")
-    return run.open_store()
+        raise NotARunError(f"{run.path} holds no {RunDir.LOG} (nor a {RunDir.STORE} naming a "
+                           "PostgreSQL log): not a run directory")
+    return run.open_store(store_url)
 
 
-def load_run(run_dir: str | Path) -> RunRecord:
+def load_run(run_dir: str | Path, store_url: str | None = None) -> RunRecord:
     """Everything the terminal and HTML reports show, read once."""
-    with open_store(run_dir) as store:
+    with open_store(run_dir, store_url) as store:
         return read_run(store, Path(run_dir))
 
 
