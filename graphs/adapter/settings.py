@@ -117,7 +117,12 @@ def config_values(settings: dict[str, Any]) -> dict[str, Any]:
 def conflicts(settings: dict[str, Any], stored: AdaptConfig) -> list[str]:
     """The given settings a started run's config contradicts, as `name: given != stored`.
     A dict setting conflicts only in the keys it gives (the stored one holds derived keys)."""
-    wanted = config_values(settings)
+    return differences(config_values(settings), stored)
+
+
+def differences(wanted: dict[str, Any], stored: AdaptConfig) -> list[str]:
+    """The fields of `wanted` (field name -> value) that `stored` holds otherwise, as
+    `name: wanted != stored`; a dict is compared on the keys `wanted` gives."""
     stored_values = dataclasses.asdict(stored)
     out = []
     for name, value in wanted.items():
@@ -143,4 +148,5 @@ def _same(have: Any, value: Any) -> bool:
     return have == value or str(have) == str(value)
 
 
-__all__ = ["DEFAULT_TASK", "AdapterSettings", "config_values", "conflicts", "given_settings"]
+__all__ = ["DEFAULT_TASK", "AdapterSettings", "config_values", "conflicts", "differences",
+           "given_settings"]

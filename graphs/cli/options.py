@@ -8,6 +8,10 @@ flags, their defaults and their docs are written once, on the dataclass.
 - a field with `metadata["parts"]` (see `graphs.adapter.config.Part`) is one option per part,
   each setting one key of the field's dict or dataclass;
 - any other field (a dict, a dataclass) is one option taking JSON.
+
+With a settings file (`adapt --config FILE.toml`, read by `graphs.adapter.config_file`) the
+file's values sit between the fields' defaults and the flags given on the command line
+(`over_file`): only a flag that was typed overrides the file.
 """
 
 from __future__ import annotations
@@ -58,8 +62,10 @@ def _default(f: dataclasses.Field) -> Any:
     return ...  # required (a default_factory field is never a scalar option)
 
 
-def field_parameters(cls: type) -> list[inspect.Parameter]:
-    """One keyword parameter per option of `cls`, ready for a typer command's signature."""
+def field_parameters(cls: type, required: bool = True) -> list[inspect.Parameter]:
+    """One keyword parameter per option of `cls`, ready for a typer command's signature.
+    `required=False`: a field without a default is an option defaulting to None (a settings
+    file may give it; the command checks that one of them did)."""
     hints = typing.get_type_hints(cls)
     params: list[inspect.Parameter] = []
     for f in dataclasses.fields(cls):
@@ -74,7 +80,11 @@ def field_parameters(cls: type) -> list[inspect.Parameter]:
             params.append(_param(f.name, str | None if optional else str, _default(f),
                                  help_text or f"One of {choices}.", flag=flag))
         elif inner in SCALARS:
-            params.append(_param(f.name, hints[f.name], _default(f), help_text,
+            default = _default(f)
+            if default is ... and not required:
+                params.append(_param(f.name, inner | None, None, help_text, flag=flag))
+                continue
+            params.append(_param(f.name, hints[f.name], default, help_text,
                                  is_bool=inner is bool, flag=flag))
         elif _is_str_list(inner):
             params.append(_param(f.name, list[str] | None, None, help_text, flag=flag))
@@ -148,3 +158,40 @@ def _from_json(f: dataclasses.Field, inner: Any, text: str) -> Any:
         return data
     except (ValueError, TypeError) as exc:
         raise typer.BadParameter(f"{flag}: {exc}") from exc
+
+
+def given_options(ctx: Any, names: Any) -> set[str]:
+    """Which of `names` were typed on the command line (or set from the environment), as
+    opposed to left at their defaults: only those override a settings file."""
+    given = set()
+    for name in names:
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+            given.add(name)
+    return given
+
+
+def over_file(cls: type, values: dict[str, Any], file_values: dict[str, Any],
+              given: dict[str, Any]) -> dict[str, Any]:
+    """`values` (from `field_values`) with a settings file's values under the options that were
+    `given` explicitly (option name -> its value): defaults < file < typed flags. A part flag
+    (`--dev 40`) sets its key in the file's table, leaving the table's other keys."""
+    from harness_learning.graphs.adapter.config_file import to_dataclass
+
+    hints = typing.get_type_hints(cls)
+    merged = dict(values)
+    for f in dataclasses.fields(cls):
+        if f.name not in file_values:
+            continue
+        inner, _ = _unwrap(hints[f.name])
+        from_file = file_values[f.name]
+        if dataclasses.is_dataclass(inner):
+            from_file = to_dataclass(inner, from_file)
+        parts = f.metadata.get("parts") or ()
+        if parts:
+            typed = {p.key: _plain(given[p.option]) for p in parts if p.option in given}
+            merged[f.name] = (dataclasses.replace(from_file, **typed)
+                              if dataclasses.is_dataclass(from_file) else {**from_file, **typed})
+        elif f.name not in given:
+            merged[f.name] = from_file
+    return merged

@@ -1,0 +1,75 @@
+"""`adapt --config FILE.toml`: a run's settings from a file whose keys are `AdaptConfig`'s
+fields, under the flags typed on the command line; a bad key or value is one line before
+anything is written. A real short adaptation on the simulated endpoint (tests/support/sim_adapt.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_run import cli, error_line
+from harness_learning.graphs.cli.errors import main
+
+
+def settings(sim_url: str, run_dir: Path) -> str:
+    """sim_adapt's 2-round best_valid run, written as a settings file."""
+    model = f"openai/sim@{sim_url}"
+    return (f'task = "rg:basic_arithmetic"\nrun_dir = "{run_dir}"\nsolver = "{model}"\n'
+            f'proposer = "{model}"\nrounds = 2\ncandidates = 2\npolicy = "best_valid"\n'
+            "feedback = 2\nselection = 3\nconcurrency = 3\nmerge = false\n"
+            "task_options = { n_dev = 6, n_test = 2 }\n\n[budget]\nsolver_calls = 900\n")
+
+
+def test_a_settings_file_drives_adapt_and_typed_flags_override_it(sim_url, tmp_path) -> None:
+    run_dir = tmp_path / "run"
+    path = tmp_path / "run.toml"
+    path.write_text(settings(sim_url, run_dir))
+    result = cli("adapt", "--config", path, "--rounds", "1", "--dev", "5", "--max-tokens",
+                 "90000", "--json")
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    stored = json.loads((run_dir / "config.json").read_text())
+    assert stored["rounds"] == 1  # the typed flag, over the file's 2
+    assert stored["candidates"] == 2 and stored["selection"] == 3  # the file's
+    assert stored["concurrency"] == 3  # the file's, not the flag's untyped default (8)
+    assert stored["task_options"]["n_dev"] == 5 and stored["task_options"]["n_test"] == 2
+    assert stored["budget"] == {"solver_calls": 900, "tokens": 90000, "cost_usd": None}
+    assert json.loads(result.stdout.strip().splitlines()[-1])["rounds"] == 1
+
+    # resume --config: the file names the run; one that no longer matches it is refused
+    clash = cli("resume", "--config", path)
+    assert clash.returncode == 2 and "has other settings: rounds: 2 != 1" in error_line(clash)
+    path.write_text(settings(sim_url, run_dir).replace("rounds = 2", "rounds = 1")
+                    .replace("n_dev = 6", "n_dev = 5"))
+    again = cli("resume", "--config", path, "--json")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert json.loads(again.stdout.strip().splitlines()[-1])["rounds"] == 1
+
+
+@pytest.mark.parametrize(("line", "says"), [
+    ("rounsd = 2", "unknown key 'rounsd' · hint: did you mean 'rounds'?"),
+    ('rounds = "2"', "key 'rounds' must be an integer, not a string ('2')"),
+    ("[budget]\nsolver_call = 9", "unknown key 'budget.solver_call' · hint: did you mean "
+                                  "'budget.solver_calls'?"),
+    ('policy = "greedy"', "key 'policy' must be one of 'strict', 'best_valid'"),
+    ("dev = 40", "unknown key 'dev' · hint: the flag --dev is the key 'n_dev' of 'task_options'"),
+])
+def test_a_bad_key_or_value_is_one_line_naming_it_and_the_file(line, says, tmp_path,
+                                                                capsys) -> None:
+    run_dir = tmp_path / "run"
+    path = tmp_path / "bad.toml"
+    path.write_text(f'task = "rg:basic_arithmetic"\nrun_dir = "{run_dir}"\n{line}\n')
+    with pytest.raises(SystemExit) as exited:
+        main(["adapt", "--config", str(path)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exited.value.code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"harness-learn: error: {path}: ") and says in lines[0], lines[0]
+    assert not run_dir.exists()
+
+
+def test_a_settings_file_without_task_or_run_dir_names_what_is_missing(tmp_path) -> None:
+    path = tmp_path / "partial.toml"
+    path.write_text('task = "rg:basic_arithmetic"\n')
+    result = cli("adapt", "--config", path)
+    assert result.returncode == 2
+    assert "Missing option '--run-dir' (or the key 'run_dir' of a --config file)" in error_line(result)
