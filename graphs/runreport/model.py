@@ -137,6 +137,11 @@ class RunRecord:
         return f"{self.task} · {self.models} · run {self.run_dir.name}"
 
     @property
+    def log(self) -> str:
+        """Where the execution log is: the PostgreSQL URL the run names, or its SQLite file."""
+        return str(self.config.get("store") or self.run_dir / RunDir.LOG)
+
+    @property
     def models(self) -> str:
         """The Solver and Proposer by model name (their URLs are in the configuration)."""
         return (f"solver {short_model(self.config.get('solver'))} · proposer "

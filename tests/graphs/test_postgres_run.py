@@ -1,0 +1,42 @@
+"""A run whose execution log is in PostgreSQL, through the installed command line: `adapt
+--store URL` (the URL carries a password) logs there, config.json names the store without the
+password, `show` then finds the log from config.json alone (the password from PGPASSWORD), and
+an unreachable database is one error line with exit code 4, losing nothing logged."""
+
+from __future__ import annotations
+
+import json
+import os
+from urllib.parse import urlsplit
+
+import sim_adapt
+from cli_run import cli, error_line, free_port
+from harness_learning.harnesses.rundir import RunDir
+from pg_server import PASSWORD, PASSWORD_ROLE
+
+
+def test_show_reads_a_run_logged_in_postgres(sim_url, postgres_url, tmp_path):
+    host = urlsplit(postgres_url).netloc.split("@", 1)[1]
+    url = f"postgresql://{PASSWORD_ROLE}@{host}/postgres"
+    run_dir = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if k != "PGPASSWORD"}
+    env["PGPASSFILE"] = str(tmp_path / "no-pgpass")
+    adapted = cli(*sim_adapt.adapt_args(sim_url, str(run_dir), "--store",
+                                        url.replace("@", f":{PASSWORD}@", 1)), env=env)
+    assert adapted.returncode == 0, adapted.stdout[-2000:] + adapted.stderr[-2000:]
+    assert not RunDir(run_dir).log.exists()  # no SQLite log beside the PostgreSQL one
+    assert json.loads(RunDir(run_dir).config.read_text())["store"] == url
+    assert not any(PASSWORD in p.read_text(errors="replace") for p in run_dir.rglob("*.json"))
+
+    shown = cli("show", run_dir, env={**env, "PGPASSWORD": PASSWORD})
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert f"· log {url}" in shown.stdout and "r1-c0 adopted" in shown.stdout, shown.stdout
+
+    dead = f"postgresql://{PASSWORD_ROLE}@127.0.0.1:{free_port()}/postgres"
+    failed = cli("show", run_dir, "--store", dead, env=env)
+    line = error_line(failed)
+    assert failed.returncode == 4, failed.stderr[-2000:]
+    assert line.startswith(f"harness-learn: error: the log store {dead} failed: "), line
+    assert "Traceback" not in failed.stderr
+    again = cli("show", run_dir, env={**env, "PGPASSWORD": PASSWORD})  # nothing was lost
+    assert again.returncode == 0 and again.stdout == shown.stdout
