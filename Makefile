@@ -13,7 +13,7 @@ export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export LANGGRAPH_NO_VERSION_CHECK := true
 export HARNESS_LEARNING_DATA ?= $(abspath ../shared/data)
 
-.PHONY: venv demo test lint sandbox-tools
+.PHONY: venv demo test lint sandbox-tools postgres-server
 
 venv: $(STAMP)
 
@@ -40,6 +40,17 @@ sandbox-tools:
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); } || \
 	  echo "chromium not installed: the HTML report's browser test is skipped"
+	@$(MAKE) --no-print-directory postgres-server
+
+# A PostgreSQL server's binaries (initdb, pg_ctl) for the PostgreSQL log store's tests, which start
+# a throwaway cluster of their own (tests/support/pg_server.py); without them those tests skip,
+# and fail under CI=true. .ci/run calls this before `make test`.
+PG_INITDB = $(wildcard $(shell pg_config --bindir 2>/dev/null)/initdb /usr/lib/postgresql/*/bin/initdb)
+postgres-server:
+	@[ -n "$(PG_INITDB)" ] || command -v initdb >/dev/null || { [ "$$(id -u)" = 0 ] && \
+	  command -v apt-get >/dev/null && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq postgresql >/dev/null); } || \
+	  echo "PostgreSQL server not installed: the PostgreSQL store's tests are skipped"
 
 demo: venv
 	$(BIN)/harness-learn models fetch  # a no-op once verified; a .venv made before it needs it
