@@ -247,6 +247,20 @@ def bench_sandbox(
     print(_json.dumps(asyncio.run(sandbox_bench.measure(calls, starts, launches)), indent=2))
 
 
+@_bench_app.command("store")
+def bench_store(
+    url: _Annotated[str, _typer.Option(help="A PostgreSQL database to measure (postgresql://USER@HOST:PORT/DB); the bench's schema is dropped after.")],
+    results: _Annotated[int, _typer.Option(help="Results stored, then read back.")] = 2000,
+    batch: _Annotated[int, _typer.Option(help="Results per put_results / get_results call (an evaluation's batch).")] = 50,
+    events: _Annotated[int, _typer.Option(help="Events appended.")] = 500,
+) -> None:
+    """Log store operations per second, SQLite against PostgreSQL: put and get results, append
+    events, the spend sum."""
+    from harness_learning.graphs.lab.bench import store_ops
+
+    print(_json.dumps(store_ops.measure(url, results, batch, events), indent=2))
+
+
 def _peers_settings(config: _Path, scale: str, smoke: bool, overrides: dict) -> dict:
     """The scale's settings with the command line's overrides, checked before anything runs
     (a bad name fails here, in one line with a hint)."""

@@ -230,15 +230,19 @@ class PostgresLogStore(LogStore):
                         (str(version + 1),))
             cur.execute("UPDATE runs SET schema_version=%s", (version + 1,))
 
-    def _upsert(self, cur: Any, table: str, record: Any, key: tuple[str, ...]) -> None:
-        row = record.to_row() if isinstance(record, Evaluation) else {
-            n: getattr(record, n) for n in _columns(type(record))}
-        cols = list(row)
+    def _upsert(self, cur: Any, table: str, records: list[Any], key: tuple[str, ...]) -> None:
+        """Insert or update records of one type in one round trip (psycopg's pipelined
+        executemany): an evaluation's batch costs one wait for the server, not one a row."""
+        if not records:
+            return
+        rows = [r.to_row() if isinstance(r, Evaluation) else {
+            n: getattr(r, n) for n in _columns(type(r))} for r in records]
+        cols = list(rows[0])
         update = ", ".join(f"{n}=excluded.{n}" for n in cols if n not in key)
-        cur.execute(
+        cur.executemany(
             f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))}) "
             f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {update}",
-            [_encode_pg(n, row[n]) for n in cols])
+            [[_encode_pg(n, row[n]) for n in cols] for row in rows])
 
     def close(self) -> None:
         with self._lock:
@@ -297,11 +301,9 @@ class PostgresLogStore(LogStore):
     def put_evaluations(self, evaluations: Iterable[Evaluation]) -> None:
         batch = list(evaluations)
         now = time.time()
+        batch = [ev if ev.created_at else dataclasses.replace(ev, created_at=now) for ev in batch]
         with self._tx() as cur:
-            for ev in batch:
-                if not ev.created_at:
-                    ev = dataclasses.replace(ev, created_at=now)
-                self._upsert(cur, "evaluations", ev, ("sha", "purpose", "round", "problem_id"))
+            self._upsert(cur, "evaluations", batch, ("sha", "purpose", "round", "problem_id"))
 
     def iter_evaluations(
         self, sha: str | None = None, purpose: str | None = None, round: int | None = None
@@ -340,7 +342,7 @@ class PostgresLogStore(LogStore):
         if not proposal.created_at:
             proposal = dataclasses.replace(proposal, created_at=time.time())
         with self._tx() as cur:
-            self._upsert(cur, "proposals", proposal, ("id",))
+            self._upsert(cur, "proposals", [proposal], ("id",))
         return proposal.id
 
     def update_proposal(self, proposal_id: str, **fields: Any) -> None:
@@ -373,7 +375,7 @@ class PostgresLogStore(LogStore):
         if not decision.created_at:
             decision = dataclasses.replace(decision, created_at=time.time())
         with self._tx() as cur:
-            self._upsert(cur, "decisions", decision, ("round",))
+            self._upsert(cur, "decisions", [decision], ("round",))
 
     def iter_decisions(self) -> Iterator[Decision]:
         for row in self._query("SELECT * FROM decisions ORDER BY round"):
