@@ -30,6 +30,7 @@ from harness_learning.graphs.cli import (  # noqa: E402,F401  (each module regis
     bench_cmd,
     demo_cmd,
     experiment_cmd,
+    export_cmd,
     index_cmd,
     models_cmd,
     run_cmd,
