@@ -39,8 +39,10 @@ class Toolbox:
     def __init__(self, solver: SolverClient | None = None, retriever: Any = None,
                  python_limits: Limits | None = None,
                  *, solver_params: dict[str, Any] | None = None, backend: Any = None,
-                 user_tools: Any = None) -> None:
+                 user_tools: Any = None, tracer: Any = None) -> None:
         self.solver = solver
+        self.tracer = tracer
+        """A `harnesses.tracing.Tracer` when the run is traced: each Solver call is a span."""
         self.user_tools = user_tools
         """A `harnesses.usertools.UserTools`, or None when the run has no tools of the user's."""
         self.solver_params = dict(solver_params or {})
@@ -102,8 +104,11 @@ class Toolbox:
         # An empty reply is an answer the harness gets: its own stop sequences or token limit
         # can produce one from a healthy endpoint, and only the parent's failures go unscored.
         empty_ok = {"allow_empty": True} if getattr(self.solver, "accepts_empty", False) else {}
-        completion = await self.solver.acomplete(messages, **empty_ok,
-                                                 **{**self.solver_params, **params})
+        merged = {**self.solver_params, **params}
+        if self.tracer is None:
+            completion = await self.solver.acomplete(messages, **empty_ok, **merged)
+        else:
+            completion = await self._traced_llm(messages, empty_ok, merged)
         tokens = int(getattr(completion, "prompt_tokens", 0) or 0) + int(
             getattr(completion, "completion_tokens", 0) or 0)
         text = str(getattr(completion, "text", completion) or "")
@@ -112,6 +117,18 @@ class Toolbox:
         if len(text) > MAX_TEXT_CHARS:
             text, meta["truncated_from"] = text[:MAX_TEXT_CHARS], len(text)
         return ToolReply(text, tokens, bool(getattr(completion, "cached", False)), meta)
+
+    async def _traced_llm(self, messages: Any, empty_ok: dict[str, Any],
+                          params: dict[str, Any]) -> Any:
+        """A Solver call in a model-call span, under the span of the problem's run (the
+        candidate's: `sandbox.client` serves each call in the context its run started in)."""
+        from harness_learning.harnesses.tracing import completed
+
+        model = str(getattr(getattr(self.solver, "config", None), "model", "solver"))
+        with self.tracer.model_call("solver", model, params) as span:
+            completion = await self.solver.acomplete(messages, **empty_ok, **params)
+            completed(span, completion)
+        return completion
 
     async def search(self, query: Any, k: Any) -> ToolReply:
         if self.retriever is None:

@@ -27,6 +27,7 @@ from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.sandbox import Limits, WorkerPool
 from harness_learning.harnesses.store import LogStore
 from harness_learning.harnesses.toolbox import Toolbox
+from harness_learning.harnesses.tracing import Tracer, tracer_for
 
 Progress = Callable[[str, dict], None]
 """Called with ("problem", {...}) per finished evaluation and ("candidate", view)."""
@@ -146,7 +147,20 @@ class AdapterContext:
     def toolbox(self) -> Toolbox:
         return self._get("toolbox", lambda: Toolbox(
             solver=self.solver, retriever=self.task.retriever(),
-            solver_params=self.config.solver_params, user_tools=self.user_tools))
+            solver_params=self.config.solver_params, user_tools=self.user_tools,
+            tracer=self.tracer))
+
+    @property
+    def tracer(self) -> Tracer | None:
+        """The run's span maker (`AdaptConfig.trace`, `harnesses.tracing`); None when off."""
+        return self._get("tracer", lambda: tracer_for(self.config.trace))
+
+    @property
+    def spans(self) -> Any:
+        """The run's round and node spans (`trace_spans.RunSpans`); None when off."""
+        from harness_learning.graphs.adapter.trace_spans import RunSpans
+
+        return self._get("spans", lambda: RunSpans(self.tracer) if self.tracer else None)
 
     @property
     def pool(self) -> WorkerPool:

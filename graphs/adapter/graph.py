@@ -14,6 +14,7 @@ checkpointed `run_dir` (`graphs.adapter.served`), so one compiled graph serves a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -32,7 +33,8 @@ NODES = ("init", "sample", "evaluate_current", "candidate", "race", "select", "f
 
 
 def _steps(ctx: AdapterContext) -> dict[str, Any]:
-    """The node functions of one run, bound to its context."""
+    """The node functions of one run, bound to its context (each in its span, when the run
+    is traced: `trace_spans`)."""
     steps = {**make_nodes(ctx), "race": make_race_node(ctx)}
 
     def route(state: AdapterState) -> str:
@@ -44,7 +46,13 @@ def _steps(ctx: AdapterContext) -> dict[str, Any]:
                                                        "current_sha": state["current_sha"]})
         return {"stop_reason": reason}
 
-    return {**steps, "route": route, "finish": finish}
+    steps = {**steps, "route": route, "finish": finish}
+    spans = ctx.spans
+    if spans is None:
+        return steps
+    for name in NODES:
+        steps[name] = functools.partial(spans.node, name, step=steps[name])
+    return steps
 
 
 def _binder(source: AdapterContext | ContextSource

@@ -20,6 +20,7 @@ from harness_learning.graphs.adapter.inputs import (
     resolve_inputs,
     store_inputs,
 )
+from harness_learning.graphs.adapter.trace_spans import run_spans
 from harness_learning.harnesses.edits.operators import resolve_operators
 from harness_learning.harnesses.rundir import RunDir
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -126,7 +127,8 @@ async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
             payload = Command(resume=answer) if answer is not None else (
                 None if started else {})
             try:
-                async for chunk in app.astream(payload, THREAD, stream_mode="updates"):
+                async for chunk in run_spans(ctx, app.astream(payload, THREAD,
+                                                              stream_mode="updates")):
                     for node, update in chunk.items():
                         if on_update is not None:
                             on_update(node, update if isinstance(update, dict) else {})

@@ -18,6 +18,7 @@ import json
 import socket
 import subprocess
 import time
+from contextvars import Context, copy_context
 from typing import Any
 
 from harness_learning.harnesses.contract import BRIDGE_OPS, LINE_LIMIT, SOLVER_OPS, ToolCall
@@ -167,8 +168,9 @@ class Worker:
         an `observer` (a served run) the worker streams its steps and tags its tool calls."""
         timeout = self.limits.problem_timeout_s if timeout is None else timeout
         rid = f"{problem_id}#{next(self._ids)}"
+        context = copy_context() if getattr(self.toolbox, "tracer", None) is not None else None
         run = ProblemRun(problem_id, asyncio.get_running_loop().create_future(), observer=observer,
-                         trace_left=self._trace.problem_bytes)
+                         trace_left=self._trace.problem_bytes, context=context)
         served = {"config": observer.config} if observer is not None else {}
         t0 = time.perf_counter()
         if self._death is not None:
@@ -221,8 +223,8 @@ class Worker:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
+    def _spawn(self, coro: Any, context: Context | None = None) -> None:
+        task = asyncio.get_running_loop().create_task(coro, context=context)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -259,7 +261,8 @@ class Worker:
     def _dispatch(self, message: dict[str, Any], size: int) -> None:
         op = message["op"]
         if op == "call":
-            self._spawn(self._serve_call(message, size))
+            run = self._runs.get(str(message.get("run")))
+            self._spawn(self._serve_call(message, size), run.context.copy() if run and run.context else None)
         elif op == "result":
             run = self._runs.get(str(message.get("run")))
             if run is not None and not run.future.done():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -41,6 +42,9 @@ class ProblemRun:
     observer: RunObserver | None = None
     trace_left: int = 0
     """Bytes its stored trace may still take (`Limits.trace_problem_bytes` at the start)."""
+    context: contextvars.Context | None = None
+    """The caller's context when the run started, kept for a traced run only: its tool calls
+    are served in a copy of it, so their spans nest under the candidate that ran it."""
 
     def pause(self) -> None:
         """Time spent serving the problem's tool calls does not count against its limit."""

@@ -76,6 +76,7 @@ def test_adapt_options_fill_the_config_as_the_hand_written_flags_did(tmp_path):
              "race": '{"keep": [0.5]}', "concurrency": 8, "report_chars": 12000,
              "approval": False, "proposer_logprobs": False, "group_size": 6, "merge": True,
              "operators": "interpreter,vote", "operators_per_round": 1, "repair_turns": 1}
+    given["trace"] = "none"
     config = AdaptConfig(**field_values(AdaptConfig, dict(given)))
     assert config.task_options == {"n_test": 3, "index_dir": str(tmp_path / "idx")}
     assert config.proposer_params == {"temperature": 0.7, "max_tokens": 99}
