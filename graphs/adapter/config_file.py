@@ -1,5 +1,5 @@
 """A run's settings from a TOML file (`adapt --config FILE.toml`, `resume --config`, `studio
---config`). Its keys are `AdaptConfig`'s field names and their types the fields' own, read
+--settings`). Its keys are `AdaptConfig`'s field names and their types the fields' own, read
 from `dataclasses.fields(AdaptConfig)` like the CLI's options and Studio's form, so a new
 field is a new key with nothing else to write:
 
@@ -113,6 +113,33 @@ def field_objects(values: dict[str, Any], cls: type = AdaptConfig) -> dict[str, 
             else v for k, v in values.items()}
 
 
+def over_file(values: dict[str, Any], file_values: dict[str, Any], given: dict[str, Any],
+              cls: type = AdaptConfig) -> dict[str, Any]:
+    """`values` (`cls(**...)` arguments) with a settings file's values put under the options
+    that were `given` explicitly (option or setting name -> value): defaults < file < given.
+    A part (`--dev 40`, Studio's `dev`) sets its key in the file's table, keeping its others."""
+    hints = typing.get_type_hints(cls)
+    merged = dict(values)
+    for f in dataclasses.fields(cls):
+        if f.name not in file_values:
+            continue
+        inner = _unwrap(hints[f.name])
+        from_file = to_dataclass(inner, file_values[f.name]) if dataclasses.is_dataclass(inner) \
+            else file_values[f.name]
+        parts = f.metadata.get("parts") or ()
+        if parts:
+            typed = {p.key: _plain(given[p.option]) for p in parts if p.option in given}
+            merged[f.name] = (dataclasses.replace(from_file, **typed)
+                              if dataclasses.is_dataclass(from_file) else {**from_file, **typed})
+        elif f.name not in given and f.metadata.get("flag") not in given:
+            merged[f.name] = from_file
+    return merged
+
+
+def _plain(value: Any) -> Any:
+    return str(value) if isinstance(value, Path) else value
+
+
 def disagreements(values: dict[str, Any], stored: AdaptConfig) -> list[str]:
     """The file's settings a started run holds otherwise (`name: file != stored`), compared as
     `adapt` stored them: a `describe = "@notes.md"` as the file's text, a dict on the keys the
@@ -179,5 +206,5 @@ def _kind(value: Any) -> str:
             dict: "a table"}.get(type(value), type(value).__name__)
 
 
-__all__ = ["ConfigFileError", "disagreements", "field_objects", "read_config_file",
-           "to_dataclass"]
+__all__ = ["ConfigFileError", "disagreements", "field_objects", "over_file",
+           "read_config_file", "to_dataclass"]

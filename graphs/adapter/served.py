@@ -9,6 +9,10 @@ a continuation after a crash) reopens the run from there, like `harness-learn re
 setting needs repeating, and settings that contradict the stored ones are refused with the
 differences named, instead of silently starting another run. Reading a thread's state opens
 nothing (the graph's shape does not depend on settings).
+
+`harness-learn studio --settings FILE.toml` gives every new thread a settings file (`adapt
+--config`'s format, `graphs.adapter.config_file`): the fields' defaults < the file < the
+settings a thread's first run is given.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from harness_learning.graphs.adapter.settings import (
 )
 
 RUNS_ENV = "HARNESS_LEARNING_STUDIO_RUNS"
+CONFIG_ENV = "HARNESS_LEARNING_STUDIO_CONFIG"
+"""A settings file (TOML) under every new thread's settings (set by `studio --settings`)."""
 
 
 def studio_runs_root() -> Path:
@@ -46,12 +52,17 @@ def thread_run_dir(thread_id: str | None) -> Path:
 
 
 def settings_config(settings: Mapping[str, Any], thread_id: str | None = None) -> AdaptConfig:
-    """The `AdaptConfig` that settings describe, with the track's defaults filled (a task of
-    one's own is opened to learn its track). Blocking: it may read files."""
+    """The `AdaptConfig` that settings describe (over the server's settings file, if any), with
+    the track's defaults filled (a task of one's own is opened to learn its track). Blocking:
+    it may read files."""
     from harness_learning.evals.registry import track_of
     from harness_learning.graphs.adapter.inputs import open_task
 
     values = config_values(dict(settings))
+    if os.environ.get(CONFIG_ENV):
+        from harness_learning.graphs.adapter.config_file import over_file, read_config_file
+
+        values = over_file(values, read_config_file(os.environ[CONFIG_ENV]), dict(settings))
     values.setdefault("task", DEFAULT_TASK)
     values.setdefault("run_dir", str(thread_run_dir(thread_id)))
     base = AdaptConfig(**values)

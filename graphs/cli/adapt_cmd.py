@@ -17,12 +17,7 @@ from harness_learning.graphs.cli._common import (
     run_async,
     user_errors,
 )
-from harness_learning.graphs.cli.options import (
-    field_parameters,
-    field_values,
-    given_options,
-    over_file,
-)
+from harness_learning.graphs.cli.options import field_parameters, field_values, given_options
 from harness_learning.graphs.cli.show_cmd import STORE_HELP
 
 
@@ -53,14 +48,18 @@ def adapt(**options: Any) -> None:
 def _config_of(ctx: typer.Context, config_file: Path | None, options: dict[str, Any]) -> AdaptConfig:
     """The run's config: the fields' defaults, under the settings file's values, under the
     flags typed on the command line. Nothing is written before it is whole and checked."""
-    from harness_learning.graphs.adapter.config_file import ConfigFileError, read_config_file
+    from harness_learning.graphs.adapter.config_file import (
+        ConfigFileError,
+        over_file,
+        read_config_file,
+    )
     from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
 
     typed = {name: options[name] for name in given_options(ctx, options)}
     try:
         values = field_values(AdaptConfig, options)
         if config_file is not None:
-            values = over_file(AdaptConfig, values, read_config_file(config_file), typed)
+            values = over_file(values, read_config_file(config_file), typed)
         for name in ("task", "run_dir"):
             if values.get(name) is None:
                 flag = "--" + name.replace("_", "-")

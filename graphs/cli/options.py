@@ -11,7 +11,7 @@ flags, their defaults and their docs are written once, on the dataclass.
 
 With a settings file (`adapt --config FILE.toml`, read by `graphs.adapter.config_file`) the
 file's values sit between the fields' defaults and the flags given on the command line
-(`over_file`): only a flag that was typed overrides the file.
+(`graphs.adapter.config_file.over_file`): only a flag that was typed overrides the file.
 """
 
 from __future__ import annotations
@@ -170,28 +170,3 @@ def given_options(ctx: Any, names: Any) -> set[str]:
             given.add(name)
     return given
 
-
-def over_file(cls: type, values: dict[str, Any], file_values: dict[str, Any],
-              given: dict[str, Any]) -> dict[str, Any]:
-    """`values` (from `field_values`) with a settings file's values under the options that were
-    `given` explicitly (option name -> its value): defaults < file < typed flags. A part flag
-    (`--dev 40`) sets its key in the file's table, leaving the table's other keys."""
-    from harness_learning.graphs.adapter.config_file import to_dataclass
-
-    hints = typing.get_type_hints(cls)
-    merged = dict(values)
-    for f in dataclasses.fields(cls):
-        if f.name not in file_values:
-            continue
-        inner, _ = _unwrap(hints[f.name])
-        from_file = file_values[f.name]
-        if dataclasses.is_dataclass(inner):
-            from_file = to_dataclass(inner, from_file)
-        parts = f.metadata.get("parts") or ()
-        if parts:
-            typed = {p.key: _plain(given[p.option]) for p in parts if p.option in given}
-            merged[f.name] = (dataclasses.replace(from_file, **typed)
-                              if dataclasses.is_dataclass(from_file) else {**from_file, **typed})
-        elif f.name not in given:
-            merged[f.name] = from_file
-    return merged

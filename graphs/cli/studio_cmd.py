@@ -52,6 +52,19 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
+def _checked_settings(path: Path) -> Path:
+    """A settings file read now, so a typo is one line before the server starts (absolute:
+    the server runs from the repository)."""
+    from harness_learning.graphs.adapter.config_file import ConfigFileError, read_config_file
+    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+
+    try:
+        read_config_file(path)
+    except ConfigFileError as exc:
+        raise CliError(str(exc), exc.hint, EXIT_USAGE) from exc
+    return path.resolve()
+
+
 @app.command()
 def studio(
     port: Annotated[int, typer.Option(help="Port of the server (2024, its default, is often taken).")] = 8123,
@@ -63,10 +76,16 @@ def studio(
                                                        "their runs (default ~/.cache/...).")] = None,
     model: Annotated[str | None, typer.Option(help="Default Solver of the harness graphs.")] = None,
     config: Annotated[Path | None, typer.Option(help="langgraph.json to serve.")] = None,
+    settings: Annotated[Path | None, typer.Option(
+        "--settings", help="A settings file (TOML, as `adapt --config` takes) under every new "
+                           "thread's settings: defaults < the file < the settings a run is "
+                           "given.")] = None,
 ) -> None:
     """Serve the adapter and the harness graphs to LangGraph Studio (`langgraph dev`, offline)."""
+    from harness_learning.graphs.adapter.served import CONFIG_ENV
     from harness_learning.graphs.studio import MODEL_ENV, RUNS_ENV
 
+    settings_file = _checked_settings(settings) if settings is not None else None
     if jobs < 1:
         raise typer.BadParameter("--jobs must be >= 1")
     if not port_free(host, port):
@@ -77,6 +96,8 @@ def studio(
         env[RUNS_ENV] = str(runs_dir.resolve())
     if model is not None:
         env[MODEL_ENV] = model
+    if settings_file is not None:
+        env[CONFIG_ENV] = str(settings_file)
     argv = dev_command(port, host, jobs, reload, config)
     console.print(f"serving on http://{host}:{port} (API docs /docs); Studio: "
                   f"https://smith.langchain.com/studio/?baseUrl=http://{host}:{port}")

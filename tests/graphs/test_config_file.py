@@ -73,3 +73,30 @@ def test_a_settings_file_without_task_or_run_dir_names_what_is_missing(tmp_path)
     result = cli("adapt", "--config", path)
     assert result.returncode == 2
     assert "Missing option '--run-dir' (or the key 'run_dir' of a --config file)" in error_line(result)
+
+
+def test_studio_threads_start_from_the_settings_file_under_their_own(tmp_path,
+                                                                    monkeypatch) -> None:
+    from harness_learning.graphs.adapter.served import CONFIG_ENV, settings_config
+
+    path = tmp_path / "studio.toml"
+    path.write_text('task = "rg:basic_arithmetic"\nrounds = 2\ncandidates = 2\n'
+                    'seed_harness = "reasoning_direct"\ntask_options = { n_dev = 6, n_test = 2 }'
+                    '\n[budget]\nsolver_calls = 100\n')
+    monkeypatch.setenv(CONFIG_ENV, str(path))
+    config = settings_config({"rounds": 3, "dev": 7, "max_tokens": 5000}, "thread-1")
+    assert config.rounds == 3 and config.candidates == 2  # the thread's setting; the file's
+    assert config.seed_harness == "reasoning_direct"
+    assert config.task_options["n_dev"] == 7 and config.task_options["n_test"] == 2
+    assert (config.budget.solver_calls, config.budget.tokens) == (100, 5000)
+    assert config.run_dir.endswith("thread-1")
+
+
+def test_studio_refuses_a_bad_settings_file_before_the_server_starts(tmp_path, capsys) -> None:
+    path = tmp_path / "studio.toml"
+    path.write_text("candiates = 2\n")
+    with pytest.raises(SystemExit) as exited:
+        main(["studio", "--settings", str(path)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exited.value.code == 2 and len(lines) == 1
+    assert f"{path}: unknown key 'candiates' · hint: did you mean 'candidates'?" in lines[0]
