@@ -12,7 +12,8 @@ field is a new key with nothing else to write:
 
 A key the dataclass does not have, or a value of the wrong type, is refused as one error that
 names the key and the file, with a hint (the closest key; a flag's field), before anything is
-written: a typo must not silently run the defaults.
+written: a typo must not silently run the defaults. Paths in the file (`run_dir`, a data file,
+`seed_harness`) are read as the same flags' are, from the working directory.
 """
 
 from __future__ import annotations

@@ -11,12 +11,15 @@ version id (the source's sha256, so `sha256` of the file's body checks it).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import console
 from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+
+if TYPE_CHECKING:
+    from harness_learning.graphs.harness_source import HarnessSource
 
 
 @app.command()
@@ -51,7 +54,8 @@ def export(
     console.print(f"exported version {found.sha[:12]} of {run_dir} to {out_file}")
 
 
-def export_header(run_dir: Path, found: Any, asked: str, out_file: Path) -> list[str]:
+def export_header(run_dir: Path, found: HarnessSource, asked: str,
+                  out_file: Path) -> list[str]:
     """The comment lines above the source: the first alone names the run and the version (kept
     when the whole header would push the file over the run's line limit)."""
     facts = _version_facts(run_dir, found.sha)
