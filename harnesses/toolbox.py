@@ -42,7 +42,7 @@ class Toolbox:
                  user_tools: Any = None, tracer: Any = None) -> None:
         self.solver = solver
         self.tracer = tracer
-        """A `harnesses.tracing.Tracer` when the run is traced: each Solver call is a span."""
+        """A `harnesses.tracing` tracer when the run is traced: each Solver call is traced."""
         self.user_tools = user_tools
         """A `harnesses.usertools.UserTools`, or None when the run has no tools of the user's."""
         self.solver_params = dict(solver_params or {})
@@ -120,15 +120,12 @@ class Toolbox:
 
     async def _traced_llm(self, messages: Any, empty_ok: dict[str, Any],
                           params: dict[str, Any]) -> Any:
-        """A Solver call in a model-call span, under the span of the problem's run (the
-        candidate's: `sandbox.client` serves each call in the context its run started in)."""
-        from harness_learning.harnesses.tracing import completed
-
+        """A Solver call as a traced model call, under the problem's run (the candidate's:
+        `sandbox.client` serves each call in the context its run started in)."""
         model = str(getattr(getattr(self.solver, "config", None), "model", "solver"))
-        with self.tracer.model_call("solver", model, params) as span:
-            completion = await self.solver.acomplete(messages, **empty_ok, **params)
-            completed(span, completion)
-        return completion
+        async with self.tracer.model_call("solver", model, params, messages) as call:
+            call.completion = await self.solver.acomplete(messages, **empty_ok, **params)
+        return call.completion
 
     async def search(self, query: Any, k: Any) -> ToolReply:
         if self.retriever is None:

@@ -1,15 +1,19 @@
-"""OpenTelemetry spans of the adaptation itself: per round, per graph node (a candidate's with
-its verdict), per model call (Solver and Proposer, with tokens and cost).
+"""Tracing of the adaptation itself, off unless asked for (`AdaptConfig.trace`, or
+`HARNESS_LEARNING_TRACE` for any run); off, `tracer_for` gives None, nothing here imports
+opentelemetry or LangChain's callbacks, and every call site's `if tracer is None` is all
+tracing costs.
 
-Off unless asked for (`AdaptConfig.trace = "otel"`, or `HARNESS_LEARNING_TRACE=otel` for any
-run): then `tracer_for` gives None, opentelemetry is never imported, and every call site's
-`if tracer is None` is all tracing costs. On, spans go to the global tracer provider, as an
-instrumented library's do: the application sets the provider and its exporters. A process
+`otel`: OpenTelemetry spans per round, per graph node (a candidate's with its verdict), per
+model call (Solver and Proposer, with tokens and cost), sent to the global tracer provider as
+an instrumented library's are: the application sets the provider and its exporters. A process
 that set none, with `OTEL_TRACES_EXPORTER` (`console` or `otlp`) in its environment, gets an
-SDK provider built from it (`configure_from_env`), so the command line exports too.
+SDK provider built from it (`configure_from_env`), so the command line exports too. Model-call
+spans follow OTel's GenAI conventions (`gen_ai.*`); the project's own facts (role, cost,
+cache, round, candidate, score, validity) are `harness_learning.*` attributes.
 
-Model-call spans follow OTel's GenAI conventions (`gen_ai.*`); the project's own facts (role,
-cost, cache, round, candidate, score, validity) are `harness_learning.*` attributes.
+`langchain`: each model call is a chat-model run of the LangChain callbacks of the graph node
+that made it (LangGraph reports the nodes), so LangSmith (`LANGSMITH_TRACING=true`) or any
+callback handler sees the Solver and Proposer calls under their candidate.
 """
 
 from __future__ import annotations
@@ -17,11 +21,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 TRACE_ENV = "HARNESS_LEARNING_TRACE"
-TRACE_MODES = ("none", "otel")
+TRACE_MODES = ("none", "otel", "langchain")
 SCOPE = "harness_learning"
 PREFIX = "harness_learning."
 _REQUEST_PARAMS = {"temperature": "temperature", "max_tokens": "max_tokens", "top_p": "top_p",
@@ -36,10 +41,13 @@ def trace_mode(configured: str | None) -> str:
     return mode
 
 
-def tracer_for(configured: str | None) -> Tracer | None:
+def tracer_for(configured: str | None) -> Tracer | CallbackTracer | None:
     """The run's tracer, or None when tracing is off (nothing imported, nothing made)."""
-    if trace_mode(configured) == "none":
+    mode = trace_mode(configured)
+    if mode == "none":
         return None
+    if mode == "langchain":
+        return CallbackTracer()
     try:
         from opentelemetry import trace
     except ImportError:
@@ -100,15 +108,81 @@ class Tracer:
                                                attributes=clean(attributes)) as span:
             yield span
 
-    @contextlib.contextmanager
-    def model_call(self, role: str, model: str, params: dict[str, Any]) -> Iterator[Any]:
-        """The span of one Solver or Proposer call; `completed` fills in its answer."""
+    @contextlib.asynccontextmanager
+    async def model_call(self, role: str, model: str, params: dict[str, Any],
+                         messages: Any = None) -> AsyncIterator[ModelCall]:
+        """The span of one Solver or Proposer call; the block sets `call.completion`."""
         attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
                       f"{PREFIX}role": role}
         attributes.update({f"gen_ai.request.{name}": params[key]
                            for key, name in _REQUEST_PARAMS.items() if key in params})
+        call = ModelCall()
         with self.span(f"chat {model}", **attributes) as span:
-            yield span
+            yield call
+            completed(span, call.completion)
+
+
+@dataclass
+class ModelCall:
+    """What a traced model call's block hands back: its completion."""
+
+    completion: Any = None
+
+
+class CallbackTracer:
+    """Model calls as chat-model runs of the running node's LangChain callbacks (the node's
+    config is the context's: the sandbox serves a traced run's calls in its context)."""
+
+    @contextlib.asynccontextmanager
+    async def model_call(self, role: str, model: str, params: dict[str, Any],
+                         messages: Any = None) -> AsyncIterator[ModelCall]:
+        from langchain_core.runnables.config import (
+            ensure_config,
+            get_async_callback_manager_for_config,
+        )
+
+        call = ModelCall()
+        manager = get_async_callback_manager_for_config(ensure_config())
+        if not manager.handlers:
+            yield call
+            return
+        (run,) = await manager.on_chat_model_start(
+            {"name": model, "id": ["harness_learning", role.title()]}, [_messages(messages)],
+            name=role.title(), invocation_params={"model": model, "role": role, **params})
+        try:
+            yield call
+        except BaseException as exc:
+            await run.on_llm_error(exc)
+            raise
+        await run.on_llm_end(_llm_result(call.completion))
+
+
+def _messages(messages: Any) -> list[Any]:
+    from langchain_core.messages import HumanMessage, convert_to_messages
+
+    if isinstance(messages, str):
+        return [HumanMessage(messages)]
+    try:
+        return convert_to_messages(messages or [])
+    except Exception:  # a shape LangChain does not read: shown as text
+        return [HumanMessage(str(messages))]
+
+
+def _llm_result(completion: Any) -> Any:
+    """A completion as LangChain's result, with its token usage and cost."""
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, LLMResult
+
+    prompt = int(getattr(completion, "prompt_tokens", 0) or 0)
+    output = int(getattr(completion, "completion_tokens", 0) or 0)
+    message = AIMessage(content=str(getattr(completion, "text", "") or ""), usage_metadata={
+        "input_tokens": prompt, "output_tokens": output, "total_tokens": prompt + output})
+    usage = {"prompt_tokens": prompt, "completion_tokens": output,
+             "total_tokens": prompt + output}
+    return LLMResult(generations=[[ChatGeneration(message=message)]], llm_output={
+        "model_name": getattr(completion, "model", None), "token_usage": usage,
+        "cost_usd": getattr(completion, "cost", None),
+        "cached": bool(getattr(completion, "cached", False))})
 
 
 def completed(span: Any, completion: Any) -> None:

@@ -13,7 +13,7 @@ from harness_learning.harnesses.contract import LINE_LIMIT
 
 Policy = Literal["strict", "best_valid", "racing", "pareto"]
 EditFormat = Literal["search_replace", "whole_program"]
-Trace = Literal["none", "otel"]
+Trace = Literal["none", "otel", "langchain"]
 
 TRACK_DEFAULTS: dict[str, dict[str, Any]] = {
     # Paper, reasoning track: 1 candidate x 5 rounds, strict, SEARCH/REPLACE edits.
@@ -150,7 +150,9 @@ class AdaptConfig:
         "otel: the adaptation's own OpenTelemetry spans (a span per round, per node run, per "
         "candidate with its verdict, per Solver and Proposer call with tokens and cost), sent "
         "to the tracer provider your code sets, else to OTEL_TRACES_EXPORTER (console or "
-        "otlp). HARNESS_LEARNING_TRACE=otel turns it on for any run."))
+        "otlp). langchain: each Solver and Proposer call as a chat-model run of its node's "
+        "LangChain callbacks (LangSmith with LANGSMITH_TRACING=true). "
+        "HARNESS_LEARNING_TRACE=MODE sets it for any run."))
     store: str = _opt("", help=(
         "Where the execution log is kept: empty or `sqlite` for log.sqlite in the run "
         "directory; postgresql://USER@HOST:PORT/DATABASE for a PostgreSQL database (a schema "

@@ -27,7 +27,7 @@ from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.sandbox import Limits, WorkerPool
 from harness_learning.harnesses.store import LogStore
 from harness_learning.harnesses.toolbox import Toolbox
-from harness_learning.harnesses.tracing import Tracer, tracer_for
+from harness_learning.harnesses.tracing import CallbackTracer, Tracer, tracer_for
 
 Progress = Callable[[str, dict], None]
 """Called with ("problem", {...}) per finished evaluation and ("candidate", view)."""
@@ -151,16 +151,19 @@ class AdapterContext:
             tracer=self.tracer))
 
     @property
-    def tracer(self) -> Tracer | None:
-        """The run's span maker (`AdaptConfig.trace`, `harnesses.tracing`); None when off."""
+    def tracer(self) -> Tracer | CallbackTracer | None:
+        """The run's model-call tracer (`AdaptConfig.trace`, `harnesses.tracing`); None when
+        off."""
         return self._get("tracer", lambda: tracer_for(self.config.trace))
 
     @property
     def spans(self) -> Any:
-        """The run's round and node spans (`trace_spans.RunSpans`); None when off."""
+        """The run's round and node spans (`trace_spans.RunSpans`) when it is traced with
+        OpenTelemetry (LangGraph reports nodes to LangChain callbacks itself); else None."""
         from harness_learning.graphs.adapter.trace_spans import RunSpans
 
-        return self._get("spans", lambda: RunSpans(self.tracer) if self.tracer else None)
+        return self._get("spans", lambda: RunSpans(self.tracer)
+                         if isinstance(self.tracer, Tracer) else None)
 
     @property
     def pool(self) -> WorkerPool:

@@ -25,7 +25,6 @@ from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS, Completion
 from harness_learning.harnesses.store import source_sha
 from harness_learning.harnesses.store.records import proposal_id
 from harness_learning.harnesses.store.spend import PROPOSER_COST_EVENT
-from harness_learning.harnesses.tracing import completed
 
 PROPOSER = "proposer"
 MERGE = "merge"
@@ -110,11 +109,11 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
         params = {**logprobs, **cfg.proposer_params, "seed": seed}
         if tracer is None:
             sampled.append(await proposer.acomplete(messages, **params))
-        else:  # a span under the candidate's, with the attempt's tokens and cost
+        else:  # traced under the candidate, with the attempt's tokens and cost
             model = str(getattr(getattr(proposer, "config", None), "model", "proposer"))
-            with tracer.model_call("proposer", model, params) as span:
-                sampled.append(await proposer.acomplete(messages, **params))
-                completed(span, sampled[-1])
+            async with tracer.model_call("proposer", model, params, messages) as call:
+                call.completion = await proposer.acomplete(messages, **params)
+            sampled.append(call.completion)
         return sampled[-1]
 
     async def judged(completion: Completion, attempt: str) -> Outcome:

@@ -11,6 +11,7 @@ from typing import Any
 
 from harness_learning.evals.registry import track_of
 from harness_learning.graphs.adapter.budget import BudgetStop, check_priced
+from harness_learning.graphs.adapter.checkpoints import open_checkpointer
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.graph import build_adapter_graph
@@ -23,7 +24,6 @@ from harness_learning.graphs.adapter.inputs import (
 from harness_learning.graphs.adapter.trace_spans import run_spans
 from harness_learning.harnesses.edits.operators import resolve_operators
 from harness_learning.harnesses.rundir import RunDir
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Command
 
 THREAD = {"configurable": {"thread_id": "adapt"}}
@@ -118,7 +118,8 @@ async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
         graph = build_adapter_graph(ctx)
         freeze_imports()
         run = RunDir.create(config.path)
-        async with AsyncSqliteSaver.from_conn_string(str(run.checkpoints)) as saver:
+        # beside the log; in PostgreSQL, locked against a second process on this run
+        async with open_checkpointer(run, ctx.store, exclusive=True) as saver:
             app = graph.compile(checkpointer=saver)
             snapshot = await app.aget_state(THREAD)
             started = bool(snapshot.values)

@@ -10,26 +10,29 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from harness_learning.graphs.adapter.checkpoints import has_checkpoints, open_checkpointer
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.graph import build_adapter_graph
 from harness_learning.graphs.adapter.run import THREAD, load_config
 from harness_learning.graphs.runreport.model import ROLLBACK_POLICY
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.store import Decision, LineageStep, LogStore
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 
 @contextlib.asynccontextmanager
-async def adapter_app(run_dir: str | Path) -> AsyncIterator[Any]:
-    """The run's adapter graph on its checkpoints (None when the run never started)."""
+async def adapter_app(run_dir: str | Path, *, exclusive: bool = False) -> AsyncIterator[Any]:
+    """The run's adapter graph on its checkpoints (None when the run never started).
+    `exclusive`: to change the run, which a PostgreSQL run refuses while another process
+    drives it (see `graphs.adapter.checkpoints`)."""
     config = load_config(run_dir)
-    path = RunDir(run_dir).checkpoints
-    if not path.exists():
+    run = RunDir(run_dir)
+    if not has_checkpoints(run, config.store):
         yield None
         return
-    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver, \
-            AdapterContext.from_config(config) as ctx:
-        yield build_adapter_graph(ctx).compile(checkpointer=saver)
+    async with AdapterContext.from_config(config) as ctx:
+        store = await ctx.aget("store")
+        async with open_checkpointer(run, store, exclusive=exclusive) as saver:
+            yield build_adapter_graph(ctx).compile(checkpointer=saver)
 
 
 async def _snapshot(app: Any) -> Any:
@@ -79,7 +82,7 @@ def rollback(run_dir: str | Path, version: str, reason: str = "") -> Decision:
 
 
 async def _rollback(run_dir: Path, version: str, reason: str) -> Decision:
-    async with adapter_app(run_dir) as app:
+    async with adapter_app(run_dir, exclusive=True) as app:
         snapshot = await _snapshot(app)
         if snapshot is not None and snapshot.next:
             raise ValueError(f"{run_dir} is not finished (next: {', '.join(snapshot.next)}); "

@@ -62,7 +62,7 @@ def unreachable(model: Any, role: str, detail: str, flag: str = "--model",
 def classify(exc: BaseException) -> CliError:
     """The one line and exit code for an exception that reached the command line."""
     from harness_learning.harnesses.runtime import HarnessInvalid
-    from harness_learning.harnesses.store import LogStoreError, StoreUnreachable
+    from harness_learning.harnesses.store import LogStoreError, RunLocked, StoreUnreachable
 
     if isinstance(exc, CliError):
         return exc
@@ -77,6 +77,9 @@ def classify(exc: BaseException) -> CliError:
         return CliError(str(exc), "check that the database server is up and the URL right "
                         "(--store URL; a password comes from PGPASSWORD or ~/.pgpass); then "
                         "`harness-learn resume RUN` continues a run", EXIT_UNREACHABLE)
+    if isinstance(exc, RunLocked):
+        return CliError(str(exc), "wait for it to finish or stop it; `harness-learn show RUN` "
+                        "reads a run while it runs", EXIT_USAGE)
     if isinstance(exc, LogStoreError):
         return CliError(str(exc), "use a run directory written by this version, or a new "
                         "--run-dir", EXIT_USAGE)

@@ -7,6 +7,7 @@ from harness_learning.harnesses.store.base import (
     UNFINISHED_KINDS,
     LogStore,
     LogStoreError,
+    RunLocked,
     SchemaVersionError,
     StoreUnreachable,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "LogStoreError",
     "Proposal",
     "ProposalGroup",
+    "RunLocked",
     "RunMeta",
     "SQLiteLogStore",
     "SchemaVersionError",

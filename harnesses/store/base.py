@@ -43,6 +43,10 @@ class SchemaVersionError(LogStoreError):
     """The run directory was written by an incompatible schema version; nothing was changed."""
 
 
+class RunLocked(LogStoreError):
+    """Another process drives the run (a PostgreSQL run's advisory lock is held)."""
+
+
 class StoreUnreachable(LogStoreError):
     """The store's server did not answer (a PostgreSQL log): what was committed is kept, and
     the command can be run again once the server is back."""

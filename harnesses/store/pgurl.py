@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
+from harness_learning.harnesses.store.base import StoreUnreachable
+
 SCHEMES = ("postgresql", "postgres")
 SQLITE = "sqlite"
 INSTALL_HINT = "pip install 'harness-learning[postgres]'"
@@ -70,3 +72,9 @@ def check_url(url: str | None) -> str:
         return url or ""
     raise ValueError(f"unknown log store {public_url(url)!r}: give `sqlite` (the default, a file "
                      "in the run directory) or postgresql://USER@HOST:PORT/DATABASE")
+
+
+def unreachable(safe_url: str, exc: BaseException) -> StoreUnreachable:
+    """One line naming the store (without a password) and libpq's reason."""
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    return StoreUnreachable(f"the log store {safe_url} failed: {reason}")

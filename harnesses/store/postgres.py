@@ -38,6 +38,7 @@ from harness_learning.harnesses.store.pgurl import (
     INSTALL_HINT,
     password_for,
     remember_password,
+    unreachable,
 )
 from harness_learning.harnesses.store.records import (
     Decision,
@@ -167,8 +168,7 @@ class PostgresLogStore(LogStore):
         return conn
 
     def _unreachable(self, exc: BaseException) -> StoreUnreachable:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        return StoreUnreachable(f"the log store {self.url} failed: {reason}")
+        return unreachable(self.url, exc)
 
     @contextmanager
     def _tx(self) -> Iterator[Any]:

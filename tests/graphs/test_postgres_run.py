@@ -1,21 +1,26 @@
 """A run whose execution log is in PostgreSQL, through the installed command line: `adapt
 --store URL` (the URL carries a password) logs there, config.json names the store without the
 password, `show` then finds the log from config.json alone (the password from PGPASSWORD), and
-an unreachable database is one error line with exit code 4, losing nothing logged."""
+an unreachable database is one error line with exit code 4, losing nothing logged. The
+adapter's checkpoints are in the same database, and a second process driving the run is
+refused while one holds it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from urllib.parse import urlsplit
 
 import sim_adapt
 from cli_run import cli, error_line, free_port
-from harness_learning.harnesses.rundir import RunDir
+from harness_learning.graphs.adapter.checkpoints import open_checkpointer
+from harness_learning.harnesses.rundir import RunDir, open_log_store
+from harness_learning.harnesses.store import RunLocked
 from pg_server import PASSWORD, PASSWORD_ROLE
 
 
-def test_show_reads_a_run_logged_in_postgres(sim_url, postgres_url, tmp_path):
+def test_show_reads_a_run_logged_in_postgres(sim_url, postgres_url, tmp_path, monkeypatch):
     host = urlsplit(postgres_url).netloc.split("@", 1)[1]
     url = f"postgresql://{PASSWORD_ROLE}@{host}/postgres"
     run_dir = tmp_path / "run"
@@ -25,6 +30,7 @@ def test_show_reads_a_run_logged_in_postgres(sim_url, postgres_url, tmp_path):
                                         url.replace("@", f":{PASSWORD}@", 1)), env=env)
     assert adapted.returncode == 0, adapted.stdout[-2000:] + adapted.stderr[-2000:]
     assert not RunDir(run_dir).log.exists()  # no SQLite log beside the PostgreSQL one
+    assert not RunDir(run_dir).checkpoints.exists()  # the checkpoints are in PostgreSQL too
     assert json.loads(RunDir(run_dir).config.read_text())["store"] == url
     assert not any(PASSWORD in p.read_text(errors="replace") for p in run_dir.rglob("*.json"))
 
@@ -40,3 +46,27 @@ def test_show_reads_a_run_logged_in_postgres(sim_url, postgres_url, tmp_path):
     assert "Traceback" not in failed.stderr
     again = cli("show", run_dir, env={**env, "PGPASSWORD": PASSWORD})  # nothing was lost
     assert again.returncode == 0 and again.stdout == shown.stdout
+
+    monkeypatch.setenv("PGPASSWORD", PASSWORD)
+    locked = asyncio.run(_resume_while_locked(run_dir, {**env, "PGPASSWORD": PASSWORD}))
+    assert locked.returncode == 2, locked.stderr[-2000:]
+    assert "another adapter process is running" in error_line(locked), error_line(locked)
+
+
+async def _resume_while_locked(run_dir, env):
+    """`resume` run while this process drives the run; then the lock is free again."""
+    store = open_log_store(run_dir)
+    try:
+        async with open_checkpointer(RunDir(run_dir), store, exclusive=True) as saver:
+            assert [c async for c in saver.alist(None, limit=1)]  # adapt's checkpoints
+            try:
+                async with open_checkpointer(RunDir(run_dir), store, exclusive=True):
+                    raise AssertionError("a second holder got the run's lock")
+            except RunLocked:
+                pass
+            result = await asyncio.to_thread(cli, "resume", run_dir, env=env)
+        async with open_checkpointer(RunDir(run_dir), store, exclusive=True):
+            pass  # released with its connection
+        return result
+    finally:
+        store.close()

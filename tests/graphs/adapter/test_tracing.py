@@ -108,3 +108,64 @@ def test_off_there_is_no_tracer(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv(TRACE_ENV, "loud")
     with pytest.raises(ValueError, match="trace 'loud': expected one of none, otel"):
         tracer_for("none")
+
+
+class Runs:
+    """A LangChain callback handler that keeps each run's name, kind and parent."""
+
+    def __init__(self) -> None:
+        from langchain_core.callbacks import BaseCallbackHandler
+
+        runs = self.runs = {}
+
+        class Handler(BaseCallbackHandler):
+            def on_chain_start(self, serialized, inputs, *, run_id, parent_run_id=None, **kw):
+                runs[run_id] = (kw.get("name"), "chain", parent_run_id, None)
+
+            def on_chat_model_start(self, serialized, messages, *, run_id, parent_run_id=None,
+                                    **kw):
+                runs[run_id] = (kw.get("name"), "llm", parent_run_id, None)
+
+            def on_llm_end(self, response, *, run_id, **kw):
+                name, kind, parent, _ = runs[run_id]
+                runs[run_id] = (name, kind, parent, response.llm_output)
+
+        self.handler = Handler()
+
+    def parent_name(self, run_id) -> str | None:
+        parent = self.runs[run_id][2]
+        return self.runs[parent][0] if parent in self.runs else None
+
+
+def test_langchain_mode_reports_model_calls_to_the_nodes_callbacks(tmp_path) -> None:
+    """Control flow with scripted models: LangGraph reports the nodes to LangChain's callbacks
+    (LangSmith's, with LANGSMITH_TRACING), and each model call is a chat-model run under the
+    node that made it, the Solver's under the candidate whose evaluation asked."""
+    from contextvars import ContextVar
+
+    from langchain_core.tracers.context import register_configure_hook
+    from scripted_sums import solver_rule
+
+    cfg = config(tmp_path, "langchain")
+    proposer = ScriptedModel(lambda prompt, params: "No edit today." if params["seed"] % 1009
+                             else EDIT)
+    ctx = AdapterContext.from_config(cfg, task=SumTask(4), proposer=proposer,
+                                     solver=ScriptedModel(solver_rule))
+    assert ctx.spans is None  # no OTel spans in this mode
+    seen = Runs()
+    hook: ContextVar = ContextVar("test_tracing_runs", default=None)
+    register_configure_hook(hook, inheritable=True)  # as LangSmith's tracer is added
+    token = hook.set(seen.handler)
+    try:
+        asyncio.run(run_adaptation(cfg, context=ctx))
+    finally:
+        hook.reset(token)
+    llm = {run_id: run for run_id, run in seen.runs.items() if run[1] == "llm"}
+    by_name = {}
+    for run_id, (name, *_rest) in llm.items():
+        by_name.setdefault(name, []).append(seen.parent_name(run_id))
+    assert sorted(by_name["Proposer"]) == ["candidate", "candidate"]
+    # the current version's evaluation, and the edited candidate's
+    assert set(by_name["Solver"]) == {"evaluate_current", "candidate"}
+    usage = next(run[3] for run in llm.values() if run[0] == "Solver")["token_usage"]
+    assert usage["total_tokens"] > 0
