@@ -6,7 +6,7 @@ A run directory holds everything a run needs to resume and everything it produce
     log.sqlite             the execution log (the `LogStore`; its file name is the backend's)
     store.json             instead of log.sqlite, where a PostgreSQL log is (URL without a
                            password, and the run's schema); config.json's `store` names it too
-    checkpoints.sqlite     the adapter's LangGraph checkpoints
+    checkpoints.sqlite     the adapter's LangGraph checkpoints (a PostgreSQL run: in its schema)
     solver_cache.sqlite    the Solver's response cache (unless the Solver spec names another)
     scores.png             `eval`'s plot of selection and test score per round
     adopted.diff           `eval`'s diff of every adopted version
