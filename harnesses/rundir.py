@@ -120,7 +120,10 @@ class RunDir:
         """Where the run's log is: config.json's `store`, else store.json's URL, else ""
         (SQLite in the run directory). Never holds a password."""
         if self.config.is_file():
-            url = self.read_config().get("store")
+            try:  # a damaged config is `resume`'s to report; store.json still names the log
+                url = self.read_config().get("store")
+            except ValueError:
+                url = None
             if url:
                 return str(url)
         if self.store_pointer.is_file():
