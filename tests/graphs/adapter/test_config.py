@@ -77,6 +77,7 @@ def test_adapt_options_fill_the_config_as_the_hand_written_flags_did(tmp_path):
              "approval": False, "proposer_logprobs": False, "group_size": 6, "merge": True,
              "operators": "interpreter,vote", "operators_per_round": 1, "repair_turns": 1}
     given["trace"] = "none"
+    given["store"] = "postgresql://hl:pw@db:5432/runs"  # its password is cut, never kept
     config = AdaptConfig(**field_values(AdaptConfig, dict(given)))
     assert config.task_options == {"n_test": 3, "index_dir": str(tmp_path / "idx")}
     assert config.proposer_params == {"temperature": 0.7, "max_tokens": 99}
@@ -86,6 +87,7 @@ def test_adapt_options_fill_the_config_as_the_hand_written_flags_did(tmp_path):
     assert config.tools == ["shop.py:lookup", "mod:tool"]
     assert config.proposer_logprobs is False and config.group_size == 6 and config.merge is True
     assert config.operators == "interpreter,vote" and config.operators_per_round == 1
+    assert config.store == "postgresql://hl@db:5432/runs"
     assert config.repair_turns == 1
 
 
