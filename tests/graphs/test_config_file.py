@@ -21,7 +21,8 @@ def settings(sim_url: str, run_dir: Path) -> str:
             "task_options = { n_dev = 6, n_test = 2 }\n\n[budget]\nsolver_calls = 900\n")
 
 
-def test_a_settings_file_drives_adapt_and_typed_flags_override_it(sim_url, tmp_path) -> None:
+def test_a_settings_file_drives_adapt_and_typed_flags_override_it(sim_url, tmp_path,
+                                                                   capsys) -> None:
     run_dir = tmp_path / "run"
     path = tmp_path / "run.toml"
     path.write_text(settings(sim_url, run_dir))
@@ -37,8 +38,10 @@ def test_a_settings_file_drives_adapt_and_typed_flags_override_it(sim_url, tmp_p
     assert json.loads(result.stdout.strip().splitlines()[-1])["rounds"] == 1
 
     # resume --config: the file names the run; one that no longer matches it is refused
-    clash = cli("resume", "--config", path)
-    assert clash.returncode == 2 and "has other settings: rounds: 2 != 1" in error_line(clash)
+    with pytest.raises(SystemExit) as clash:
+        main(["resume", "--config", str(path)])
+    assert clash.value.code == 2
+    assert "has other settings: rounds: 2 != 1" in capsys.readouterr().err.strip().splitlines()[-1]
     path.write_text(settings(sim_url, run_dir).replace("rounds = 2", "rounds = 1")
                     .replace("n_dev = 6", "n_dev = 5"))
     again = cli("resume", "--config", path, "--json")
