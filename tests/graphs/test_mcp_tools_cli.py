@@ -32,6 +32,34 @@ def test_run_evaluates_a_harness_calling_an_mcp_tool(local_model_url) -> None:
     assert summary["infra_errors"] == 0 and summary["tokens"] > 0  # the Solver answered too
 
 
+@pytest.mark.slow
+def test_adapt_a_harness_calling_an_mcp_tool(local_model_url, tmp_path) -> None:
+    """One round with the real local models (SmolLM2-135M as Solver and Proposer): the start
+    harness's evaluations call the server's tool, and every problem is solved through it."""
+    from harness_learning.harnesses.rundir import RunDir
+
+    run_dir = tmp_path / "run"
+    try:
+        result = CliRunner().invoke(app, [
+            "adapt", "--task", str(HERE / "sums.jsonl"), "--metric", "exact",
+            "--harness", str(HERE / "harness.py"), "--tools", SERVER, "--run-dir", str(run_dir),
+            "--proposer", "local:smollm2-135m", "--proposer-max-tokens", "48", "--rounds", "1",
+            "--candidates", "1", "--feedback", "2", "--selection", "2", "--concurrency", "2",
+            "--report-chars", "2000", "--json"])
+    finally:
+        close_servers()
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.strip().splitlines()[-1])["rounds"] == 1
+    with RunDir(run_dir).open_store() as store:
+        start = store.lineage()[0].sha
+        seed = [e.result for e in store.iter_evaluations(sha=start)
+                if e.purpose in ("feedback", "selection")]
+    assert seed and all(r.score == 1.0 for r in seed), [(r.answer, r.error) for r in seed]
+    tools = [c for r in seed for c in r.calls if c.tool == "tool"]
+    assert len(tools) == 2 * len(seed)  # tools.add, then the LangChain tool, per problem
+    assert {c.args["name"] for c in tools} == {"add"} and all(c.error is None for c in tools)
+
+
 def test_a_server_that_does_not_start_is_one_line_and_exit_2(tmp_path, capsys) -> None:
     from harness_learning.graphs.cli.errors import EXIT_USAGE, main
 
