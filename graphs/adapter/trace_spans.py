@@ -100,7 +100,7 @@ def facts(name: str, update: Mapping[str, Any]) -> dict[str, Any]:
         return {"feedback_score": update.get("feedback_score"),
                 "current_selection_score": update.get("current_selection_score")}
     if name == "round":
-        (view,) = update.get("rounds") or [{}]
+        view = (update.get("rounds") or [{}])[-1]
         spent = update.get("spent") or {}
         return {"decision.adopted": view.get("adopted"), "decision.reason": view.get("decision"),
                 "decision.chosen_sha": view.get("chosen_sha"),
