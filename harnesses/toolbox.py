@@ -77,7 +77,12 @@ class Toolbox:
         from harness_learning.harnesses.usertools import ToolArgumentError
 
         try:
-            return await self.user_tools.call(name, args)
+            if self.tracer is None:
+                return await self.user_tools.call(name, args)
+            async with self.tracer.tool_call(str(name), args if isinstance(args, dict) else {}
+                                             ) as call:
+                call.result = await self.user_tools.call(name, args)
+            return call.result
         except ToolArgumentError as exc:
             raise ToolInputError(str(exc)) from None
 
@@ -124,8 +129,8 @@ class Toolbox:
         `sandbox.client` serves each call in the context its run started in)."""
         model = str(getattr(getattr(self.solver, "config", None), "model", "solver"))
         async with self.tracer.model_call("solver", model, params, messages) as call:
-            call.completion = await self.solver.acomplete(messages, **empty_ok, **params)
-        return call.completion
+            call.result = await self.solver.acomplete(messages, **empty_ok, **params)
+        return call.result
 
     async def search(self, query: Any, k: Any) -> ToolReply:
         if self.retriever is None:

@@ -19,6 +19,7 @@ callback handler sees the Solver and Proposer calls under their candidate.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -110,23 +111,34 @@ class Tracer:
 
     @contextlib.asynccontextmanager
     async def model_call(self, role: str, model: str, params: dict[str, Any],
-                         messages: Any = None) -> AsyncIterator[ModelCall]:
-        """The span of one Solver or Proposer call; the block sets `call.completion`."""
+                         messages: Any = None) -> AsyncIterator[Traced]:
+        """The span of one Solver or Proposer call; the block sets `call.result`."""
         attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
                       f"{PREFIX}role": role}
         attributes.update({f"gen_ai.request.{name}": params[key]
                            for key, name in _REQUEST_PARAMS.items() if key in params})
-        call = ModelCall()
+        call = Traced()
         with self.span(f"chat {model}", **attributes) as span:
             yield call
-            completed(span, call.completion)
+            completed(span, call.result)
+
+    @contextlib.asynccontextmanager
+    async def tool_call(self, name: str, args: dict[str, Any]) -> AsyncIterator[Traced]:
+        """The span of one call of a user's tool (an MCP server's among them)."""
+        call = Traced()
+        with self.span(f"execute_tool {name}", **{"gen_ai.operation.name": "execute_tool",
+                                                 "gen_ai.tool.name": name}) as span:
+            yield call
+            meta = getattr(call.result, "meta", None) or {}
+            span.set_attributes(clean({"cached": getattr(call.result, "cached", None),
+                                       "truncated_from": meta.get("truncated_from")}))
 
 
 @dataclass
-class ModelCall:
-    """What a traced model call's block hands back: its completion."""
+class Traced:
+    """What a traced call's block hands back: the model's completion, or the tool's reply."""
 
-    completion: Any = None
+    result: Any = None
 
 
 class CallbackTracer:
@@ -135,14 +147,9 @@ class CallbackTracer:
 
     @contextlib.asynccontextmanager
     async def model_call(self, role: str, model: str, params: dict[str, Any],
-                         messages: Any = None) -> AsyncIterator[ModelCall]:
-        from langchain_core.runnables.config import (
-            ensure_config,
-            get_async_callback_manager_for_config,
-        )
-
-        call = ModelCall()
-        manager = get_async_callback_manager_for_config(ensure_config())
+                         messages: Any = None) -> AsyncIterator[Traced]:
+        call = Traced()
+        manager = _callbacks()
         if not manager.handlers:
             yield call
             return
@@ -154,7 +161,35 @@ class CallbackTracer:
         except BaseException as exc:
             await run.on_llm_error(exc)
             raise
-        await run.on_llm_end(_llm_result(call.completion))
+        await run.on_llm_end(_llm_result(call.result))
+
+    @contextlib.asynccontextmanager
+    async def tool_call(self, name: str, args: dict[str, Any]) -> AsyncIterator[Traced]:
+        """A user tool's call as a tool run of the running node's callbacks."""
+        call = Traced()
+        manager = _callbacks()
+        if not manager.handlers:
+            yield call
+            return
+        run = await manager.on_tool_start({"name": name, "description": "tools.call"},
+                                          json.dumps(args, default=str)[:20_000], inputs=args,
+                                          name=name)
+        try:
+            yield call
+        except BaseException as exc:
+            await run.on_tool_error(exc)
+            raise
+        await run.on_tool_end(getattr(call.result, "result", call.result))
+
+
+def _callbacks() -> Any:
+    """The callback manager of the node running here (its config is the context's)."""
+    from langchain_core.runnables.config import (
+        ensure_config,
+        get_async_callback_manager_for_config,
+    )
+
+    return get_async_callback_manager_for_config(ensure_config())
 
 
 def _messages(messages: Any) -> list[Any]:

@@ -169,3 +169,33 @@ def test_langchain_mode_reports_model_calls_to_the_nodes_callbacks(tmp_path) -> 
     assert set(by_name["Solver"]) == {"evaluate_current", "candidate"}
     usage = next(run[3] for run in llm.values() if run[0] == "Solver")["token_usage"]
     assert usage["total_tokens"] > 0
+
+
+def test_a_user_tools_call_is_a_span_of_its_own(exporter) -> None:
+    """A traced toolbox's user tool call (an MCP server's tool is one) is an `execute_tool`
+    span; a failing call's span records the error and the harness still gets it."""
+    from harness_learning.harnesses.contract import ToolInputError
+    from harness_learning.harnesses.toolbox import Toolbox
+    from harness_learning.harnesses.tracing import Tracer
+    from harness_learning.harnesses.usertools import build_user_tools
+    from opentelemetry import trace
+
+    def add(a: int, b: int) -> int:
+        """The sum of two integers."""
+        if a < 0:
+            raise ValueError("negative")
+        return a + b
+
+    exporter.clear()
+    toolbox = Toolbox(user_tools=build_user_tools([add]), tracer=Tracer(trace))
+    reply = asyncio.run(toolbox.call("tool", {"name": "add", "args": {"a": 2, "b": 3}}))
+    assert reply.result == 5
+    with pytest.raises(ValueError, match="negative"):
+        asyncio.run(toolbox.call("tool", {"name": "add", "args": {"a": -1, "b": 3}}))
+    with pytest.raises(ToolInputError, match="missing argument 'b'"):
+        asyncio.run(toolbox.call("tool", {"name": "add", "args": {"a": 1}}))
+    spans = exporter.get_finished_spans()
+    assert [s.name for s in spans] == ["execute_tool add"] * 3
+    assert spans[0].attributes["gen_ai.tool.name"] == "add"
+    assert spans[0].attributes[f"{A}cached"] is False and spans[0].status.is_ok
+    assert [s.status.status_code.name for s in spans[1:]] == ["ERROR", "ERROR"]
