@@ -262,6 +262,14 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".strip()
 
 
+def close_server(ref: str) -> None:
+    """Close the session of `ref`, if this process holds one (the next use starts another)."""
+    with McpServer._lock:
+        server = McpServer._shared.pop(ref, None)
+    if server is not None:
+        server.close()
+
+
 @atexit.register
 def close_servers() -> None:
     """Close every session this process holds (at exit; tests call it too)."""

@@ -10,7 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness_learning.harnesses.mcptools import McpServer, McpToolError, close_servers, mcp_tools
+from harness_learning.harnesses.mcptools import (
+    McpServer,
+    McpToolError,
+    close_server,
+    close_servers,
+    mcp_tools,
+)
 from harness_learning.harnesses.usertools import ToolArgumentError, ToolSetupError, build_user_tools
 
 SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_sums" / "server.py"
@@ -47,6 +53,38 @@ def test_a_wrong_call_and_a_failing_tool_are_the_harnesss_errors(sums) -> None:
         asyncio.run(sums.call("add", {"a": 1}))
     with pytest.raises(McpToolError, match="no price for 'kiwi'"):
         asyncio.run(sums.call("unit_price", {"item": "kiwi"}))
+
+
+def test_a_server_over_streamable_http(tmp_path) -> None:
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ref = f"mcp+http://127.0.0.1:{port}/mcp"
+
+    def listening() -> bool:
+        with socket.socket() as client:
+            return client.connect_ex(("127.0.0.1", port)) == 0
+
+    log = (tmp_path / "server.log").open("w")
+    server = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port)],
+                              stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while not listening():
+            assert server.poll() is None and time.monotonic() < deadline, "server did not start"
+            time.sleep(0.2)
+        tools = build_user_tools([mcp_tools(ref)], [ref])
+        assert tools.names == ["add", "unit_price"]
+        assert asyncio.run(tools.call("add", {"a": 20, "b": 22})).result == 42
+    finally:
+        close_server(ref)
+        server.terminate()
+        server.wait(10)
+        log.close()
 
 
 def test_a_server_that_does_not_start_is_one_line_with_its_stderr() -> None:

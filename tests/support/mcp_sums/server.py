@@ -1,6 +1,6 @@
-"""A small MCP server over stdio for the tests: `add(a, b)` and a unit-price lookup. Run with
-`--bad-name` it also lists a tool whose name a harness cannot call; with `--crash` it exits
-before answering."""
+"""A small MCP server for the tests: `add(a, b)` and a unit-price lookup, over stdio, or over
+streamable HTTP on loopback with `--http PORT`. Run with `--bad-name` it also lists a tool
+whose name a harness cannot call; with `--crash` it exits before answering."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from mcp.server.fastmcp import FastMCP
 
 PRICES = {"apple": 0.5, "pear": 0.75}
 
-server = FastMCP("sums")
+PORT = int(sys.argv[sys.argv.index("--http") + 1]) if "--http" in sys.argv else 0
+server = FastMCP("sums", host="127.0.0.1", port=PORT or 8000)
 
 
 @server.tool()
@@ -34,4 +35,4 @@ if __name__ == "__main__":
     if "--crash" in sys.argv:
         print("refusing to start: --crash", file=sys.stderr)
         sys.exit(3)
-    server.run("stdio")
+    server.run("streamable-http" if PORT else "stdio")
