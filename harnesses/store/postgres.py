@@ -4,12 +4,10 @@ Each run has a PostgreSQL schema of its own (`hl_run_<hex>`), holding the same t
 and schema version as the SQLite file (`schema.py`'s DDL and MIGRATIONS, translated by
 `to_postgres`), so the two backends behave alike and pass one conformance suite. The run
 directory names its schema in store.json (`POINTER`), written once when the schema is made, so
-a moved run directory still finds its log. Every write is one committed transaction; a lost
-connection fails the call with `StoreUnreachable` (one line naming the URL) and the next call
-connects again, so what was committed stays.
-
-psycopg is an optional extra, imported when a store is opened: without it the error names
-`pip install 'harness-learning[postgres]'`. Passwords are never written (see `pgurl`).
+a moved run directory still finds its log. Every write is one committed transaction; a
+connection lost between calls is made again, one lost mid-call fails it with `StoreUnreachable`
+(one line naming the URL), so what was committed stays. psycopg is an optional extra, imported
+when a store is opened (`pip install 'harness-learning[postgres]'`); no password is written.
 """
 
 from __future__ import annotations
@@ -17,12 +15,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -32,7 +29,6 @@ from harness_learning.harnesses.store.base import (
     LogStore,
     LogStoreError,
     SchemaVersionError,
-    StoreUnreachable,
 )
 from harness_learning.harnesses.store.pgurl import (
     INSTALL_HINT,
@@ -56,28 +52,14 @@ from harness_learning.harnesses.store.schema import (
     SCHEMA_TABLE,
     SCHEMA_VERSION,
     TABLES,
+    to_postgres,
 )
 from harness_learning.harnesses.store.spend import PROPOSER_COST_EVENT, spend
 from harness_learning.harnesses.store.sqlite import _columns, _decode_row, _encode
 
 POINTER = "store.json"
 """The run directory's record of where its PostgreSQL log is: {"url", "schema"}."""
-ORDERED = ("versions", "evaluations", "proposals")
-"""Tables read back in insertion order (SQLite's rowid): they get a `_pos` column."""
 CONNECT_TIMEOUT_S = 10
-
-
-def to_postgres(sql: str) -> str:
-    """SQLite DDL in PostgreSQL's dialect, column for column: 8-byte numbers (SQLite's INTEGER
-    and REAL are 64-bit; PostgreSQL's are 32-bit), a sequence for `events.seq`, and `_pos` in
-    the tables SQLite reads in rowid order."""
-    sql = re.sub(r"INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY", sql)
-    sql = re.sub(r"\bINTEGER\b", "BIGINT", sql)
-    sql = re.sub(r"\bREAL\b", "DOUBLE PRECISION", sql)
-    sql = re.sub(r"^INSERT OR IGNORE .*$", "", sql, flags=re.M)
-    for table in ORDERED:
-        sql = sql.replace(f"EXISTS {table} (", f"EXISTS {table} (_pos BIGSERIAL, ")
-    return sql
 
 
 def psycopg_module() -> ModuleType:
@@ -97,7 +79,7 @@ def _encode_pg(name: str, value: Any) -> Any:
 
 
 def _decode(cls: type, row: dict[str, Any]) -> Any:
-    return cls(**_decode_row(_columns(cls), row))
+    return cls(**_decode_row(_columns(cls), row))  # SQLite's decoding: the same values back
 
 
 class PostgresLogStore(LogStore):
@@ -158,7 +140,7 @@ class PostgresLogStore(LogStore):
         try:
             conn = self._pg.connect(self.url, **kwargs)
         except self._pg.Error as exc:
-            raise self._unreachable(exc) from exc
+            raise unreachable(self.url, exc) from exc
         from psycopg.rows import dict_row
 
         conn.row_factory = dict_row
@@ -167,20 +149,37 @@ class PostgresLogStore(LogStore):
         self._conn = conn
         return conn
 
-    def _unreachable(self, exc: BaseException) -> StoreUnreachable:
-        return unreachable(self.url, exc)
-
     @contextmanager
     def _tx(self) -> Iterator[Any]:
         """One committed transaction (a cursor inside it); connection failures are
         `StoreUnreachable`, any other error rolls the transaction back and propagates."""
+        lost = (self._pg.OperationalError, self._pg.InterfaceError)
         with self._lock:
+            conn = self._begin(lost)
+            try:
+                with conn.cursor() as cur:
+                    yield cur
+                conn.execute("COMMIT")
+            except lost as exc:
+                raise unreachable(self.url, exc) from exc
+            except BaseException:
+                with suppress(*lost):
+                    conn.execute("ROLLBACK")
+                raise
+
+    def _begin(self, lost: tuple[type[BaseException], ...]) -> Any:
+        """A connection inside a new transaction. One lost since the last call (a server
+        restart, a failover) is made again, once: its BEGIN failed, so nothing was written."""
+        for attempt in (1, 2):
             conn = self._connection()
             try:
-                with conn.transaction(), conn.cursor() as cur:
-                    yield cur
-            except (self._pg.OperationalError, self._pg.InterfaceError) as exc:
-                raise self._unreachable(exc) from exc
+                conn.execute("BEGIN")
+                return conn
+            except lost as exc:
+                conn.close()
+                if attempt == 2:
+                    raise unreachable(self.url, exc) from exc
+        raise AssertionError("not reached")
 
     def _query(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
         with self._tx() as cur:

@@ -1,7 +1,10 @@
-"""SQL schema of the SQLite log. Bump SCHEMA_VERSION on any incompatible change: a store opened
-by code of another version refuses to touch the file."""
+"""SQL schema of the SQLite log, and its PostgreSQL dialect (`to_postgres`). Bump SCHEMA_VERSION
+on any incompatible change: a store opened by code of another version refuses to touch the log.
+MIGRATIONS are written once, for both backends."""
 
 from __future__ import annotations
+
+import re
 
 SCHEMA_VERSION = 2
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -54,3 +57,18 @@ JSON_FIELDS = frozenset(
     {"config", "trace", "prompt", "parsed_edit", "reward_parts", "logprobs", "scores", "payload"}
 )
 BOOL_FIELDS = frozenset({"parsed", "applied", "valid"})
+ORDERED = ("versions", "evaluations", "proposals")
+"""Tables read back in insertion order (SQLite's rowid): PostgreSQL gives them a `_pos` column."""
+
+
+def to_postgres(sql: str) -> str:
+    """SQLite DDL in PostgreSQL's dialect, column for column: 8-byte numbers (SQLite's INTEGER
+    and REAL are 64-bit; PostgreSQL's are 32-bit), a sequence for `events.seq`, and `_pos` in
+    the tables SQLite reads in rowid order."""
+    sql = re.sub(r"INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY", sql)
+    sql = re.sub(r"\bINTEGER\b", "BIGINT", sql)
+    sql = re.sub(r"\bREAL\b", "DOUBLE PRECISION", sql)
+    sql = re.sub(r"^INSERT OR IGNORE .*$", "", sql, flags=re.M)
+    for table in ORDERED:
+        sql = sql.replace(f"EXISTS {table} (", f"EXISTS {table} (_pos BIGSERIAL, ")
+    return sql

@@ -85,6 +85,19 @@ def test_text_postgres_cannot_hold_is_stored_not_refused(postgres_url, tmp_path)
     store.close()
 
 
+def test_a_connection_lost_between_calls_is_made_again_and_loses_nothing(postgres_url,
+                                                                       tmp_path):
+    store = PostgresLogStore(tmp_path / "run", postgres_url)
+    seed = store.put_version("seed\n")
+    (pid,) = _sql(store, "SELECT pg_backend_pid() AS pid")
+    with PostgresLogStore(tmp_path / "other", postgres_url) as admin:  # as a server restart
+        assert _sql(admin, f"SELECT pg_terminate_backend({pid['pid']}) AS ok") == [{"ok": True}]
+    child = store.put_version("child\n", parent=seed)
+    assert [v.sha for v in store.iter_versions()] == [seed, child]
+    assert _sql(store, "SELECT pg_backend_pid() AS pid") != [pid]
+    store.close()
+
+
 def _password_url(postgres_url: str, with_password: bool) -> str:
     netloc = urlsplit(postgres_url).netloc.split("@", 1)[1]
     secret = f":{PASSWORD}" if with_password else ""
