@@ -98,8 +98,11 @@ class PostgresLogStore(LogStore):
         self._pg = psycopg_module()
         self._lock = threading.RLock()
         self._conn: Any = None
-        with self._lock:
+        try:
             self._setup()
+        except BaseException:
+            self.close()
+            raise
         if not stored:
             self._write_pointer()
 
@@ -132,13 +135,11 @@ class PostgresLogStore(LogStore):
         """The open connection, made again if the last one was lost."""
         if self._conn is not None and not self._conn.closed and not self._conn.broken:
             return self._conn
-        kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S,
-                                  "application_name": "harness-learning"}
         password = password_for(self.url)
-        if password is not None:
-            kwargs["password"] = password
+        extra = {"password": password} if password is not None else {}
         try:
-            conn = self._pg.connect(self.url, **kwargs)
+            conn = self._pg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                                    application_name="harness-learning", **extra)
         except self._pg.Error as exc:
             raise unreachable(self.url, exc) from exc
         from psycopg.rows import dict_row
