@@ -7,6 +7,14 @@ and selection problems (scored, gold never shown), as in the paper.
   pool. When the pool is smaller than asked, the draw is clamped (selection keeps what is left
   after feedback) and a warning says so.
 
+Both are the paper's protocol, under which a memorised gold pays: on the reasoning track every
+shown problem is also scored, and on the QA track a question shown in one round may be scored in
+the next. `held_out_round` is the protocol the adapter uses by default (`AdaptConfig.split`): the
+pool is split once per run into a selection part, scored every round and never shown, and a
+feedback part that every round's feedback draws from. A candidate that copies what any report of
+the run showed then gains nothing in selection, however little of it it copies, which no test on
+a few shown problems could promise (`graphs/lab/bench/memorisation.py` measures that).
+
 A draw depends only on (pool ids, round index, seed): rerunning a round reproduces it, and a
 resumed run sees the same problems.
 """
@@ -60,6 +68,27 @@ def sample_round(
     n_fb = _clamp(n_feedback, len(pool), "feedback")
     n_sel = _clamp(n_selection, len(pool) - n_fb, "selection")
     return order[:n_fb], order[n_fb : n_fb + n_sel]
+
+
+def held_out_round(dev: list[P], round_index: int, seed: int, n_feedback: int,
+                   n_selection: int) -> tuple[list[P], list[P]]:
+    """`(feedback, selection)` for one round of the held-out protocol: the selection is the same
+    `n_selection` problems every round (drawn once from `seed`), and the feedback is drawn each
+    round from the rest of the pool, so no problem a report shows is ever scored for selection.
+    A pool too small for both keeps at least one problem on each side, with a warning."""
+    if n_feedback < 0 or n_selection < 0:
+        raise ValueError("n_feedback and n_selection must be >= 0")
+    ids = [p.id for p in dev]
+    if len(set(ids)) != len(ids):
+        raise ValueError("the dev pool has duplicate problem ids")
+    pool = sorted(dev, key=lambda p: p.id)
+    order = _rng(-1, seed).sample(pool, len(pool))  # one split per run: round-independent
+    reserve = min(n_feedback, 1) if len(pool) > 1 else 0  # a feedback side, however small
+    n_sel = _clamp(n_selection, len(pool) - reserve, "selection (held out from feedback)")
+    selection, rest = order[:n_sel], order[n_sel:]
+    n_fb = _clamp(n_feedback, len(rest), "feedback (outside the held-out selection)")
+    feedback = _rng(round_index, seed).sample(rest, n_fb)
+    return feedback, selection
 
 
 def _clamp(wanted: int, available: int, what: str) -> int:

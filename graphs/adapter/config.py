@@ -12,6 +12,7 @@ from harness_learning.graphs.adapter.racing import RaceRule
 from harness_learning.harnesses.contract import LINE_LIMIT
 
 Policy = Literal["strict", "best_valid", "racing", "pareto"]
+Split = Literal["held_out", "paper"]
 EditFormat = Literal["search_replace", "whole_program"]
 Trace = Literal["none", "otel", "langchain"]
 
@@ -22,6 +23,11 @@ TRACK_DEFAULTS: dict[str, dict[str, Any]] = {
     # Paper, QA track: 8 candidates x 10 rounds, best_valid, whole programs, 6 + 64 per round.
     "qa": {"rounds": 10, "candidates": 8, "policy": "best_valid",
            "edit_format": "whole_program", "feedback": 6, "selection": 64},
+}
+HELD_OUT_SIZES: dict[str, dict[str, int]] = {
+    # The paper scores the reasoning track on its 25 feedback problems; held out, the 25-problem
+    # dev pool is split: 15 scored every round, never shown, and 10 shown a round from the rest.
+    "reasoning": {"feedback": 10, "selection": 15},
 }
 
 
@@ -125,6 +131,10 @@ class AdaptConfig:
     operators_per_round: int = _opt(2, help=(
         "At most this many operator candidates a round, in the order given, skipping those "
         "an earlier round already judged on the same version."))
+    split: Split | None = _opt(None, help=(
+        "held_out (the default): selection problems are fixed for the run and never shown in a "
+        "report, so a copied gold gains nothing; paper: the paper's draws (the reasoning track "
+        "scores the feedback problems themselves, QA draws both afresh each round)."))
     feedback: int | None = _opt(None, help="Feedback problems per round.")
     selection: int | None = _opt(None, help="Selection problems per round.")
     seed: int = _opt(0, help="Seed of sampling and Proposer samples.")
@@ -167,12 +177,16 @@ class AdaptConfig:
         self.store = remember_password(check_url(self.store)) if self.store else ""
 
     def with_track_defaults(self, track: str) -> AdaptConfig:
-        """Fill every unset (None) knob from the paper's defaults for `track`."""
+        """Fill every unset (None) knob from the paper's defaults for `track` (its problem
+        counts resized for the held-out split, which the paper does not use)."""
         if self.group_size is not None and self.group_size < 1:
             raise ValueError(f"group_size must be at least 1, got {self.group_size} (it counts "
                              "the Proposer samples per round, candidates included)")
         values = asdict(self)
-        for key, default in TRACK_DEFAULTS[track].items():
+        if values.get("split") is None:
+            values["split"] = "held_out"
+        sizes = HELD_OUT_SIZES.get(track, {}) if values["split"] == "held_out" else {}
+        for key, default in {**TRACK_DEFAULTS[track], **sizes}.items():
             if values.get(key) is None:
                 values[key] = default
         values["budget"] = Budget(**values["budget"])

@@ -84,6 +84,7 @@ def load_config(run_dir: str | Path | RunDir) -> AdaptConfig:
     """The config of the run in `run_dir` (errors name config.json)."""
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
     data = run.read_config()
+    data.setdefault("split", "paper")  # a run from before the choice drew the paper's way
     try:
         config = AdaptConfig.from_dict(data)
     except (ValueError, TypeError) as exc:  # name the file

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from harness_learning.evals.problem import Problem
-from harness_learning.evals.splits import sample_round
+from harness_learning.evals.splits import held_out_round, sample_round
 
 
 def _pool(n: int) -> list[Problem]:
@@ -53,3 +53,22 @@ def test_bad_input():
         sample_round(_pool(3) + _pool(1), 0, seed=0, n_feedback=1, n_selection=1)
     with pytest.raises(ValueError, match=">= 0"):
         sample_round(_pool(3), 0, seed=0, n_feedback=-1, n_selection=1)
+
+
+def test_held_out_selection_is_fixed_and_never_shown():
+    dev = _pool(25)
+    rounds = [held_out_round(dev, r, seed=3, n_feedback=10, n_selection=15) for r in range(1, 6)]
+    selections = {tuple(p.id for p in sel) for _, sel in rounds}
+    assert len(selections) == 1 and len(next(iter(selections))) == 15  # the same every round
+    shown = {p.id for fb, _ in rounds for p in fb}
+    assert not shown & set(next(iter(selections))), "a shown problem was scored"
+    assert len({tuple(p.id for p in fb) for fb, _ in rounds}) > 1  # feedback varies by round
+    assert held_out_round(dev, 2, 3, 10, 15) == rounds[1]  # reproducible
+    assert held_out_round(dev, 1, 4, 10, 15)[1] != rounds[0][1]  # another seed, another split
+
+
+def test_a_held_out_split_too_big_for_its_pool_keeps_both_sides():
+    dev = _pool(4)
+    with pytest.warns(UserWarning, match="held out from feedback"):
+        feedback, selection = held_out_round(dev, 1, 0, n_feedback=25, n_selection=25)
+    assert (len(feedback), len(selection)) == (1, 3)

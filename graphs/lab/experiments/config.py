@@ -47,6 +47,9 @@ class ExperimentSpec:
     candidates: int = 1
     feedback: int = 25
     selection: int = 25
+    split: str = "paper"
+    """`AdaptConfig.split`: the paper's draws, which its figures assume; "held_out" scores only
+    problems no report of the run shows (sizes must then fit the dev pool together)."""
     n_dev: int | None = None
     n_test: int | None = None
     compare_candidates: int = 0

@@ -74,7 +74,7 @@ def plan_runs(spec: ExperimentSpec, out: Path, task_options: Callable[[str], dic
     def config(task: str, method: str, seed: int, **over: Any) -> AdaptConfig:
         values = {"rounds": spec.rounds, "candidates": spec.candidates, "policy": spec.policy,
                   "feedback": spec.feedback, "selection": spec.selection,
-                  "proposer": spec.proposer, **over}
+                  "split": spec.split, "proposer": spec.proposer, **over}
         return AdaptConfig(
             task=task, run_dir=str(out / "runs" / slug(task) / method / f"seed{seed}"),
             task_options=task_options(task), solver=spec.solver, seed=seed,
