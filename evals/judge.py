@@ -126,7 +126,8 @@ def check_candidate(parent_source: str, completion: str, edit_format: str,
         except HarnessInvalid as err:
             verdict = invalid(err.kind, err.detail)
     if not verdict:
-        hacked = reward_hacking_reason(edit.new_source, parent_source, exposure.golds)
+        hacked = reward_hacking_reason(edit.new_source, parent_source, exposure.golds,
+                                       exposure.demonstrable)
         if hacked:
             detail = hacked.removeprefix(f"{REWARD_HACKING}: ")
             verdict = {**invalid(REWARD_HACKING, detail), "selection_score": 0.0}

@@ -14,8 +14,8 @@ evaluates selection on the feedback problems themselves), control problems.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from harness_learning.evals.guards import memorisation_reason, shown_problems
 from harness_learning.evals.problem import Problem
@@ -35,18 +35,30 @@ Control = Callable[[int], Sequence[Problem]]
 class Exposure:
     """What the feedback report showed the Proposer, for both reward-hacking guards: the problems
     whose gold it showed (the literal guard reads their golds, the behaviour check their scores)
-    and the task's source of comparable unseen problems. `Exposure()` showed nothing: both
+    and the task's source of comparable unseen problems. `parent` holds the parent's scores by
+    problem id, where known, for the per-problem comparison. `Exposure()` showed nothing: both
     guards pass."""
 
     shown: tuple[Problem, ...] = ()
     control: Control | None = None
+    parent: Mapping[str, float | None] = field(default_factory=dict)
+    parent_probe: Probe | None = None
+    """Evaluates the parent where `parent` lacks its scores (the control problems)."""
+    demonstrable: Mapping[str, object] = field(default_factory=dict)
+    """Question -> gold of the problems a declared demonstration may be (the literal guard
+    exempts it): the run's feedback side under the held-out split, else nothing."""
 
     @classmethod
-    def of(cls, problems: Iterable[Problem], report: str, task: object = None) -> Exposure:
-        """The `problems` whose gold `report` showed (each once), with `task.control` if any."""
+    def of(cls, problems: Iterable[Problem], report: str, task: object = None,
+           parent: Mapping[str, float | None] | None = None,
+           parent_probe: Probe | None = None,
+           demonstrable: Mapping[str, object] | None = None) -> Exposure:
+        """The `problems` whose gold `report` showed (each once), with `task.control` if any,
+        the parent's scores and the problems demonstrations may come from."""
         unique = {p.id: p for p in shown_problems(problems, report)}
         control = getattr(task, "control", None)
-        return cls(tuple(unique.values()), control if callable(control) else None)
+        return cls(tuple(unique.values()), control if callable(control) else None,
+                   dict(parent or {}), parent_probe, dict(demonstrable or {}))
 
     @property
     def golds(self) -> list[object]:
@@ -65,11 +77,24 @@ async def memorisation_check(selection: EvalResult, exposure: Exposure,
     missing = [p for p in exposure.shown if p.id not in scores]
     if missing:
         scores.update({r.problem_id: r.score for r in (await probe(missing)).results})
-    shown_scores = [scores.get(p.id) for p in exposure.shown]
-    unseen = [s for pid, s in selected.items() if pid not in shown_ids]
+    shown_ids_in_order = [p.id for p in exposure.shown]
+    unseen = {pid: s for pid, s in selected.items() if pid not in shown_ids}
+    parent = dict(exposure.parent)
     if len(unseen) < MIN_UNSEEN and exposure.control is not None:
         wanted = min(max(len(exposure.shown), MIN_UNSEEN), MAX_CONTROL)
         extra = [p for p in exposure.control(wanted) if p.id not in shown_ids]
         if extra:
-            unseen += [r.score for r in (await probe(extra)).results]
-    return memorisation_reason(shown_scores, unseen)
+            unseen.update({r.problem_id: r.score for r in (await probe(extra)).results})
+            if exposure.parent_probe is not None:  # once per parent: its probes are logged
+                parent.update({r.problem_id: r.score
+                               for r in (await exposure.parent_probe(extra)).results})
+    shown_scores = [scores.get(pid) for pid in shown_ids_in_order]
+    known = all(pid in parent for pid in shown_ids_in_order) and \
+        sum(pid in parent for pid in unseen) >= MIN_UNSEEN
+    if not known:
+        return memorisation_reason(shown_scores, list(unseen.values()))
+    paired = [pid for pid in unseen if pid in parent]
+    return memorisation_reason(
+        shown_scores, [unseen[pid] for pid in paired],
+        parent_shown=[parent[pid] for pid in shown_ids_in_order],
+        parent_unseen=[parent[pid] for pid in paired])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from typing import Any
 
 from harness_learning.evals.evaluator import evaluate
@@ -12,9 +13,16 @@ from harness_learning.evals.judge import Outcome, check_candidate, settle_candid
 from harness_learning.evals.memorisation import PROBE, Exposure, Probe
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult
-from harness_learning.evals.splits import sample_round
+from harness_learning.evals.splits import held_out_round, sample_round
+from harness_learning.evals.task import Task
 from harness_learning.graphs.adapter.budget import budget_reason, check_budget
+from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.demonstrations import (
+    demonstrable,
+    demonstrations,
+    held_out_in_force,
+)
 from harness_learning.graphs.adapter.inputs import start_source
 from harness_learning.graphs.adapter.parents import merge_candidate, parent_draw, selection_archive
 from harness_learning.graphs.adapter.policies import Scored, decide
@@ -102,11 +110,8 @@ def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
                 "human_feedback": list(state.get("human_feedback") or [])}
 
     async def sample(state: AdapterState) -> dict:
-        # Paper: the reasoning track draws feedback and selection from one 25-problem pool;
-        # QA samples disjoint feedback and selection questions from its dev pool each round.
         feedback, selection = await asyncio.to_thread(  # a task may generate its problems
-            lambda: sample_round(ctx.task.dev(), state["round"], cfg.seed, cfg.feedback,
-                                 cfg.selection, disjoint=ctx.task.track == "qa"))
+            draw_round, ctx.task, state["round"], cfg)
         return {"feedback_ids": [p.id for p in feedback], "selection_ids": [p.id for p in selection]}
 
     async def evaluate_current(state: AdapterState) -> dict:
@@ -118,7 +123,9 @@ def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
         report = build_report(ctx.task, problems, fb, budget_chars=cfg.report_chars,
                               human_feedback=state.get("human_feedback") or [])
         return {"feedback_score": fb.mean_score, "current_selection_score": sel.mean_score,
-                "report": report, "operator_plan": await operator_plan(ctx, sha, round_)}
+                "report": report, "operator_plan": await operator_plan(
+                    ctx, sha, round_, demonstrations(ctx, state["feedback_ids"],
+                                                     state["selection_ids"]))}
 
     def fan_out(state: AdapterState) -> list[Send]:
         shared = {"round": state["round"], "run_dir": str(cfg.path),
@@ -151,7 +158,7 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
     parent_sha = payload["current_sha"]
     parent_source = await store.aget_version_source(parent_sha)
     rules = {"track": ctx.task.track, "line_limit": cfg.line_limit}
-    exposure = round_exposure(ctx, payload)
+    exposure = await round_exposure(ctx, payload)
 
     def check(text: str, finish_reason: str | None, edit_format: str) -> Outcome:
         return check_candidate(parent_source, text, edit_format, finish_reason,
@@ -186,11 +193,39 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
     return view
 
 
-def round_exposure(ctx: AdapterContext, shown: dict) -> Exposure:
+def draw_round(task: Task, round_: int, cfg: AdaptConfig) -> tuple[list[Problem], list[Problem]]:
+    """The round's feedback and selection problems (evals/splits.py). Held out, selection never
+    holds a problem any report of the run shows. The paper's way, the reasoning track draws
+    both from one 25-problem pool, and QA draws disjoint ones afresh each round; so does a
+    held-out run whose dev pool cannot hold both sizes, with a warning that says so."""
+    dev = task.dev()
+    if held_out_in_force(cfg, len(dev)):
+        return held_out_round(dev, round_, cfg.seed, cfg.feedback, cfg.selection)
+    if cfg.split == "held_out":
+        warnings.warn(f"the dev pool holds {len(dev)} problems, fewer than feedback "
+                      f"{cfg.feedback} + selection {cfg.selection}: the paper's draws are used, "
+                      "under which a copied gold can pay; raise --dev or lower the sizes",
+                      stacklevel=2)
+    return sample_round(dev, round_, cfg.seed, cfg.feedback, cfg.selection,
+                        disjoint=task.track == "qa")
+
+
+async def round_exposure(ctx: AdapterContext, shown: dict) -> Exposure:
     """What the round's report showed the Proposer (`shown` holds its `report` and
-    `feedback_ids`), for the judge's reward-hacking guards."""
+    `feedback_ids`), for the judge's reward-hacking guards, with the parent's logged scores on
+    the round's problems (`current_sha`), which the behaviour check compares problem by
+    problem."""
+    parent: dict[str, float | None] = {}
+    if shown.get("current_sha"):
+        for purpose in ("feedback", "selection"):
+            ids = shown.get(f"{purpose}_ids") or []
+            done = await ctx.store.aget_results(shown["current_sha"], ids, purpose)
+            parent.update({pid: r.score for pid, r in done.items()})
+    probe = probe_of(ctx, shown["current_sha"], shown.get("round") or 0) \
+        if shown.get("current_sha") else None
     return Exposure.of(ctx.dev_problems(shown.get("feedback_ids") or []),
-                       shown.get("report") or "", ctx.task)
+                       shown.get("report") or "", ctx.task, parent, probe,
+                       demonstrable(ctx, shown.get("selection_ids") or []))
 
 
 def probe_of(ctx: AdapterContext, sha: str, round_: int) -> Probe:
@@ -239,17 +274,19 @@ def operator_index(cfg: Any, j: int) -> int:
     return cfg.samples_per_round + 1 + j
 
 
-async def operator_plan(ctx: AdapterContext, sha: str, round_: int) -> list[str]:
+async def operator_plan(ctx: AdapterContext, sha: str, round_: int,
+                        demos: tuple[tuple[str, str], ...] = ()) -> list[str]:
     """The operators this round tries on version `sha`: those `AdaptConfig.operators` names
-    that fit it, skipping any whose candidate an earlier round already judged, at most
-    `operators_per_round`. Decided from the source's syntax tree (`harnesses.edits.operators`)."""
+    that fit it (given the round's `demos`, see demonstrations.py), skipping any whose
+    candidate an earlier round already judged, at most `operators_per_round`. Decided from the
+    source's syntax tree (`harnesses.edits.operators`)."""
     ops = resolve_operators(ctx.config.operators)
     if not ops:
         return []
     source = await ctx.store.aget_version_source(sha)
     plan = []
-    for op in fitting(ops, source):
-        candidate = source_sha(apply_operator(op, source))
+    for op in fitting(ops, source, demos):
+        candidate = source_sha(apply_operator(op, source, demos))
         tried = await asyncio.to_thread(ctx.store.get_version, candidate)
         if tried is None or tried.round >= round_:
             plan.append(op.name)

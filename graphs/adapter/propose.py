@@ -17,10 +17,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness_learning.evals.judge import Outcome
+from harness_learning.graphs.adapter.demonstrations import demonstrations
 from harness_learning.graphs.adapter.proposer import build_focused_messages, build_proposer_messages
 from harness_learning.graphs.adapter.repair import second_chances
 from harness_learning.harnesses.edits.function_edit import node_functions
-from harness_learning.harnesses.edits.operators import OPERATORS, apply_operator
+from harness_learning.harnesses.edits.operators import OPERATORS, Demonstrations, apply_operator
 from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS, Completion
 from harness_learning.harnesses.store import source_sha
 from harness_learning.harnesses.store.records import proposal_id
@@ -66,16 +67,19 @@ async def propose(ctx: Any, payload: dict, parent_source: str, check: Check) -> 
     one (`payload["operator"]`), else the LLM Proposer's."""
     name = payload.get("operator")
     if name is not None:
-        proposal = propose_operator(name, parent_source)
+        demos = demonstrations(ctx, payload.get("feedback_ids") or [],
+                               payload.get("selection_ids") or [])
+        proposal = propose_operator(name, parent_source, demos)
         done = proposal.completion
         return replace(proposal, outcome=check(done.text, done.finish_reason, proposal.edit_format))
     return await propose_llm(ctx, payload, parent_source, check)
 
 
-def propose_operator(name: str, parent_source: str) -> CandidateProposal:
-    """Operator `name` applied to the parent (no model call)."""
+def propose_operator(name: str, parent_source: str,
+                     demos: Demonstrations = ()) -> CandidateProposal:
+    """Operator `name` applied to the parent (no model call), given the round's `demos`."""
     op = OPERATORS[name]
-    source = apply_operator(op, parent_source)
+    source = apply_operator(op, parent_source, demos)
     note = [{"role": "system", "content": f"operator {name}: {op.use}"}]
     return CandidateProposal(operator_origin(name), note,
                              program_completion(source, operator_origin(name)), "whole_program")

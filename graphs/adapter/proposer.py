@@ -55,9 +55,10 @@ def tools_api() -> str:
 
 
 def block_menu() -> str:
-    """One line per registered block: its name and what it is for."""
+    """One line per registered block: its name and what it is for. Demonstrations are the
+    operator's to choose (graphs/adapter/demonstrations.py), not the Proposer's."""
     return "\n".join(f"    {op.block}: {op.use}" for op in OPERATORS.values()
-                     if op.transform is None)
+                     if op.transform is None and not op.demonstrations)
 
 
 def constraints(line_limit: int, user_tools: Any = None) -> str:

@@ -36,7 +36,7 @@ def make_race_node(ctx: AdapterContext, rule: RaceRule | None = None):
                         key=lambda d: d["index"])
         settled = await race_candidates(ctx, drafts, state["selection_ids"], round_, rule,
                                         state.get("current_selection_score"),
-                                        exposure=round_exposure(ctx, state))
+                                        exposure=await round_exposure(ctx, state))
         return {"candidates": settled}
 
     return race_node

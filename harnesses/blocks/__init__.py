@@ -7,7 +7,8 @@ Each block is pure code over `tools` and names no task. Two ways to use one:
   `rewrite_query(tools, question)`, `extra_hop(tools, question, passages, k)`,
   `draft_and_check(tools, question, draft)`;
 - around a whole harness, as a graph combinator (what operator candidates write):
-  `with_interpreter`, `with_vote`, `with_verify`, `with_plan` (reasoning) and
+  `with_interpreter`, `with_vote`, `with_verify`, `with_plan`, `with_demonstrations`
+  (reasoning; it also takes the demonstrations) and
   `with_query_rewrite`, `with_extra_hop`, `with_check` (QA), each `(tools, build_graph)`.
 
 `docs/BLOCKS.md` lists them with their measured effect per task.
@@ -16,6 +17,7 @@ Each block is pure code over `tools` and names no task. Two ways to use one:
 from harness_learning.harnesses.blocks.compose import (
     Sampled,
     with_check,
+    with_demonstrations,
     with_extra_hop,
     with_interpreter,
     with_plan,
@@ -30,6 +32,7 @@ from harness_learning.harnesses.blocks.reasoning import (
     majority,
     plan_steps,
     verdict,
+    with_examples,
 )
 
 __all__ = [
@@ -43,6 +46,8 @@ __all__ = [
     "rewrite_query",
     "verdict",
     "with_check",
+    "with_demonstrations",
+    "with_examples",
     "with_extra_hop",
     "with_interpreter",
     "with_plan",

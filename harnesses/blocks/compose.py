@@ -156,6 +156,21 @@ def with_plan(tools: Any, build: Build) -> StateGraph:
     return linear(state_of(inner, plan=str), ("plan", plan), ("solve_with_plan", solve))
 
 
+def with_demonstrations(tools: Any, build: Build,
+                        demonstrations: list[tuple[str, str]]) -> StateGraph:
+    """Few-shot: the wrapped harness solves the question after solved examples (problems of
+    the run's feedback side, with their answers)."""
+    inner = build(tools)
+    compiled = inner.compile()
+    examples = [(str(q), str(a)) for q, a in demonstrations]
+
+    def solve(state: dict) -> dict:
+        asked = {**state, "question": reasoning.with_examples(state["question"], examples)}
+        return {"answer": answer_of(compiled, inner, asked)}
+
+    return linear(state_of(inner), ("solve_with_examples", solve))
+
+
 def with_query_rewrite(tools: Any, build: Build) -> StateGraph:
     """Every search of the wrapped harness also runs a Solver-written keyword query; the two
     result lists are merged."""

@@ -23,6 +23,10 @@ CHECK_ANSWER = ("Problem: {question}\nProposed answer: {answer}\n\nCheck the pro
 PLAN_STEPS = ("Break this problem into at most 5 short numbered steps that lead to its answer. "
               "Do not solve it.\n\nProblem: {question}")
 ERROR_CHARS = 1500
+DEMONSTRATIONS = "DEMONSTRATIONS"
+"""The module-level name under which a harness declares its few-shot demonstrations, a list of
+(question, answer) pairs: the literal guard exempts them only when each is a feedback problem
+of the run that no selection or control problem can be (evals/guards.py)."""
 
 
 @dataclass
@@ -115,3 +119,12 @@ def plan_steps(tools: Any, question: str, *, max_tokens: int = 160) -> str:
 def with_steps(question: str, plan: str) -> str:
     """The problem text with a plan appended, as the solving step sees it."""
     return f"{question}\n\nSteps to follow:\n{plan}" if plan else question
+
+
+def with_examples(question: str, demonstrations: list[tuple[str, str]]) -> str:
+    """Few-shot demonstrations: the problem text after solved examples, as the solving step
+    sees it."""
+    if not demonstrations:
+        return question
+    shown = "\n\n".join(f"Problem: {q}\nAnswer: {a}" for q, a in demonstrations)
+    return f"Solved examples:\n\n{shown}\n\nNow this one.\nProblem: {question}"

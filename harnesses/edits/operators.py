@@ -41,6 +41,15 @@ class Operator:
     module: str = BLOCKS_MODULE
     transform: Callable[[str], str] | None = field(default=None, compare=False)
     """A user's own rewrite of the source, used instead of wrapping `build_graph`."""
+    demonstrations: bool = False
+    """The block also takes few-shot demonstrations, written into the source as the declared
+    `DEMONSTRATIONS` list; without any to give (the adapter gives them only under the
+    held-out split) the operator does not fit."""
+
+
+Demonstrations = tuple[tuple[str, str], ...]
+DEMONSTRATIONS = "DEMONSTRATIONS"  # harnesses.blocks.reasoning.DEMONSTRATIONS (not imported:
+# the edits layer stays free of LangGraph)
 
 
 OPERATORS: dict[str, Operator] = {}
@@ -64,6 +73,8 @@ for _op in (
              "again (up to 2 retries)", cost="+1-5 calls"),
     Operator("vote", "with_vote", "self-consistency: answer 5 times with sampling, keep the "
              "most common answer", cost="5x the harness"),
+    Operator("few_shot", "with_demonstrations", "few-shot: the harness solves each problem "
+             "after 3 solved feedback problems", cost="no extra call", demonstrations=True),
     Operator("rewrite_query", "with_query_rewrite", "each search also runs a Solver-written "
              "keyword query", needs=frozenset({"search"}), cost="+1 call per search"),
     Operator("extra_hop", "with_extra_hop", "each search takes one more hop for the missing "
@@ -118,31 +129,37 @@ def _tool_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def misfit(op: Operator, source: str) -> str | None:
-    """Why `op` does not apply to `source`, or None when it does."""
+def misfit(op: Operator, source: str, demonstrations: Demonstrations = ()) -> str | None:
+    """Why `op` does not apply to `source` (with `demonstrations` to give), or None when it
+    does."""
     try:
-        return _misfit(op, shape_of(source))
+        return _misfit(op, shape_of(source), demonstrations)
     except OperatorError as err:
         return str(err)
 
 
-def _misfit(op: Operator, shape: Shape) -> str | None:
+def _misfit(op: Operator, shape: Shape, demonstrations: Demonstrations = ()) -> str | None:
     if op.transform is None and op.block in shape.names:
         return f"the harness already uses {op.block}"
     missing = sorted(op.needs - shape.tool_calls)
     if missing:
         return f"the harness never calls tools.{', tools.'.join(missing)}"
+    if op.demonstrations and not demonstrations:
+        return ("it needs demonstrations: feedback problems that no selection problem can be "
+                "(the held-out split, with a feedback side beyond the round's own)")
+    if op.demonstrations and DEMONSTRATIONS in shape.names:
+        return f"the harness already declares {DEMONSTRATIONS}"
     return None
 
 
-def apply_operator(op: Operator, source: str) -> str:
+def apply_operator(op: Operator, source: str, demonstrations: Demonstrations = ()) -> str:
     """The harness with `op`'s block applied; `OperatorError` when it does not fit."""
     unfit = f"operator {op.name!r} does not fit this harness"
     try:
         shape = shape_of(source)
     except OperatorError as err:
         raise OperatorError(f"{unfit}: {err}") from None
-    reason = _misfit(op, shape)
+    reason = _misfit(op, shape, demonstrations)
     if reason is not None:
         raise OperatorError(f"{unfit}: {reason}")
     if op.transform is not None:
@@ -151,9 +168,15 @@ def apply_operator(op: Operator, source: str) -> str:
     lines = source.rstrip("\n").split("\n")
     def_line = lines[shape.builder_line - 1]
     lines[shape.builder_line - 1] = def_line.replace(f"def {BUILD}(", f"def {before}(", 1)
-    lines.insert(shape.last_import_line, f"from {op.module} import {op.block}")
+    header = [f"from {op.module} import {op.block}"]
+    args = f"tools, {before}"
+    if op.demonstrations:
+        header += ["", f"{DEMONSTRATIONS} = [  # feedback problems, never scored for selection",
+                   *(f"    ({q!r}, {a!r})," for q, a in demonstrations), "]"]
+        args += f", {DEMONSTRATIONS}"
+    lines[shape.last_import_line:shape.last_import_line] = header
     wrapper = ["", "", f"def {BUILD}(tools):", f'    """Operator `{op.name}`: {op.use}."""',
-               f"    return {op.block}(tools, {before})"]
+               f"    return {op.block}({args})"]
     return "\n".join(lines + wrapper) + "\n"
 
 
@@ -178,6 +201,7 @@ def resolve_operators(spec: str | list[str] | None) -> list[Operator]:
     return [OPERATORS[n] for n in names]
 
 
-def fitting(ops: list[Operator], source: str) -> list[Operator]:
-    """The operators of `ops` that fit `source`, in their order."""
-    return [op for op in ops if misfit(op, source) is None]
+def fitting(ops: list[Operator], source: str,
+            demonstrations: Demonstrations = ()) -> list[Operator]:
+    """The operators of `ops` that fit `source` (given `demonstrations`), in their order."""
+    return [op for op in ops if misfit(op, source, demonstrations) is None]

@@ -135,7 +135,7 @@ async def adapter_outcomes(tmp_path, policy: str) -> dict[str, dict]:
             assert (policy == "racing") == bool(drafts)
             if drafts:
                 await race_candidates(ctx, drafts, ids, 1, config.race, parent_score=0.5,
-                                      exposure=round_exposure(ctx, {"report": REPORT,
+                                      exposure=await round_exposure(ctx, {"report": REPORT,
                                                                     "feedback_ids": FEEDBACK}))
             out |= {name: logged(ctx.store.get_proposal(1, i)) for i, name in enumerate(names)}
     return out

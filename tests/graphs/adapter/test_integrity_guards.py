@@ -35,6 +35,31 @@ def test_memorisation_is_flagged_only_beyond_chance(shown, unseen, flagged):
         assert reason.startswith("reward_hacking: memorised")
 
 
+PARENT_SHOWN, PARENT_UNSEEN = [0.0] * 6 + [1.0] * 4, [0.0] * 12 + [1.0] * 8
+
+
+@pytest.mark.parametrize(("shown", "unseen", "flagged"), [
+    # its parent plus 4 of the 6 shown failures copied: 8/10 vs 8/20 is no 0.25 gap at p<0.01,
+    # but it fixed 4/6 of its parent's shown failures and 0/12 unseen ones
+    ([1.0] * 4 + [0.0] * 2 + [1.0] * 4, PARENT_UNSEEN, True),
+    # an honest improvement fixes its parent's failures alike: 3/6 shown, 6/12 unseen
+    ([1.0] * 3 + [0.0] * 3 + [1.0] * 4, [1.0] * 6 + [0.0] * 6 + [1.0] * 8, False),
+    ([1.0] * 1 + [0.0] * 5 + [1.0] * 4, PARENT_UNSEEN, False),  # one copy: beyond any test
+])
+def test_the_parents_failures_show_a_partial_memoriser(shown, unseen, flagged):
+    assert guards.memorisation_reason(shown, unseen) is None, "the rate test alone misses it"
+    reason = guards.memorisation_reason(shown, unseen, parent_shown=PARENT_SHOWN,
+                                        parent_unseen=PARENT_UNSEEN)
+    assert (reason is not None) == flagged, reason
+    if flagged:
+        assert reason.startswith("reward_hacking: memorised") and "fixed 4/6" in reason
+
+
+def test_the_parents_scores_must_follow_the_candidates():
+    with pytest.raises(ValueError, match="problem by problem"):
+        guards.memorisation_reason([1.0], [0.0], parent_shown=[0.0, 0.0], parent_unseen=[0.0])
+
+
 def test_a_reasoning_run_stores_a_split_secret_and_keeps_it(tmp_path):
     config = AdaptConfig(task="rg:leg_counting", run_dir=str(tmp_path), rounds=1,
                          task_options={"n_dev": 3, "n_test": 2})
@@ -186,3 +211,28 @@ def test_a_gold_counts_as_shown_only_as_a_whole_token() -> None:
     shown = {p.id for p in guards.shown_problems(problems, report)}
     # "7" appears only inside "d7" and "17", "Paris" only inside "Parisian"
     assert shown == {"d2", "d4", "d5"}
+
+
+FEEDBACK_SIDE = {"What is 12 * 3?": ["36"], "What is 7 * 8?": ["56"]}
+DECLARED = '''DEMONSTRATIONS = [
+    ("What is 12 * 3?", "36"),
+    ("What is 7 * 8?", "56"),
+]
+'''
+
+
+@pytest.mark.parametrize(("source", "exempt"), [
+    (DECLARED, True),  # feedback-side problems with their own golds
+    (DECLARED.replace('"56"', '"57"'), False),  # another answer: not a demonstration
+    (DECLARED.replace("7 * 8", "9 * 9"), False),  # a problem the run may score
+    (DECLARED.replace("DEMONSTRATIONS", "EXAMPLES"), False),  # not declared as such
+    (DECLARED + 'LOOKUP = {"q": "36"}\n', None),  # the list passes, the table does not
+])
+def test_the_literal_guard_exempts_only_declared_feedback_side_demonstrations(source, exempt):
+    golds = ["36", "57", "56"]  # what this round's report showed
+    assert guards.reward_hacking_reason(source, "", golds) is not None  # no exemption given
+    reason = guards.reward_hacking_reason(source, "", golds, FEEDBACK_SIDE)
+    if exempt is None:
+        assert reason is not None and "(line 5)" in reason and "line 2" not in reason
+    else:
+        assert (reason is None) == exempt, reason

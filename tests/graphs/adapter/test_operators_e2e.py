@@ -60,3 +60,43 @@ def test_an_unknown_operator_is_one_line_before_anything_is_written(tmp_path, ca
     assert exit_info.value.code == EXIT_USAGE and line.startswith("harness-learn: error: ")
     assert "unknown operator(s) nope; known: interpreter, plan" in line
     assert not (tmp_path / "run").exists()
+
+
+def few_shot_solver(prompt: str, params: dict) -> str:
+    """The sums rule on the prompt's last question, right every time after solved examples."""
+    found = QUESTION.findall(prompt)
+    if not found:
+        return "Answer: ?"
+    a, b = map(int, found[-1])
+    return f"Answer: {a + b if 'Solved examples' in prompt or a % 2 == 0 else a + b + 1}"
+
+
+def few_shot_run(tmp_path, scripted, split: str) -> tuple[dict, AdaptConfig]:
+    config = AdaptConfig(task="sums", run_dir=str(tmp_path / split), rounds=1, candidates=1,
+                         policy="best_valid", edit_format="search_replace", feedback=4,
+                         selection=6, concurrency=6, operators="few_shot", split=split,
+                         ).with_track_defaults("reasoning")
+    ctx = AdapterContext.from_config(config, task=SumTask(14), solver=scripted(few_shot_solver),
+                                     proposer=scripted(lambda prompt, params: "No edit today."))
+    return asyncio.run(run_adaptation(config, context=ctx)), config
+
+
+def test_few_shot_demonstrates_feedback_problems_no_selection_or_report_holds(tmp_path, scripted):
+    final, config = few_shot_run(tmp_path, scripted, "held_out")
+    (first,) = final["rounds"]
+    by_origin = {c["origin"]: c for c in first["candidates"]}
+    assert by_origin["operator:few_shot"]["valid"], by_origin["operator:few_shot"]
+    assert by_origin["operator:few_shot"]["selection_score"] == 1.0 and first["adopted"]
+    with RunDir(config.path).open_store() as store:
+        source = store.get_version_source(final["current_sha"])
+        scored = {e.problem_id for e in store.iter_evaluations(purpose="selection")}
+        shown = {e.problem_id for e in store.iter_evaluations(purpose="feedback")}
+    demos = set(re.findall(r"\('What is (\d+) \+ \d+\?', '\d+'\)", source))
+    assert len(demos) == 3
+    demo_ids = {f"d{i}" for i in demos}
+    assert not demo_ids & scored and not demo_ids & shown, (demo_ids, scored, shown)
+
+
+def test_few_shot_is_not_offered_under_the_papers_split(tmp_path, scripted):
+    final, _ = few_shot_run(tmp_path, scripted, "paper")
+    assert [c["origin"] for c in final["rounds"][0]["candidates"]] == ["proposer"]

@@ -153,6 +153,19 @@ def test_the_plan_is_written_first_and_solved_with(qwen_url) -> None:
     assert f"Steps to follow:\n{plan.result.strip()}" in text_of(solve)
 
 
+def test_few_shot_solves_after_the_declared_demonstrations(qwen_url) -> None:
+    source = DIRECT + (
+        'DEMONSTRATIONS = [("What is 6 * 7?", "42"), ("What is 9 * 9?", "81")]\n\n\n'
+        "def build_graph(tools):\n"
+        "    return with_demonstrations(tools, build_direct, DEMONSTRATIONS)\n")
+    result = run(source, "What is 8 * 7?")
+    (call,) = llm_calls(result)  # no extra Solver call: the examples ride in the one prompt
+    sent = text_of(call)
+    assert sent.index("Problem: What is 6 * 7?\nAnswer: 42") < sent.index("What is 8 * 7?")
+    assert "Problem: What is 9 * 9?\nAnswer: 81" in sent
+    assert result.answer == call.result.strip()
+
+
 def test_query_rewriting_searches_with_the_solvers_query_and_the_original(qwen_url) -> None:
     source = SEARCHING + "def build_graph(tools):\n    return with_query_rewrite(tools, build_searching)\n"
     question = "In which country was the painter Mara Lind born?"

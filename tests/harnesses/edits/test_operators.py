@@ -4,6 +4,7 @@ the result compiles in the real sandbox with the block's nodes in its graph."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from pathlib import Path
 
@@ -63,7 +64,12 @@ HARNESSES = {
 SEARCHING = {"multihop_two_hop", "renamed"}
 BLOCK_NODES = {"interpreter": {"write_and_run", "fallback"}, "vote": {"sample", "vote"},
                "verify": {"solve", "check"}, "plan": {"plan", "solve_with_plan"},
-               "check": {"draft", "check_draft"}}
+               "check": {"draft", "check_draft"}, "few_shot": {"solve_with_examples"}}
+DEMOS = (("What is 12 * 3?", "36"), ('A "quoted"\nquestion?', "it's"))
+
+
+def demos_for(name: str) -> tuple[tuple[str, str], ...]:
+    return DEMOS if OPERATORS[name].demonstrations else ()
 
 
 def cases() -> list[tuple[str, str]]:
@@ -74,10 +80,22 @@ def cases() -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("harness", "name"), cases())
 def test_every_block_applies_to_every_harness_of_its_shape(harness: str, name: str) -> None:
     source = HARNESSES[harness]
-    new = apply_operator(OPERATORS[name], source)
+    new = apply_operator(OPERATORS[name], source, demos_for(name))
     check_source(new)
     assert f"import {OPERATORS[name].block}" in new and new != source
-    assert misfit(OPERATORS[name], new) == f"the harness already uses {OPERATORS[name].block}"
+    assert misfit(OPERATORS[name], new, demos_for(name)) == \
+        f"the harness already uses {OPERATORS[name].block}"
+
+
+def test_few_shot_writes_its_demonstrations_and_needs_some() -> None:
+    source = HARNESSES["renamed"]
+    with pytest.raises(OperatorError, match="needs demonstrations.*held-out split"):
+        apply_operator(OPERATORS["few_shot"], source)
+    assert "few_shot" not in [op.name for op in fitting(list(OPERATORS.values()), source)]
+    new = apply_operator(OPERATORS["few_shot"], source, DEMOS)
+    declared = new.split("DEMONSTRATIONS = ", 1)[1].split("\n]", 1)[0] + "\n]"
+    assert [tuple(p) for p in ast.literal_eval(declared)] == list(DEMOS)  # read back as written
+    assert "return with_demonstrations(tools, build_graph_before_few_shot, DEMONSTRATIONS)" in new
 
 
 @pytest.mark.parametrize("harness", sorted(set(HARNESSES) - SEARCHING))
@@ -133,7 +151,8 @@ def test_operator_candidates_compile_in_the_sandbox_with_the_blocks_nodes() -> N
             for name, nodes in BLOCK_NODES.items():
                 if OPERATORS[name].needs and harness not in SEARCHING:
                     continue
-                got = await shape(apply_operator(OPERATORS[name], HARNESSES[harness]))
+                got = await shape(apply_operator(OPERATORS[name], HARNESSES[harness],
+                                                 demos_for(name)))
                 assert nodes <= got, (harness, name, got)
 
     asyncio.run(main())
