@@ -1,4 +1,5 @@
-"""`harness-learn bench blocks`: each building block's effect per task (lab code, loaded lazily)."""
+"""`harness-learn bench blocks`, `proposer-prompt` and `memorisation`: the search issue's and the
+memorisation check's benchmarks (lab code, loaded lazily)."""
 
 from __future__ import annotations
 
@@ -89,3 +90,33 @@ def bench_proposer_prompt(
     print(bench.table(summary))
     if as_json:
         print(json.dumps(summary))
+
+
+@bench_app.command("memorisation")
+def bench_memorisation(
+    resamples: Annotated[int, typer.Option(help="Draws per protocol (cycled over the logged pairs).")] = 2600,
+    runs: Annotated[list[Path] | None, typer.Option("--run", help="Logged run directories to read the honest harnesses from instead of the committed set (repeatable).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the draws.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Last line: the rows as JSON.")] = False,
+) -> None:
+    """The memorisation check's false-positive rate on logged honest harnesses and its power
+    against memorisers simulated from them (fractions 0.1-1 of the shown golds, three
+    encodings), per split, with Clopper-Pearson intervals; and what the copy gains in
+    selection."""
+    from harness_learning.graphs.lab.bench import memorisation as bench
+
+    if runs:
+        pairs = [bench.Pair(r["name"], r["origin"], r["task"], tuple(r["parent"]),
+                            tuple(r["candidate"])) for r in bench.collect(runs)]
+    else:
+        pairs = bench.load_pairs()
+    if not pairs:
+        raise typer.BadParameter("no logged (harness, parent) pair with 8 common problems")
+    harnesses = {p.name.split(":")[-1] for p in pairs}
+    print(f"{len(pairs)} logged (harness, parent) pairs, {len(harnesses)} distinct harnesses "
+          f"({', '.join(sorted({p.origin for p in pairs}))}); {resamples} draws per protocol",
+          file=sys.stderr)
+    rows = bench.run(pairs, resamples, seed)
+    print(bench.table(rows))
+    if as_json:
+        print(json.dumps(rows))
