@@ -11,6 +11,11 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
+# The suite runs its workers on the local backend, whose protections (one cgroup per candidate,
+# bubblewrap) its tests check; `auto` would pick Docker wherever an engine holds the sandbox
+# image. The Docker backend's own tests ask for it by name.
+os.environ.setdefault("HARNESS_SANDBOX", "local")
+
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
