@@ -53,8 +53,9 @@ from harness_learning.harnesses.sandbox.local import (
 from harness_learning.harnesses.sandbox.protocol import MAX_MESSAGE_BYTES
 
 DEFAULT_IMAGE = "harness-learning-sandbox:latest"
-"""Any small Linux image (e.g. a Debian slim one tagged so): it gives the container a root
-filesystem; the interpreter and every package come from the bound view."""
+"""The skeleton that `harness-learn sandbox build-image` imports (`image.py`; any small Linux
+image tagged so works too): it gives the container a root filesystem; the interpreter and every
+package come from the bound view."""
 SANDBOX_USER = "65534:65534"
 WALK_ONLY = (64 << 10, 0o755, False)
 """A root-owned empty tmpfs (size, mode, read-only): the sandbox user may walk through it, not
@@ -282,6 +283,15 @@ class _SocketWriter:
 
     def __init__(self, sock: Any) -> None:
         self.sock = sock
+
+    @property
+    def transport(self) -> _SocketWriter:
+        """The client asks its writer's transport how much is buffered; `write` sends all of
+        it at once, so nothing ever is."""
+        return self
+
+    def get_write_buffer_size(self) -> int:
+        return 0
 
     def write(self, data: bytes) -> None:
         self.sock.sendall(data)
