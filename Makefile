@@ -13,7 +13,7 @@ export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export LANGGRAPH_NO_VERSION_CHECK := true
 export HARNESS_LEARNING_DATA ?= $(abspath ../shared/data)
 
-.PHONY: venv demo test lint sandbox-tools postgres-server
+.PHONY: venv demo test lint sandbox-tools sandbox-image postgres-server
 
 venv: $(STAMP)
 
@@ -41,6 +41,14 @@ sandbox-tools:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); } || \
 	  echo "chromium not installed: the HTML report's browser test is skipped"
 	@$(MAKE) --no-print-directory postgres-server
+	@$(MAKE) --no-print-directory sandbox-image
+
+# The Docker backend's engine and image (docs/SCALE_OUT.md): the engine started where this
+# machine allows (scripts/docker_engine.sh), the image imported from a local skeleton rootfs.
+# Without them the live container tests skip, and fail under CI=true. .ci/run calls this.
+sandbox-image:
+	@scripts/docker_engine.sh && $(BIN)/harness-learn sandbox build-image || \
+	  echo "no Docker engine with the sandbox image: the Docker backend's live tests are skipped"
 
 # A PostgreSQL server's binaries (initdb, pg_ctl) for the PostgreSQL log store's tests, which start
 # a throwaway cluster of their own (tests/support/pg_server.py); without them those tests skip,

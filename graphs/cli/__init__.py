@@ -19,10 +19,12 @@ bench_app = typer.Typer(help="Benchmarks: print figures from one run.", no_args_
 index_app = typer.Typer(help="Build and query retrieval indexes.", no_args_is_help=True)
 train_app = typer.Typer(help="Train the Proposer (or the Solver) from execution logs.", no_args_is_help=True)
 models_app = typer.Typer(help="Local models: list them, fetch the Proposer's.", no_args_is_help=True)
+sandbox_app = typer.Typer(help="The sandbox: build the Docker backend's image.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 app.add_typer(index_app, name="index")
 app.add_typer(train_app, name="train")
 app.add_typer(models_app, name="models")
+app.add_typer(sandbox_app, name="sandbox")
 
 from harness_learning.graphs.cli import (  # noqa: E402,F401  (each module registers its commands)
     adapt_cmd,
@@ -34,10 +36,11 @@ from harness_learning.graphs.cli import (  # noqa: E402,F401  (each module regis
     index_cmd,
     models_cmd,
     run_cmd,
+    sandbox_cmd,
     show_cmd,
     steer_cmd,
     studio_cmd,
     train_cmd,
 )
 
-__all__ = ["app", "bench_app", "index_app", "models_app", "train_app"]
+__all__ = ["app", "bench_app", "index_app", "models_app", "sandbox_app", "train_app"]
