@@ -13,6 +13,15 @@ nothing (the graph's shape does not depend on settings).
 `harness-learn studio --settings FILE.toml` gives every new thread a settings file (`adapt
 --config`'s format, `graphs.adapter.config_file`): the fields' defaults < the file < the
 settings a thread's first run is given.
+
+Where things live: the server (`langgraph dev`: its own files under `.langgraph_api`; the
+licensed server: its PostgreSQL) keeps the threads, their runs and the thread checkpoints, as
+for any graph it serves; the run's execution log is the adapter's, kept where the thread's
+settings say (`store`: log.sqlite in the run directory, or a postgresql://... database, one
+schema per run, named by the run directory's store.json). A PostgreSQL run is held with the
+same per-run advisory lock `adapt` and `resume` take (`graphs.adapter.checkpoints`) for as long
+as a server run drives it, so a command line process and a thread never drive one run at once.
+A log store that cannot be opened fails the thread's run with its one line (`ServedRunError`).
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import asyncio
 import os
 import re
 from collections.abc import Mapping
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +42,7 @@ from harness_learning.graphs.adapter.settings import (
     conflicts,
     given_settings,
 )
+from harness_learning.harnesses.store import LogStoreError
 
 RUNS_ENV = "HARNESS_LEARNING_STUDIO_RUNS"
 CONFIG_ENV = "HARNESS_LEARNING_STUDIO_CONFIG"
@@ -88,6 +99,12 @@ def thread_config(run_dir: str | None, settings: Mapping[str, Any],
     return prepare(settings_config(settings, thread_id))
 
 
+class ServedRunError(RuntimeError):
+    """A thread's run that cannot start, with the one line saying why. The server shows the
+    message of builtin errors only (others read "An internal error occurred"), so a log
+    store's refusal (unreachable, locked, another schema version) is re-raised as this."""
+
+
 class ThreadRun:
     """The context source of one server run (`graphs.adapter.graph.ContextSource`): opens the
     thread's run on the first node that needs it, off the event loop, and closes it with
@@ -97,6 +114,7 @@ class ThreadRun:
         self.thread_id = thread_id
         self._ctx: AdapterContext | None = None
         self._lock = asyncio.Lock()
+        self._held = AsyncExitStack()
 
     async def __call__(self, state: Mapping[str, Any], runtime: Any) -> AdapterContext:
         if self._ctx is None:
@@ -105,12 +123,33 @@ class ThreadRun:
                     settings = given_settings(getattr(runtime, "context", None))
                     config = await asyncio.to_thread(thread_config, state.get("run_dir"),
                                                      settings, self.thread_id)
-                    self._ctx = AdapterContext.from_config(config)
+                    self._ctx = await self._open(AdapterContext.from_config(config))
         return self._ctx
 
+    async def _open(self, ctx: AdapterContext) -> AdapterContext:
+        """The context with its log open first (a database that does not answer fails the run
+        before a task is built) and, for a PostgreSQL log, the run's lock held until `aclose`."""
+        from harness_learning.graphs.adapter.checkpoints import open_checkpointer
+        from harness_learning.harnesses.rundir import RunDir
+        from harness_learning.harnesses.store.postgres import PostgresLogStore
+
+        try:
+            store = await ctx.aget("store")
+            if isinstance(store, PostgresLogStore):
+                await self._held.enter_async_context(
+                    open_checkpointer(RunDir(ctx.config.path), store, exclusive=True))
+        except LogStoreError as exc:
+            await self._held.aclose()
+            await ctx.aclose()
+            raise ServedRunError(str(exc)) from exc
+        return ctx
+
     async def aclose(self) -> None:
-        if self._ctx is not None:
-            await self._ctx.aclose()
+        try:
+            await self._held.aclose()
+        finally:
+            if self._ctx is not None:
+                await self._ctx.aclose()
 
     async def __aenter__(self) -> ThreadRun:
         return self
