@@ -8,7 +8,9 @@ runs, without a restart:
   context, so Studio shows them as a form and the SDK takes `context={...}` (or
   `configurable`). A thread keeps the settings of its first run: resuming and reading it need
   none. Without `run_dir` a thread gets `<studio runs>/<thread_id>`, outside the source tree.
-  The run directory holds the execution log; the server's checkpointer the thread's state.
+  The run's execution log is where its `store` setting says (log.sqlite in the run directory,
+  or a postgresql://... database); the server's own checkpointer keeps the thread's state
+  (see `graphs.adapter.served` and docs/SCALE_OUT.md, "Runs on a LangGraph server").
 - `reasoning_direct`, `multihop_two_hop`, `baseline_tool_loop`: the seed and baseline harnesses.
 - `harness`: the version a run directory holds now (`configurable.run_dir`; `version` =
   `current`, `best` or a sha prefix), re-read per run, so a newly adopted version is served at once.
