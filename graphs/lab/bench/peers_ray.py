@@ -1,0 +1,190 @@
+"""`harness-learn bench peers --ray auto|ADDRESS`: each (task, seed, system) run as a Ray task.
+
+The grid's runs are independent once every task's split secret and index exist (the driver
+makes those first, so no two workers race to write them), so they spread over a cluster as
+they are. Resuming is the serial path's: a run whose `result.json` is on disk is read back by
+`peers.stored` and never sent; every sent run goes through `peers.one_run`, which starts an
+unfinished one again from scratch. `OUT` must therefore be a directory every node sees (on
+one machine it always is).
+
+Models: with `--solver-url`/`--proposer-url` every task talks to those servers. Without them
+each Ray worker process starts the local Solver and Proposer on its own loopback the first time
+it runs a task (`ensure_local_server`, kept for the worker's later tasks): two servers per
+worker, so a node running N tasks at once runs 2N servers.
+
+Each worker keeps its held-out scores in its own file under `OUT/ray/` (seeded from the
+serial path's `OUT/test_scores.json`, which it only reads): concurrent writers of one JSON
+file would lose entries or read a half-written one. The response cache is shared, so a score
+computed again costs no Solver time.
+
+Ray is an optional extra, imported only here and only when `--ray` is given. The lab is not
+assumed installed on the workers: it travels in the job's `runtime_env` (the repository root
+as `working_dir`, without the virtualenv, runs, git objects or data), and the task function is
+shipped by value so a worker imports nothing of the lab before `_reach_lab` has found it.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+
+class RayProblem(Exception):
+    """Ray missing, or a cluster address that is malformed or does not answer: the command
+    line turns it into one line with `hint` (the lab does not reach into the CLI)."""
+
+    def __init__(self, message: str, hint: str, unreachable: bool = False) -> None:
+        super().__init__(message)
+        self.message, self.hint, self.unreachable = message, hint, unreachable
+
+REPO = Path(__file__).resolve().parents[3]
+"""The checkout whose lab the workers run (graphs/lab/bench/ -> the repository root)."""
+EXCLUDES = ["/harness_learning", ".venv", ".git", "runs", "**/__pycache__", "*.gguf", "*.sqlite",
+            "*.egg-info", "training/checkpoints", "evals/data/**/*.jsonl", "**/data/*.tar*",
+            "docs", "tests", ".ruff_cache", ".hypothesis", ".pytest_cache"]
+"""What the runtime_env leaves out: it is uploaded per job and Ray caps it at 500 MiB. The
+namespace root `harness_learning/` stays out so that the worker imports the installed package
+(the working_dir comes first on its path; a copy of the bare root there would shadow the
+package, and the sandbox binds the package's own directories)."""
+INSTALL = "pip install 'harness-learning[ray]'"
+PROBE_S = 5.0
+
+
+def runtime_env() -> dict[str, Any]:
+    """The job's runtime_env: the repository root as working_dir, kept small."""
+    return {"working_dir": str(REPO), "excludes": list(EXCLUDES)}
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """`HOST:PORT` of an address (`ray://HOST:PORT` too), or None for `auto`."""
+    if address == "auto":
+        return None
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise RayProblem(f"--ray {address!r}: want auto, HOST:PORT or ray://HOST:PORT",
+                         "e.g. --ray auto (the cluster `ray start` made here) or --ray "
+                         "10.0.0.5:6379")
+    return host, int(port)
+
+
+def connect(address: str) -> Any:
+    """The `ray` module, attached to the cluster at `address` (kept if this process already
+    is, as under a test's local cluster). An address that does not answer fails in one line
+    within `PROBE_S` rather than in Ray's minute of retries."""
+    try:
+        import ray
+    except ImportError:
+        raise RayProblem("--ray needs Ray, which is not installed", INSTALL) from None
+    if ray.is_initialized():
+        return ray
+    target = _host_port(address)
+    if target is not None:
+        try:
+            socket.create_connection(target, timeout=PROBE_S).close()
+        except OSError as e:
+            raise unreachable(address, str(e)) from None
+    try:
+        ray.init(address=address, runtime_env=runtime_env(), include_dashboard=False,
+                 log_to_driver=True)
+    except (ConnectionError, RuntimeError, TimeoutError) as e:
+        raise unreachable(address, str(e).splitlines()[0] if str(e) else type(e).__name__) \
+            from None
+    return ray
+
+
+def unreachable(address: str, detail: str) -> RayProblem:
+    return RayProblem(f"the Ray cluster at {address} did not answer: {detail}",
+                      "start one (`ray start --head`) or give its address as --ray HOST:PORT; "
+                      "without --ray the grid runs here", unreachable=True)
+
+
+def _reach_lab() -> None:
+    """Put the runtime_env's copy of the lab on `harness_learning.graphs`'s path when the
+    installed package has no lab (the wheel leaves it out); a no-op in a checkout."""
+    import importlib.util
+    import os
+
+    import harness_learning.graphs as graphs
+
+    if importlib.util.find_spec("harness_learning.graphs.lab") is None:
+        graphs.__path__.append(os.path.join(os.getcwd(), "graphs"))
+
+
+def _worker_urls(settings: dict[str, Any], solver_url: str, proposer_url: str) -> tuple[str, str]:
+    """`ALIAS@URL` of both servers on this worker: the given ones, or local servers this
+    worker process started once and keeps for its later tasks."""
+    from harness_learning.harnesses.llm.local import ensure_local_server
+    from harness_learning.harnesses.llm.models import QWEN_CODER, SMOLLM2, local_model
+
+    def reach(given: str, name: str, role: str) -> str:
+        if given:
+            return given
+        url = ensure_local_server(timeout_s=300, name=name, instance=role)
+        return f"{local_model(name).alias}@{url}"
+
+    return (reach(solver_url, settings.get("solver_model") or SMOLLM2, "solver"),
+            reach(proposer_url, QWEN_CODER, "proposer"))
+
+
+def _run_one(settings: dict[str, Any], out: str, task: str, system: str, seed: int,
+             solver_url: str, proposer_url: str) -> dict:
+    """One run on a worker: the serial path's `one_run` with this worker's own Proposer
+    proxy (it counts one run's tokens) and its own held-out score file."""
+    _reach_lab()
+    import os
+
+    from harness_learning.graphs.lab.bench import peers
+    from harness_learning.graphs.lab.bench.peers_meter import ProposerProxy
+    from harness_learning.harnesses.toolbox import Toolbox
+
+    root = Path(out)
+    solver, proposer = _worker_urls(settings, solver_url, proposer_url)
+    with peers.endpoints(solver, proposer) as ends:
+        proxy = ProposerProxy(ends.proposer_url)
+        test_solver = peers.solver_client(ends, root / "solver_cache.sqlite",
+                                          settings["solver_max_tokens"])
+
+        def toolbox_for(t: Any) -> Any:
+            return Toolbox(solver=test_solver, retriever=t.retriever(), solver_params={
+                "temperature": 0.0, "max_tokens": settings["solver_max_tokens"]})
+
+        tests = peers.TestScores(root, toolbox_for)
+        own = root / "ray" / f"pid{os.getpid()}"
+        own.mkdir(parents=True, exist_ok=True)
+        tests.path, tests.problems_path = own / "test_scores.json", own / "test_problems.json"
+        try:
+            return peers.one_run(settings, ends, proxy, root, system, task, seed, tests,
+                                 log=lambda msg: print(msg, flush=True))
+        finally:
+            proxy.close()
+
+
+def run(address: str, out: Path, settings: dict[str, Any], solver_url: str = "",
+        proposer_url: str = "", log: Any = print) -> list[dict]:
+    """Every (task, seed, system) of `settings`, the finished ones read back here and the rest
+    as Ray tasks of one CPU each; results in the serial path's order (seed-major)."""
+    from harness_learning.graphs.lab.bench import peers
+
+    out = out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    for task in settings["tasks"]:  # split secrets and indexes, once, before any worker reads
+        peers.task_options(settings, out, task)
+    ray = connect(address)
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    remote = ray.remote(num_cpus=1, max_retries=0)(_run_one)
+    grid = [(task, system, seed) for seed in settings["seeds"] for task in settings["tasks"]
+            for system in settings["systems"]]
+    slots: list[Any] = []
+    for task, system, seed in grid:
+        done = peers.run_path(out, task, system, seed) / "result.json"
+        if done.exists():
+            slots.append(peers.stored(done, settings))
+        else:
+            slots.append(remote.remote(settings, str(out), task, system, seed,
+                                       solver_url, proposer_url))
+    pending = sum(not isinstance(s, dict) for s in slots)
+    log(f"ray: {pending} run(s) sent, {len(slots) - pending} read back from {out}")
+    return [s if isinstance(s, dict) else ray.get(s) for s in slots]

@@ -1,0 +1,97 @@
+"""`bench peers --ray`: on a local Ray cluster of 2 CPUs (the lab shipped in the runtime_env as
+on a real cluster) the grid gives the serial run's table, a rerun reads every run back without
+sending one, and a cluster that does not answer or a missing Ray is one line."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from harness_learning.graphs.cli import app
+from harness_learning.graphs.lab.bench import peers_ray
+from harness_learning.harnesses.llm.simserver import SimServer
+from harness_learning.harnesses.seeds import seed_source
+from sim_adapt import EDIT, arithmetic
+from typer.testing import CliRunner
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("gepa")
+
+SEED = seed_source("reasoning_direct")
+WHOLE = "```python\n" + SEED.replace('PROMPT = """', 'PROMPT = """MARK-A ') + "```"
+GRID = ("--smoke", "--seeds", "2", "--system", "best_valid", "--system", "gepa")
+
+
+def rules() -> list:
+    """The simulated models of test_peers: the Solver is right only under the MARK-A edit."""
+    solver = (r"MARK-A [\s\S]*Problem: Calculate (?P<expr>[-+*/() \d]+)\.",
+              lambda m: f"Answer: {arithmetic(m['expr'])}")
+    return [(r"## Current Component", WHOLE), (r"SEARCH", EDIT.format(old="", new="MARK-A ")),
+            solver]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, runtime_env=peers_ray.runtime_env(),
+             log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def bench(out, url: str, *extra: str):
+    args = ["bench", "peers", *GRID, "--out", str(out), "--solver-url", f"sim@{url}",
+            "--proposer-url", f"sim@{url}", "--json", *extra]
+    return CliRunner().invoke(app, args)
+
+
+def table(result) -> dict:
+    """The figures of the last line, less wall time (the one thing that differs)."""
+    systems = json.loads(result.output.strip().splitlines()[-1])["systems"]
+    return {name: {k: v for k, v in s.items() if k != "wall_s"} for name, s in systems.items()}
+
+
+def test_the_grid_on_ray_gives_the_serial_table_and_resumes(tmp_path, cluster):
+    with SimServer(latency_s=0.0, rules=rules()) as url:
+        serial = bench(tmp_path / "serial", url)
+        assert serial.exit_code == 0, serial.output
+        on_ray = bench(tmp_path / "ray", url, "--ray", "auto")
+        assert on_ray.exit_code == 0, on_ray.output
+        assert "ray: 4 run(s) sent, 0 read back" in on_ray.output
+        assert table(on_ray) == table(serial)
+        assert {s["runs"] for s in table(on_ray).values()} == {2}
+        assert all(s["final_test"] == 1.0 for s in table(on_ray).values())
+        # a lost run is run again, the others are read back exactly as the serial path does
+        lost = tmp_path / "ray" / "runs" / "rg_basic_arithmetic" / "gepa" / "seed1"
+        (lost / "result.json").unlink()
+        again = bench(tmp_path / "ray", url, "--ray", "auto")
+    assert again.exit_code == 0, again.output
+    assert "ray: 1 run(s) sent, 3 read back" in again.output
+    assert table(again) == table(serial)
+
+
+def test_a_cluster_that_does_not_answer_is_one_line(tmp_path, capsys, monkeypatch):
+    from harness_learning.graphs.cli.errors import main
+
+    monkeypatch.setattr(peers_ray, "PROBE_S", 1.0)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # not the fixture's cluster
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "peers", *GRID, "--out", str(tmp_path / "o"), "--solver-url",
+              "sim@http://127.0.0.1:9/v1", "--proposer-url", "sim@http://127.0.0.1:9/v1",
+              "--ray", "127.0.0.1:9"])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 4 and len(err.splitlines()) == 1, err
+    assert "the Ray cluster at 127.0.0.1:9 did not answer" in err and "· hint:" in err
+
+
+def test_a_missing_ray_names_the_extra(tmp_path, capsys, monkeypatch):
+    from harness_learning.graphs.cli.errors import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "peers", *GRID, "--out", str(tmp_path / "o"), "--solver-url",
+              "sim@http://127.0.0.1:9/v1", "--proposer-url", "sim@http://127.0.0.1:9/v1",
+              "--ray", "auto"])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and len(err.splitlines()) == 1, err
+    assert "pip install 'harness-learning[ray]'" in err
