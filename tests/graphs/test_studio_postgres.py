@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,6 +41,15 @@ def served(tmp_path):
         runs, log = tmp_path / "studio-runs", tmp_path / "server.log"
         with dev_server(log, {RUNS_ENV: str(runs), MODEL_ENV: model}) as url:
             yield url, model, log
+
+
+def _where_it_failed(log: Path) -> str:
+    """The server log around its first blocking-call report (else its tail): a failing
+    assertion shows where, even when later runs' tracebacks fill the log's end."""
+    text = log.read_text()
+    at = min((i for i in (text.find("Blocking call"), text.find("BlockingError")) if i >= 0),
+             default=-1)
+    return text[max(at - 1500, 0):at + 1500] if at >= 0 else text[-3000:]
 
 
 async def _adapt(client: Any, settings: dict[str, Any]) -> dict[str, Any]:
@@ -76,7 +86,7 @@ def test_two_threads_log_in_postgres(served, postgres_url, tmp_path) -> None:
     schemas = set()
     for run_dir, got in zip(run_dirs, both, strict=True):
         errors = [e.data for e in got["events"] if e.event == "error"]
-        assert not errors, f"{errors}\n{log.read_text()[-3000:]}"
+        assert not errors, f"{errors}\n{_where_it_failed(log)}"
         values = got["state"]["values"]
         assert got["state"]["next"] == [] and values["stop_reason"] == "finished 1 rounds"
         assert values["run_dir"] == str(run_dir)
@@ -96,4 +106,4 @@ def test_two_threads_log_in_postgres(served, postgres_url, tmp_path) -> None:
     assert error["message"].startswith("another adapter process is running "), error
     text = log.read_text()
     assert ALLOW_BLOCKING_WARNING not in text
-    assert "BlockingError" not in text and "Blocking call" not in text, text[-3000:]
+    assert "BlockingError" not in text and "Blocking call" not in text, _where_it_failed(log)
