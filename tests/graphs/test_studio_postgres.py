@@ -1,6 +1,7 @@
 """The adapter served by `langgraph dev` with its runs logged in PostgreSQL: two threads driven
 at once through `langgraph_sdk` against one server, each a one-round adaptation whose settings
-name `store: postgresql://...`, both finish, each run's log is in its own schema of the test
+name `store: postgresql://...`, both finish (the one whose edit is adopted after its approval,
+a second server run of the thread), each run's log is in its own schema of the test
 database (no log.sqlite in either run directory), and `harness-learn show RUN` reads each from
 its run directory alone. A thread whose settings name an unreachable database fails that run
 with one line naming the store, and one whose run another process drives (the run's advisory
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.timeout(240)
 
 SETTINGS = {"task": "rg:basic_arithmetic", "task_options": {"n_dev": 4, "n_test": 1},
             "rounds": 1, "candidates": 1, "policy": "strict", "feedback": 2, "selection": 2,
-            "concurrency": 2}
+            "concurrency": 2, "approval": True}
 
 
 @pytest.fixture
@@ -53,11 +54,17 @@ def _where_it_failed(log: Path) -> str:
 
 
 async def _adapt(client: Any, settings: dict[str, Any]) -> dict[str, Any]:
-    """One thread's run to its end: the events it streamed and the thread's final state."""
+    """One thread to its end: the events it streamed, the thread's final state, and whether it
+    paused for approval (then approved: a second run, which takes the run's lock again)."""
     tid = (await client.threads.create())["thread_id"]
     events = [e async for e in client.runs.stream(tid, "adapter", input={}, context=settings,
                                                   stream_mode="updates")]
-    return {"events": events, "state": await client.threads.get_state(tid)}
+    state = await client.threads.get_state(tid)
+    paused = any(task["interrupts"] for task in state["tasks"])  # not a failed run's next node
+    if paused:
+        events += [e async for e in client.runs.stream(
+            tid, "adapter", command={"resume": {"approve": True}}, stream_mode="updates")]
+    return {"events": events, "state": await client.threads.get_state(tid), "paused": paused}
 
 
 def test_two_threads_log_in_postgres(served, postgres_url, tmp_path) -> None:
@@ -98,6 +105,8 @@ def test_two_threads_log_in_postgres(served, postgres_url, tmp_path) -> None:
         assert shown.returncode == 0, shown.stderr[-2000:]
         assert f"· log {postgres_url}" in shown.stdout and "r1-c0" in shown.stdout, shown.stdout
     assert len(schemas) == 2  # a schema per run
+    # the Proposer's replies alternate (sim_adapt): one thread's edit is adopted, after approval
+    assert sorted(got["paused"] for got in both) == [False, True]
 
     (error,) = [e.data for e in broken["events"] if e.event == "error"]
     message = error["message"]
