@@ -167,11 +167,11 @@ def run(address: str, out: Path, settings: dict[str, Any], solver_url: str = "",
     as Ray tasks of one CPU each; results in the serial path's order (seed-major)."""
     from harness_learning.graphs.lab.bench import peers
 
+    ray = connect(address)  # refused before anything is written
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     for task in settings["tasks"]:  # split secrets and indexes, once, before any worker reads
         peers.task_options(settings, out, task)
-    ray = connect(address)
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     remote = ray.remote(num_cpus=1, max_retries=0)(_run_one)

@@ -20,7 +20,7 @@ pytest.importorskip("gepa")
 
 SEED = seed_source("reasoning_direct")
 WHOLE = "```python\n" + SEED.replace('PROMPT = """', 'PROMPT = """MARK-A ') + "```"
-GRID = ("--smoke", "--seeds", "2", "--system", "best_valid", "--system", "gepa")
+GRID = ("--smoke", "--system", "best_valid", "--system", "gepa")  # 2 runs, 2 workers
 
 
 def rules() -> list:
@@ -57,16 +57,16 @@ def test_the_grid_on_ray_gives_the_serial_table_and_resumes(tmp_path, cluster):
         assert serial.exit_code == 0, serial.output
         on_ray = bench(tmp_path / "ray", url, "--ray", "auto")
         assert on_ray.exit_code == 0, on_ray.output
-        assert "ray: 4 run(s) sent, 0 read back" in on_ray.output
+        assert "ray: 2 run(s) sent, 0 read back" in on_ray.output
         assert table(on_ray) == table(serial)
-        assert {s["runs"] for s in table(on_ray).values()} == {2}
+        assert {s["runs"] for s in table(on_ray).values()} == {1}
         assert all(s["final_test"] == 1.0 for s in table(on_ray).values())
         # a lost run is run again, the others are read back exactly as the serial path does
-        lost = tmp_path / "ray" / "runs" / "rg_basic_arithmetic" / "gepa" / "seed1"
+        lost = tmp_path / "ray" / "runs" / "rg_basic_arithmetic" / "gepa" / "seed0"
         (lost / "result.json").unlink()
         again = bench(tmp_path / "ray", url, "--ray", "auto")
     assert again.exit_code == 0, again.output
-    assert "ray: 1 run(s) sent, 3 read back" in again.output
+    assert "ray: 1 run(s) sent, 1 read back" in again.output
     assert table(again) == table(serial)
 
 
@@ -82,6 +82,7 @@ def test_a_cluster_that_does_not_answer_is_one_line(tmp_path, capsys, monkeypatc
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 4 and len(err.splitlines()) == 1, err
     assert "the Ray cluster at 127.0.0.1:9 did not answer" in err and "· hint:" in err
+    assert not (tmp_path / "o").exists()  # refused before anything was written
 
 
 def test_a_missing_ray_names_the_extra(tmp_path, capsys, monkeypatch):
@@ -95,3 +96,13 @@ def test_a_missing_ray_names_the_extra(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2 and len(err.splitlines()) == 1, err
     assert "pip install 'harness-learning[ray]'" in err
+
+
+def test_an_address_that_is_no_address_is_bad_input(tmp_path, capsys, monkeypatch):
+    from harness_learning.graphs.cli.errors import main
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "peers", *GRID, "--out", str(tmp_path / "o"), "--ray", "headnode"])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and "want auto, HOST:PORT" in err, err
