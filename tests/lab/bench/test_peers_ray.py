@@ -106,3 +106,20 @@ def test_an_address_that_is_no_address_is_bad_input(tmp_path, capsys, monkeypatc
         main(["bench", "peers", *GRID, "--out", str(tmp_path / "o"), "--ray", "headnode"])
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2 and "want auto, HOST:PORT" in err, err
+
+
+def test_a_worker_without_the_lab_finds_the_runtime_env_copy(tmp_path, monkeypatch):
+    """Where the installed package has no lab (the wheel leaves it out), the task function puts
+    the working_dir's graphs/ on the package's path; where it has one, it changes nothing."""
+    import importlib.util
+
+    import harness_learning.graphs as graphs
+
+    monkeypatch.setattr(graphs, "__path__", list(graphs.__path__))
+    monkeypatch.chdir(tmp_path)
+    peers_ray._reach_lab()
+    assert str(tmp_path / "graphs") not in graphs.__path__
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    peers_ray._reach_lab()
+    assert graphs.__path__[-1] == str(tmp_path / "graphs")
+    assert "/harness_learning" in peers_ray.runtime_env()["excludes"]
