@@ -119,31 +119,54 @@ class Proposal:
     """One Proposer sample, created when it is generated and completed as it is judged."""
 
     id: str
+    """`r{round}-c{index}` (`proposal_id`): the fan-out index is part of the key, so a resumed
+    round finds the sample it already drew."""
     round: int
     group_id: str
+    """sha256 of the prompt (`prompt_group_id`): the GRPO group every sample of one prompt
+    shares."""
     prompt: Any
+    """What the Proposer was sent (chat messages), or an operator's one-line note."""
     completion: str
+    """What came back, as it came (an operator's candidate as a whole program)."""
     finish_reason: str | None = None
+    """The endpoint's reason to stop (`length` marks a cut-off answer)."""
     model: str = ""
+    """The Proposer model that wrote it (`operator:NAME` or `merge` for model-free ones)."""
     edit_format: str = ""
+    """search_replace, whole_program or function: how `completion` is parsed."""
     parsed_edit: dict[str, Any] | None = None
+    """The edit as the judge parsed it (blocks, function, or program), once."""
     candidate_sha: str | None = None
+    """The version the edit made, when it applied and was stored."""
     parsed: bool = False
+    """An edit of the declared format was found in the completion."""
     applied: bool = False
+    """The edit applied to the parent's source."""
     valid: bool = False
+    """It passed every check and completed its evaluation, guards included."""
     invalid_kind: str | None = None
     """Why the candidate is invalid, one of `evals.judge.INVALID_KINDS` (None when valid)."""
     invalid_reason: str | None = None
+    """`invalid_kind: detail`, for people; code reads `invalid_kind`."""
     completed_fraction: float | None = None
+    """Share of its selection problems that ran to an answer."""
     selection_score: float | None = None
+    """Mean score on the round's selection problems (0 when a guard flagged it)."""
     parent_score: float | None = None
+    """The parent's selection score on the same problems, for the gain."""
     reward: float | None = None
+    """The training reward (docs/ARCHITECTURE.md, "Rewards")."""
     reward_parts: dict[str, Any] = field(default_factory=dict)
+    """The terms that make up `reward`, and any zeroing kind."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    """Wall seconds of the Proposer call (0 for a cached or model-free candidate)."""
     logprobs: list[Any] | None = None
+    """Per-token log-probabilities, when the endpoint returned them (for GRPO)."""
     parent_sha: str | None = None
+    """The version the edit was made to."""
     origin: str = "proposer"
     """Where the candidate came from: `proposer` (the LLM), `operator:NAME` or `merge`."""
     cost_usd: float = 0.0
