@@ -148,7 +148,7 @@ def test_live_the_built_image_runs_the_sandbox_on_the_rootfs_layer():
 
         async def run() -> bytes:
             process = await DockerBackend(image=TEST_TAG, client=client).spawn(
-                ["-c", "import sys, os; print(sys.prefix, os.getuid())"], Limits(), {})
+                ["-c", "import sys, os; print(sys.prefix, os.getuid(), sep='\\n')"], Limits(), {})
             try:
                 out = await asyncio.wait_for(process.proc.stdout.read(), 60)
                 assert await process.proc.wait() == 0
@@ -156,6 +156,7 @@ def test_live_the_built_image_runs_the_sandbox_on_the_rootfs_layer():
                 await process.cleanup()
             return out
 
-        assert asyncio.run(run()).decode().split() == [sys.prefix, str(image.SANDBOX_UID)]
+        # one per line: a clone's path may hold spaces
+        assert asyncio.run(run()).decode().splitlines() == [sys.prefix, str(image.SANDBOX_UID)]
     finally:
         client.images.remove(TEST_TAG, force=True)
