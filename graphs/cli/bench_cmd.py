@@ -317,7 +317,7 @@ def bench_peers(
     proposer_url: _Annotated[str, _typer.Option(help="A running Proposer server (ALIAS@URL); default: start local Qwen2.5-Coder-1.5B.")] = "",
     plot: _Annotated[_Path | None, _typer.Option(help="Write the anytime curves as a PNG here.")] = None,
     as_json: _Annotated[bool, _typer.Option("--json", help="Last line: per system final_test, ci95, solver_calls, ...")] = False,
-    ray: _Annotated[str, _typer.Option("--ray", help="Run each (task, seed, system) as a Ray task on this cluster: auto (the one `ray start` made here) or HOST:PORT; finished runs in --out are reused as without it (pip install 'harness-learning[ray]').")] = "",
+    ray: _Annotated[str, _typer.Option("--ray", help="Run each (task, seed, system) as a Ray task on this cluster: auto (the one `ray start` made here) or HOST:PORT; finished runs in --out are reused as without it (pip install 'harness-learning\\[ray]').")] = "",
 ) -> None:
     """Our adapter (best_valid, racing) against GEPA and OpenEvolve: same seed harness, models,
     problems and Solver-call budget; held-out score with a 95% interval, calls, tokens, wall;
