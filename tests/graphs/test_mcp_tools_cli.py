@@ -5,6 +5,7 @@ local Solver; a server that does not start is one line and exit code 2."""
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from harness_learning.harnesses.mcptools import close_servers
 from typer.testing import CliRunner
 
 HERE = Path(__file__).resolve().parents[1] / "support" / "mcp_sums"
-SERVER = f"mcp:{sys.executable} {HERE / 'server.py'}"
+SERVER = f"mcp:{shlex.join([sys.executable, str(HERE / 'server.py')])}"  # quoted: a path may hold spaces
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ tool a harness cannot call are one line naming them."""
 from __future__ import annotations
 
 import asyncio
+import shlex
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from harness_learning.harnesses.mcptools import (
 from harness_learning.harnesses.usertools import ToolArgumentError, ToolSetupError, build_user_tools
 
 SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_sums" / "server.py"
-REF = f"mcp:{sys.executable} {SERVER}"
+REF = f"mcp:{shlex.join([sys.executable, str(SERVER)])}"  # quoted: a clone path may hold spaces
 
 
 @pytest.fixture(scope="module")
