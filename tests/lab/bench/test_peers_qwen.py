@@ -23,7 +23,8 @@ from typer.testing import CliRunner
 pytest.importorskip("gepa")
 pytest.importorskip("openevolve")
 
-BLOCKS = [op.block for op in OPERATORS.values() if op.transform is None]
+BLOCKS = [op.block for op in OPERATORS.values()  # the menu's: demonstrations are the operator's
+          if op.transform is None and not op.demonstrations]
 SMOKE_BUDGET = load_settings(scale="qwen", smoke=True)["budget"]
 ARMS = {"best_valid+ops", "best_valid", "gepa", "gepa+menu", "openevolve", "openevolve+menu"}
 
