@@ -53,12 +53,7 @@ def sample_round(
     With `disjoint=False` both are drawn from the whole pool independently (a full pool when a
     size equals it, in a round-dependent order).
     """
-    if n_feedback < 0 or n_selection < 0:
-        raise ValueError("n_feedback and n_selection must be >= 0")
-    ids = [p.id for p in dev]
-    if len(set(ids)) != len(ids):
-        raise ValueError("the dev pool has duplicate problem ids")
-    pool = sorted(dev, key=lambda p: p.id)
+    pool = _checked_pool(dev, n_feedback, n_selection)
     rng = _rng(round_index, seed)
     if not disjoint:
         feedback = rng.sample(pool, _clamp(n_feedback, len(pool), "feedback"))
@@ -76,12 +71,7 @@ def held_out_round(dev: list[P], round_index: int, seed: int, n_feedback: int,
     `n_selection` problems every round (drawn once from `seed`), and the feedback is drawn each
     round from the rest of the pool, so no problem a report shows is ever scored for selection.
     A pool too small for both keeps at least one problem on each side, with a warning."""
-    if n_feedback < 0 or n_selection < 0:
-        raise ValueError("n_feedback and n_selection must be >= 0")
-    ids = [p.id for p in dev]
-    if len(set(ids)) != len(ids):
-        raise ValueError("the dev pool has duplicate problem ids")
-    pool = sorted(dev, key=lambda p: p.id)
+    pool = _checked_pool(dev, n_feedback, n_selection)
     order = _rng(-1, seed).sample(pool, len(pool))  # one split per run: round-independent
     reserve = min(n_feedback, 1) if len(pool) > 1 else 0  # a feedback side, however small
     n_sel = _clamp(n_selection, len(pool) - reserve, "selection (held out from feedback)")
@@ -89,6 +79,17 @@ def held_out_round(dev: list[P], round_index: int, seed: int, n_feedback: int,
     n_fb = _clamp(n_feedback, len(rest), "feedback (outside the held-out selection)")
     feedback = _rng(round_index, seed).sample(rest, n_fb)
     return feedback, selection
+
+
+def _checked_pool(dev: list[P], n_feedback: int, n_selection: int) -> list[P]:
+    """The dev pool in id order (a draw depends on ids, not on the order given), after the
+    checks both protocols make of their inputs."""
+    if n_feedback < 0 or n_selection < 0:
+        raise ValueError("n_feedback and n_selection must be >= 0")
+    ids = [p.id for p in dev]
+    if len(set(ids)) != len(ids):
+        raise ValueError("the dev pool has duplicate problem ids")
+    return sorted(dev, key=lambda p: p.id)
 
 
 def _clamp(wanted: int, available: int, what: str) -> int:
