@@ -131,7 +131,7 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
     seed = cfg.seed * 100_003 + payload["round"] * 1_009 + payload["index"]
     messages, completion, outcome = await second_chances(
         proposer_messages(ctx, payload, parent_source), seed, parent_source, sample, judged,
-        functools.partial(_duplicate, ctx), turns=cfg.second_chance_turns)
+        functools.partial(_duplicate, ctx, payload["round"]), turns=cfg.second_chance_turns)
     for replaced in sampled[:-1]:  # paid for too; the last is priced with its proposal
         if replaced.cost:
             await ctx.store.aappend_event(PROPOSER_COST_EVENT, {
@@ -140,8 +140,11 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
     return CandidateProposal(PROPOSER, messages, completion, cfg.edit_format, outcome)
 
 
-async def _duplicate(ctx: Any, outcome: Outcome) -> bool:
-    """The candidate's source is a version this run already holds (nothing new to judge)."""
+async def _duplicate(ctx: Any, round_: int, outcome: Outcome) -> bool:
+    """The candidate's source is a version an earlier round already judged (nothing new to
+    judge). Siblings of this round are not looked at: they are proposed concurrently, and which
+    of two equal ones lands first would decide how often the Proposer is called."""
     if outcome.new_source is None or outcome.invalid_kind is not None:
         return False
-    return await asyncio.to_thread(ctx.store.get_version, source_sha(outcome.new_source)) is not None
+    held = await asyncio.to_thread(ctx.store.get_version, source_sha(outcome.new_source))
+    return held is not None and held.round < round_

@@ -73,3 +73,29 @@ def test_closest_lines_finds_the_run_a_search_meant() -> None:
     before, line, after = near.split("\n")  # the best line, one line of context either side
     assert line == '        return {"answer": answer}' and "reply.rsplit" in before
     assert after == ""
+
+
+SLOWLY = GOOD.replace("CAREFULLY. Think briefly", ". Think slowly")  # changes no score
+
+
+def test_a_version_an_earlier_round_judged_is_sampled_afresh_a_siblings_is_not(
+        tmp_path, scripted) -> None:
+    """Two siblings proposing the same edit are both judged (they run concurrently, and which
+    lands first must not decide how often the Proposer is called); the next round's repeat of
+    that version, which was not adopted, is sampled afresh."""
+    def proposer(prompt: str, params: dict) -> str:
+        return GOOD if params["seed"] % 1_009 > 100 else SLOWLY  # a resample's seed: GOOD
+
+    config = AdaptConfig(task="sums", run_dir=str(tmp_path / "run"), rounds=2, candidates=2,
+                         policy="strict", edit_format="search_replace", feedback=4,
+                         selection=4, concurrency=4, repair_turns=1
+                         ).with_track_defaults("reasoning")
+    ctx = AdapterContext.from_config(config, task=SumTask(8), solver=scripted(solver_rule),
+                                     proposer=scripted(proposer))
+    final = asyncio.run(run_adaptation(config, context=ctx))
+    with RunDir(config.path).open_store() as store:
+        attempts = [e.payload for e in store.iter_events() if e.kind == "proposer_attempt"]
+    by_round = {r: sorted(a["attempt"] for a in attempts if a["round"] == r) for r in (1, 2)}
+    assert by_round == {1: ["sample", "sample"],
+                        2: ["resample", "resample", "sample", "sample"]}, attempts
+    assert not final["rounds"][0]["adopted"]  # so round 2 had the same parent
