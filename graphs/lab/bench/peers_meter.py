@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import threading
@@ -29,6 +28,7 @@ from harness_learning.evals.evaluator import evaluate
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult
 from harness_learning.graphs.adapter.report import build_report
+from harness_learning.harnesses.llm.runtime import BackgroundLoop
 from harness_learning.harnesses.sandbox import WorkerPool
 from harness_learning.harnesses.toolbox import Toolbox
 
@@ -74,16 +74,14 @@ class Meter:
         self.budget, self.concurrency, self.line_limit = budget, concurrency, line_limit
         self.trace = Trace()
         self.evaluations = 0
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
+        self._loop = BackgroundLoop()
         self._pool = self._call(self._make_pool())
 
     async def _make_pool(self) -> WorkerPool:
         return WorkerPool(size=2)
 
     def _call(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        return self._loop.run(coro)
 
     @property
     def solver_calls(self) -> int:
@@ -136,8 +134,7 @@ class Meter:
 
     def close(self) -> None:
         self._call(self._pool.close())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
+        self._loop.close(timeout_s=10)  # cancels litellm's logging worker, left pending else
 
 
 class ProposerProxy:
