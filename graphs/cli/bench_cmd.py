@@ -292,14 +292,11 @@ def _peers_settings(config: _Path, scale: str, smoke: bool, overrides: dict) -> 
 def _peers_on_ray(address: str, out: _Path, settings: dict, solver_url: str, proposer_url: str,
                   log) -> list[dict]:
     """The grid as Ray tasks; Ray missing or a cluster that does not answer is one line."""
-    from harness_learning.graphs.cli.errors import EXIT_UNREACHABLE, EXIT_USAGE, CliError
+    from harness_learning.graphs.cli._common import ray_errors
     from harness_learning.graphs.lab.bench import peers_ray
 
-    try:
+    with ray_errors():
         return peers_ray.run(address, out, settings, solver_url, proposer_url, log=log)
-    except peers_ray.RayProblem as e:
-        raise CliError(e.message, e.hint, EXIT_UNREACHABLE if e.unreachable else EXIT_USAGE) \
-            from None
 
 
 # --- bench peers (our adapter against GEPA and OpenEvolve) -------------------------------

@@ -11,6 +11,7 @@ from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import (
     console,
     print_json_last,
+    ray_errors,
     run_async,
     user_errors,
 )
@@ -32,6 +33,10 @@ def experiment(
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON line: per arm of a "
                                           "trained-Proposer experiment, mean, ci95, valid_rate.")
                        ] = False,
+    ray: Annotated[str | None, typer.Option(
+        "--ray", help="Run each (task, method, seed) as a Ray task: auto (the cluster `ray "
+        "start` made here) or HOST:PORT. Needs the ray extra; OUT must be seen by every node.",
+        show_default=False)] = None,
 ) -> None:
     """Run every method of a track (baselines, untrained and trained Proposer, single-step
     against relay, repeated seeds) and write OUT/report.md; finished runs are reused."""
@@ -57,7 +62,9 @@ def experiment(
                            "proposer": proposer}.items():
             if value is not None:
                 setattr(spec, key, value)
-        run_async(run_experiment(spec, out_dir, log=console.print, stage_work=_stage_work()))
+        with ray_errors():
+            run_async(run_experiment(spec, out_dir, log=console.print,
+                                     stage_work=_stage_work(), ray=ray))
     path = write_report(out_dir)
     typer.echo(path.read_text(encoding="utf-8"))
     console.print(f"report: {path}")

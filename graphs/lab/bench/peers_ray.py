@@ -17,99 +17,15 @@ serial path's `OUT/test_scores.json`, which it only reads): concurrent writers o
 file would lose entries or read a half-written one. The response cache is shared, so a score
 computed again costs no Solver time.
 
-Ray is an optional extra, imported only here and only when `--ray` is given. The lab is not
-assumed installed on the workers: it travels in the job's `runtime_env` (the repository root
-as `working_dir`, without the virtualenv, runs, git objects or data), and the task function is
-shipped by value so a worker imports nothing of the lab before `_reach_lab` has found it.
+The cluster, and the runtime_env that carries the lab to it, are `graphs.lab.ray_cluster`'s.
 """
 
 from __future__ import annotations
 
-import socket
-import sys
 from pathlib import Path
 from typing import Any
 
-
-class RayProblem(Exception):
-    """Ray missing, or a cluster address that is malformed or does not answer: the command
-    line turns it into one line with `hint` (the lab does not reach into the CLI)."""
-
-    def __init__(self, message: str, hint: str, unreachable: bool = False) -> None:
-        super().__init__(message)
-        self.message, self.hint, self.unreachable = message, hint, unreachable
-
-REPO = Path(__file__).resolve().parents[3]
-"""The checkout whose lab the workers run (graphs/lab/bench/ -> the repository root)."""
-EXCLUDES = ["/harness_learning", ".venv", ".git", "runs", "**/__pycache__", "*.gguf", "*.sqlite",
-            "*.egg-info", "training/checkpoints", "evals/data/**/*.jsonl", "**/data/*.tar*",
-            "docs", "tests", ".ruff_cache", ".hypothesis", ".pytest_cache"]
-"""What the runtime_env leaves out: it is uploaded per job and Ray caps it at 500 MiB. The
-namespace root `harness_learning/` stays out so that the worker imports the installed package
-(the working_dir comes first on its path; a copy of the bare root there would shadow the
-package, and the sandbox binds the package's own directories)."""
-INSTALL = "pip install 'harness-learning[ray]'"
-PROBE_S = 5.0
-
-
-def runtime_env() -> dict[str, Any]:
-    """The job's runtime_env: the repository root as working_dir, kept small."""
-    return {"working_dir": str(REPO), "excludes": list(EXCLUDES)}
-
-
-def _host_port(address: str) -> tuple[str, int] | None:
-    """`HOST:PORT` of an address (`ray://HOST:PORT` too), or None for `auto`."""
-    if address == "auto":
-        return None
-    host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        raise RayProblem(f"--ray {address!r}: want auto, HOST:PORT or ray://HOST:PORT",
-                         "e.g. --ray auto (the cluster `ray start` made here) or --ray "
-                         "10.0.0.5:6379")
-    return host, int(port)
-
-
-def connect(address: str) -> Any:
-    """The `ray` module, attached to the cluster at `address` (kept if this process already
-    is, as under a test's local cluster). An address that does not answer fails in one line
-    within `PROBE_S` rather than in Ray's minute of retries."""
-    try:
-        import ray
-    except ImportError:
-        raise RayProblem("--ray needs Ray, which is not installed", INSTALL) from None
-    if ray.is_initialized():
-        return ray
-    target = _host_port(address)
-    if target is not None:
-        try:
-            socket.create_connection(target, timeout=PROBE_S).close()
-        except OSError as e:
-            raise unreachable(address, str(e)) from None
-    try:
-        ray.init(address=address, runtime_env=runtime_env(), include_dashboard=False,
-                 log_to_driver=True)
-    except (ConnectionError, RuntimeError, TimeoutError) as e:
-        raise unreachable(address, str(e).splitlines()[0] if str(e) else type(e).__name__) \
-            from None
-    return ray
-
-
-def unreachable(address: str, detail: str) -> RayProblem:
-    return RayProblem(f"the Ray cluster at {address} did not answer: {detail}",
-                      "start one (`ray start --head`) or give its address as --ray HOST:PORT; "
-                      "without --ray the grid runs here", unreachable=True)
-
-
-def _reach_lab() -> None:
-    """Put the runtime_env's copy of the lab on `harness_learning.graphs`'s path when the
-    installed package has no lab (the wheel leaves it out); a no-op in a checkout."""
-    import importlib.util
-    import os
-
-    import harness_learning.graphs as graphs
-
-    if importlib.util.find_spec("harness_learning.graphs.lab") is None:
-        graphs.__path__.append(os.path.join(os.getcwd(), "graphs"))
+from harness_learning.graphs.lab.ray_cluster import connect, reach_lab, remote_task
 
 
 def _worker_urls(settings: dict[str, Any], solver_url: str, proposer_url: str) -> tuple[str, str]:
@@ -132,7 +48,7 @@ def _run_one(settings: dict[str, Any], out: str, task: str, system: str, seed: i
              solver_url: str, proposer_url: str) -> dict:
     """One run on a worker: the serial path's `one_run` with this worker's own Proposer
     proxy (it counts one run's tokens) and its own held-out score file."""
-    _reach_lab()
+    reach_lab()
     import os
 
     from harness_learning.graphs.lab.bench import peers
@@ -173,8 +89,7 @@ def run(address: str, out: Path, settings: dict[str, Any], solver_url: str = "",
     for task in settings["tasks"]:  # split secrets and indexes, once, before any worker reads
         peers.task_options(settings, out, task)
 
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    remote = ray.remote(num_cpus=1, max_retries=0)(_run_one)
+    remote = remote_task(ray, _run_one)
     grid = [(task, system, seed) for seed in settings["seeds"] for task in settings["tasks"]
             for system in settings["systems"]]
     slots: list[Any] = []

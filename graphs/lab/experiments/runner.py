@@ -21,6 +21,7 @@ finished run is skipped, a killed one resumes where it stopped.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -221,9 +222,17 @@ def task_options_for(spec: ExperimentSpec, out: Path, log: Log) -> Callable[[str
 async def run_experiment(spec: ExperimentSpec, out: str | Path,
                          make_context: ContextFactory = AdapterContext,
                          task_options: Callable[[str], dict] | None = None,
-                         log: Log = print, stage_work: Any = None) -> list[RunPlan]:
+                         log: Log = print, stage_work: Any = None,
+                         ray: str | None = None) -> list[RunPlan]:
     """Every run of `spec` into `out` (resuming finished ones), in plan order; a `[training]`
-    experiment first runs its stages with `stage_work` (a `stages.StageWork`)."""
+    experiment first runs its stages with `stage_work` (a `stages.StageWork`). With `ray`
+    (auto or a cluster's address) the runs are Ray tasks (`experiments.on_ray`), with the
+    contexts the config names (a `make_context` of the caller's cannot travel)."""
+    cluster = None
+    if ray is not None:  # refused before anything is written
+        from harness_learning.graphs.lab.ray_cluster import connect
+
+        cluster = connect(ray)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "experiment.json").write_text(json.dumps(spec.to_dict(), indent=2))
@@ -240,6 +249,13 @@ async def run_experiment(spec: ExperimentSpec, out: str | Path,
     plans = plan_runs(spec, out, options, arms)
     info = {"experiment": spec.name, "track": spec.track, "scale": spec.scale,
             "compare_candidates": spec.compare_candidates}
+    if cluster is not None:
+        from harness_learning.graphs.lab.experiments.on_ray import run_plans
+
+        for plan in plans:  # as `execute` would, before any worker opens the run
+            write_config(plan.config)
+        await asyncio.to_thread(run_plans, cluster, plans, info, log)
+        return plans
     for i, plan in enumerate(plans, 1):
         log(f"[{i}/{len(plans)}]")
         await execute(plan, info, make_context, log)

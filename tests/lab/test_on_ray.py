@@ -1,15 +1,21 @@
-"""`bench peers --ray`: on a local Ray cluster of 2 CPUs (the lab shipped in the runtime_env as
-on a real cluster) the grid gives the serial run's table, a rerun reads every run back without
-sending one, and a cluster that does not answer or a missing Ray is one line."""
+"""The lab's grids on Ray (`bench peers --ray`, `experiment --ray`): on a local cluster of 2 CPUs
+(the lab shipped in the runtime_env as on a real cluster) each grid gives the serial run's
+table, a rerun reads every finished run back without sending it, and a cluster that does not
+answer or a missing Ray is one line."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+from pathlib import Path
 
 import pytest
 from harness_learning.graphs.cli import app
-from harness_learning.graphs.lab.bench import peers_ray
+from harness_learning.graphs.lab import ray_cluster
+from harness_learning.graphs.lab.experiments.collect import collect
+from harness_learning.graphs.lab.experiments.config import ExperimentSpec, Tasks
+from harness_learning.graphs.lab.experiments.runner import run_experiment
 from harness_learning.harnesses.llm.simserver import SimServer
 from harness_learning.harnesses.seeds import seed_source
 from sim_adapt import EDIT, arithmetic
@@ -18,6 +24,7 @@ from typer.testing import CliRunner
 ray = pytest.importorskip("ray")
 pytest.importorskip("gepa")
 
+REASONING = Path(__file__).parents[2] / "experiments" / "reasoning.toml"
 SEED = seed_source("reasoning_direct")
 WHOLE = "```python\n" + SEED.replace('PROMPT = """', 'PROMPT = """MARK-A ') + "```"
 GRID = ("--smoke", "--system", "best_valid", "--system", "gepa")  # 2 runs, 2 workers
@@ -33,7 +40,7 @@ def rules() -> list:
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, runtime_env=peers_ray.runtime_env(),
+    ray.init(num_cpus=2, include_dashboard=False, runtime_env=ray_cluster.runtime_env(),
              log_to_driver=False)
     yield
     ray.shutdown()
@@ -70,10 +77,43 @@ def test_the_grid_on_ray_gives_the_serial_table_and_resumes(tmp_path, cluster):
     assert table(again) == table(serial)
 
 
+def experiment_spec(url: str) -> ExperimentSpec:
+    """A seed baseline and one adaptive run, Solver and Proposer the simulated models."""
+    model = f"openai/sim@{url}?api_key=local"
+    return ExperimentSpec(name="grid", track="reasoning", scale="smoke", seeds=[0], rounds=1,
+                          candidates=1, feedback=2, selection=2, n_dev=4, n_test=2,
+                          baselines=["seed"], solver=model, proposer=model, concurrency=2,
+                          solver_max_tokens=64, proposer_max_tokens=256,
+                          tasks=Tasks(test=["rg:basic_arithmetic"]))
+
+
+def records(out) -> dict:
+    """Each run's method, scores and costs, as the report reads them (wall time left out)."""
+    found, unfinished = collect(out)
+    assert not unfinished
+    return {(r.method, r.meta["seed"]): (r.curve, r.spent, r.edits, r.valid_edits) for r in found}
+
+
+def test_an_experiment_on_ray_gives_the_serial_records_and_resumes(tmp_path, cluster):
+    logs: list[str] = []
+    with SimServer(latency_s=0.0, rules=rules()) as url:
+        spec = experiment_spec(url)
+        asyncio.run(run_experiment(spec, tmp_path / "serial", log=lambda m: None))
+        asyncio.run(run_experiment(spec, tmp_path / "ray", log=logs.append, ray="auto"))
+        assert "ray: 2 run(s) sent, 0 read back" in logs
+        serial = records(tmp_path / "serial")
+        assert records(tmp_path / "ray") == serial
+        assert serial[("untrained", 0)][0][-1][1] == 1.0  # the MARK-A edit was adopted
+        logs.clear()
+        asyncio.run(run_experiment(spec, tmp_path / "ray", log=logs.append, ray="auto"))
+    assert "ray: 0 run(s) sent, 2 read back" in logs
+    assert records(tmp_path / "ray") == serial
+
+
 def test_a_cluster_that_does_not_answer_is_one_line(tmp_path, capsys, monkeypatch):
     from harness_learning.graphs.cli.errors import main
 
-    monkeypatch.setattr(peers_ray, "PROBE_S", 1.0)
+    monkeypatch.setattr(ray_cluster, "PROBE_S", 1.0)
     monkeypatch.setattr(ray, "is_initialized", lambda: False)  # not the fixture's cluster
     with pytest.raises(SystemExit) as exit_:
         main(["bench", "peers", *GRID, "--out", str(tmp_path / "o"), "--solver-url",
@@ -83,6 +123,21 @@ def test_a_cluster_that_does_not_answer_is_one_line(tmp_path, capsys, monkeypatc
     assert exit_.value.code == 4 and len(err.splitlines()) == 1, err
     assert "the Ray cluster at 127.0.0.1:9 did not answer" in err and "· hint:" in err
     assert not (tmp_path / "o").exists()  # refused before anything was written
+
+
+def test_an_experiment_refuses_a_cluster_that_does_not_answer_before_writing(
+        tmp_path, capsys, monkeypatch):
+    from harness_learning.graphs.cli.errors import main
+
+    monkeypatch.setattr(ray_cluster, "PROBE_S", 1.0)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    with pytest.raises(SystemExit) as exit_:
+        main(["experiment", str(REASONING), "--smoke", "--out", str(tmp_path / "o"),
+              "--ray", "127.0.0.1:9"])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 4 and len(err.splitlines()) == 1, err
+    assert "the Ray cluster at 127.0.0.1:9 did not answer" in err
+    assert not (tmp_path / "o").exists()
 
 
 def test_a_missing_ray_names_the_extra(tmp_path, capsys, monkeypatch):
@@ -117,9 +172,9 @@ def test_a_worker_without_the_lab_finds_the_runtime_env_copy(tmp_path, monkeypat
 
     monkeypatch.setattr(graphs, "__path__", list(graphs.__path__))
     monkeypatch.chdir(tmp_path)
-    peers_ray._reach_lab()
+    ray_cluster.reach_lab()
     assert str(tmp_path / "graphs") not in graphs.__path__
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    peers_ray._reach_lab()
+    ray_cluster.reach_lab()
     assert graphs.__path__[-1] == str(tmp_path / "graphs")
-    assert "/harness_learning" in peers_ray.runtime_env()["excludes"]
+    assert "/harness_learning" in ray_cluster.runtime_env()["excludes"]
