@@ -10,7 +10,9 @@ found it.
 
 from __future__ import annotations
 
+import shlex
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +40,14 @@ PROBE_S = 5.0
 
 
 def runtime_env() -> dict[str, Any]:
-    """The job's runtime_env: the repository root as working_dir, kept small."""
-    return {"working_dir": str(REPO), "excludes": list(EXCLUDES)}
+    """The job's runtime_env: the repository root as working_dir, kept small. Where this
+    Python's path needs shell quoting (a clone under a folder with spaces), it is given as
+    `py_executable`, quoted: Ray starts a runtime_env's workers through `bash -c "exec
+    PYTHON ..."` with that path unquoted, and such a worker never starts."""
+    env: dict[str, Any] = {"working_dir": str(REPO), "excludes": list(EXCLUDES)}
+    if shlex.quote(sys.executable) != sys.executable:
+        env["py_executable"] = shlex.quote(sys.executable)
+    return env
 
 
 def _host_port(address: str) -> tuple[str, int] | None:
@@ -101,8 +109,6 @@ def remote_task(ray: Any, fn: Any) -> Any:
     """`fn` as a Ray task of one CPU, never retried (a grid's runs resume from their logs
     instead). Its module and this one travel by value: a worker whose package has no lab
     imports neither before `reach_lab` has put the runtime_env's copy on its path."""
-    import sys
-
     for module in {fn.__module__, __name__}:
         ray.cloudpickle.register_pickle_by_value(sys.modules[module])
     return ray.remote(num_cpus=1, max_retries=0)(fn)

@@ -178,3 +178,12 @@ def test_a_worker_without_the_lab_finds_the_runtime_env_copy(tmp_path, monkeypat
     ray_cluster.reach_lab()
     assert graphs.__path__[-1] == str(tmp_path / "graphs")
     assert "/harness_learning" in ray_cluster.runtime_env()["excludes"]
+
+
+def test_a_python_under_a_folder_with_spaces_is_given_to_ray_quoted(monkeypatch):
+    """Ray execs a runtime_env's worker as `bash -c "exec PYTHON ..."` with the path as it is:
+    from a clone under a folder with spaces no worker started until the path came quoted."""
+    monkeypatch.setattr(sys, "executable", "/home/a user/hl/.venv/bin/python")
+    assert ray_cluster.runtime_env()["py_executable"] == "'/home/a user/hl/.venv/bin/python'"
+    monkeypatch.setattr(sys, "executable", "/home/user/hl/.venv/bin/python")
+    assert "py_executable" not in ray_cluster.runtime_env()  # Ray's own default stays
