@@ -33,7 +33,7 @@ from harness_learning.graphs.adapter.state import AdapterState, CandidateView, R
 from harness_learning.harnesses.edits.operators import apply_operator, fitting, resolve_operators
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.sandbox import sandbox_fallbacks
-from harness_learning.harnesses.store import LogStore, source_sha
+from harness_learning.harnesses.store import LogStore, proposal_id, source_sha
 from langgraph.types import Send, interrupt
 
 DIFF_CHARS = 4000
@@ -164,7 +164,7 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
         return check_candidate(parent_source, text, edit_format, finish_reason,
                                exposure=exposure, **rules)
 
-    proposal = await store.aget_proposal(round_, index)
+    proposal = await store.aget_proposal(proposal_id(round_, index))
     if proposal is None:
         drafted = await propose(ctx, payload, parent_source, check)
         proposal = await store.aput_proposal_draft(
@@ -253,7 +253,7 @@ async def record_outcome(store: LogStore, proposal_id: str, sha: str | None, out
                          parent_score: float | None, **extra_parts: Any) -> None:
     """Write a judged outcome onto its proposal in the log; `extra_parts` (the race's notes)
     go into the stored reward parts."""
-    await store.aupdate_proposal_outcome(
+    await store.aupdate_proposal(
         proposal_id, candidate_sha=sha, parsed=outcome.parsed, applied=outcome.applied,
         valid=outcome.valid, invalid_kind=outcome.invalid_kind,
         invalid_reason=outcome.invalid_reason, completed_fraction=outcome.completed_fraction,

@@ -17,6 +17,7 @@ from typing import Any
 from harness_learning.graphs.adapter.policies import Archive
 from harness_learning.graphs.adapter.propose import MERGE
 from harness_learning.harnesses.llm.completion import Completion
+from harness_learning.harnesses.store import proposal_id
 
 MERGE_NOTE = "merge of candidates {a} and {b} (both edits applied to the parent)"
 
@@ -58,8 +59,8 @@ async def merge_candidate(ctx: Any, state: dict, mine: list[dict],
         return None
     a, b = pair
     index = cfg.samples_per_round
-    if await ctx.store.aget_proposal(round_, index) is None:
-        texts = [(await ctx.store.aget_proposal(round_, c["index"])).completion for c in (a, b)]
+    if await ctx.store.aget_proposal(proposal_id(round_, index)) is None:
+        texts = [(await ctx.store.aget_proposal(proposal_id(round_, c["index"]))).completion for c in (a, b)]
         note = MERGE_NOTE.format(a=a["index"], b=b["index"])
         completion = Completion(text=merged_completion(*texts), prompt_tokens=0,
                                 completion_tokens=0, latency_s=0.0, finish_reason="stop",

@@ -125,13 +125,8 @@ class LogStore(ABC):
         """Set some fields of a stored proposal (KeyError if there is none)."""
 
     @abstractmethod
-    def get_proposal_by_id(self, proposal_id: str) -> Proposal | None: ...
-
-    def get_proposal(self, key: str | int, index: int | None = None) -> Proposal | None:
-        """By id, or by (round, index) for the adapter's deterministic ids."""
-        if index is not None:
-            key = proposal_id(int(key), index)
-        return self.get_proposal_by_id(str(key))
+    def get_proposal(self, proposal_id: str) -> Proposal | None:
+        """By id (the adapter's are `records.proposal_id(round, index)`)."""
 
     def put_proposal_draft(
         self, round_: int, index: int, messages: Any, completion: Any, edit_format: str,
@@ -154,11 +149,7 @@ class LogStore(ABC):
             self.append_event(PROPOSER_COST_EVENT, {"proposal_id": proposal.id, "round": round_,
                                                     "cost_usd": float(cost)})
         self.put_proposal(proposal)
-        return self.get_proposal_by_id(proposal.id) or proposal
-
-    def update_proposal_outcome(self, proposal_id: str, **fields: Any) -> None:
-        """Record how a proposal was judged (validity, scores, reward and its parts)."""
-        self.update_proposal(proposal_id, **fields)
+        return self.get_proposal(proposal.id) or proposal
 
     @abstractmethod
     def iter_proposals(self, round: int | None = None) -> Iterator[Proposal]:
@@ -254,14 +245,14 @@ class LogStore(ABC):
     async def alineage(self) -> list[LineageStep]:
         return await asyncio.to_thread(self.lineage)
 
-    async def aget_proposal(self, key: str | int, index: int | None = None) -> Proposal | None:
-        return await asyncio.to_thread(self.get_proposal, key, index)
+    async def aget_proposal(self, proposal_id: str) -> Proposal | None:
+        return await asyncio.to_thread(self.get_proposal, proposal_id)
 
     async def aput_proposal_draft(self, **kwargs: Any) -> Proposal:
         return await asyncio.to_thread(lambda: self.put_proposal_draft(**kwargs))
 
-    async def aupdate_proposal_outcome(self, proposal_id: str, **fields: Any) -> None:
-        await asyncio.to_thread(lambda: self.update_proposal_outcome(proposal_id, **fields))
+    async def aupdate_proposal(self, proposal_id: str, **fields: Any) -> None:
+        await asyncio.to_thread(lambda: self.update_proposal(proposal_id, **fields))
 
     async def aput_decision(self, decision: Decision | None = None, /, **fields: Any) -> None:
         await asyncio.to_thread(lambda: self.put_decision(decision, **fields))

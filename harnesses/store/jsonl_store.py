@@ -227,7 +227,7 @@ class JsonlLogStore(LogStore):
                 raise KeyError(f"no proposal {proposal_id!r} in {self.path}")
             self._put("proposals", {**row, **_clean(to_jsonable(fields))})
 
-    def get_proposal_by_id(self, proposal_id: str) -> Proposal | None:
+    def get_proposal(self, proposal_id: str) -> Proposal | None:
         with self._lock:
             row = self._rows["proposals"].get(proposal_id)
         return None if row is None else self._decode(Proposal, row)

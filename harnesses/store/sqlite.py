@@ -281,7 +281,7 @@ class SQLiteLogStore(LogStore):
             if cur.rowcount == 0:
                 raise KeyError(f"no proposal {proposal_id!r} in {self.path}")
 
-    def get_proposal_by_id(self, proposal_id: str) -> Proposal | None:
+    def get_proposal(self, proposal_id: str) -> Proposal | None:
         rows = self._query("SELECT * FROM proposals WHERE id=?", (proposal_id,))
         return _decode(Proposal, rows[0]) if rows else None
 

@@ -30,6 +30,7 @@ from harness_learning.graphs.adapter.proposer import build_proposer_messages
 from harness_learning.graphs.adapter.race_round import race_candidates
 from harness_learning.graphs.adapter.racing import RaceRule
 from harness_learning.harnesses.seeds import seed_source
+from harness_learning.harnesses.store import proposal_id
 from harness_learning.harnesses.toolbox import Toolbox
 from harness_learning.training.config import GRPOOnlineConfig
 from harness_learning.training.grpo_online import HarnessReward
@@ -137,7 +138,7 @@ async def adapter_outcomes(tmp_path, policy: str) -> dict[str, dict]:
                 await race_candidates(ctx, drafts, ids, 1, config.race, parent_score=0.5,
                                       exposure=await round_exposure(ctx, {"report": REPORT,
                                                                     "feedback_ids": FEEDBACK}))
-            out |= {name: logged(ctx.store.get_proposal(1, i)) for i, name in enumerate(names)}
+            out |= {name: logged(ctx.store.get_proposal(proposal_id(1, i))) for i, name in enumerate(names)}
     return out
 
 

@@ -14,6 +14,7 @@ from harness_learning.graphs.adapter.estimate import estimate_budget
 from harness_learning.graphs.adapter.run import run_adaptation
 from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS
 from harness_learning.harnesses.rundir import RunDir
+from harness_learning.harnesses.store import proposal_id
 from scripted_sums import SumTask, solver_rule
 
 
@@ -94,7 +95,7 @@ def test_racing_races_its_candidates_and_evaluates_the_training_sample_in_full(t
     (round1,) = final["rounds"]
     assert [c["index"] for c in round1["candidates"]] == [0, 1, 2, 3]
     assert round1["candidates"][3]["raced_out"]  # the race judged 2 and 3 on part of the set
-    better = ctx.store.get_proposal(1, 4)  # training-only: all 6 selection problems, no race
+    better = ctx.store.get_proposal(proposal_id(1, 4))  # training-only: all 6 selection problems, no race
     assert better.valid and better.selection_score == 1.0 and better.reward == pytest.approx(1.30)
     assert "raced_out" not in better.reward_parts
     assert len([e for e in ctx.store.iter_evaluations(sha=better.candidate_sha, purpose="selection",

@@ -12,6 +12,7 @@ from harness_learning.evals import guards
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.run import prepare
 from harness_learning.harnesses.rundir import RunDir
+from harness_learning.harnesses.store import proposal_id
 
 
 def test_fisher_exact_matches_the_hypergeometric_tail():
@@ -124,7 +125,7 @@ def test_a_raced_survivor_is_put_to_the_memorisation_check(tmp_path):
     (view,) = asyncio.run(go())
     assert not view["valid"] and view["reward"] == 0.0
     assert view["invalid_reason"].startswith("reward_hacking: memorised")
-    assert store.get_proposal(1, 0).reward_parts["reward_hacking"] is True
+    assert store.get_proposal(proposal_id(1, 0)).reward_parts["reward_hacking"] is True
 
 
 def test_a_raced_out_candidate_is_put_to_the_memorisation_check_too(tmp_path):
@@ -196,7 +197,7 @@ def test_a_raced_out_candidate_is_put_to_the_memorisation_check_too(tmp_path):
     honest, memoriser = asyncio.run(go())
     assert memoriser["raced_out"] and memoriser["evaluated"] < len(unseen_first), memoriser
     assert memoriser["invalid_reason"].startswith("reward_hacking: memorised"), memoriser
-    assert memoriser["reward"] == 0.0 and store.get_proposal(1, 1).reward == 0.0
+    assert memoriser["reward"] == 0.0 and store.get_proposal(proposal_id(1, 1)).reward == 0.0
     assert honest["valid"] and not honest["raced_out"] and honest["selection_score"] == 1.0
 
 

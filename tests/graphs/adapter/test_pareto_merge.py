@@ -13,6 +13,7 @@ from harness_learning.graphs.adapter.parents import merged_completion, parent_dr
 from harness_learning.graphs.adapter.policies import Scored, decide, pareto, pareto_front
 from harness_learning.graphs.adapter.run import run_adaptation
 from harness_learning.harnesses.rundir import RunDir
+from harness_learning.harnesses.store import proposal_id
 from scripted_sums import QUESTION, SumTask
 
 
@@ -81,7 +82,7 @@ def test_the_merge_of_two_half_fixes_is_judged_and_wins(tmp_path, scripted, poli
     assert round1["adopted"] and final["current_sha"] == merged["sha"]
     source = store.get_version_source(final["current_sha"])
     assert "ODD-FIX" in source and "EVEN-FIX" in source
-    proposal = store.get_proposal(1, 2)
+    proposal = store.get_proposal(proposal_id(1, 2))
     assert proposal.completion == merged_completion(EDITS[0], EDITS[1])
     assert "merge of candidates 0 and 1" in proposal.prompt[0]["content"]
     assert policy not in ("pareto",) or "pareto" in round1["decision"]

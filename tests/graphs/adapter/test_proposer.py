@@ -118,7 +118,7 @@ def test_real_local_model_proposals_flow_into_candidates_log_and_rewards(local_m
             reward, parts = proposal_reward(track="reasoning", parsed=c.parsed, applied=c.applied,
                                             valid=c.applied, completed_fraction=0.0, score=0.0,
                                             source=c.new_source)
-            store.update_proposal_outcome(draft.id, parsed=c.parsed, applied=c.applied, reward=reward,
+            store.update_proposal(draft.id, parsed=c.parsed, applied=c.applied, reward=reward,
                                           reward_parts=parts,
                                           invalid_reason=c.failure and c.failure.kind)
         (group,) = store.iter_proposal_groups()

@@ -12,6 +12,7 @@ from harness_learning.graphs.adapter.policies import Scored, decide
 from harness_learning.graphs.adapter.racing import RaceRule, paired_gap, race
 from harness_learning.graphs.adapter.run import run_adaptation
 from harness_learning.harnesses.rundir import RunDir
+from harness_learning.harnesses.store import proposal_id
 from scripted_sums import SumTask, solver_rule
 
 
@@ -180,7 +181,7 @@ def test_race_node_evaluates_in_stages_and_adopts_the_better_edit(tmp_path, scri
                                                       [f"d{i}" for i in range(1, 9)],
                                                       "selection").values()}
     assert len(stored) == 4  # the dropped candidate's other problems were never run
-    proposal = store.get_proposal(1, 1)
+    proposal = store.get_proposal(proposal_id(1, 1))
     assert proposal.reward_parts["raced_out"] and proposal.selection_score == 0.0
     assert any(e.kind == "race" for e in store.iter_events())
 
@@ -241,7 +242,7 @@ def test_race_node_with_the_real_local_solver(local_model_url, tmp_path):
         stored = store.get_results(view["sha"], ids, "selection")
         assert len(stored) == view["evaluated"] and view["evaluated"] in (4, 8)
         assert view["valid"] and 0.0 <= view["selection_score"] <= 1.0
-        assert store.get_proposal(1, view["index"]).reward_parts["evaluated"] == view["evaluated"]
+        assert store.get_proposal(proposal_id(1, view["index"])).reward_parts["evaluated"] == view["evaluated"]
     # two candidates run the same stages; a drop after the first ends the race, and the
     # survivor runs the rest: either both ran all 8, or the dropped one 4 and the other 8
     counts = sorted((v["evaluated"], v["raced_out"]) for v in settled)

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 from harness_learning.harnesses.llm.completion import Completion, TokenLogprob, parse_logprobs
 from harness_learning.harnesses.llm.direct import to_completion
+from harness_learning.harnesses.store import proposal_id
 
 BODY = {"choices": [{"message": {"content": "Hi there"}, "finish_reason": "stop", "logprobs": {
     "content": [{"token": "Hi", "logprob": -0.5, "bytes": None, "top_logprobs": []},
@@ -44,5 +45,5 @@ def test_logged_with_the_proposal(tmp_path):
     with SQLiteLogStore(tmp_path / "run") as store:
         store.put_proposal_draft(round_=1, index=0, messages="fix it", completion=done,
                                  edit_format="search_replace")
-        got = store.get_proposal(1, 0)
+        got = store.get_proposal(proposal_id(1, 0))
     assert got.logprobs == [{"token": "Hi", "logprob": -0.5}, {"token": " there", "logprob": -1.25}]

@@ -29,6 +29,7 @@ from harness_learning.harnesses.store import (
     SQLiteLogStore,
     clean_text,
     prompt_group_id,
+    proposal_id,
     source_sha,
 )
 
@@ -164,10 +165,10 @@ def test_a_proposal_is_drafted_then_judged(store):
     draft = store.put_proposal_draft(round_=1, index=0, messages=messages, completion=done,
                                      edit_format="search_replace", parent_sha="p")
     assert draft.group_id == prompt_group_id(messages) and draft.completion == "<edit>"
-    store.update_proposal_outcome(draft.id, parsed=True, applied=True, valid=False,
+    store.update_proposal(draft.id, parsed=True, applied=True, valid=False,
                                   invalid_reason="unchanged", reward=0.0,
                                   reward_parts={"parse": 0.05})
-    got = store.get_proposal(1, 0)
+    got = store.get_proposal(proposal_id(1, 0))
     assert (got.parsed, got.applied, got.valid, got.invalid_reason) == (True, True, False,
                                                                         "unchanged")
     assert got.reward_parts == {"parse": 0.05} and got.prompt == messages

@@ -17,6 +17,7 @@ from harness_learning.harnesses.store import (
     SQLiteLogStore,
     clean_text,
     prompt_group_id,
+    proposal_id,
     source_sha,
 )
 from harness_learning.retrieval.passage import Passage
@@ -120,7 +121,7 @@ def test_drafts_by_round_and_index(store):
     messages = [{"role": "user", "content": "hi"}]
     draft = store.put_proposal_draft(round_=2, index=3, messages=messages, completion=Completion(),
                                      edit_format="whole_program", parent_sha="p")
-    assert store.get_proposal(2, 3) == draft
+    assert store.get_proposal(proposal_id(2, 3)) == draft
     assert draft.finish_reason == "length" and draft.group_id == prompt_group_id(messages)
     assert store.spent()["proposer_tokens"] == 15
 

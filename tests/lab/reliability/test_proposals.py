@@ -98,6 +98,6 @@ def test_hard_coding_scores_zero_and_stores_the_reason(benches):
     text, ids = hardcoding_completions(bench.ctx.task)["lookup_table"]
     view = asyncio.run(bench.judge(text, report=report_for(bench.ctx.task, ids), feedback_ids=ids))
     assert view["selection_score"] == 0.0 and view["reward"] == 0.0 and view["sha"] is None
-    stored = bench.ctx.store.get_proposal_by_id(view["proposal_id"])
+    stored = bench.ctx.store.get_proposal(view["proposal_id"])
     assert stored.invalid_reason.startswith("reward_hacking: ") and stored.reward == 0.0
     assert stored.reward_parts.get("reward_hacking") is True
