@@ -12,7 +12,6 @@ when a store is opened (`pip install 'harness-learning[postgres]'`); no password
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import threading
@@ -26,7 +25,6 @@ from typing import Any
 
 from harness_learning.harnesses.contract import SOLVER_OPS
 from harness_learning.harnesses.store.base import (
-    LogStore,
     LogStoreError,
     SchemaVersionError,
 )
@@ -37,12 +35,7 @@ from harness_learning.harnesses.store.pgurl import (
     unreachable,
 )
 from harness_learning.harnesses.store.records import (
-    Decision,
-    Evaluation,
-    Event,
-    Proposal,
     RunMeta,
-    Version,
     clean_text,
     source_sha,
 )
@@ -55,7 +48,7 @@ from harness_learning.harnesses.store.schema import (
     to_postgres,
 )
 from harness_learning.harnesses.store.spend import PROPOSER_COST_EVENT, spend
-from harness_learning.harnesses.store.sqlite import _columns, _decode_row, _encode
+from harness_learning.harnesses.store.sql import SQLLogStore, decode, encode
 
 POINTER = "store.json"
 """The run directory's record of where its PostgreSQL log is: {"url", "schema"}."""
@@ -74,16 +67,18 @@ def psycopg_module() -> ModuleType:
 def _encode_pg(name: str, value: Any) -> Any:
     """SQLite's encoding; PostgreSQL text cannot hold NUL, which becomes U+FFFD (as SQLite's
     lone surrogates do) so odd model output is stored, not refused."""
-    value = _encode(name, value)
+    value = encode(name, value)
     return value.replace("\x00", "\ufffd") if isinstance(value, str) else value
 
 
-def _decode(cls: type, row: dict[str, Any]) -> Any:
-    return cls(**_decode_row(_columns(cls), row))  # SQLite's decoding: the same values back
-
-
-class PostgresLogStore(LogStore):
+class PostgresLogStore(SQLLogStore):
     """Execution log of one run directory, kept in a PostgreSQL database."""
+
+    PARAM = "%s"
+    ORDER = "_pos"  # an identity column: PostgreSQL has no rowid
+
+    def _encode(self, name: str, value: Any) -> Any:
+        return _encode_pg(name, value)
 
     def __init__(self, run_dir: str | Path, url: str | None = None) -> None:
         self.run_dir = Path(run_dir)
@@ -230,20 +225,6 @@ class PostgresLogStore(LogStore):
                         (str(version + 1),))
             cur.execute("UPDATE runs SET schema_version=%s", (version + 1,))
 
-    def _upsert(self, cur: Any, table: str, records: list[Any], key: tuple[str, ...]) -> None:
-        """Insert or update records of one type in one round trip (psycopg's pipelined
-        executemany): an evaluation's batch costs one wait for the server, not one a row."""
-        if not records:
-            return
-        rows = [r.to_row() if isinstance(r, Evaluation) else {
-            n: getattr(r, n) for n in _columns(type(r))} for r in records]
-        cols = list(rows[0])
-        update = ", ".join(f"{n}=excluded.{n}" for n in cols if n not in key)
-        cur.executemany(
-            f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))}) "
-            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {update}",
-            [[_encode_pg(n, row[n]) for n in cols] for row in rows])
-
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
@@ -266,14 +247,10 @@ class PostgresLogStore(LogStore):
                             "VALUES (%s, %s, %s, %s)", (meta.run_id, _encode_pg("config", config),
                                                         meta.created_at, SCHEMA_VERSION))
                 return meta
-        meta = _decode(RunMeta, row)
+        meta = decode(RunMeta, row)
         if run_id is not None and run_id != meta.run_id:
             raise LogStoreError(f"{self.where} belongs to run {meta.run_id!r}, not {run_id!r}")
         return meta
-
-    def get_run(self) -> RunMeta | None:
-        rows = self._query("SELECT * FROM runs LIMIT 1")
-        return _decode(RunMeta, rows[0]) if rows else None
 
     # -- versions ----------------------------------------------------------------------------
     def put_version(
@@ -288,34 +265,6 @@ class PostgresLogStore(LogStore):
                 (sha, _encode_pg("source", source), parent, round_, _encode_pg("note", note),
                  time.time()))
         return sha
-
-    def get_version(self, sha: str) -> Version | None:
-        rows = self._query("SELECT * FROM versions WHERE sha=%s", (sha,))
-        return _decode(Version, rows[0]) if rows else None
-
-    def iter_versions(self) -> Iterator[Version]:
-        for row in self._query("SELECT * FROM versions ORDER BY _pos"):
-            yield _decode(Version, row)
-
-    # -- evaluations -------------------------------------------------------------------------
-    def put_evaluations(self, evaluations: Iterable[Evaluation]) -> None:
-        batch = list(evaluations)
-        now = time.time()
-        batch = [ev if ev.created_at else dataclasses.replace(ev, created_at=now) for ev in batch]
-        with self._tx() as cur:
-            self._upsert(cur, "evaluations", batch, ("sha", "purpose", "round", "problem_id"))
-
-    def iter_evaluations(
-        self, sha: str | None = None, purpose: str | None = None, round: int | None = None
-    ) -> Iterator[Evaluation]:
-        where, params = [], []
-        for name, value in (("sha", sha), ("purpose", purpose), ("round", round)):
-            if value is not None:
-                where.append(f"{name}=%s")
-                params.append(value)
-        sql = "SELECT * FROM evaluations" + (f" WHERE {' AND '.join(where)}" if where else "")
-        for row in self._query(sql + " ORDER BY _pos", params):
-            yield Evaluation.from_row(_decode_row(Evaluation.COLUMNS, row))
 
     def spent(self) -> dict[str, Any]:
         ops = ", ".join(f"'{op}'" for op in SOLVER_OPS)
@@ -337,50 +286,7 @@ class PostgresLogStore(LogStore):
                      solver_cost_usd=solver["cost"], proposer_calls=proposer["calls"],
                      proposer_tokens=proposer["tokens"], proposer_cost_usd=paid["cost"])
 
-    # -- proposals ---------------------------------------------------------------------------
-    def put_proposal(self, proposal: Proposal) -> str:
-        if not proposal.created_at:
-            proposal = dataclasses.replace(proposal, created_at=time.time())
-        with self._tx() as cur:
-            self._upsert(cur, "proposals", [proposal], ("id",))
-        return proposal.id
-
-    def update_proposal(self, proposal_id: str, **fields: Any) -> None:
-        unknown = set(fields) - (set(_columns(Proposal)) - {"id"})
-        if unknown:
-            raise ValueError(f"unknown proposal fields: {', '.join(sorted(unknown))}")
-        if not fields:
-            return
-        sets = ", ".join(f"{n}=%s" for n in fields)
-        values = [_encode_pg(n, v) for n, v in fields.items()]
-        with self._tx() as cur:
-            cur.execute(f"UPDATE proposals SET {sets} WHERE id=%s", (*values, proposal_id))
-            if cur.rowcount == 0:
-                raise KeyError(f"no proposal {proposal_id!r} in {self.where}")
-
-    def get_proposal(self, proposal_id: str) -> Proposal | None:
-        rows = self._query("SELECT * FROM proposals WHERE id=%s", (proposal_id,))
-        return _decode(Proposal, rows[0]) if rows else None
-
-    def iter_proposals(self, round: int | None = None) -> Iterator[Proposal]:
-        if round is None:
-            rows = self._query("SELECT * FROM proposals ORDER BY _pos")
-        else:
-            rows = self._query("SELECT * FROM proposals WHERE round=%s ORDER BY _pos", (round,))
-        for row in rows:
-            yield _decode(Proposal, row)
-
-    # -- decisions and events ----------------------------------------------------------------
-    def _put_decision(self, decision: Decision) -> None:
-        if not decision.created_at:
-            decision = dataclasses.replace(decision, created_at=time.time())
-        with self._tx() as cur:
-            self._upsert(cur, "decisions", [decision], ("round",))
-
-    def iter_decisions(self) -> Iterator[Decision]:
-        for row in self._query("SELECT * FROM decisions ORDER BY round"):
-            yield _decode(Decision, row)
-
+    # -- events ----------------------------------------------------------------------------
     def append_event(self, kind: str, payload: dict[str, Any] | None = None) -> int:
         """Appends are serialised (a table lock readers pass), so sequence numbers are in
         commit order and a reader following `after_seq` never skips one committed late."""
@@ -391,10 +297,3 @@ class PostgresLogStore(LogStore):
                 (time.time(), _encode_pg("kind", kind), _encode_pg("payload", payload or {}))
             ).fetchone()
             return int(row["seq"])
-
-    def iter_events(self, after_seq: int = 0, kinds: Iterable[str] | None = None) -> Iterator[Event]:
-        rows = self._query("SELECT * FROM events WHERE seq>%s ORDER BY seq", (after_seq,))
-        wanted = set(kinds) if kinds is not None else None
-        for row in rows:
-            if wanted is None or row["kind"] in wanted:
-                yield _decode(Event, row)

@@ -1,0 +1,198 @@
+"""What the SQL backends (SQLite, PostgreSQL) share: every statement that is the same in both
+dialects, written once in SQLite's `?` style, with the records mapped to rows and back.
+
+A backend supplies its connection (`_tx`, `_query`), its placeholder and insertion-order
+column, and the value encoding its database needs; the schema is `schema.DDL` in both (the
+PostgreSQL DDL is derived from it), so a record has the same columns everywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from abc import abstractmethod
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar, TypeVar
+
+from harness_learning.harnesses.store.base import LogStore
+from harness_learning.harnesses.store.records import (
+    Decision,
+    Evaluation,
+    Event,
+    Proposal,
+    RunMeta,
+    Version,
+    clean_text,
+    to_jsonable,
+)
+from harness_learning.harnesses.store.schema import BOOL_FIELDS, JSON_FIELDS
+
+R = TypeVar("R")
+NULLABLE_JSON = frozenset({"parsed_edit", "logprobs"})
+
+
+def encode(name: str, value: Any) -> Any:
+    """A record field as stored: JSON fields as text, flags as 0/1, NaN as NULL, and text
+    cleaned of what cannot be stored (lone surrogates)."""
+    if name in JSON_FIELDS:
+        if value is None and name in NULLABLE_JSON:
+            return None
+        return clean_text(json.dumps(to_jsonable(value), ensure_ascii=False))
+    if name in BOOL_FIELDS:
+        return int(bool(value))
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, str):
+        return clean_text(value)
+    return value
+
+
+def decode_row(names: Iterable[str], row: Any) -> dict[str, Any]:
+    """The fields `names` of a stored row (anything indexable by column name), as put."""
+    out = {}
+    for name in names:
+        value = row[name]
+        if name in JSON_FIELDS and value is not None:
+            value = json.loads(value)
+        elif name in BOOL_FIELDS:
+            value = bool(value)
+        out[name] = value
+    return out
+
+
+def columns(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def decode(cls: type[R], row: Any) -> R:
+    return cls(**decode_row(columns(cls), row))
+
+
+class SQLLogStore(LogStore):
+    """The reads and record writes of a log kept in SQL tables."""
+
+    PARAM: ClassVar[str] = "?"
+    """The driver's placeholder; statements here are written with `?` and translated."""
+    ORDER: ClassVar[str] = "rowid"
+    """The column that orders a table's rows as they were inserted."""
+    where: str
+    """The log's location, for error messages."""
+
+    def _encode(self, name: str, value: Any) -> Any:
+        return encode(name, value)
+
+    def _sql(self, statement: str) -> str:
+        return statement.replace("?", self.PARAM).replace("{order}", self.ORDER)
+
+    def _rows(self, statement: str, params: Iterable[Any] = ()) -> list[Any]:
+        return self._query(self._sql(statement), params)
+
+    @abstractmethod
+    def _query(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        """The rows of one statement (each indexable by column name)."""
+
+    @abstractmethod
+    def _tx(self) -> Any:
+        """A context holding one transaction; it gives an object with `execute` and
+        `executemany`, committed on a normal exit and rolled back on an exception."""
+
+    def _upsert(self, cur: Any, table: str, records: list[Any], key: tuple[str, ...]) -> None:
+        """Insert or update records of one type (`executemany`: one round trip where the
+        driver pipelines, as psycopg does)."""
+        if not records:
+            return
+        rows = [r.to_row() if isinstance(r, Evaluation) else {
+            n: getattr(r, n) for n in columns(type(r))} for r in records]
+        cols = list(rows[0])
+        update = ", ".join(f"{n}=excluded.{n}" for n in cols if n not in key)
+        cur.executemany(self._sql(
+            f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
+            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {update}"),
+            [[self._encode(n, row[n]) for n in cols] for row in rows])
+
+    # -- run and versions --------------------------------------------------------------------
+    def get_run(self) -> RunMeta | None:
+        rows = self._rows("SELECT * FROM runs LIMIT 1")
+        return decode(RunMeta, rows[0]) if rows else None
+
+    def get_version(self, sha: str) -> Version | None:
+        rows = self._rows("SELECT * FROM versions WHERE sha=?", (sha,))
+        return decode(Version, rows[0]) if rows else None
+
+    def iter_versions(self) -> Iterator[Version]:
+        for row in self._rows("SELECT * FROM versions ORDER BY {order}"):
+            yield decode(Version, row)
+
+    # -- evaluations -------------------------------------------------------------------------
+    def put_evaluations(self, evaluations: Iterable[Evaluation]) -> None:
+        now = time.time()
+        batch = [ev if ev.created_at else dataclasses.replace(ev, created_at=now)
+                 for ev in evaluations]
+        with self._tx() as cur:
+            self._upsert(cur, "evaluations", batch, ("sha", "purpose", "round", "problem_id"))
+
+    def iter_evaluations(
+        self, sha: str | None = None, purpose: str | None = None, round: int | None = None
+    ) -> Iterator[Evaluation]:
+        where, params = [], []
+        for name, value in (("sha", sha), ("purpose", purpose), ("round", round)):
+            if value is not None:
+                where.append(f"{name}=?")
+                params.append(value)
+        sql = "SELECT * FROM evaluations" + (f" WHERE {' AND '.join(where)}" if where else "")
+        for row in self._rows(sql + " ORDER BY {order}", params):
+            yield Evaluation.from_row(decode_row(Evaluation.COLUMNS, row))
+
+    # -- proposals ---------------------------------------------------------------------------
+    def put_proposal(self, proposal: Proposal) -> str:
+        if not proposal.created_at:
+            proposal = dataclasses.replace(proposal, created_at=time.time())
+        with self._tx() as cur:
+            self._upsert(cur, "proposals", [proposal], ("id",))
+        return proposal.id
+
+    def update_proposal(self, proposal_id: str, **fields: Any) -> None:
+        unknown = set(fields) - (set(columns(Proposal)) - {"id"})
+        if unknown:
+            raise ValueError(f"unknown proposal fields: {', '.join(sorted(unknown))}")
+        if not fields:
+            return
+        sets = ", ".join(f"{n}=?" for n in fields)
+        values = [self._encode(n, v) for n, v in fields.items()]
+        with self._tx() as cur:
+            done = cur.execute(self._sql(f"UPDATE proposals SET {sets} WHERE id=?"),
+                               (*values, proposal_id))
+            if done.rowcount == 0:
+                raise KeyError(f"no proposal {proposal_id!r} in {self.where}")
+
+    def get_proposal(self, proposal_id: str) -> Proposal | None:
+        rows = self._rows("SELECT * FROM proposals WHERE id=?", (proposal_id,))
+        return decode(Proposal, rows[0]) if rows else None
+
+    def iter_proposals(self, round: int | None = None) -> Iterator[Proposal]:
+        if round is None:
+            rows = self._rows("SELECT * FROM proposals ORDER BY {order}")
+        else:
+            rows = self._rows("SELECT * FROM proposals WHERE round=? ORDER BY {order}", (round,))
+        for row in rows:
+            yield decode(Proposal, row)
+
+    # -- decisions and events ----------------------------------------------------------------
+    def _put_decision(self, decision: Decision) -> None:
+        if not decision.created_at:
+            decision = dataclasses.replace(decision, created_at=time.time())
+        with self._tx() as cur:
+            self._upsert(cur, "decisions", [decision], ("round",))
+
+    def iter_decisions(self) -> Iterator[Decision]:
+        for row in self._rows("SELECT * FROM decisions ORDER BY round"):
+            yield decode(Decision, row)
+
+    def iter_events(self, after_seq: int = 0, kinds: Iterable[str] | None = None) -> Iterator[Event]:
+        rows = self._rows("SELECT * FROM events WHERE seq>? ORDER BY seq", (after_seq,))
+        wanted = set(kinds) if kinds is not None else None
+        for row in rows:
+            if wanted is None or row["kind"] in wanted:
+                yield decode(Event, row)
