@@ -87,7 +87,8 @@ class _Lineage:
         self.heads.setdefault(rnd.chosen_sha, head[0])
         self.edge(prev, head, "adopted" if adopted else "kept")
         for row, c in enumerate((c for c in rnd.candidates if c is not adopted), start=1):
-            sub = _f(c.proposal.selection_score) if c.proposal.valid else _reason_kind(c.reason)
+            sub = (_f(c.proposal.selection_score) if c.proposal.valid
+                   else (c.proposal.invalid_kind or _reason_kind(c.reason))[:20])
             self.edge(prev, self.node(col, row, f"{c.id} {c.outcome}", sub, c.outcome, c.id),
                       c.outcome)
         return head
@@ -208,4 +209,5 @@ def _f(value: float | None) -> str:
 
 
 def _reason_kind(reason: str) -> str:
-    return (reason.split(":", 1)[0] or "invalid")[:20]
+    """The kind a log from before schema 2 (no `invalid_kind` column) gives its reason first."""
+    return reason.split(":", 1)[0] or "invalid"
