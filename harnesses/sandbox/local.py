@@ -140,16 +140,6 @@ def bwrap_features() -> dict[str, bool]:
             "seccomp": works and _bwrap_runs(disable_userns=userns, seccomp=True)}
 
 
-def bwrap_works() -> bool:
-    """bubblewrap is installed and can create its namespaces here."""
-    return bwrap_features()["bwrap"]
-
-
-def cgroup_works() -> bool:
-    """A cgroup hierarchy (v2, or v1 memory + pids) we may create children in."""
-    return Cgroups.probe() is not None
-
-
 @dataclass
 class LocalProcess(SandboxProcess):
     """A started sandbox process and what must be cleaned up after it."""
