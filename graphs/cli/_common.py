@@ -77,20 +77,6 @@ def user_errors(hint: str = "check the values given on the command line (--help 
         raise CliError(str(exc), hint, EXIT_USAGE) from exc
 
 
-@contextlib.contextmanager
-def ray_errors() -> Iterator[None]:
-    """`--ray`'s problems (Ray missing, an address that is no address or does not answer) as
-    one line: exit 4 for a cluster that did not answer, 2 for the rest."""
-    from harness_learning.graphs.cli.errors import EXIT_UNREACHABLE, EXIT_USAGE, CliError
-    from harness_learning.graphs.lab.ray_cluster import RayProblem
-
-    try:
-        yield
-    except RayProblem as e:
-        raise CliError(e.message, e.hint, EXIT_UNREACHABLE if e.unreachable else EXIT_USAGE) \
-            from None
-
-
 def short(text: Any, width: int = 40) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"

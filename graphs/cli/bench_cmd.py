@@ -291,12 +291,11 @@ def _peers_settings(config: _Path, scale: str, smoke: bool, overrides: dict) -> 
 
 def _peers_on_ray(address: str, out: _Path, settings: dict, solver_url: str, proposer_url: str,
                   log) -> list[dict]:
-    """The grid as Ray tasks; Ray missing or a cluster that does not answer is one line."""
-    from harness_learning.graphs.cli._common import ray_errors
+    """The grid as Ray tasks; Ray missing or a cluster that does not answer is one line
+    (`errors.classify` reads the lab's `RayProblem`)."""
     from harness_learning.graphs.lab.bench import peers_ray
 
-    with ray_errors():
-        return peers_ray.run(address, out, settings, solver_url, proposer_url, log=log)
+    return peers_ray.run(address, out, settings, solver_url, proposer_url, log=log)
 
 
 # --- bench peers (our adapter against GEPA and OpenEvolve) -------------------------------

@@ -83,6 +83,10 @@ def classify(exc: BaseException) -> CliError:
     if isinstance(exc, LogStoreError):
         return CliError(str(exc), "use a run directory written by this version, or a new "
                         "--run-dir", EXIT_USAGE)
+    hint = getattr(exc, "hint", None)
+    if isinstance(hint, str) and isinstance(getattr(exc, "unreachable", None), bool):
+        # the lab's problems (a Ray cluster's), raised where this module may not be imported
+        return CliError(str(exc), hint, EXIT_UNREACHABLE if exc.unreachable else EXIT_USAGE)
     if type(exc).__name__ == "InfraStop":
         return CliError(str(exc), "check the model endpoint", EXIT_UNREACHABLE)
     if isinstance(exc, FileNotFoundError | NotADirectoryError):

@@ -11,7 +11,6 @@ from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import (
     console,
     print_json_last,
-    ray_errors,
     run_async,
     user_errors,
 )
@@ -62,9 +61,13 @@ def experiment(
                            "proposer": proposer}.items():
             if value is not None:
                 setattr(spec, key, value)
-        with ray_errors():
-            run_async(run_experiment(spec, out_dir, log=console.print,
-                                     stage_work=_stage_work(), ray=ray))
+        run_plans = None
+        if ray is not None:  # attached first: a cluster that does not answer writes nothing
+            from harness_learning.graphs.lab.experiments.on_ray import on_cluster
+
+            run_plans = on_cluster(ray)
+        run_async(run_experiment(spec, out_dir, log=console.print, stage_work=_stage_work(),
+                                 run_plans=run_plans))
     path = write_report(out_dir)
     typer.echo(path.read_text(encoding="utf-8"))
     console.print(f"report: {path}")

@@ -19,7 +19,8 @@ from typing import Any
 
 class RayProblem(Exception):
     """Ray missing, or a cluster address that is malformed or does not answer: the command
-    line turns it into one line with `hint` (the lab does not reach into the CLI)."""
+    line (`errors.classify`, which reads `hint` and `unreachable`) turns it into one line,
+    exit 4 when the cluster did not answer, else 2; the lab does not reach into the CLI."""
 
     def __init__(self, message: str, hint: str, unreachable: bool = False) -> None:
         super().__init__(message)

@@ -15,6 +15,7 @@ from harness_learning.graphs.cli import app
 from harness_learning.graphs.lab import ray_cluster
 from harness_learning.graphs.lab.experiments.collect import collect
 from harness_learning.graphs.lab.experiments.config import ExperimentSpec, Tasks
+from harness_learning.graphs.lab.experiments.on_ray import on_cluster
 from harness_learning.graphs.lab.experiments.runner import run_experiment
 from harness_learning.harnesses.llm.simserver import SimServer
 from harness_learning.harnesses.seeds import seed_source
@@ -99,13 +100,15 @@ def test_an_experiment_on_ray_gives_the_serial_records_and_resumes(tmp_path, clu
     with SimServer(latency_s=0.0, rules=rules()) as url:
         spec = experiment_spec(url)
         asyncio.run(run_experiment(spec, tmp_path / "serial", log=lambda m: None))
-        asyncio.run(run_experiment(spec, tmp_path / "ray", log=logs.append, ray="auto"))
+        asyncio.run(run_experiment(spec, tmp_path / "ray", log=logs.append,
+                                   run_plans=on_cluster("auto")))
         assert "ray: 2 run(s) sent, 0 read back" in logs
         serial = records(tmp_path / "serial")
         assert records(tmp_path / "ray") == serial
         assert serial[("untrained", 0)][0][-1][1] == 1.0  # the MARK-A edit was adopted
         logs.clear()
-        asyncio.run(run_experiment(spec, tmp_path / "ray", log=logs.append, ray="auto"))
+        asyncio.run(run_experiment(spec, tmp_path / "ray", log=logs.append,
+                                   run_plans=on_cluster("auto")))
     assert "ray: 0 run(s) sent, 2 read back" in logs
     assert records(tmp_path / "ray") == serial
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness_learning.graphs.lab.ray_cluster import reach_lab, remote_task
+from harness_learning.graphs.lab.ray_cluster import connect, reach_lab, remote_task
 
 
 def _execute_one(plan: Any, info: dict[str, Any]) -> str:
@@ -44,19 +44,29 @@ def _finished(plan: Any) -> bool:
     return run.log.exists() and read_run(run.path) is not None
 
 
-def run_plans(ray: Any, plans: list[Any], info: dict[str, Any],
-              log: Callable[[str], None] = print) -> None:
-    """Every unfinished plan as a Ray task of one CPU on the cluster `ray` is attached to
-    (`ray_cluster.connect`); returns once all have ended (the first run that failed is raised
-    after the others ended, so none is left half-written)."""
-    remote = remote_task(ray, _execute_one)
-    sent = [remote.remote(plan, info) for plan in plans if not _finished(plan)]
-    log(f"ray: {len(sent)} run(s) sent, {len(plans) - len(sent)} read back")
-    failures = []
-    for ref in sent:
-        try:
-            log(f"  finished: {ray.get(ref)}")
-        except Exception as e:  # noqa: BLE001 - reported once the rest have ended
-            failures.append(e)
-    if failures:
-        raise failures[0]
+def on_cluster(address: str) -> Any:
+    """A `runner.RunPlans` that sends each unfinished plan as a Ray task of one CPU to the
+    cluster at `address` (auto or HOST:PORT), attached now: a cluster that does not answer is
+    refused before the experiment writes anything. The first run that failed is raised after
+    the others ended, so none is left half-written."""
+    ray = connect(address)
+
+    def run_plans(plans: list[Any], info: dict[str, Any],
+                  log: Callable[[str], None] = print) -> None:
+        from harness_learning.graphs.lab.experiments.runner import write_config
+
+        for plan in plans:  # as `execute` would, before any worker opens the run
+            write_config(plan.config)
+        remote = remote_task(ray, _execute_one)
+        sent = [remote.remote(plan, info) for plan in plans if not _finished(plan)]
+        log(f"ray: {len(sent)} run(s) sent, {len(plans) - len(sent)} read back")
+        failures = []
+        for ref in sent:
+            try:
+                log(f"  finished: {ray.get(ref)}")
+            except Exception as e:  # noqa: BLE001 - reported once the rest have ended
+                failures.append(e)
+        if failures:
+            raise failures[0]
+
+    return run_plans

@@ -41,6 +41,8 @@ RUN_EVENT = "experiment_run"
 BASELINE_SEEDS = {"tool_loop": "baseline_tool_loop"}
 ContextFactory = Callable[[AdaptConfig], AdapterContext]
 Log = Callable[[str], None]
+RunPlans = Callable[[list["RunPlan"], dict[str, Any], Log], None]
+"""Runs every plan given (each as `execute` would) and returns once all have ended."""
 
 
 @dataclass
@@ -223,16 +225,11 @@ async def run_experiment(spec: ExperimentSpec, out: str | Path,
                          make_context: ContextFactory = AdapterContext,
                          task_options: Callable[[str], dict] | None = None,
                          log: Log = print, stage_work: Any = None,
-                         ray: str | None = None) -> list[RunPlan]:
+                         run_plans: RunPlans | None = None) -> list[RunPlan]:
     """Every run of `spec` into `out` (resuming finished ones), in plan order; a `[training]`
-    experiment first runs its stages with `stage_work` (a `stages.StageWork`). With `ray`
-    (auto or a cluster's address) the runs are Ray tasks (`experiments.on_ray`), with the
-    contexts the config names (a `make_context` of the caller's cannot travel)."""
-    cluster = None
-    if ray is not None:  # refused before anything is written
-        from harness_learning.graphs.lab.ray_cluster import connect
-
-        cluster = connect(ray)
+    experiment first runs its stages with `stage_work` (a `stages.StageWork`). `run_plans`
+    runs the plan's runs elsewhere (`experiments.on_ray.on_cluster`); by default they run here,
+    one after another."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "experiment.json").write_text(json.dumps(spec.to_dict(), indent=2))
@@ -249,12 +246,8 @@ async def run_experiment(spec: ExperimentSpec, out: str | Path,
     plans = plan_runs(spec, out, options, arms)
     info = {"experiment": spec.name, "track": spec.track, "scale": spec.scale,
             "compare_candidates": spec.compare_candidates}
-    if cluster is not None:
-        from harness_learning.graphs.lab.experiments.on_ray import run_plans
-
-        for plan in plans:  # as `execute` would, before any worker opens the run
-            write_config(plan.config)
-        await asyncio.to_thread(run_plans, cluster, plans, info, log)
+    if run_plans is not None:
+        await asyncio.to_thread(run_plans, plans, info, log)
         return plans
     for i, plan in enumerate(plans, 1):
         log(f"[{i}/{len(plans)}]")

@@ -67,7 +67,7 @@ except OSError as exc:
 import errno
 written = []
 for line in open("/proc/self/mountinfo"):
-    point = line.split()[4].replace("\\040", " ")
+    point = line.split()[4].replace("\\\\040", " ")
     if point in ("/tmp", "/scratch", "/dev/shm") or point.startswith("/proc"):
         continue
     try:
@@ -75,7 +75,7 @@ for line in open("/proc/self/mountinfo"):
             f.write("owned")
         written.append(point)
     except OSError as exc:
-        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR):
+        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EINVAL):
             written.append(f"{point} ({exc.strerror})")
 answer = "blocked: all read-only" if not written else "written " + ",".join(written)[:300]
 """, needs_bwrap=True),

@@ -219,7 +219,7 @@ import glob, json
 allowed = set(os.listdir(P["site"])) | {"__pycache__"}
 roots = {sys.prefix, os.path.realpath(sys.prefix), "/"}
 for line in open("/proc/self/mountinfo"):
-    roots.add(line.split()[4].replace("\\040", " "))
+    roots.add(line.split()[4].replace("\\\\040", " "))
 dirs = set()
 for root in roots:
     for pattern in ("lib/python3*/*-packages", "python3*/*-packages", "local/lib/python3*/*-packages"):
