@@ -24,7 +24,7 @@ class RayProblem(Exception):
 
     def __init__(self, message: str, hint: str, unreachable: bool = False) -> None:
         super().__init__(message)
-        self.message, self.hint, self.unreachable = message, hint, unreachable
+        self.hint, self.unreachable = hint, unreachable
 
 
 REPO = Path(__file__).resolve().parents[2]

@@ -113,34 +113,22 @@ def test_an_experiment_on_ray_gives_the_serial_records_and_resumes(tmp_path, clu
     assert records(tmp_path / "ray") == serial
 
 
-def test_a_cluster_that_does_not_answer_is_one_line(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("command", [
+    ["bench", "peers", *GRID, "--solver-url", "sim@http://127.0.0.1:9/v1", "--proposer-url",
+     "sim@http://127.0.0.1:9/v1"],
+    ["experiment", str(REASONING), "--smoke"]], ids=["bench_peers", "experiment"])
+def test_a_cluster_that_does_not_answer_is_one_line_before_anything_is_written(
+        tmp_path, capsys, monkeypatch, command):
     from harness_learning.graphs.cli.errors import main
 
     monkeypatch.setattr(ray_cluster, "PROBE_S", 1.0)
     monkeypatch.setattr(ray, "is_initialized", lambda: False)  # not the fixture's cluster
     with pytest.raises(SystemExit) as exit_:
-        main(["bench", "peers", *GRID, "--out", str(tmp_path / "o"), "--solver-url",
-              "sim@http://127.0.0.1:9/v1", "--proposer-url", "sim@http://127.0.0.1:9/v1",
-              "--ray", "127.0.0.1:9"])
+        main([*command, "--out", str(tmp_path / "o"), "--ray", "127.0.0.1:9"])
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 4 and len(err.splitlines()) == 1, err
     assert "the Ray cluster at 127.0.0.1:9 did not answer" in err and "· hint:" in err
     assert not (tmp_path / "o").exists()  # refused before anything was written
-
-
-def test_an_experiment_refuses_a_cluster_that_does_not_answer_before_writing(
-        tmp_path, capsys, monkeypatch):
-    from harness_learning.graphs.cli.errors import main
-
-    monkeypatch.setattr(ray_cluster, "PROBE_S", 1.0)
-    monkeypatch.setattr(ray, "is_initialized", lambda: False)
-    with pytest.raises(SystemExit) as exit_:
-        main(["experiment", str(REASONING), "--smoke", "--out", str(tmp_path / "o"),
-              "--ray", "127.0.0.1:9"])
-    err = capsys.readouterr().err.strip()
-    assert exit_.value.code == 4 and len(err.splitlines()) == 1, err
-    assert "the Ray cluster at 127.0.0.1:9 did not answer" in err
-    assert not (tmp_path / "o").exists()
 
 
 def test_a_missing_ray_names_the_extra(tmp_path, capsys, monkeypatch):

@@ -35,13 +35,16 @@ def _execute_one(plan: Any, info: dict[str, Any]) -> str:
 
 
 def _finished(plan: Any) -> bool:
-    """The plan's run has recorded its `experiment_run` event (read without opening a
-    context: no model is started for a run that will not be sent)."""
-    from harness_learning.graphs.lab.experiments.collect import read_run
+    """The plan's run has recorded its `experiment_run` event (`runner.finished`, read from
+    the log alone: no context, so no model is started for a run that will not be sent)."""
+    from harness_learning.graphs.lab.experiments.runner import finished
     from harness_learning.harnesses.rundir import RunDir
 
     run = RunDir(plan.config.path)
-    return run.log.exists() and read_run(run.path) is not None
+    if not run.log.exists():
+        return False
+    with run.open_store() as store:
+        return finished(store)
 
 
 def on_cluster(address: str) -> Any:

@@ -36,6 +36,7 @@ from harness_learning.graphs.adapter.run import load_config, run_adaptation
 from harness_learning.graphs.lab.experiments.config import ExperimentSpec
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.seeds import seed_source
+from harness_learning.harnesses.store import LogStore
 
 RUN_EVENT = "experiment_run"
 BASELINE_SEEDS = {"tool_loop": "baseline_tool_loop"}
@@ -149,15 +150,16 @@ def write_config(config: AdaptConfig) -> None:
     run.write_config(json.loads(config.to_json()))
 
 
-def finished(ctx: AdapterContext) -> bool:
-    return any(True for _ in ctx.store.iter_events(kinds=[RUN_EVENT]))
+def finished(store: LogStore) -> bool:
+    """The run recorded its `experiment_run` event (its last step)."""
+    return any(True for _ in store.iter_events(kinds=[RUN_EVENT]))
 
 
 async def execute(plan: RunPlan, info: dict[str, Any], make_context: ContextFactory, log: Log) -> None:
     """Run (or resume) one plan, test its adopted chain, record the experiment_run event."""
     write_config(plan.config)
     async with make_context(plan.config) as ctx:
-        if finished(ctx):
+        if finished(ctx.store):
             log(f"done already: {plan.config.run_dir}")
             return
         log(f"run: {plan.method} on {plan.task} (seed {plan.seed}) -> {plan.config.run_dir}")
