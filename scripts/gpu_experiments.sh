@@ -8,7 +8,7 @@
 #   1. `vllm serve` the Solver (port 8000) and the base Proposer (port 8001);
 #   2. both tracks with the untrained Proposer: baselines, adaptation, single-step vs relay,
 #      3 seeds, plus the training-type runs whose logs train the Proposer;
-#   3. (TRAIN=1) train the Proposer from those logs (training/gpu/train_qwen3_4b.sh), serve the
+#   3. (TRAIN=1) train the Proposer from those logs (src/harness_learning/training/gpu/train_qwen3_4b.sh), serve the
 #      checkpoint on port 8002 and rerun both tracks with --trained-proposer: only the trained
 #      rows run, and each report is rewritten with them;
 #   4. racing replayed on the QA track's logged rounds (`bench racing --from-log`).
@@ -21,7 +21,7 @@
 #   memory: two 8B models in bf16, 16 GB of weights each; --gpu-memory-utilization 0.42 each
 #     (~59 GB per server incl. KV cache) -> ~120 GB; in stage 3 the trained Proposer takes the
 #     base one's place (the untrained runs are finished by then).
-#   training (stage 3, per track): see training/gpu/train_qwen3_4b.sh, ~3-4 h.
+#   training (stage 3, per track): see src/harness_learning/training/gpu/train_qwen3_4b.sh, ~3-4 h.
 #   reasoning: 10 test types x 3 seeds x (5x1 + 1x5 runs) + 12 training types x 3 seeds = 96 runs,
 #     ~600 Solver calls each (25 dev + 5 x 25 selection + up to 6 versions x 75 test) -> ~60k
 #     calls of <= 1k tokens; at ~5k generated tokens/s with 16 problems in flight: ~3-5 h.
@@ -73,7 +73,7 @@ if [ "$TRAIN" = 1 ]; then
     PIDS=()
     sleep 10
     RUNS="$(ls -d "$OUT/$track"/runs/*/train_logs/seed* | tr '\n' ' ')" MODEL="$PROPOSER_MODEL" \
-      SOLVER_MODEL="$SOLVER_MODEL" OUT="$OUT/train-$track" bash training/gpu/train_qwen3_4b.sh
+      SOLVER_MODEL="$SOLVER_MODEL" OUT="$OUT/train-$track" bash src/harness_learning/training/gpu/train_qwen3_4b.sh
     serve "$SOLVER_MODEL" solver 8000
     serve "$OUT/train-$track/grpo-online/checkpoint" "trained-$track" 8002
     $HL experiment "experiments/$track.toml" --out "$OUT/$track" --solver "$SOLVER" \

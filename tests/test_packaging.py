@@ -15,31 +15,28 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "harness_learning"
 LAYERS = ("graphs", "harnesses", "retrieval", "training", "evals")
 
 
-def _declared() -> dict:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+def test_the_build_finds_the_package_under_src_and_nothing_beside_it():
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setuptools["package-dir"] == {"": "src"}
+    assert setuptools["packages"]["find"] == {"where": ["src"],
+                                              "include": ["harness_learning", "harness_learning.*"]}
 
 
-def _package_folders() -> set[str]:
-    found = {"harness_learning"}
-    for layer in LAYERS:
-        for init in (ROOT / layer).rglob("__init__.py"):
-            rel = init.parent.relative_to(ROOT)
-            found.add("harness_learning." + ".".join(rel.parts))
-    return found
-
-
-def test_every_package_folder_is_in_the_build_list():
-    declared = _declared()
-    assert set(declared["packages"]) == _package_folders()
-    assert declared["package-dir"] == {"harness_learning": "harness_learning",
-                                       **{f"harness_learning.{x}": x for x in LAYERS}}
+def test_every_folder_of_python_files_is_a_package_the_build_finds():
+    """The build finds packages by their `__init__.py`: a folder of modules without one would
+    be left out of the wheel without a word."""
+    folders = {py.parent for py in PACKAGE.rglob("*.py") if "__pycache__" not in py.parts}
+    assert folders and sorted(str(f.relative_to(ROOT)) for f in folders
+                              if not (f / "__init__.py").is_file()) == []
+    assert {f.name for f in PACKAGE.iterdir() if (f / "__init__.py").is_file()} == set(LAYERS)
 
 
 def _project_sources() -> list[Path]:
-    dirs = [*LAYERS, "harness_learning", "tests", "examples", "scripts"]
+    dirs = ["src", "tests", "examples", "scripts"]
     return [p for d in dirs for p in (ROOT / d).rglob("*.py")]
 
 

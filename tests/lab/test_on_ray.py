@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from sim_adapt import EDIT, arithmetic
+from typer.testing import CliRunner
+
 from harness_learning.graphs.cli import app
 from harness_learning.graphs.lab import ray_cluster
 from harness_learning.graphs.lab.experiments.collect import collect
@@ -19,8 +22,6 @@ from harness_learning.graphs.lab.experiments.on_ray import on_cluster
 from harness_learning.graphs.lab.experiments.runner import run_experiment
 from harness_learning.harnesses.llm.simserver import SimServer
 from harness_learning.harnesses.seeds import seed_source
-from sim_adapt import EDIT, arithmetic
-from typer.testing import CliRunner
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("gepa")
@@ -164,11 +165,11 @@ def test_a_worker_without_the_lab_finds_the_runtime_env_copy(tmp_path, monkeypat
     monkeypatch.setattr(graphs, "__path__", list(graphs.__path__))
     monkeypatch.chdir(tmp_path)
     ray_cluster.reach_lab()
-    assert str(tmp_path / "graphs") not in graphs.__path__
+    lab = str(tmp_path / "src" / "harness_learning" / "graphs")
+    assert lab not in graphs.__path__
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     ray_cluster.reach_lab()
-    assert graphs.__path__[-1] == str(tmp_path / "graphs")
-    assert "/harness_learning" in ray_cluster.runtime_env()["excludes"]
+    assert graphs.__path__[-1] == lab
 
 
 def test_a_python_under_a_folder_with_spaces_is_given_to_ray_quoted(monkeypatch):

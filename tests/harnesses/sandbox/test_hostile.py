@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+import harness_learning.harnesses
 from harness_learning.harnesses.runtime import HarnessInvalid
 from harness_learning.harnesses.sandbox import Worker, run_python
 
@@ -91,7 +93,7 @@ except OSError as exc:
 
 def test_write_outside_the_scratch_directory_does_not_reach_the_host(sandbox, need_bwrap, tmp_path):
     target = tmp_path / "owned.txt"
-    package_file = Path(__file__).resolve().parents[3] / "harnesses" / "owned.txt"
+    package_file = Path(harness_learning.harnesses.__file__).parent / "owned.txt"
     source = node_harness(f"""
 results = []
 for path in ({str(target)!r}, {str(package_file)!r}, "/owned.txt"):

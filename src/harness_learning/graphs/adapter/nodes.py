@@ -1,0 +1,357 @@
+"""The adapter graph's nodes. Each node is idempotent against the execution log: a node re-run
+after a crash finds finished evaluations and proposals in the store and redoes none of them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+from typing import Any
+
+from langgraph.types import Send, interrupt
+
+from harness_learning.evals.evaluator import evaluate
+from harness_learning.evals.judge import Outcome, check_candidate, settle_candidate
+from harness_learning.evals.memorisation import PROBE, Exposure, Probe
+from harness_learning.evals.problem import Problem
+from harness_learning.evals.result import EvalResult
+from harness_learning.evals.splits import held_out_round, sample_round
+from harness_learning.evals.task import Task
+from harness_learning.graphs.adapter.budget import budget_reason, check_budget
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.demonstrations import (
+    demonstrable,
+    demonstrations,
+    held_out_in_force,
+)
+from harness_learning.graphs.adapter.inputs import start_source
+from harness_learning.graphs.adapter.parents import merge_candidate, parent_draw, selection_archive
+from harness_learning.graphs.adapter.policies import Scored, decide
+from harness_learning.graphs.adapter.propose import PROPOSER, propose
+from harness_learning.graphs.adapter.report import build_report
+from harness_learning.graphs.adapter.result_writer import ResultWriter
+from harness_learning.graphs.adapter.state import AdapterState, CandidateView, RoundView
+from harness_learning.harnesses.edits.operators import apply_operator, fitting, resolve_operators
+from harness_learning.harnesses.results import ProblemResult
+from harness_learning.harnesses.sandbox import sandbox_fallbacks
+from harness_learning.harnesses.store import LogStore, proposal_id, source_sha
+
+DIFF_CHARS = 4000
+
+
+class InfraStop(RuntimeError):
+    """Problems kept failing for infrastructure reasons: the run stops so that no infra error is
+    scored as a wrong answer; `harness-learn resume` continues once the endpoint is back."""
+
+
+async def evaluate_cached(ctx: AdapterContext, sha: str, problems: list[Problem], purpose: str,
+                          round_: int, attempts: int = 2, budgeted: bool = True) -> EvalResult:
+    """Evaluate version `sha` on `problems`, reusing every result already in the log.
+
+    Results with infrastructure errors are never stored: they are retried, and if they still
+    fail the run stops with `InfraStop` (a resumed run retries them again). An evaluation with
+    anything left to run first checks the run's budgets (`budget.check_budget`, unless not
+    `budgeted`: the held-out test after the run) and raises `BudgetStop` past one."""
+    store = ctx.store
+    ids = [p.id for p in problems]
+    infra: list[str] = []
+
+    writer = ResultWriter(store, sha, purpose, round_)
+
+    async def keep(result: ProblemResult) -> None:
+        if result.unscored:
+            infra.append(f"{result.problem_id}: {result.error}")
+            return
+        writer.add(result)
+        ctx.progress("problem", {"sha": sha, "purpose": purpose, "score": result.score,
+                                 "tokens": result.tokens, "calls": len(result.calls)})
+
+    done = await store.aget_results(sha, ids, purpose)
+    if budgeted and len(done) < len(set(ids)):
+        await check_budget(ctx, f"{purpose} evaluation of {sha[:12]} (round {round_})")
+    for _ in range(attempts):
+        todo = [p for p in problems if p.id not in done]
+        if not todo:
+            break
+        source = await store.aget_version_source(sha)
+        try:
+            await evaluate(source, todo, ctx.task, ctx.toolbox, concurrency=ctx.config.concurrency,
+                           limits=ctx.limits, on_result=keep, pool=ctx.pool,
+                           line_limit=ctx.config.line_limit)
+        finally:
+            await writer.flush()  # what finished is kept, even if the evaluation failed
+        done = await store.aget_results(sha, ids, purpose)
+    missing = [i for i in ids if i not in done]
+    if missing:
+        await store.aappend_event("infra_stop", {"sha": sha, "purpose": purpose,
+                                                 "missing": missing, "errors": infra[-5:]})
+        raise InfraStop(f"{len(missing)} problem(s) failed for infrastructure reasons "
+                        f"{attempts} times (last: {infra[-1] if infra else '?'}); nothing "
+                        "finished is lost: fix the endpoint and run `harness-learn resume`")
+    return EvalResult([done[i] for i in ids])
+
+
+def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
+    cfg = ctx.config
+
+    async def init(state: AdapterState) -> dict:
+        if state.get("current_sha"):
+            return {}
+        source = await asyncio.to_thread(start_source, cfg, ctx.task)  # reads the stored copy
+        await asyncio.to_thread(ctx.store.init_run, json.loads(cfg.to_json()))
+        sha = await ctx.store.aput_version(source, parent=None, round_=0, note="seed")
+        await ctx.store.aappend_event("run_started", {"config": cfg.to_json(), "seed_sha": sha})
+        fallbacks = await asyncio.to_thread(sandbox_fallbacks, ctx.pool.backend)
+        if fallbacks:  # once per run: what the sandbox could not set up here, and what holds
+            await ctx.store.aappend_event("sandbox_fallback", fallbacks)
+        return {"task": cfg.task, "run_dir": str(cfg.path), "round": 1, "current_sha": sha,
+                "best_score": None, "rounds_without_gain": 0,
+                "spent": {"solver_calls": 0, "tokens": 0},
+                "human_feedback": list(state.get("human_feedback") or [])}
+
+    async def sample(state: AdapterState) -> dict:
+        feedback, selection = await asyncio.to_thread(  # a task may generate its problems
+            draw_round, ctx.task, state["round"], cfg)
+        return {"feedback_ids": [p.id for p in feedback], "selection_ids": [p.id for p in selection]}
+
+    async def evaluate_current(state: AdapterState) -> dict:
+        sha, round_ = state["current_sha"], state["round"]
+        fb = await evaluate_cached(ctx, sha, ctx.dev_problems(state["feedback_ids"]), "feedback", round_)
+        sel = await evaluate_cached(ctx, sha, ctx.dev_problems(state["selection_ids"]), "selection",
+                                    round_)
+        problems = [ctx.problems[r.problem_id] for r in fb.results]
+        report = build_report(ctx.task, problems, fb, budget_chars=cfg.report_chars,
+                              human_feedback=state.get("human_feedback") or [])
+        return {"feedback_score": fb.mean_score, "current_selection_score": sel.mean_score,
+                "report": report, "operator_plan": await operator_plan(
+                    ctx, sha, round_, demonstrations(ctx, state["feedback_ids"],
+                                                     state["selection_ids"]))}
+
+    def fan_out(state: AdapterState) -> list[Send]:
+        shared = {"round": state["round"], "run_dir": str(cfg.path),
+                  "current_sha": state["current_sha"], "report": state["report"],
+                  "selection_ids": state["selection_ids"], "feedback_ids": state["feedback_ids"],
+                  "parent_score": state["current_selection_score"]}
+        llm = [Send("candidate", {**shared, "index": i}) for i in range(cfg.samples_per_round)]
+        ops = [Send("candidate", {**shared, "index": operator_index(cfg, j), "operator": name})
+               for j, name in enumerate(state.get("operator_plan") or [])]
+        return llm + ops
+
+    async def candidate(payload: dict) -> dict:
+        view = await make_candidate(ctx, payload)
+        # Racing: a valid candidate waits in "drafts" for the race node (race_round.py).
+        return {"drafts" if view.get("pending") else "candidates": [view]}
+
+    async def select(state: AdapterState) -> dict:
+        return await choose(ctx, state)
+
+    return {"init": init, "sample": sample, "evaluate_current": evaluate_current,
+            "fan_out": fan_out, "candidate": candidate, "select": select}
+
+
+async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
+    """Propose (or reuse the logged proposal), judge (evals/judge.py), log the outcome. With
+    policy "racing" a candidate that passed the checks is stored and left for the race node,
+    its outcome in the view; otherwise it is evaluated on the selection problems here."""
+    cfg, store = ctx.config, ctx.store
+    round_, index = payload["round"], payload["index"]
+    parent_sha = payload["current_sha"]
+    parent_source = await store.aget_version_source(parent_sha)
+    rules = {"track": ctx.task.track, "line_limit": cfg.line_limit}
+    exposure = await round_exposure(ctx, payload)
+
+    def check(text: str, finish_reason: str | None, edit_format: str) -> Outcome:
+        return check_candidate(parent_source, text, edit_format, finish_reason,
+                               exposure=exposure, **rules)
+
+    proposal = await store.aget_proposal(proposal_id(round_, index))
+    if proposal is None:
+        drafted = await propose(ctx, payload, parent_source, check)
+        proposal = await store.aput_proposal_draft(
+            round_=round_, index=index, messages=drafted.messages, completion=drafted.completion,
+            edit_format=drafted.edit_format, parent_sha=parent_sha, origin=drafted.origin)
+        outcome = drafted.outcome
+    else:  # resumed: the logged completion is checked again (the check is deterministic)
+        outcome = check(proposal.completion, proposal.finish_reason, proposal.edit_format)
+    # Every candidate's diff is logged, invalid ones too (`harness-learn show/report` read it).
+    await store.aappend_event("candidate_diff", {"proposal_id": proposal.id, "diff": outcome.diff})
+    sha = None
+    if outcome.needs_evaluation:
+        sha = await store.aput_version(outcome.new_source, parent=parent_sha, round_=round_,
+                                       note=f"candidate {index}")
+        if cfg.policy == "racing" and not training_only(cfg, index):
+            # evaluated with the round's others by the race node
+            return {**candidate_view(round_, index, proposal.id, sha, outcome, proposal.origin),
+                    "pending": True, "outcome": outcome.to_dict()}
+        result = await evaluate_cached(ctx, sha, ctx.dev_problems(payload["selection_ids"]),
+                                       "selection", round_)
+        outcome = await settle_candidate(outcome, result, exposure=exposure,
+                                         probe=probe_of(ctx, sha, round_), **rules)
+    view = candidate_view(round_, index, proposal.id, sha, outcome, proposal.origin)
+    ctx.progress("candidate", dict(view))
+    await record_outcome(store, proposal.id, sha, outcome, payload["parent_score"])
+    return view
+
+
+def draw_round(task: Task, round_: int, cfg: AdaptConfig) -> tuple[list[Problem], list[Problem]]:
+    """The round's feedback and selection problems (evals/splits.py). Held out, selection never
+    holds a problem any report of the run shows. The paper's way, the reasoning track draws
+    both from one 25-problem pool, and QA draws disjoint ones afresh each round; so does a
+    held-out run whose dev pool cannot hold both sizes, with a warning that says so."""
+    dev = task.dev()
+    if held_out_in_force(cfg, len(dev)):
+        return held_out_round(dev, round_, cfg.seed, cfg.feedback, cfg.selection)
+    if cfg.split == "held_out":
+        warnings.warn(f"the dev pool holds {len(dev)} problems, fewer than feedback "
+                      f"{cfg.feedback} + selection {cfg.selection}: the paper's draws are used, "
+                      "under which a copied gold can pay; raise --dev or lower the sizes",
+                      stacklevel=2)
+    return sample_round(dev, round_, cfg.seed, cfg.feedback, cfg.selection,
+                        disjoint=task.track == "qa")
+
+
+async def round_exposure(ctx: AdapterContext, shown: dict) -> Exposure:
+    """What the round's report showed the Proposer (`shown` holds its `report` and
+    `feedback_ids`), for the judge's reward-hacking guards, with the parent's logged scores on
+    the round's problems (`current_sha`), which the behaviour check compares problem by
+    problem."""
+    parent: dict[str, float | None] = {}
+    if shown.get("current_sha"):
+        for purpose in ("feedback", "selection"):
+            ids = shown.get(f"{purpose}_ids") or []
+            done = await ctx.store.aget_results(shown["current_sha"], ids, purpose)
+            parent.update({pid: r.score for pid, r in done.items()})
+    probe = probe_of(ctx, shown["current_sha"], shown.get("round") or 0) \
+        if shown.get("current_sha") else None
+    return Exposure.of(ctx.dev_problems(shown.get("feedback_ids") or []),
+                       shown.get("report") or "", ctx.task, parent, probe,
+                       demonstrable(ctx, shown.get("selection_ids") or []))
+
+
+def probe_of(ctx: AdapterContext, sha: str, round_: int) -> Probe:
+    """The judge's memorisation probe for candidate `sha`: evaluations reused from and logged to
+    the store under purpose "probe"."""
+    async def probe(problems: list[Problem]) -> EvalResult:
+        return await evaluate_cached(ctx, sha, problems, PROBE, round_)
+    return probe
+
+
+def candidate_view(round_: int, index: int, proposal_id: str, sha: str | None,
+                   outcome: Outcome, origin: str = PROPOSER) -> CandidateView:
+    """What the graph state (and Studio) shows of a judged candidate. A racing draft also
+    carries its `outcome` record, which the race node settles without re-reading the proposal
+    (settled views leave it out: the log holds it, and the state stays small)."""
+    return {"round": round_, "index": index, "proposal_id": proposal_id, "sha": sha,
+            "origin": origin, "parsed": outcome.parsed, "applied": outcome.applied,
+            "valid": outcome.valid, "invalid_kind": outcome.invalid_kind,
+            "invalid_reason": outcome.invalid_reason, "selection_score": outcome.selection_score,
+            "completed_fraction": outcome.completed_fraction, "reward": outcome.reward,
+            "diff": outcome.diff[:DIFF_CHARS]}
+
+
+async def record_outcome(store: LogStore, proposal_id: str, sha: str | None, outcome: Outcome,
+                         parent_score: float | None, **extra_parts: Any) -> None:
+    """Write a judged outcome onto its proposal in the log; `extra_parts` (the race's notes)
+    go into the stored reward parts."""
+    await store.aupdate_proposal(
+        proposal_id, candidate_sha=sha, parsed=outcome.parsed, applied=outcome.applied,
+        valid=outcome.valid, invalid_kind=outcome.invalid_kind,
+        invalid_reason=outcome.invalid_reason, completed_fraction=outcome.completed_fraction,
+        selection_score=outcome.selection_score,
+        parent_score=parent_score, reward=outcome.reward,
+        reward_parts={**outcome.reward_parts, **extra_parts}, parsed_edit=outcome.edit)
+
+
+def training_only(cfg: Any, index: int) -> bool:
+    """Sample `index` of a round was drawn for training data only (`AdaptConfig.group_size`):
+    judged and logged like a candidate, never offered to the policy. (The merge takes index
+    `samples_per_round`, operator candidates the ones after it: `operator_index`.)"""
+    return (cfg.candidates or 1) <= index < cfg.samples_per_round
+
+
+def operator_index(cfg: Any, j: int) -> int:
+    """The proposal index of a round's `j`-th operator candidate (after the merge's)."""
+    return cfg.samples_per_round + 1 + j
+
+
+async def operator_plan(ctx: AdapterContext, sha: str, round_: int,
+                        demos: tuple[tuple[str, str], ...] = ()) -> list[str]:
+    """The operators this round tries on version `sha`: those `AdaptConfig.operators` names
+    that fit it (given the round's `demos`, see demonstrations.py), skipping any whose
+    candidate an earlier round already judged, at most `operators_per_round`. Decided from the
+    source's syntax tree (`harnesses.edits.operators`)."""
+    ops = resolve_operators(ctx.config.operators)
+    if not ops:
+        return []
+    source = await ctx.store.aget_version_source(sha)
+    plan = []
+    for op in fitting(ops, source, demos):
+        candidate = source_sha(apply_operator(op, source, demos))
+        tried = await asyncio.to_thread(ctx.store.get_version, candidate)
+        if tried is None or tried.round >= round_:
+            plan.append(op.name)
+        if len(plan) == ctx.config.operators_per_round:
+            break
+    return plan
+
+
+
+async def choose(ctx: AdapterContext, state: AdapterState) -> dict:
+    """Apply the policy to this round's candidates, ask a person if the gate is on, record."""
+    cfg, round_ = ctx.config, state["round"]
+    mine = sorted((c for c in state.get("candidates", [])
+                   if c["round"] == round_ and not training_only(cfg, c["index"])),
+                  key=lambda c: c["index"])
+    if cfg.merge and (merged := await merge_candidate(ctx, state, mine, make_candidate)) is not None:
+        mine = [*mine, merged]
+    current = Scored(state["current_sha"], True, state.get("current_selection_score"), -1)
+    scored = [Scored(c["sha"] or "", c["valid"], c["selection_score"], c["index"],
+                     raced_out=bool(c.get("raced_out"))) for c in mine]
+    archive = None
+    if cfg.policy == "pareto":
+        archive = await asyncio.to_thread(selection_archive, ctx.store, state["selection_ids"],
+                                          current.sha)
+    decision = decide(cfg.policy, current, scored, archive, parent_draw(cfg.seed, round_))
+    human = list(state.get("human_feedback") or [])
+    approved = None
+    pick = next((c for c in mine if c["sha"] == decision.chosen_sha), None)
+    if decision.adopted and cfg.approval and pick is not None:
+        answer = interrupt({"round": round_, "candidate": pick["index"], "diff": pick["diff"],
+                            "selection_score": pick["selection_score"],
+                            "current_score": current.score, "question": "approve or reject?"})
+        approved = bool(answer.get("approve")) if isinstance(answer, dict) else bool(answer)
+        if not approved:
+            reason = answer.get("reason", "") if isinstance(answer, dict) else ""
+            human.append(f"Round {round_}: a reviewer rejected candidate {pick['index']}: {reason}")
+            decision = type(decision)(current.sha, False, f"rejected by reviewer: {reason}")
+    chosen_score = decision.score if decision.score is not None else next(
+        (c["selection_score"] for c in mine if c["sha"] == decision.chosen_sha), current.score)
+    best = state.get("best_score")
+    gained = chosen_score is not None and (best is None or chosen_score > best)
+    await ctx.store.aput_decision(round_=round_, current_sha=current.sha,
+                                  chosen_sha=decision.chosen_sha, policy=cfg.policy,
+                                  reason=decision.reason,
+                                  scores={"current": current.score, "chosen": chosen_score,
+                                          "candidates": {c["index"]: c["selection_score"]
+                                                         for c in mine},
+                                          "rejected": pick["index"] if approved is False and pick else None})
+    view: RoundView = {"round": round_, "current_sha": current.sha,
+                       "feedback_score": state.get("feedback_score", 0.0),
+                       "current_selection_score": current.score, "candidates": mine,
+                       "decision": decision.reason, "chosen_sha": decision.chosen_sha,
+                       "adopted": decision.adopted, "approved": approved}
+    spent = await ctx.store.aspent()
+    return {"rounds": [view], "current_sha": decision.chosen_sha, "round": round_ + 1,
+            "best_score": chosen_score if gained else best,
+            "rounds_without_gain": 0 if gained else state.get("rounds_without_gain", 0) + 1,
+            "human_feedback": human, "spent": spent}
+
+
+def stop_reason(cfg, state: AdapterState) -> str | None:
+    """Why the run should stop after this round, or None to go on."""
+    if state["round"] > cfg.rounds:
+        return f"finished {cfg.rounds} rounds"
+    if cfg.patience is not None and state.get("rounds_without_gain", 0) >= cfg.patience:
+        return f"no gain for {cfg.patience} rounds"
+    return budget_reason(cfg.budget, state.get("spent") or {})

@@ -1,0 +1,114 @@
+"""Helpers shared by CLI commands: task options, harness sources, tables."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+# Piped output (CI logs, `| tee`) gets 140 columns rather than rich's 80, so tables stay readable.
+console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
+out = Console(width=None if sys.stdout.isatty() else 140)
+
+
+@contextlib.contextmanager
+def progress(description: str, total: int, transient: bool = False) -> Iterator[Callable[[], None]]:
+    """`advance()` per finished item: a bar on a terminal; elsewhere (CI, nohup, a pipe), where
+    a bar draws nothing, a line at every tenth of the way."""
+    if console.is_terminal:
+        from rich.progress import Progress
+
+        with Progress(console=console, transient=transient) as bar:
+            task = bar.add_task(description, total=total)
+            yield lambda: bar.advance(task)
+        return
+    done, step = 0, max(1, total // 10)
+
+    def advance() -> None:
+        nonlocal done
+        done += 1
+        if done % step == 0 or done == total:
+            console.print(f"{description}: {done}/{total}")
+
+    yield advance
+
+
+def task_options(data: Path | None, index: Path | None, n_dev: int | None = None,
+                 n_test: int | None = None, seed: int | None = None) -> dict[str, Any]:
+    """Only the options the user gave, so each task keeps its own defaults."""
+    given = {"path": data, "index_dir": index, "n_dev": n_dev, "n_test": n_test, "seed": seed}
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in given.items() if v is not None}
+
+
+def read_harness(harness: str) -> str:
+    """A harness given as a file path or as the name of a seed."""
+    from harness_learning.harnesses.seeds import SEEDS, seed_source
+
+    if harness in SEEDS:
+        return seed_source(harness)
+    path = Path(harness)
+    if not path.is_file():
+        raise SystemExit(f"harness {harness!r} is neither a file nor a seed ({', '.join(SEEDS)})")
+    return path.read_text(encoding="utf-8")
+
+
+USER_ERRORS = (ValueError, TypeError, LookupError, OSError, ImportError)
+"""What bad input raises (a data file's bad line, an unknown metric, a tool that does not
+import, a missing run directory): shown as one line, not a traceback."""
+
+
+@contextlib.contextmanager
+def user_errors(hint: str = "check the values given on the command line (--help lists them)"
+                ) -> Iterator[None]:
+    """Turn bad input into the command line's one error line (graphs/cli/errors.py) with exit
+    code 2, not a traceback."""
+    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+
+    try:
+        yield
+    except USER_ERRORS as exc:
+        raise CliError(str(exc), hint, EXIT_USAGE) from exc
+
+
+def short(text: Any, width: int = 40) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def results_table(title: str, rows: list[dict[str, Any]], columns: list[str]) -> Table:
+    table = Table(title=title, show_lines=False)
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*[short(row.get(c, ""), 48) for c in columns])
+    return table
+
+
+def print_json_last(payload: dict[str, Any]) -> None:
+    """The machine-readable summary is always the last line printed."""
+    print(json.dumps(payload, default=str), flush=True)
+
+
+def run_async(coro):
+    return asyncio.run(coro)
+
+
+def race_rule(text: str) -> Any:
+    """A `RaceRule` from a `--race` JSON option ('' is the default rule)."""
+    import typer
+
+    from harness_learning.graphs.adapter.racing import RaceRule
+
+    if not text:
+        return RaceRule()
+    try:
+        return RaceRule.from_dict(json.loads(text))
+    except (ValueError, TypeError) as e:
+        raise typer.BadParameter(f"--race: {e}") from e

@@ -1,0 +1,93 @@
+"""`harness-learn export`: one version of a run as a plain harness file, to keep, review, put
+under version control or run elsewhere (`harness-learn run --harness FILE.py`,
+`load_harness("FILE.py")`) without the run directory.
+
+The version is chosen as everywhere else a run's version is named (`graphs.harness_source`:
+`current`, `best` or a sha prefix); the file is that version's source under a comment header
+saying where it came from: the run, its task and Solver, the round, the scores and the full
+version id (the source's sha256, so `sha256` of the file's body checks it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from harness_learning.graphs.cli import app
+from harness_learning.graphs.cli._common import console
+from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+
+if TYPE_CHECKING:
+    from harness_learning.graphs.harness_source import HarnessSource
+
+
+@app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by `adapt`.")],
+    out_file: Annotated[Path, typer.Option("--out", help="The harness file (.py) to write.")],
+    version: Annotated[str, typer.Option(help="current (the version in force), best (the "
+                                              "adopted chain's highest selection score) or a "
+                                              "version sha prefix (`show` lists them).")] = "current",
+    force: Annotated[bool, typer.Option(help="Overwrite an existing --out file.")] = False,
+) -> None:
+    """Write one version of a run as a harness file with a header saying where it came from."""
+    from harness_learning.graphs.harness_source import resolve_harness
+    from harness_learning.harnesses.rundir import RunDir
+
+    if out_file.exists() and not force:
+        raise CliError(f"{out_file} exists", "pass --force to overwrite it, or another --out",
+                       EXIT_USAGE)
+    RunDir.open(run_dir)  # a missing run is one line naming config.json, not "not a seed"
+    try:
+        found = resolve_harness(run_dir, version)
+    except LookupError as exc:
+        raise CliError(str(exc.args[0] if exc.args else exc),
+                       f"`harness-learn show {run_dir}` lists the versions; --version takes "
+                       "current, best or a sha prefix", EXIT_USAGE) from exc
+    header = export_header(run_dir, found, version, out_file)
+    limit = getattr(found.config, "line_limit", None)
+    if limit is not None and len(header) + len(found.source.splitlines()) > limit:
+        header = header[:1]  # a harness near the run's line limit stays loadable
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    out_file.write_text("\n".join(header) + "\n" + found.source, encoding="utf-8")
+    console.print(f"exported version {found.sha[:12]} of {run_dir} to {out_file}")
+
+
+def export_header(run_dir: Path, found: HarnessSource, asked: str,
+                  out_file: Path) -> list[str]:
+    """The comment lines above the source: the first alone names the run and the version (kept
+    when the whole header would push the file over the run's line limit)."""
+    facts = _version_facts(run_dir, found.sha)
+    config = found.config
+    rounds = facts["in_force"]
+    where = (f"in force after round{'s' * (len(rounds) > 1)} {', '.join(map(str, rounds))}"
+             if rounds else "never adopted")
+    scores = [f"{name} {value:.3f}" for name, value in
+              (("selection", facts["selection"]), ("test", facts["test"])) if value is not None]
+    return [
+        f"# Exported by `harness-learn export` from run {run_dir}, version {found.sha} ({asked})",
+        f"# task {config.task} · Solver {config.solver} · proposed in round {facts['round']}, "
+        f"{where}",
+        f"# scores: {', '.join(scores) or 'none measured'} (selection: mean over the round's "
+        "selection problems; test: held out, `harness-learn eval`)",
+        f"# run it: harness-learn run --task {config.task} --harness {out_file}",
+    ]
+
+
+def _version_facts(run_dir: Path, sha: str) -> dict[str, Any]:
+    """Round, adopted rounds and mean scores of one version, read from the run's log."""
+    from harness_learning.graphs.runreport.model import mean_score
+    from harness_learning.harnesses.rundir import RunDir
+
+    with RunDir(run_dir).open_store() as store:
+        record = store.get_version(sha)
+        steps = [s for s in store.lineage() if s.sha == sha]
+        selection = next((s.selection_score for s in reversed(steps)
+                          if s.selection_score is not None), None)
+        if selection is None:
+            selection = mean_score(list(store.iter_evaluations(sha, "selection")))
+        test = mean_score(list(store.iter_evaluations(sha, "test")))
+    return {"round": record.round if record is not None else "?", "selection": selection,
+            "test": test, "in_force": [s.round for s in steps]}

@@ -1,0 +1,91 @@
+"""A live terminal view of an adaptation run: round, candidates, problems done, spend."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from harness_learning.graphs.cli._common import console
+from harness_learning.graphs.cli.candidate_outcomes import count_outcomes, describe_counts, outcome
+
+
+class LiveView:
+    def __init__(self, config) -> None:
+        self.config = config
+        self.round = 0
+        self.stage = "starting"
+        self.problems_done = 0
+        self.tokens = 0
+        self.calls = 0
+        self.scores: list[float] = []
+        self.candidates: list[dict[str, Any]] = []
+        self.started = time.monotonic()
+        self._live = Live(self._render(), console=console, refresh_per_second=4, transient=True)
+
+    def __enter__(self) -> LiveView:
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._live.__exit__(*exc)
+
+    def on_progress(self, kind: str, data: dict) -> None:
+        if kind == "problem":
+            self.problems_done += 1
+            self.tokens += data.get("tokens", 0)
+            self.calls += data.get("calls", 0)
+            if data.get("score") is not None:
+                self.scores.append(data["score"])
+        elif kind == "candidate":
+            self.candidates.append(data)
+        self._live.update(self._render())
+
+    def on_update(self, node: str, update: dict) -> None:
+        self.stage = node
+        if node == "sample":
+            self.round += 1
+            self.candidates = []
+            self.scores = []
+        elif node == "select":
+            for r in update.get("rounds", []):
+                counts = describe_counts(count_outcomes(r.get("candidates", [])))
+                console.print(Text(f"round {r['round']}: {r['decision']} (candidates: {counts})",
+                                   style="bold"))
+        self._live.update(self._render())
+
+    def _render(self) -> Group:
+        mean = sum(self.scores) / len(self.scores) if self.scores else 0.0
+        head = Text(f"round {self.round}/{self.config.rounds} · {self.stage} · problems done "
+                    f"{self.problems_done} · mean so far {mean:.3f} · tool calls {self.calls} · "
+                    f"tokens {self.tokens:,} · {time.monotonic() - self.started:.0f}s")
+        if self.candidates:
+            head.append(f"\ncandidates so far: {describe_counts(count_outcomes(self.candidates))}")
+        table = Table("cand", "outcome", "selection", "reward", "reason", box=None)
+        for c in self.candidates:
+            score = c.get("selection_score")
+            table.add_row(str(c["index"]), outcome(c),
+                          "-" if score is None else f"{score:.3f}", f"{c['reward']:.3f}",
+                          (c.get("invalid_reason") or "")[:60])
+        return Group(head, table)
+
+    def rounds_table(self, final: dict) -> Table:
+        table = Table(title="adaptation rounds")
+        for col in ("round", "feedback", "current sel.", "candidates valid", "outcomes",
+                    "best cand.", "adopted", "decision"):
+            table.add_column(col)
+        for r in final.get("rounds", []):
+            cands = r.get("candidates", [])
+            valid = [c for c in cands if c.get("valid")]
+            best = max((c["selection_score"] for c in valid), default=None)
+            cur = r.get("current_selection_score")
+            table.add_row(str(r["round"]), f"{r.get('feedback_score', 0):.3f}",
+                          "-" if cur is None else f"{cur:.3f}", f"{len(valid)}/{len(cands)}",
+                          describe_counts(count_outcomes(cands)),
+                          "-" if best is None else f"{best:.3f}",
+                          "yes" if r.get("adopted") else "no", r.get("decision", "")[:50])
+        return table

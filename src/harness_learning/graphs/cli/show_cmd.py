@@ -1,0 +1,46 @@
+"""`harness-learn show` and `report`: what a run did, in the terminal or as one HTML file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness_learning.graphs.cli import app
+from harness_learning.graphs.cli._common import console, out
+
+STORE_HELP = ("The run's log store URL (postgresql://USER@HOST:PORT/DB), if not the one its "
+              "config.json names (a moved database).")
+
+@app.command()
+def show(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by `adapt`.")],
+    candidate: Annotated[str, typer.Option(help="A candidate id (r1-c0) or version sha prefix: "
+                                                "its diff, the Proposer's report, its results.")] = "",
+    store: Annotated[str, typer.Option(help=STORE_HELP)] = "",
+) -> None:
+    """The run's lineage, each round's candidates (outcome, selection score, reward) and spend."""
+    from harness_learning.graphs.runreport import load_run
+    from harness_learning.graphs.runreport.terminal import candidate_detail, run_summary
+
+    run = load_run(run_dir, store or None)
+    out.print(candidate_detail(run, run.candidate(candidate)) if candidate else run_summary(run))
+
+
+@app.command()
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by `adapt`.")],
+    out_file: Annotated[Path | None, typer.Option("--out", help="HTML file to write "
+                                                  "(default RUN/report.html).")] = None,
+    store: Annotated[str, typer.Option(help=STORE_HELP)] = "",
+) -> None:
+    """Write one self-contained HTML report of the run (opens from disk, needs no network)."""
+    from harness_learning.graphs.runreport import load_run
+    from harness_learning.graphs.runreport.html import render_html
+
+    run = load_run(run_dir, store or None)
+    path = out_file or Path(run_dir) / "report.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(run), encoding="utf-8")
+    console.print(f"report: {path} ({path.stat().st_size:,} bytes)")

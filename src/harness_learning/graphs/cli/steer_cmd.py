@@ -1,0 +1,132 @@
+"""Driving a run to its end and steering it: the approval gate in a terminal, `harness-learn
+approve` for a run that waits (from any shell) and `harness-learn rollback`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from harness_learning.graphs.cli import app
+from harness_learning.graphs.cli._common import console, out, print_json_last, run_async
+from harness_learning.graphs.cli.errors import EXIT_USAGE, EXIT_WAITING, CliError, unreachable
+from harness_learning.graphs.cli.outcomes import check_stop
+
+
+def drive(config: Any, *, resume: bool, as_json: bool, answer: dict | None = None,
+          task: Any = None) -> dict:
+    """Run (or continue) an adaptation until it stops; in a terminal, answer the approval gate
+    by asking, elsewhere stop with exit code 6 and say how to answer. Returns the final state.
+    `task`: the run's task if the caller opened it already (it is opened once, and every run
+    below shares it)."""
+    from harness_learning.graphs.adapter.estimate import estimate_budget
+    from harness_learning.graphs.adapter.inputs import open_task
+    from harness_learning.graphs.adapter.run import PENDING
+
+    task = task if task is not None else open_task(config)
+    console.print(estimate_budget(config, task=task).describe())
+    while True:
+        final, view = _run_once(config, task, resume=resume, answer=answer)
+        pending = final.get(PENDING)
+        if pending is None:
+            break
+        answer, resume = ask_approval(config, pending), True
+    out.print(view.rounds_table(final))
+    out.print(f"stopped: {final.get('stop_reason', '?')} · current version "
+              f"{final.get('current_sha', '')[:12]}")
+    if as_json:
+        rounds = final.get("rounds", [])
+        print_json_last({"rounds": len(rounds), "current_sha": final.get("current_sha"),
+                         "best_score": final.get("best_score"),
+                         "stop_reason": final.get("stop_reason"), "spent": final.get("spent")})
+    check_stop(final.get("stop_reason"), config.run_dir)
+    return final
+
+
+def _run_once(config: Any, task: Any, *, resume: bool, answer: dict | None
+              ) -> tuple[dict, Any]:
+    from harness_learning.graphs.adapter.context import AdapterContext
+    from harness_learning.graphs.adapter.nodes import InfraStop
+    from harness_learning.graphs.adapter.run import run_adaptation
+    from harness_learning.graphs.cli.live import LiveView
+    from harness_learning.harnesses.llm import InfraError
+
+    try:
+        with LiveView(config) as view:
+            context = AdapterContext.from_config(config, task=task, progress=view.on_progress)
+            final = run_async(run_adaptation(config, resume=resume, on_update=view.on_update,
+                                             context=context, answer=answer))
+    except InfraStop as exc:
+        raise unreachable(config.solver, "solver", str(exc), "--solver", config.run_dir) from exc
+    except InfraError as exc:  # the Proposer's call failed (the Solver's become InfraStop)
+        raise unreachable(config.proposer, "proposer", str(exc), "--proposer",
+                          config.run_dir) from exc
+    return final, view
+
+
+def ask_approval(config: Any, pending: dict) -> dict:
+    """Show the candidate the policy would adopt and ask; off a terminal, say how to answer."""
+    from rich.syntax import Syntax
+
+    round_, index = pending.get("round"), pending.get("candidate")
+    console.print(f"\nround {round_}: the policy would adopt candidate {index} (selection "
+                  f"{_f(pending.get('selection_score'))} vs current {_f(pending.get('current_score'))})")
+    if not sys.stdin.isatty():
+        raise CliError(f"round {round_} waits for approval of candidate {index}",
+                       f"`harness-learn approve {config.run_dir}` adopts it, `harness-learn approve "
+                       f"{config.run_dir} --reject REASON` rejects it; `harness-learn show "
+                       f"{config.run_dir} --candidate r{round_}-c{index}` shows its diff",
+                       EXIT_WAITING)
+    console.print(Syntax(pending.get("diff") or "(empty diff)", "diff", word_wrap=True))
+    if typer.confirm(f"Adopt candidate {index} of round {round_}?", default=True):
+        return {"approve": True}
+    reason = typer.prompt("Why not? (the Proposer reads this next round)", default="",
+                          show_default=False)
+    return {"approve": False, "reason": reason}
+
+
+@app.command()
+def approve(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory waiting for approval.")],
+    reject: Annotated[str | None, typer.Option(help="Reject the candidate, with this reason "
+                                                    "(the Proposer reads it).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
+) -> None:
+    """Answer a run's pending approval (adopt, or --reject REASON) and continue the run here."""
+    from harness_learning.graphs.adapter.run import load_config
+    from harness_learning.graphs.adapter.steer import pending_approval
+
+    config = load_config(run_dir)
+    pending = pending_approval(run_dir)
+    if pending is None:
+        raise CliError(f"{run_dir} waits for no approval",
+                       f"only a run started with `--approval` waits; `harness-learn show {run_dir}` "
+                       "shows where it stands", EXIT_USAGE)
+    if reject is not None and not reject.strip():
+        raise CliError("--reject needs a reason", "say why, e.g. --reject 'hard-codes answers'",
+                       EXIT_USAGE)
+    answer = {"approve": reject is None, "reason": reject or ""}
+    verb = "rejected" if reject is not None else "approved"
+    console.print(f"{verb} candidate {pending.get('candidate')} of round {pending.get('round')}")
+    drive(config, resume=True, as_json=as_json, answer=answer)
+
+
+@app.command()
+def rollback(
+    run_dir: Annotated[Path, typer.Argument(help="A finished run directory.")],
+    version: Annotated[str, typer.Argument(help="The round whose version to restore (0 = seed) "
+                                                "or a version's sha prefix.")],
+    reason: Annotated[str, typer.Option(help="Why (recorded with the decision).")] = "",
+) -> None:
+    """Make an earlier version current again, recorded as a decision the report shows."""
+    from harness_learning.graphs.adapter.steer import rollback as do_rollback
+
+    decision = do_rollback(run_dir, version, reason)
+    out.print(f"round {decision.round}: {decision.reason} · current version "
+              f"{decision.chosen_sha[:12]} (was {decision.current_sha[:12]})")
+
+
+def _f(value: Any) -> str:
+    return "-" if value is None else f"{value:.3f}"

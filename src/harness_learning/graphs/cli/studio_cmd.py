@@ -1,0 +1,109 @@
+"""`harness-learn studio`: the LangGraph dev server (for Studio and `langgraph_sdk`), offline."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness_learning.graphs.cli import app
+from harness_learning.graphs.cli._common import console
+
+REPO_ROOT = Path(__file__).resolve().parents[4]
+"""The checkout, which holds langgraph.json (src/harness_learning/graphs/cli/ -> the root)."""
+TAKEN_PORT = 2024
+"""`langgraph dev`'s default port; taken by another service on the machines we run on."""
+
+
+def offline_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """No analytics, no version check, no LangSmith tracing: the server reaches no network."""
+    env = dict(os.environ if base is None else base)
+    env.update(LANGGRAPH_CLI_NO_ANALYTICS="1", LANGGRAPH_NO_VERSION_CHECK="true",
+               LANGSMITH_TRACING="false", LANGCHAIN_TRACING_V2="false",
+               HF_HUB_OFFLINE="1", LITELLM_LOCAL_MODEL_COST_MAP="True")
+    return env
+
+
+def dev_command(port: int, host: str = "127.0.0.1", jobs: int = 4, reload: bool = False,
+                config: Path | None = None) -> list[str]:
+    """The `langgraph dev` argv (the CLI next to this interpreter)."""
+    exe = Path(sys.executable).with_name("langgraph")
+    langgraph = str(exe) if exe.exists() else shutil.which("langgraph")
+    if langgraph is None:
+        raise FileNotFoundError("the `langgraph` CLI is missing: pip install 'langgraph-cli[inmem]'")
+    # No --allow-blocking: the server's blocking-call detector stays on, since a blocking call
+    # on its event loop would stall every other run and request; the adapter does its file,
+    # SQLite and process work in threads.
+    argv = [langgraph, "dev", "--host", host, "--port", str(port), "--no-browser",
+            "--n-jobs-per-worker", str(jobs),
+            "--config", str(config or REPO_ROOT / "langgraph.json")]
+    return argv if reload else [*argv, "--no-reload"]
+
+
+def port_free(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _checked_settings(path: Path) -> Path:
+    """A settings file read now, so a typo is one line before the server starts (absolute:
+    the server runs from the repository)."""
+    from harness_learning.graphs.adapter.config_file import ConfigFileError, read_config_file
+    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+
+    try:
+        read_config_file(path)
+    except ConfigFileError as exc:
+        raise CliError(str(exc), exc.hint, EXIT_USAGE) from exc
+    return path.resolve()
+
+
+@app.command()
+def studio(
+    port: Annotated[int, typer.Option(help="Port of the server (2024, its default, is often taken).")] = 8123,
+    host: Annotated[str, typer.Option(help="Interface; keep 127.0.0.1 unless you mean to share it.")] = "127.0.0.1",
+    jobs: Annotated[int, typer.Option(help="Runs executed at once per worker (>1: a harness "
+                                            "graph answers while an adaptation runs).")] = 4,
+    reload: Annotated[bool, typer.Option(help="Reload when project .py files change.")] = False,
+    runs_dir: Annotated[Path | None, typer.Option(help="Where threads without a run_dir keep "
+                                                       "their runs (default ~/.cache/...).")] = None,
+    model: Annotated[str | None, typer.Option(help="Default Solver of the harness graphs.")] = None,
+    config: Annotated[Path | None, typer.Option(help="langgraph.json to serve.")] = None,
+    settings: Annotated[Path | None, typer.Option(
+        "--settings", help="A settings file (TOML, as `adapt --config` takes) under every new "
+                           "thread's settings: defaults < the file < the settings a run is "
+                           "given.")] = None,
+) -> None:
+    """Serve the adapter and the harness graphs to LangGraph Studio (`langgraph dev`, offline)."""
+    from harness_learning.graphs.adapter.served import CONFIG_ENV
+    from harness_learning.graphs.studio import MODEL_ENV, RUNS_ENV
+
+    settings_file = _checked_settings(settings) if settings is not None else None
+    if jobs < 1:
+        raise typer.BadParameter("--jobs must be >= 1")
+    if not port_free(host, port):
+        hint = " (langgraph's default, taken here)" if port == TAKEN_PORT else ""
+        raise typer.BadParameter(f"port {port} on {host} is in use{hint}; pass --port")
+    env = offline_env()
+    if runs_dir is not None:
+        env[RUNS_ENV] = str(runs_dir.resolve())
+    if model is not None:
+        env[MODEL_ENV] = model
+    if settings_file is not None:
+        env[CONFIG_ENV] = str(settings_file)
+    argv = dev_command(port, host, jobs, reload, config)
+    console.print(f"serving on http://{host}:{port} (API docs /docs); Studio: "
+                  f"https://smith.langchain.com/studio/?baseUrl=http://{host}:{port}")
+    # Replace this process: Ctrl-C and kill reach the server itself, no orphan is left behind.
+    # The working directory is the repo, so the server's state stays in its ignored .langgraph_api/.
+    os.chdir(REPO_ROOT)
+    os.execve(argv[0], argv, env)

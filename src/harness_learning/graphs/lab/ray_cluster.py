@@ -1,0 +1,114 @@
+"""A Ray cluster for the lab's grids (`bench peers --ray`, `experiment --ray`): attaching to
+one in a bounded time, and the job's `runtime_env` that carries the lab to its workers.
+
+Ray is an optional extra, imported only here and only when `--ray` is given. The lab is not
+assumed installed on the workers: it travels in the job's `runtime_env` (the repository root
+as `working_dir`, without the virtualenv, runs, git objects or data), and a grid's task
+function is shipped by value so a worker imports nothing of the lab before `reach_lab` has
+found it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+
+class RayProblem(Exception):
+    """Ray missing, or a cluster address that is malformed or does not answer: the command
+    line (`errors.classify`, which reads `hint` and `unreachable`) turns it into one line,
+    exit 4 when the cluster did not answer, else 2; the lab does not reach into the CLI."""
+
+    def __init__(self, message: str, hint: str, unreachable: bool = False) -> None:
+        super().__init__(message)
+        self.hint, self.unreachable = hint, unreachable
+
+
+REPO = Path(__file__).resolve().parents[4]
+"""The checkout whose lab the workers run (src/harness_learning/graphs/lab/ -> the root)."""
+EXCLUDES = [".venv", ".git", "runs", "**/__pycache__", "*.gguf", "*.sqlite",
+            "*.egg-info", "training/checkpoints", "evals/data/**/*.jsonl", "**/data/*.tar*",
+            "docs", "tests", ".ruff_cache", ".hypothesis", ".pytest_cache"]
+"""What the runtime_env leaves out: it is uploaded per job and Ray caps it at 500 MiB. The
+working_dir comes first on a worker's path, but the package lies under its src/, so the
+worker imports the installed package, whose directories the sandbox binds."""
+INSTALL = "pip install 'harness-learning[ray]'"
+PROBE_S = 5.0
+
+
+def runtime_env() -> dict[str, Any]:
+    """The job's runtime_env: the repository root as working_dir, kept small. Where this
+    Python's path needs shell quoting (a clone under a folder with spaces), it is given as
+    `py_executable`, quoted: Ray starts a runtime_env's workers through `bash -c "exec
+    PYTHON ..."` with that path unquoted, and such a worker never starts."""
+    env: dict[str, Any] = {"working_dir": str(REPO), "excludes": list(EXCLUDES)}
+    if shlex.quote(sys.executable) != sys.executable:
+        env["py_executable"] = shlex.quote(sys.executable)
+    return env
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """`HOST:PORT` of an address (`ray://HOST:PORT` too), or None for `auto`."""
+    if address == "auto":
+        return None
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise RayProblem(f"--ray {address!r}: want auto, HOST:PORT or ray://HOST:PORT",
+                         "e.g. --ray auto (the cluster `ray start` made here) or --ray "
+                         "10.0.0.5:6379")
+    return host, int(port)
+
+
+def connect(address: str) -> Any:
+    """The `ray` module, attached to the cluster at `address` (kept if this process already
+    is, as under a test's local cluster). An address that does not answer fails in one line
+    within `PROBE_S` rather than in Ray's minute of retries."""
+    try:
+        import ray
+    except ImportError:
+        raise RayProblem("--ray needs Ray, which is not installed", INSTALL) from None
+    if ray.is_initialized():
+        return ray
+    target = _host_port(address)
+    if target is not None:
+        try:
+            socket.create_connection(target, timeout=PROBE_S).close()
+        except OSError as e:
+            raise unreachable(address, str(e)) from None
+    try:
+        ray.init(address=address, runtime_env=runtime_env(), include_dashboard=False,
+                 log_to_driver=True)
+    except (ConnectionError, RuntimeError, TimeoutError) as e:
+        raise unreachable(address, str(e).splitlines()[0] if str(e) else type(e).__name__) \
+            from None
+    return ray
+
+
+def unreachable(address: str, detail: str) -> RayProblem:
+    return RayProblem(f"the Ray cluster at {address} did not answer: {detail}",
+                      "start one (`ray start --head`) or give its address as --ray HOST:PORT; "
+                      "without --ray the grid runs here", unreachable=True)
+
+
+def reach_lab() -> None:
+    """Put the runtime_env's copy of the lab on `harness_learning.graphs`'s path when the
+    installed package has no lab (the wheel leaves it out); a no-op in a checkout."""
+    import importlib.util
+    import os
+
+    import harness_learning.graphs as graphs
+
+    if importlib.util.find_spec("harness_learning.graphs.lab") is None:
+        graphs.__path__.append(os.path.join(os.getcwd(), "src", "harness_learning", "graphs"))
+
+
+def remote_task(ray: Any, fn: Any) -> Any:
+    """`fn` as a Ray task of one CPU, never retried (a grid's runs resume from their logs
+    instead). Its module and this one travel by value: a worker whose package has no lab
+    imports neither before `reach_lab` has put the runtime_env's copy on its path."""
+    for module in {fn.__module__, __name__}:
+        ray.cloudpickle.register_pickle_by_value(sys.modules[module])
+    return ray.remote(num_cpus=1, max_retries=0)(fn)

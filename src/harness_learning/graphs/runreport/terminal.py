@@ -1,0 +1,144 @@
+"""`harness-learn show`: a run in the terminal (rich renderables, so pipes get plain text)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from harness_learning.graphs.runreport.model import (
+    ROLLBACK_POLICY,
+    SPEND_COLUMNS,
+    CandidateRecord,
+    RunRecord,
+    spend_cell,
+)
+
+STYLES = {"adopted": "bold green", "rejected": "yellow", "valid": "cyan", "raced out": "magenta",
+          "invalid": "red", ROLLBACK_POLICY: "bold blue", "kept": "dim"}
+
+
+def fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def run_summary(run: RunRecord) -> RenderableType:
+    """Heading, lineage tree, round table, spend."""
+    head = Text(run.title, style="bold")
+    stop = f"stopped: {run.stop_reason}" if run.stop_reason else "not finished (or still running)"
+    current = (run.current_sha or "")[:12]
+    return Group(head, Text(f"{stop} · current version {current} · log {run.log}"),
+                 Text(""), lineage_tree(run), Text(""), rounds_table(run), Text(""),
+                 spend_table(run))
+
+
+def lineage_tree(run: RunRecord) -> Tree:
+    """The seed, then per round what was in force and what each candidate became."""
+    seed = run.lineage[0].sha if run.lineage else "?"
+    tree = Tree(Text(f"seed {seed[:12]}  selection {fmt(run.lineage[0].selection_score)}"
+                     f"{_test(run, seed)}", style="bold") if run.lineage else Text("no versions"))
+    node = tree
+    for rnd in run.rounds:
+        decided = rnd.decision
+        if rnd.kind == ROLLBACK_POLICY and decided is not None:
+            node = node.add(Text(f"round {rnd.round}: rollback to {decided.chosen_sha[:12]} · "
+                                 f"{decided.reason}", style=STYLES[ROLLBACK_POLICY]))
+            continue
+        branch = node.add(Text(f"round {rnd.round}: "
+                               f"{decided.reason if decided else 'in progress'}"))
+        # The adopted candidate last: the chain goes on below it, after its round's others.
+        for c in sorted(rnd.candidates, key=lambda c: c.outcome == "adopted"):
+            label = f"{c.id} {c.outcome}"
+            if c.sha:
+                label += f" {c.sha[:12]}"
+            label += f" · selection {fmt(c.proposal.selection_score)} · reward " \
+                     f"{fmt(c.proposal.reward)}"
+            if c.outcome != "adopted":
+                label += f" · {_short(c.reason, 70)}"
+            leaf = branch.add(Text(label, style=STYLES.get(c.outcome, "")))
+            if c.outcome == "adopted":
+                leaf.label = Text(f"{label}{_test(run, c.sha or '')}", style=STYLES["adopted"])
+                node = leaf
+    return tree
+
+
+def rounds_table(run: RunRecord) -> Table:
+    table = Table(title="candidates per round", title_justify="left")
+    for col in ("round", "candidate", "from", "outcome", "selection", "reward", "tokens",
+                "reason"):
+        table.add_column(col, overflow="fold")
+    for rnd in run.rounds:
+        if rnd.kind == ROLLBACK_POLICY and rnd.decision is not None:
+            table.add_row(str(rnd.round), "-", "-", Text("rollback", STYLES[ROLLBACK_POLICY]),
+                          fmt((rnd.decision.scores or {}).get("chosen")), "-", "0",
+                          _short(rnd.decision.reason, 60))
+            continue
+        table.add_row(str(rnd.round), "current", "-", Text("in force", "dim"),
+                      fmt(rnd.current_score),
+                      "-", "-", f"feedback score {fmt(rnd.feedback_score)}")
+        for c in rnd.candidates:
+            table.add_row("", c.id, c.proposal.origin, Text(c.outcome, STYLES.get(c.outcome, "")),
+                          fmt(c.proposal.selection_score), fmt(c.proposal.reward),
+                          f"{c.tokens:,}", _short(c.reason, 60))
+    return table
+
+
+def spend_table(run: RunRecord) -> Table:
+    """Per round and in all (the held-out test included): calls, tokens and $ of each role."""
+    table = Table(title="spend", title_justify="left")
+    for col in ("round", *(heading for heading, _ in SPEND_COLUMNS)):
+        table.add_column(col, justify="right")
+    for rnd in run.rounds:
+        if rnd.kind == ROLLBACK_POLICY:
+            continue
+        table.add_row(str(rnd.round), *(spend_cell(key, rnd.spend) for _, key in SPEND_COLUMNS))
+    table.add_row("all", *(spend_cell(key, run.spent) for _, key in SPEND_COLUMNS), style="bold")
+    return table
+
+
+def candidate_detail(run: RunRecord, c: CandidateRecord) -> RenderableType:
+    """`show --candidate ID`: outcome, diff, the Proposer's report, per-problem results."""
+    p = c.proposal
+    head = Text(f"{c.id} (round {p.round}, candidate {c.index}, from {p.origin}) · {c.outcome} · "
+                f"{c.reason}",
+                style=STYLES.get(c.outcome, "bold"))
+    facts = Text(f"parent {(p.parent_sha or '')[:12]} · version {(c.sha or 'none')[:12]} · "
+                 f"selection {fmt(p.selection_score)} · reward {fmt(p.reward)} · "
+                 f"{p.prompt_tokens:,}+{p.completion_tokens:,} tokens · {p.latency_s:.1f}s · "
+                 f"finish {p.finish_reason}")
+    diff: RenderableType = (Syntax(c.diff, "diff", word_wrap=True) if c.diff
+                            else Text("(no diff: the edit did not apply)", style="dim"))
+    parts: list[RenderableType] = [head, facts, Text("\ndiff", style="bold"), diff,
+                                   Text("\nreport the Proposer saw", style="bold"),
+                                   Text(c.report or "(none logged)")]
+    if not c.diff:
+        parts += [Text("\nProposer reply", style="bold"), Text(p.completion)]
+    parts += [Text(""), results_table(f"per-problem selection results of {c.id}", c.results)]
+    return Group(*parts)
+
+
+def results_table(title: str, results: list[Any]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("problem", "answer", "score", "error", "tool calls", "tokens"):
+        table.add_column(col, overflow="fold")
+    for e in (ev.result for ev in results):
+        table.add_row(e.problem_id, _short(e.answer, 40), fmt(e.score),
+                      _short(f"{e.error_kind}: {e.error}" if e.error_kind else "", 50),
+                      str(len(e.calls)), f"{e.tokens:,}")
+    if not results:
+        table.add_row("(none: never evaluated)", "", "", "", "", "")
+    return table
+
+
+def _test(run: RunRecord, sha: str) -> str:
+    score = run.test_scores.get(sha)
+    return "" if score is None else f" · test {score:.3f}"
+
+
+def _short(text: Any, width: int) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,87 @@
+"""SFT warm start: TRL's SFTTrainer on successful edits (valid, scored above their parent).
+
+The set is conversational prompt-completion, so the loss falls on the completion only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness_learning.harnesses.offline import set_offline_switches
+
+set_offline_switches()
+
+import torch  # noqa: E402
+
+from harness_learning.training.config import SFTTrainConfig, as_dict  # noqa: E402
+from harness_learning.training.data import FilterReport  # noqa: E402
+from harness_learning.training.grpo_offline import TrainResult  # noqa: E402
+from harness_learning.training.metrics import MetricsLog, metrics_callback  # noqa: E402
+from harness_learning.training.models import (  # noqa: E402
+    load_model,
+    load_tokenizer,
+    lora_config,
+    save_checkpoint,
+)
+from harness_learning.training.teacher import run_dirs_under, sft_dataset  # noqa: E402
+
+
+def trl_common(config, out: Path) -> dict:
+    """Arguments every TRL config of ours shares (CPU needs use_cpu, else bf16 fails)."""
+    cpu = not torch.cuda.is_available()
+    return dict(
+        output_dir=str(out / "trainer"), max_steps=config.max_steps,
+        per_device_train_batch_size=config.batch_size, learning_rate=config.learning_rate,
+        max_grad_norm=config.max_grad_norm, logging_steps=1, save_strategy="no",
+        report_to=[], seed=config.seed, use_cpu=cpu, bf16=not cpu,
+        activation_checkpointing=not cpu, dataloader_num_workers=0,
+    )
+
+
+def train_sft(run_dirs: Sequence[str | Path], config: SFTTrainConfig,
+              progress: bool = True) -> TrainResult:
+    """Fine-tune on the SFT set of `run_dirs`; writes metrics, a PNG and a checkpoint."""
+    run_dirs = [*map(Path, run_dirs), *run_dirs_under(config.teacher)]
+    report = FilterReport()
+    dataset = sft_dataset(run_dirs, report, config.keep_ties).select_columns(
+        ["prompt", "completion"])
+    return fit_sft(dataset, config, run_dirs, report, "SFT", progress)
+
+
+def fit_sft(dataset: Any, config: Any, run_dirs: Sequence[Path], report: Any, title: str,
+            progress: bool = True) -> TrainResult:
+    """TRL's SFTTrainer on a conversational prompt-completion set (`config`: a TrainConfig
+    with num_epochs); the loss falls on the completions."""
+    from trl import SFTConfig, SFTTrainer
+
+    out = Path(config.out)
+    tokenizer = load_tokenizer(config.model)
+    lengths = [len(tokenizer(tokenizer.apply_chat_template(
+        row["prompt"] + row["completion"], tokenize=False))["input_ids"]) for row in dataset]
+    too_long = [n for n in lengths if n > config.max_length]
+    if len(too_long) == len(dataset):
+        raise ValueError(f"every SFT example is longer than --max-length {config.max_length} "
+                         "tokens; TRL truncates on the right, which would cut off every "
+                         "completion: raise --max-length")
+    model = load_model(config.model, tokenizer, config.seed)
+    args = SFTConfig(
+        **trl_common(config, out), num_train_epochs=config.num_epochs,
+        max_length=config.max_length, disable_tqdm=not progress, dataset_num_proc=None,
+    )
+    log = MetricsLog(out)
+    (out / "config.json").write_text(json.dumps({**as_dict(config), "logs": list(map(
+        str, run_dirs))}, indent=1))
+    trainer = SFTTrainer(
+        model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+        peft_config=lora_config(config.lora_r, config.lora_alpha, config.lora_dropout)
+        if config.lora else None,
+        callbacks=[metrics_callback(log)],
+    )
+    trainer.train()
+    png = log.plot(f"{title}: {config.model}")
+    ckpt = (save_checkpoint(trainer.model, tokenizer, out / "checkpoint")
+            if config.save else None)
+    return TrainResult(out, log.path, png, ckpt, log.summary(), report)
