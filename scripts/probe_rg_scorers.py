@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import reasoning_gym  # noqa: E402
+
 from harness_learning.evals.reasoning import generate_entries, known_tasks  # noqa: E402
 
 

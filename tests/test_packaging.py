@@ -36,7 +36,7 @@ def test_every_folder_of_python_files_is_a_package_the_build_finds():
 
 
 def _project_sources() -> list[Path]:
-    dirs = ["src", "tests", "examples", "scripts"]
+    dirs = ["src", "lab", "tests", "examples", "scripts"]
     return [p for d in dirs for p in (ROOT / d).rglob("*.py")]
 
 

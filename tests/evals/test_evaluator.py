@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 
 import pytest
+
 from harness_learning.evals.evaluator import evaluate_sync, guarded_score
 from harness_learning.evals.problem import Problem
 from harness_learning.harnesses.llm import InfraError

@@ -12,6 +12,8 @@ import hashlib
 from collections.abc import Awaitable, Callable
 
 import pytest
+from scripted_sums import ScriptedModel, SumTask, solver_rule
+
 from harness_learning.evals.judge import (
     INVALID_KINDS,
     UNCHANGED,
@@ -34,7 +36,6 @@ from harness_learning.harnesses.store import proposal_id
 from harness_learning.harnesses.toolbox import Toolbox
 from harness_learning.training.config import GRPOOnlineConfig
 from harness_learning.training.grpo_online import HarnessReward
-from scripted_sums import ScriptedModel, SumTask, solver_rule
 
 SEED = seed_source("reasoning_direct")
 SEED_LINE = next(line for line in SEED.splitlines() if line.startswith('PROMPT = """Solve'))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from harness_learning.evals.reasoning import (
     PAPER_DEV,
     PAPER_TEST,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from harness_learning.evals.qa.task import QATask
 from harness_learning.evals.reasoning import ReasoningTask
 from harness_learning.evals.registry import get_task, known_task_names

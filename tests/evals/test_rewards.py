@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from harness_learning.evals.rewards import (
     RewardInputs,
     group_advantages,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.splits import held_out_round, sample_round
 

@@ -8,9 +8,10 @@ import statistics
 from fractions import Fraction
 
 import pytest
+from scipy import stats
+
 from harness_learning.evals.guards import fisher_greater
 from harness_learning.evals.stats import ci95
-from scipy import stats
 
 OLD_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
             9: 2.262, 10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131,

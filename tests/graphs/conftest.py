@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import sim_adapt
 from cli_run import cli, free_port
+
 from harness_learning.harnesses.llm import SimServer
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 
 import typer
-from harness_learning.graphs.cli import app
 from typer.testing import CliRunner
+
+from harness_learning.graphs.cli import app
 
 UNESCAPED_TAG = re.compile(r"(?<!\\)\[[a-z][a-z_./-]*\]")
 

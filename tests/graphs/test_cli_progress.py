@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import io
 
-from harness_learning.graphs.cli import _common
 from rich.console import Console
+
+from harness_learning.graphs.cli import _common
 
 
 def lines_for(total: int, monkeypatch) -> list[str]:

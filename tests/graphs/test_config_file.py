@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from cli_run import cli, error_line
+
 from harness_learning.graphs.cli.errors import main
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from harness_learning.graphs.cli import app
 from typer.testing import CliRunner
+
+from harness_learning.graphs.cli import app
 
 
 def test_demo_without_the_proposer_model_names_the_fetch_command(tmp_path, monkeypatch, capsys):

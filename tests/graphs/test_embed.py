@@ -8,14 +8,15 @@ import json
 import os
 
 import pytest
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.embed import HarnessRunError, load_harness, resolve_harness
 from harness_learning.harnesses.llm import SimServer
 from harness_learning.harnesses.runtime import HarnessInvalid
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning.harnesses.store import SQLiteLogStore
-from langgraph.graph import END, START, StateGraph
-from typing_extensions import TypedDict
 
 pytestmark = pytest.mark.timeout(120)
 

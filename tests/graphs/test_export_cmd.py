@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from cli_run import cli
+
 from harness_learning.graphs.cli.errors import main
 from harness_learning.graphs.embed import load_harness
 from harness_learning.graphs.harness_source import resolve_harness

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
 from harness_learning.graphs.cli import app
 from harness_learning.harnesses.mcptools import close_servers
-from typer.testing import CliRunner
 
 HERE = Path(__file__).resolve().parents[1] / "support" / "mcp_sums"
 SERVER = f"mcp:{shlex.join([sys.executable, str(HERE / 'server.py')])}"  # quoted: a path may hold spaces

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import sim_adapt
 from cli_run import HARNESS_LEARN, cli
+
 from harness_learning.harnesses.rundir import open_log_store
 
 CARRIED = ("config.json", "store.json", "inputs")

@@ -14,10 +14,11 @@ from urllib.parse import urlsplit
 
 import sim_adapt
 from cli_run import cli, error_line, free_port
+from pg_server import PASSWORD, PASSWORD_ROLE
+
 from harness_learning.graphs.adapter.checkpoints import open_checkpointer
 from harness_learning.harnesses.rundir import RunDir, open_log_store
 from harness_learning.harnesses.store import RunLocked
-from pg_server import PASSWORD, PASSWORD_ROLE
 
 
 def test_show_reads_a_run_logged_in_postgres(sim_url, postgres_url, tmp_path, monkeypatch):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from harness_learning.graphs.cli import app
 from typer.testing import CliRunner
+
+from harness_learning.graphs.cli import app
 
 
 def test_run_evaluates_a_seed_with_the_local_model(local_model_url):

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 from cli_run import cli
+from sim_adapt import ROLLBACK_REASON
+
 from harness_learning.graphs.embed import resolve_harness
 from harness_learning.graphs.runreport import load_run
 from harness_learning.harnesses.store import SQLiteLogStore
-from sim_adapt import ROLLBACK_REASON
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -10,11 +10,12 @@ import asyncio
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langgraph.errors import GraphRecursionError
+
 from harness_learning.graphs.embed import HarnessInputError, HarnessRunError, load_harness
 from harness_learning.harnesses.llm import SimServer
 from harness_learning.harnesses.sandbox import Worker
-from langchain_core.callbacks import BaseCallbackHandler
-from langgraph.errors import GraphRecursionError
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from studio_server import dev_server
+
 from harness_learning.graphs.cli.studio_cmd import dev_command, offline_env
 from harness_learning.graphs.studio import MODEL_ENV, RUNS_ENV
 from harness_learning.harnesses.llm import SimServer
 from harness_learning.harnesses.llm.simserver import ARITHMETIC_RULE
 from harness_learning.harnesses.seeds import seed_source
-from studio_server import dev_server
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 import sim_adapt
+from studio_server import ALLOW_BLOCKING_WARNING, dev_server
+
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.policies import POLICIES
 from harness_learning.graphs.studio import MODEL_ENV, RUNS_ENV
-from studio_server import ALLOW_BLOCKING_WARNING, dev_server
 
 pytestmark = pytest.mark.timeout(300)
 

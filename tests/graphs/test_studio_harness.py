@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from studio_server import ALLOW_BLOCKING_WARNING, dev_server
+
 from harness_learning.graphs.studio import MODEL_ENV, RUNS_ENV
 from harness_learning.harnesses.llm import SimServer
-from studio_server import ALLOW_BLOCKING_WARNING, dev_server
 
 pytestmark = pytest.mark.timeout(240)
 

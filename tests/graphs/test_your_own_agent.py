@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness_learning.graphs.cli import app
 from typer.testing import CliRunner
+
+from harness_learning.graphs.cli import app
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "your_own_agent"
 SMALL = ["--rounds", "1", "--candidates", "1", "--feedback", "2", "--selection", "3",

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
+from typing_extensions import TypedDict
+
 from harness_learning.harnesses.chat_tools import parse_reply
 from harness_learning.harnesses.sandbox.chat_bridge import BridgeChatModel, bridge_tools
-from typing_extensions import TypedDict
 
 
 class Total(TypedDict):

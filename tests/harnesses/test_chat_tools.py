@@ -4,6 +4,7 @@ results are written back, and how calls are parsed out of a reply."""
 from __future__ import annotations
 
 import pytest
+
 from harness_learning.harnesses.chat_tools import parse_reply, to_text_messages
 from harness_learning.harnesses.toolbox import ToolInputError
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from harness_learning.harnesses.mcptools import (
     McpServer,
     McpToolError,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from harness_learning.harnesses.rundir import NotARunDirError, RunDir
 from harness_learning.harnesses.store import SQLiteLogStore
 

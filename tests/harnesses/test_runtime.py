@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from harness_learning.harnesses import runtime
 from harness_learning.harnesses.runtime import (
     HarnessInvalid,

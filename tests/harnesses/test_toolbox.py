@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import dataclass
 
 import pytest
+
 from harness_learning.harnesses.sandbox.records import failure_kind
 from harness_learning.harnesses.toolbox import (
     MAX_K,

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from langchain_core.tools import tool
+
 from harness_learning.harnesses.toolbox import Toolbox, ToolInputError
 from harness_learning.harnesses.usertools import (
     MAX_RESULT_CHARS,
@@ -13,7 +15,6 @@ from harness_learning.harnesses.usertools import (
     ToolSetupError,
     build_user_tools,
 )
-from langchain_core.tools import tool
 
 CALLS: list[dict] = []
 

@@ -15,13 +15,13 @@ from sim_adapt import EDIT, arithmetic
 from typer.testing import CliRunner
 
 from harness_learning.graphs.cli import app
-from harness_learning.graphs.lab import ray_cluster
-from harness_learning.graphs.lab.experiments.collect import collect
-from harness_learning.graphs.lab.experiments.config import ExperimentSpec, Tasks
-from harness_learning.graphs.lab.experiments.on_ray import on_cluster
-from harness_learning.graphs.lab.experiments.runner import run_experiment
 from harness_learning.harnesses.llm.simserver import SimServer
 from harness_learning.harnesses.seeds import seed_source
+from harness_learning_lab import ray_cluster
+from harness_learning_lab.experiments.collect import collect
+from harness_learning_lab.experiments.config import ExperimentSpec, Tasks
+from harness_learning_lab.experiments.on_ray import on_cluster
+from harness_learning_lab.experiments.runner import run_experiment
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("gepa")
@@ -155,21 +155,15 @@ def test_an_address_that_is_no_address_is_bad_input(tmp_path, capsys, monkeypatc
     assert exit_.value.code == 2 and "want auto, HOST:PORT" in err, err
 
 
-def test_a_worker_without_the_lab_finds_the_runtime_env_copy(tmp_path, monkeypatch):
-    """Where the installed package has no lab (the wheel leaves it out), the task function puts
-    the working_dir's graphs/ on the package's path; where it has one, it changes nothing."""
-    import importlib.util
+def test_the_job_carries_the_lab_to_workers_and_leaves_the_product_out():
+    """The wheel holds no lab, so the runtime_env carries it as a py_module; the product's
+    source stays out (the workers import the installed package)."""
+    import harness_learning_lab
 
-    import harness_learning.graphs as graphs
-
-    monkeypatch.setattr(graphs, "__path__", list(graphs.__path__))
-    monkeypatch.chdir(tmp_path)
-    ray_cluster.reach_lab()
-    lab = str(tmp_path / "src" / "harness_learning" / "graphs")
-    assert lab not in graphs.__path__
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    ray_cluster.reach_lab()
-    assert graphs.__path__[-1] == lab
+    env = ray_cluster.runtime_env()
+    assert env["py_modules"] == [str(Path(harness_learning_lab.__file__).parent)]
+    assert Path(env["working_dir"], "lab", "harness_learning_lab").is_dir()
+    assert "/src" in env["excludes"]
 
 
 def test_a_python_under_a_folder_with_spaces_is_given_to_ray_quoted(monkeypatch):

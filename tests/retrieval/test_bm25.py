@@ -6,9 +6,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from rank_bm25 import BM25Okapi
+
 from harness_learning.retrieval import BM25Index, build_index, open_index
 from harness_learning.retrieval.bm25 import index_text
-from rank_bm25 import BM25Okapi
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +90,7 @@ def test_rank_bm25_backend_gives_the_same_hits(index):
 
 
 def test_candidate_pruning_equals_a_full_sort_with_id_tie_break(tmp_path):
-    from harness_learning.graphs.lab.bench.retrieval import synthetic
+    from harness_learning_lab.bench.retrieval import synthetic
 
     src = synthetic.write_jsonl(tmp_path / "syn.jsonl", 3000)
     build_index("jsonl", src, tmp_path / "ix", "bm25", progress=False)

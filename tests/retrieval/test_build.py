@@ -4,6 +4,7 @@ import hashlib
 import json
 
 import pytest
+
 from harness_learning.retrieval import CorpusError, IndexMismatchError, build_index, open_index
 from harness_learning.retrieval.manifest import Manifest
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from harness_learning.retrieval import ChromaIndex, HybridRetriever, build_index, open_index
 from harness_learning.retrieval.embedding import MODEL_DIM, _ef_class, make_embedding_function
 from harness_learning.retrieval.manifest import Manifest

@@ -4,6 +4,7 @@ import tarfile
 from collections import Counter
 
 import pytest
+
 from harness_learning.retrieval import CorpusError, iter_corpus
 
 

@@ -1,4 +1,5 @@
 import pytest
+
 from harness_learning.retrieval import HybridRetriever, Passage
 from harness_learning.retrieval.hybrid import rrf
 

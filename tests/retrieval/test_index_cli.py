@@ -3,8 +3,9 @@
 import json
 
 import pytest
-from harness_learning.graphs.cli import app
 from typer.testing import CliRunner
+
+from harness_learning.graphs.cli import app
 
 pytestmark = pytest.mark.slow
 runner = CliRunner()

@@ -1,6 +1,7 @@
 import json
 
 import pytest
+
 from harness_learning.retrieval import jsonstream
 from harness_learning.retrieval.jsonstream import CorpusError, iter_json_records
 

@@ -6,11 +6,12 @@ import filecmp
 import json
 
 import pytest
-from harness_learning.graphs.lab.bench.retrieval import synthetic
+
 from harness_learning.retrieval import build
 from harness_learning.retrieval.bm25 import BM25Builder
 from harness_learning.retrieval.build import build_index, open_index
 from harness_learning.retrieval.jsonstream import CorpusError
+from harness_learning_lab.bench.retrieval import synthetic
 
 
 class SmallBatches(BM25Builder):

@@ -1,4 +1,5 @@
 import pytest
+
 from harness_learning.retrieval.tokenizer import IdMapper, Tokenizer
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from cli_run import free_port
+
 from harness_learning.graphs.cli.studio_cmd import REPO_ROOT, dev_command, offline_env
 
 ALLOW_BLOCKING_WARNING = "You've set --allow-blocking"

@@ -4,8 +4,9 @@ with it, and a run directory whose execution log holds groups of proposals."""
 from __future__ import annotations
 
 import pytest
-from harness_learning.harnesses.offline import set_offline_switches
 from scripted_sums import ScriptedModel, SumTask, solver_rule
+
+from harness_learning.harnesses.offline import set_offline_switches
 
 set_offline_switches()
 
@@ -35,8 +36,9 @@ def tokenizer_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_dir(tokenizer_dir, tmp_path_factory):
     """A tiny random Llama checkpoint (hidden 32, 2 layers) with SmolLM2's tokenizer."""
-    from harness_learning.training.models import tiny_llama
     from transformers import AutoTokenizer
+
+    from harness_learning.training.models import tiny_llama
 
     tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
     out = tmp_path_factory.mktemp("tiny")

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from harness_learning.training.config import DataConfig
 from harness_learning.training.data import (
     LogError,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from harness_learning.training.export import gguf_name, interleave_rotary
 
 
@@ -28,9 +29,10 @@ def test_weights_get_llama_cpp_names():
 
 @pytest.mark.slow
 def test_the_untrained_student_exports_to_what_llama_cpp_reads_as_the_original(tmp_path):
+    from llama_cpp import Llama
+
     from harness_learning.training.export import max_difference, write_gguf
     from harness_learning.training.models import load_model, smollm2_gguf_path
-    from llama_cpp import Llama
 
     reference = smollm2_gguf_path()
     out = write_gguf(load_model("smollm2"), reference, tmp_path / "base.gguf")

@@ -5,9 +5,10 @@ import math
 
 import pytest
 import torch
+from safetensors.torch import load_file
+
 from harness_learning.training.config import GRPOOfflineConfig
 from harness_learning.training.grpo_offline import encode, train_grpo_offline
-from safetensors.torch import load_file
 
 
 def _weights(path):
@@ -37,10 +38,11 @@ def test_two_steps_move_weights_with_finite_loss(logged_run, tiny_dir, tmp_path,
 
 
 def test_logged_logprobs_are_used_when_they_match(logged_run, tiny_dir, tmp_path):
+    from transformers import AutoTokenizer
+
     from harness_learning.training.data import grpo_dataset
     from harness_learning.training.grpo_offline import prepare_logprobs
     from harness_learning.training.models import load_model
-    from transformers import AutoTokenizer
 
     cfg = GRPOOfflineConfig(model=str(tiny_dir), max_length=512)
     ds, _ = grpo_dataset([logged_run], cfg)

@@ -5,9 +5,10 @@ import math
 
 import pytest
 import torch
+from safetensors.torch import load_file
+
 from harness_learning.training.config import GRPOOnlineConfig
 from harness_learning.training.grpo_online import logged_prompts
-from safetensors.torch import load_file
 
 
 def test_logged_prompts_recover_each_groups_harness(logged_run):
@@ -56,10 +57,11 @@ def short_run(tmp_path, completions):
 def _warm_on_group(tiny_dir, run, out, steps=120):
     """A tiny Llama taught, by NLL steps on the logged group, to answer with its edits: its
     samples then differ (an edit that applies and is evaluated / one that does not apply)."""
+    from transformers import AutoTokenizer
+
     from harness_learning.training.data import grpo_dataset
     from harness_learning.training.grpo_offline import completion_logprobs, encode
     from harness_learning.training.models import load_model, save_checkpoint
-    from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(tiny_dir))
     ds, _ = grpo_dataset([run], GRPOOnlineConfig())
@@ -139,9 +141,10 @@ def test_a_group_can_train_in_micro_batches(tmp_path):
 
 @pytest.mark.slow
 def test_bench_grpo_step_times_both_paths_on_one_group(short_run, tiny_dir, local_model_url):
-    from harness_learning.graphs.cli import app
-    from harness_learning.training.step_bench import PHASES
     from typer.testing import CliRunner
+
+    from harness_learning.graphs.cli import app
+    from harness_learning_lab.bench.grpo_step import PHASES
 
     result = CliRunner().invoke(app, ["bench", "grpo-step", str(short_run), "--model",
                                       str(tiny_dir), "--group", "4", "--completion", "16",

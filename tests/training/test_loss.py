@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+
 from harness_learning.training.loss import grpo_loss, token_logprobs
 
 

@@ -6,6 +6,8 @@ import shutil
 
 import pytest
 import torch
+from typer.testing import CliRunner
+
 from harness_learning.graphs.cli import app
 from harness_learning.training.config import GRPOOfflineConfig
 from harness_learning.training.ratio import (
@@ -15,7 +17,6 @@ from harness_learning.training.ratio import (
     align_logged,
     ratio_stats,
 )
-from typer.testing import CliRunner
 
 
 class Pieces:
@@ -55,11 +56,12 @@ def test_ratio_statistics_and_note():
 def _log_policy(logged_run, tiny_dir, tmp_path, shift: float):
     """A copy of the run whose proposals carry the tiny model's own log-probs minus `shift`,
     token by token (as an endpoint logs them: text tokens only, no end-of-turn)."""
+    from transformers import AutoTokenizer
+
     from harness_learning.harnesses.store import SQLiteLogStore
     from harness_learning.training.data import grpo_dataset
     from harness_learning.training.grpo_offline import completion_logprobs, encode
     from harness_learning.training.models import load_model
-    from transformers import AutoTokenizer
 
     run = tmp_path / "run"
     shutil.copytree(logged_run, run)
@@ -105,9 +107,10 @@ def test_cli_prints_the_ratio(logged_run, tiny_dir, tmp_path):
 
 
 def test_the_sampled_split_is_kept_when_it_is_not_the_canonical_one(tokenizer_dir):
+    from transformers import AutoTokenizer
+
     from harness_learning.training.grpo_offline import encode
     from harness_learning.training.ratio import sampled_ids
-    from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
     text = 'x = {"content": {}, "a": 1}'

@@ -5,8 +5,9 @@ its ratio against the logged log-probs (the tiny test model shares SmolLM2's tok
 import json
 
 import pytest
-from harness_learning.graphs.cli import app
 from typer.testing import CliRunner
+
+from harness_learning.graphs.cli import app
 
 pytestmark = pytest.mark.slow
 SMOL = "local:smollm2-135m"  # the tiny test model shares its tokenizer

@@ -4,6 +4,7 @@ import asyncio
 import socket
 
 import pytest
+
 from harness_learning.training.serve import Generator, make_app
 
 
@@ -17,6 +18,7 @@ def _free_port() -> int:
 def test_checkpoint_serves_through_model_layer(tiny_dir):
     """A checkpoint behind the transformers endpoint, reached by `harnesses.llm` (litellm)."""
     from aiohttp import web
+
     from harness_learning.harnesses.llm import ModelClient
 
     port = _free_port()

@@ -4,10 +4,11 @@ import json
 import math
 
 import torch
+from safetensors.torch import load_file
+
 from harness_learning.training.config import SFTTrainConfig
 from harness_learning.training.sft import train_sft
 from harness_learning.training.teacher import sft_dataset
-from safetensors.torch import load_file
 
 
 def test_sft_set_holds_only_edits_that_beat_their_parent(logged_run):

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import pytest
 import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+from trl.trainer.utils import add_fused_lm_head
+
 from harness_learning.training.shared_prefix import (
     prompt_groups,
     shared_prefix_generate,
     shared_prefix_logps,
 )
-from transformers import LlamaConfig, LlamaForCausalLM
-from trl.trainer.utils import add_fused_lm_head
 
 PAD, TEMPERATURE, KEEP = 0, 0.7, 5
 

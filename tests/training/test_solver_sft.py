@@ -9,13 +9,14 @@ import math
 
 import pytest
 import torch
+from safetensors.torch import load_file
+
 from harness_learning.harnesses.contract import ToolCall
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.store import SQLiteLogStore
 from harness_learning.training.config import SolverSFTConfig
 from harness_learning.training.data import LogError
 from harness_learning.training.solver_sft import TrajectoryReport, train_solver_sft, trajectory_rows
-from safetensors.torch import load_file
 
 
 def solved(pid: str, question: str, reply: str, score: float = 1.0, **call) -> ProblemResult:

@@ -3,9 +3,10 @@
 import dataclasses
 import json
 
+from typer.testing import CliRunner
+
 from harness_learning.graphs.cli import app
 from harness_learning.training.config import GRPOOfflineConfig, GRPOOnlineConfig, SFTTrainConfig
-from typer.testing import CliRunner
 
 runner = CliRunner()
 

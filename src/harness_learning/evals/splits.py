@@ -13,7 +13,7 @@ the next. `held_out_round` is the protocol the adapter uses by default (`AdaptCo
 pool is split once per run into a selection part, scored every round and never shown, and a
 feedback part that every round's feedback draws from. A candidate that copies what any report of
 the run showed then gains nothing in selection, however little of it it copies, which no test on
-a few shown problems could promise (`graphs/lab/bench/memorisation.py` measures that).
+a few shown problems could promise (`lab/harness_learning_lab/bench/memorisation.py` measures that).
 
 A draw depends only on (pool ids, round index, seed): rerunning a round reproduces it, and a
 resumed run sees the same problems.

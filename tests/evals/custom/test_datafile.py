@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from harness_learning.evals.custom import DataFileError, DataTask, load_examples
 from harness_learning.evals.registry import get_task
 

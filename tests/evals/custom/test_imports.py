@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from harness_learning.evals.custom.imports import UserCodeError, is_reference, reference_of, resolve
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "your_own_agent"

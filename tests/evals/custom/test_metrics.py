@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from harness_learning.evals.custom.metrics import (
     JUDGE_RUBRIC,
     MetricError,

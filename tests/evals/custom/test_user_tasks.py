@@ -7,6 +7,7 @@ import json
 from importlib.metadata import EntryPoint
 
 import pytest
+
 from harness_learning.evals import registry
 from harness_learning.evals.evaluator import evaluate_sync
 from harness_learning.evals.registry import get_task

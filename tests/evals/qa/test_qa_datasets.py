@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from harness_learning.evals.qa.datasets import (
     iter_2wiki,
     iter_hotpotqa,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from harness_learning.evals.qa.metrics import best_metrics, exact_match, f1_score, normalize_answer
 
 

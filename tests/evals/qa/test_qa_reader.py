@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from harness_learning.evals.qa import reader
 from harness_learning.evals.qa.reader import RecordError, iter_json_records
 

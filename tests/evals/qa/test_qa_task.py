@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from harness_learning.evals.qa.datasets import load_records
 from harness_learning.evals.qa.task import QATask, default_sizes
 from harness_learning.evals.settings import SAMPLE_CORPORA, SAMPLE_FILES

@@ -10,14 +10,15 @@ import asyncio
 import re
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
 from harness_learning.evals.registry import get_task
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.graph import build_adapter_graph
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.seeds import seed_source
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command
 
 REASON = "prompt marker B is not allowed by our style guide"
 LINE = next(line for line in seed_source("reasoning_direct").splitlines()

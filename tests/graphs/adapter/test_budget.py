@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import sim_adapt
 from cli_run import cli, error_line
+
 from harness_learning.graphs.adapter.budget import budget_reason
 from harness_learning.graphs.adapter.config import AdaptConfig, Budget
 from harness_learning.graphs.adapter.estimate import estimate_budget

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
+from typer.testing import CliRunner
+
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.estimate import estimate_budget
 from harness_learning.graphs.adapter.racing import RaceRule
 from harness_learning.graphs.cli import app
-from typer.testing import CliRunner
 
 SEED = "def solve(problem, tools):\n    return tools.llm(problem)\n"  # one Solver call
 

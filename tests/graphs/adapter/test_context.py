@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from scripted_sums import SumTask
+
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.run import prepare
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.store import LogStore
-from scripted_sums import SumTask
 
 
 def config(tmp_path, task: str = "sums") -> AdaptConfig:

@@ -8,6 +8,8 @@ import asyncio
 from types import SimpleNamespace
 
 import pytest
+from scripted_sums import SumTask, solver_rule
+
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.estimate import estimate_budget
@@ -15,7 +17,6 @@ from harness_learning.graphs.adapter.run import run_adaptation
 from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.store import proposal_id
-from scripted_sums import SumTask, solver_rule
 
 
 def block(search: str, replace: str) -> str:

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.inputs import MissingInput, open_task, open_tools, start_source
 from harness_learning.graphs.adapter.run import load_config, prepare

@@ -8,6 +8,7 @@ import json
 import math
 
 import pytest
+
 from harness_learning.evals import guards
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.run import prepare
@@ -73,7 +74,7 @@ def test_a_reasoning_run_stores_a_split_secret_and_keeps_it(tmp_path):
 
 
 def test_encoded_hard_coding_is_flagged_on_the_reasoning_protocol(tmp_path):
-    from harness_learning.graphs.lab.reliability.proposals import memorisation_rows
+    from harness_learning_lab.reliability.proposals import memorisation_rows
 
     rows = asyncio.run(memorisation_rows(tmp_path))
     assert len(rows) == 2 and all(r["ok"] for r in rows), rows
@@ -85,14 +86,14 @@ def test_a_raced_survivor_is_put_to_the_memorisation_check(tmp_path):
     from harness_learning.graphs.adapter.context import AdapterContext
     from harness_learning.graphs.adapter.race_round import race_candidates
     from harness_learning.graphs.adapter.racing import RaceRule
-    from harness_learning.graphs.lab.reliability.proposals import (
+    from harness_learning.harnesses.llm import Completion
+    from harness_learning.harnesses.seeds import seed_source
+    from harness_learning.harnesses.toolbox import Toolbox
+    from harness_learning_lab.reliability.proposals import (
         SumTaskWithControl,
         encoded_completions,
         report_for,
     )
-    from harness_learning.harnesses.llm import Completion
-    from harness_learning.harnesses.seeds import seed_source
-    from harness_learning.harnesses.toolbox import Toolbox
 
     config = AdaptConfig(task="sums", run_dir=str(tmp_path), rounds=1, candidates=1,
                          policy="racing", edit_format="search_replace", feedback=6,
@@ -138,15 +139,15 @@ def test_a_raced_out_candidate_is_put_to_the_memorisation_check_too(tmp_path):
     from harness_learning.graphs.adapter.context import AdapterContext
     from harness_learning.graphs.adapter.race_round import race_candidates
     from harness_learning.graphs.adapter.racing import RaceRule
-    from harness_learning.graphs.lab.reliability.proposals import (
+    from harness_learning.harnesses.llm import Completion
+    from harness_learning.harnesses.seeds import seed_source
+    from harness_learning.harnesses.toolbox import Toolbox
+    from harness_learning_lab.reliability.proposals import (
         SOLVE_LINE,
         SumTaskWithControl,
         block,
         report_for,
     )
-    from harness_learning.harnesses.llm import Completion
-    from harness_learning.harnesses.seeds import seed_source
-    from harness_learning.harnesses.toolbox import Toolbox
 
     task = SumTaskWithControl(n_dev=12)
     shown_ids = [f"d{i}" for i in range(1, 7)]

@@ -8,11 +8,12 @@ from __future__ import annotations
 import asyncio
 import re
 
+from scripted_sums import QUESTION, SumTask, solver_rule
+
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.run import run_adaptation
 from harness_learning.harnesses.rundir import RunDir
-from scripted_sums import QUESTION, SumTask, solver_rule
 
 
 def solver(prompt: str, params: dict) -> str:
@@ -51,6 +52,7 @@ def test_an_operator_candidate_is_judged_logged_with_its_origin_and_adopted(tmp_
 
 def test_an_unknown_operator_is_one_line_before_anything_is_written(tmp_path, capsys) -> None:
     import pytest
+
     from harness_learning.graphs.cli.errors import EXIT_USAGE, main
 
     with pytest.raises(SystemExit) as exit_info:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from scripted_sums import QUESTION, SumTask
+
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.parents import merged_completion, parent_draw
@@ -14,7 +16,6 @@ from harness_learning.graphs.adapter.policies import Scored, decide, pareto, par
 from harness_learning.graphs.adapter.run import run_adaptation
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.store import proposal_id
-from scripted_sums import QUESTION, SumTask
 
 
 def test_the_front_keeps_versions_best_somewhere_and_drops_dominated_ones():

@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from scripted_sums import SumTask, solver_rule
+
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.run import run_adaptation
 from harness_learning.harnesses.rundir import RunDir
-from scripted_sums import SumTask, solver_rule
 
 
 def block(search: str, replace: str) -> str:

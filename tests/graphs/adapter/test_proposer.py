@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from harness_learning.evals.rewards import group_advantages, proposal_reward
 from harness_learning.graphs.adapter.proposer import (
     ProposeError,

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from scripted_sums import SumTask, solver_rule
+
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.policies import Scored, decide
@@ -13,7 +15,6 @@ from harness_learning.graphs.adapter.racing import RaceRule, paired_gap, race
 from harness_learning.graphs.adapter.run import run_adaptation
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.store import proposal_id
-from scripted_sums import SumTask, solver_rule
 
 
 def run_race(table: dict[str, list[float]], rule: RaceRule | None = None):

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 
+from scripted_sums import SumTask, solver_rule
+
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.repair import closest_lines
 from harness_learning.graphs.adapter.run import run_adaptation
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.seeds import seed_source
-from scripted_sums import SumTask, solver_rule
 
 GOOD = ('<<<<<<< SEARCH\nPROMPT = """Solve the problem. Think briefly, then give the final '
         'answer on the last line\n=======\nPROMPT = """Solve the problem CAREFULLY. Think '

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult, ProblemResult
 from harness_learning.graphs.adapter.report import (
@@ -15,8 +18,6 @@ from harness_learning.graphs.adapter.report import (
 )
 from harness_learning.harnesses.contract import ExecResult, ToolCall
 from harness_learning.retrieval.passage import Passage
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 TB = ('Traceback (most recent call last):\n  File "harness.py", line 30, in solve\n    step()\n'
       '  File "harness.py", line 12, in step\n    return state["notes"]\nKeyError: \'notes\'\n')

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from harness_learning.graphs.adapter.result_writer import ResultWriter
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.store import SQLiteLogStore

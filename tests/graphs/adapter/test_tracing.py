@@ -8,11 +8,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from scripted_sums import ScriptedModel, SumTask
+
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.run import run_adaptation
 from harness_learning.harnesses.tracing import TRACE_ENV, tracer_for
-from scripted_sums import ScriptedModel, SumTask
 
 A = "harness_learning."
 LINE = " then give the final answer on the last line"
@@ -174,11 +175,12 @@ def test_langchain_mode_reports_model_calls_to_the_nodes_callbacks(tmp_path) -> 
 def test_a_user_tools_call_is_a_span_of_its_own(exporter) -> None:
     """A traced toolbox's user tool call (an MCP server's tool is one) is an `execute_tool`
     span; a failing call's span records the error and the harness still gets it."""
+    from opentelemetry import trace
+
     from harness_learning.harnesses.contract import ToolInputError
     from harness_learning.harnesses.toolbox import Toolbox
     from harness_learning.harnesses.tracing import Tracer
     from harness_learning.harnesses.usertools import build_user_tools
-    from opentelemetry import trace
 
     def add(a: int, b: int) -> int:
         """The sum of two integers."""

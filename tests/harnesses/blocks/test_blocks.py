@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from harness_learning.harnesses.blocks import majority
 from harness_learning.harnesses.blocks.reasoning import last_line
 from harness_learning.harnesses.llm import get_client

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from harness_learning.harnesses.edits import (
     EDIT_ERROR_KINDS,
     Edit,
@@ -10,8 +13,6 @@ from harness_learning.harnesses.edits import (
     parse_and_apply,
     unified_diff,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 SOURCE = "def build_graph(tools):\n    x = 1\n    return x\n"
 GOOD = "<<<<<<< SEARCH\n    x = 1\n=======\n    x = 2\n>>>>>>> REPLACE\n"

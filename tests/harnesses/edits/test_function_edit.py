@@ -4,6 +4,7 @@ it stands, nested node functions included; anything else is a named edit error."
 from __future__ import annotations
 
 import pytest
+
 from harness_learning.harnesses.edits import parse_and_apply
 from harness_learning.harnesses.edits.function_edit import node_functions
 from harness_learning.harnesses.runtime import check_source

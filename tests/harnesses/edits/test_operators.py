@@ -9,6 +9,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+
 from harness_learning.harnesses.edits.operators import (
     OPERATORS,
     Operator,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from harness_learning.harnesses.edits import EditError, apply_edit, parse_edit
 from harness_learning.harnesses.seeds import seed_source
 

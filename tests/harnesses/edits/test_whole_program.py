@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from harness_learning.harnesses.edits import EditError, apply_edit, parse_edit
 
 PROGRAM = "def build_graph(tools):\n    return None\n"

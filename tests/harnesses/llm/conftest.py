@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from harness_learning.harnesses.llm import ModelConfig, SimServer
 
 

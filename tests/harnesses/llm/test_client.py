@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from harness_learning.harnesses.llm import (
     Completion,
     InfraError,

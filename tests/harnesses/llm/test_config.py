@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from harness_learning.harnesses.llm import LOCAL_MODEL, ModelConfig
 
 

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import pytest
+
 from harness_learning.harnesses.llm import (
     InfraError,
     ModelClient,

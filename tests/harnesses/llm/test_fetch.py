@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from harness_learning.harnesses.llm.errors import LocalModelError
 from harness_learning.harnesses.llm.fetch import (
     FetchSource,

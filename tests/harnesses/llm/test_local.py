@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from harness_learning.harnesses.llm import (
     LOCAL_URL_ENV,
     LocalModelError,

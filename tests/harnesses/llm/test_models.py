@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from harness_learning.harnesses.llm import LocalModelError, ModelConfig
 from harness_learning.harnesses.llm.models import QWEN_CODER, SMOLLM2, resolve_role
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from harness_learning.harnesses.llm import ModelClient, ModelConfig, SimServer
 from harness_learning.harnesses.llm.prices import FREE, Price, price_of
 

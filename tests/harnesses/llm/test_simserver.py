@@ -10,6 +10,7 @@ import urllib.request
 from typing import Any
 
 import pytest
+
 from harness_learning.harnesses.llm import SimServer
 from harness_learning.harnesses.llm.simserver import default_reply
 

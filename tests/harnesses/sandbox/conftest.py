@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+
 from harness_learning.harnesses.sandbox import Limits, ToolReply, Worker, WorkerPool
 from harness_learning.harnesses.sandbox.local import LocalBackend
 

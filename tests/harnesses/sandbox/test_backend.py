@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from harness_learning.harnesses.sandbox import Worker
 from harness_learning.harnesses.sandbox.backend import (
     SandboxBackend,

@@ -6,6 +6,7 @@ import asyncio
 import time
 
 import pytest
+
 from harness_learning.harnesses.llm import InfraError
 from harness_learning.harnesses.runtime import HarnessInvalid
 from harness_learning.harnesses.sandbox import Worker

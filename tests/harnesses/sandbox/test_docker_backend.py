@@ -11,6 +11,7 @@ import struct
 import sys
 
 import pytest
+
 from harness_learning.harnesses.sandbox import Limits, Worker, imports, seccomp
 from harness_learning.harnesses.sandbox.docker_backend import (
     EMPTY,

@@ -4,6 +4,7 @@ becomes a `GraphShape`; anything else is refused with the reason, never guessed 
 from __future__ import annotations
 
 import pytest
+
 from harness_learning.harnesses.sandbox.graph_shape import (
     END,
     START,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from harness_learning.harnesses.sandbox import Limits, Worker
 from harness_learning.harnesses.sandbox.local import LocalBackend
 from harness_learning.harnesses.toolbox import Toolbox

@@ -5,6 +5,7 @@ process limit, CPU time and wall time. All are the harness's doing: scored 0, ne
 from __future__ import annotations
 
 import pytest
+
 from harness_learning.harnesses.results import HARNESS_FAULTS, UNSCORED, ErrorKind
 from harness_learning.harnesses.sandbox import Limits
 from harness_learning.harnesses.toolbox import Toolbox

@@ -15,6 +15,8 @@ from dataclasses import replace
 
 import psutil
 import pytest
+from scripted_sums import ScriptedModel, SumTask
+
 from harness_learning.evals.evaluator import evaluate
 from harness_learning.harnesses.contract import ToolCall
 from harness_learning.harnesses.llm import ModelClient
@@ -22,7 +24,6 @@ from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.sandbox import Limits
 from harness_learning.harnesses.sandbox.trace import bounded_call, stored_bytes
 from harness_learning.harnesses.toolbox import Toolbox
-from scripted_sums import ScriptedModel, SumTask
 
 from .conftest import TEST_LIMITS, node_harness
 

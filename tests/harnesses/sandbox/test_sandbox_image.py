@@ -15,6 +15,7 @@ from typing import Any
 import docker.errors
 import pytest
 from cli_run import cli, error_line
+
 from harness_learning.harnesses.sandbox import Limits, image, imports
 from harness_learning.harnesses.sandbox.docker_backend import (
     DEFAULT_IMAGE,

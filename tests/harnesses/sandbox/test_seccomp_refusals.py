@@ -10,6 +10,7 @@ import json
 import struct
 
 import pytest
+
 from harness_learning.harnesses.sandbox import Limits, seccomp
 from harness_learning.harnesses.toolbox import Toolbox
 

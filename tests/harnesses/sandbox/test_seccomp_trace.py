@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 
 import pytest
+
 from harness_learning.harnesses.contract import ToolCall
 from harness_learning.harnesses.sandbox import seccomp
 from harness_learning.harnesses.sandbox.trace import traced_call, trim

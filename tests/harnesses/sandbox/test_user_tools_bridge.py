@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from harness_learning.harnesses.sandbox import Worker
 from harness_learning.harnesses.toolbox import Toolbox
 from harness_learning.harnesses.usertools import build_user_tools

@@ -14,6 +14,7 @@ import venv
 from pathlib import Path
 
 import pytest
+
 from harness_learning.harnesses.sandbox import imports
 
 from .conftest import node_harness

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from harness_learning.harnesses.contract import ToolCall
 from harness_learning.harnesses.llm import Completion
 from harness_learning.harnesses.results import ProblemResult

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from harness_learning.harnesses.contract import ToolCall
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.store import (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from harness_learning.harnesses.store import JsonlLogStore, LogStoreError, SchemaVersionError
 from harness_learning.harnesses.store.jsonl_store import FILENAME
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from harness_learning.evals.registry import get_task
-from harness_learning.graphs.lab.bench import blocks, proposer_prompt
+from harness_learning_lab.bench import blocks, proposer_prompt
 
 
 def test_the_paired_interval_brackets_the_mean_gain() -> None:

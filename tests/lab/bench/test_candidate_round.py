@@ -5,17 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from harness_learning.evals.registry import get_task
-from harness_learning.graphs.lab.bench.candidate_round import (
-    build_candidates,
-    load_edits,
-    log_round,
-)
-from harness_learning.graphs.lab.bench.racing_logged import logged_rounds
 from harness_learning.harnesses.llm import get_client
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning.harnesses.store.sqlite import SQLiteLogStore
 from harness_learning.harnesses.toolbox import Toolbox
+from harness_learning_lab.bench.candidate_round import (
+    build_candidates,
+    load_edits,
+    log_round,
+)
+from harness_learning_lab.bench.racing_logged import logged_rounds
 
 EDITS = Path(__file__).parents[3] / "experiments" / "candidates" / "reasoning_direct"
 
@@ -94,8 +95,9 @@ def test_log_round_command_answers_a_parsing_twin_from_the_run_cache(local_model
     """03_last_number only parses differently: its Solver calls are the seed's, made once."""
     import shutil
 
-    from harness_learning.graphs.cli import app
     from typer.testing import CliRunner
+
+    from harness_learning.graphs.cli import app
 
     edits = tmp_path / "edits"
     edits.mkdir()

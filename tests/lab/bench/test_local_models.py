@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness_learning.graphs.lab.bench.local_models import proposer_prompt, table
+from harness_learning_lab.bench.local_models import proposer_prompt, table
 
 
 def test_the_benchmark_prompt_is_a_real_proposer_prompt_of_demo_size() -> None:

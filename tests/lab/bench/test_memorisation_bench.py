@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness_learning.graphs.lab.bench import memorisation as bench
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.store.sqlite import SQLiteLogStore
+from harness_learning_lab.bench import memorisation as bench
 
 
 def test_collect_pairs_each_version_with_its_parent_on_common_problems(tmp_path: Path) -> None:

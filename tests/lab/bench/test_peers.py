@@ -9,13 +9,14 @@ import json
 import re
 
 import pytest
-from harness_learning.graphs.cli import app
-from harness_learning.graphs.lab.bench import peers_report
-from harness_learning.graphs.lab.bench.peers_meter import Trace, sha_of
-from harness_learning.harnesses.llm.simserver import SimServer
-from harness_learning.harnesses.seeds import seed_source
 from sim_adapt import EDIT, arithmetic
 from typer.testing import CliRunner
+
+from harness_learning.graphs.cli import app
+from harness_learning.harnesses.llm.simserver import SimServer
+from harness_learning.harnesses.seeds import seed_source
+from harness_learning_lab.bench import peers_report
+from harness_learning_lab.bench.peers_meter import Trace, sha_of
 
 pytest.importorskip("gepa")
 pytest.importorskip("openevolve")
@@ -128,7 +129,7 @@ def test_gepa_with_the_real_local_models(tmp_path, monkeypatch):
     in the bench), and which problems the smoke split draws is random: in one fresh-clone run
     SmolLM2 answered all 4 dev problems, so nothing reflected within 8 Solver calls. Here it
     always reflects, so the path under test runs every time."""
-    from harness_learning.graphs.lab.bench import peers_gepa
+    from harness_learning_lab.bench import peers_gepa
 
     bench_settings = peers_gepa.load_settings
 
@@ -151,7 +152,7 @@ def test_the_racing_scale_lets_the_solver_budget_end_each_search():
     """The racing question needs rounds left when the budget runs out: otherwise racing's saving
     could buy nothing (what the cpu scale showed)."""
     from harness_learning.graphs.adapter.racing import RaceRule
-    from harness_learning.graphs.lab.bench.peers import load_settings
+    from harness_learning_lab.bench.peers import load_settings
 
     settings = load_settings(scale="racing")
     assert settings["systems"] == ["best_valid", "racing"]
@@ -170,7 +171,7 @@ def test_the_cpu_scale_has_four_reasoning_types_and_qa_and_one_edit_format():
     scale keeps each track's own format."""
     from types import SimpleNamespace
 
-    from harness_learning.graphs.lab.bench.peers import Endpoints, base_config, load_settings
+    from harness_learning_lab.bench.peers import Endpoints, base_config, load_settings
 
     ends = Endpoints("http://127.0.0.1:1/v1", "solver", "http://127.0.0.1:2/v1", "proposer")
     proxy = SimpleNamespace(base_url="http://127.0.0.1:3/v1")

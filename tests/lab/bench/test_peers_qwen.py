@@ -11,14 +11,15 @@ from dataclasses import asdict
 from types import SimpleNamespace
 
 import pytest
+from typer.testing import CliRunner
+
 from harness_learning.graphs.cli import app
-from harness_learning.graphs.lab.bench import peers_report, peers_stats
-from harness_learning.graphs.lab.bench.peers import Endpoints, base_config, load_settings, run_path
-from harness_learning.graphs.lab.bench.peers_gepa import background, menu_text
-from harness_learning.graphs.lab.bench.peers_peers import adapter_config, openevolve_config
 from harness_learning.harnesses.edits.operators import OPERATORS
 from harness_learning.harnesses.llm.models import QWEN_CODER, local_model
-from typer.testing import CliRunner
+from harness_learning_lab.bench import peers_report, peers_stats
+from harness_learning_lab.bench.peers import Endpoints, base_config, load_settings, run_path
+from harness_learning_lab.bench.peers_gepa import background, menu_text
+from harness_learning_lab.bench.peers_peers import adapter_config, openevolve_config
 
 pytest.importorskip("gepa")
 pytest.importorskip("openevolve")
@@ -170,7 +171,7 @@ def test_the_scales_solver_model_is_the_one_started():
     """`endpoints` starts the scale's Solver (Qwen here, a server of its own), not SmolLM2."""
     import urllib.request
 
-    from harness_learning.graphs.lab.bench.peers import endpoints
+    from harness_learning_lab.bench.peers import endpoints
 
     with endpoints(proposer="p@http://127.0.0.1:9/v1", solver_model=QWEN_CODER) as ends:
         assert ends.solver_alias == local_model(QWEN_CODER).alias

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+
 from harness_learning.graphs.adapter.racing import RaceRule
-from harness_learning.graphs.lab.bench.racing import SCENARIOS, outcomes, simulate, table
+from harness_learning_lab.bench.racing import SCENARIOS, outcomes, simulate, table
 
 
 def test_outcomes_keep_each_rate_and_correlate_with_rho():
@@ -43,7 +44,7 @@ def test_no_early_stop_and_no_halving_is_full_evaluation():
 
 
 def test_frontier_costs_and_quality_of_schedules():
-    from harness_learning.graphs.lab.bench import racing_frontier as rf
+    from harness_learning_lab.bench import racing_frontier as rf
 
     assert rf.cost((((16, 4), (32, 2)), 64), 8) == 8 * 16 + 4 * 16 + 2 * 32
     rounds = rf.draw(300, 8, 32, 0.5, seed=3)
@@ -54,7 +55,7 @@ def test_frontier_costs_and_quality_of_schedules():
 
 
 def test_frontier_sweep_reports_only_schedules_that_save_enough():
-    from harness_learning.graphs.lab.bench import racing_frontier as rf
+    from harness_learning_lab.bench import racing_frontier as rf
 
     figures = rf.sweep(min_ratio=2.0, seeds=100, problems=16, top=3)
     assert figures["searched"] > 0 and len(figures["best"]) <= 3
@@ -65,7 +66,7 @@ def test_frontier_sweep_reports_only_schedules_that_save_enough():
 
 
 def test_quality_error_is_zero_for_the_same_choices_and_positive_otherwise():
-    from harness_learning.graphs.lab.bench.racing import ratio_se
+    from harness_learning_lab.bench.racing import ratio_se
 
     assert ratio_se(300, 300, 300, 1000) == 0.0  # both right on exactly the same rounds
     assert ratio_se(300, 300, 150, 1000) > ratio_se(300, 300, 290, 1000) > 0.0
@@ -75,8 +76,8 @@ def test_quality_error_is_zero_for_the_same_choices_and_positive_otherwise():
 
 
 def test_thompson_with_the_full_budget_is_full_evaluation():
-    from harness_learning.graphs.lab.bench import racing_adaptive as ra
-    from harness_learning.graphs.lab.bench import racing_frontier as rf
+    from harness_learning_lab.bench import racing_adaptive as ra
+    from harness_learning_lab.bench import racing_frontier as rf
 
     rounds = rf.draw(200, 8, 32, 0.5, seed=5)
     for sums, best, p_full in rounds.values():
@@ -86,7 +87,7 @@ def test_thompson_with_the_full_budget_is_full_evaluation():
 
 
 def test_chase_stops_early_on_a_clear_round_and_picks_the_best():
-    from harness_learning.graphs.lab.bench import racing_adaptive as ra
+    from harness_learning_lab.bench import racing_adaptive as ra
 
     rng = np.random.default_rng(2)
     p = np.array([0.1, 0.1, 0.95, 0.1, 0.2, 0.1, 0.15, 0.1])
@@ -97,7 +98,7 @@ def test_chase_stops_early_on_a_clear_round_and_picks_the_best():
 
 
 def test_wall_time_counts_waves_of_slots():
-    from harness_learning.graphs.lab.bench.racing_adaptive import Endpoint
+    from harness_learning_lab.bench.racing_adaptive import Endpoint
 
     # staged racing's 128, 64, 64 problems: 2 + 1 + 1 waves of 64, each 5 calls of 1 s
     assert Endpoint().wall_s(np.array([[128, 64, 64]])) == 20.0
@@ -105,7 +106,7 @@ def test_wall_time_counts_waves_of_slots():
 
 
 def test_adaptive_comparison_names_every_policy():
-    from harness_learning.graphs.lab.bench import racing_adaptive as ra
+    from harness_learning_lab.bench import racing_adaptive as ra
 
     figures = ra.compare(seeds=60, problems=32)
     names = [r["policy"] for r in figures["rows"]]
@@ -119,8 +120,9 @@ def test_adaptive_comparison_names_every_policy():
 def test_bench_racing_command_prints_the_adaptive_table_and_json():
     import json
 
-    from harness_learning.graphs.cli import app
     from typer.testing import CliRunner
+
+    from harness_learning.graphs.cli import app
 
     result = CliRunner().invoke(app, ["bench", "racing", "--seeds", "40", "--problems", "16",
                                       "--adaptive", "--json"])

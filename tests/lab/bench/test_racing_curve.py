@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
+from typer.testing import CliRunner
+
 from harness_learning.graphs.adapter.racing import RaceRule
 from harness_learning.graphs.cli import app
-from harness_learning.graphs.lab.bench import racing_curve
-from typer.testing import CliRunner
+from harness_learning_lab.bench import racing_curve
 
 RULES = {"full": RaceRule(z=1e9, keep=None),
          "halving": RaceRule(fractions=(0.25, 0.5, 1.0), keep=(0.5,))}

@@ -6,8 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from harness_learning.graphs.lab.bench.racing import outcomes
-from harness_learning.graphs.lab.bench.racing_logged import (
+
+from harness_learning.harnesses.results import ProblemResult
+from harness_learning.harnesses.store.sqlite import SQLiteLogStore
+from harness_learning_lab.bench.racing import outcomes
+from harness_learning_lab.bench.racing_logged import (
     LoggedRound,
     fit_rho,
     logged_rounds,
@@ -15,8 +18,6 @@ from harness_learning.graphs.lab.bench.racing_logged import (
     replay,
     table,
 )
-from harness_learning.harnesses.results import ProblemResult
-from harness_learning.harnesses.store.sqlite import SQLiteLogStore
 
 
 def _round(names: str, scores: np.ndarray) -> LoggedRound:
@@ -126,8 +127,9 @@ def _log_round(run_dir, p: np.ndarray, n: int, rho: float, seed: int) -> None:
 def test_bench_racing_command_replays_logged_rounds(tmp_path):
     import json
 
-    from harness_learning.graphs.cli import app
     from typer.testing import CliRunner
+
+    from harness_learning.graphs.cli import app
 
     _log_round(tmp_path / "a", np.full(8, 0.4), 64, 0.8, 7)
     _log_round(tmp_path / "b", np.linspace(0.2, 0.6, 8), 64, 0.8, 8)
@@ -146,8 +148,9 @@ def test_bench_racing_command_replays_logged_rounds(tmp_path):
 
 
 def test_bench_racing_command_names_a_missing_log(tmp_path):
-    from harness_learning.graphs.cli import app
     from typer.testing import CliRunner
+
+    from harness_learning.graphs.cli import app
 
     result = CliRunner().invoke(app, ["bench", "racing", "--from-log", str(tmp_path / "none")])
     assert result.exit_code != 0 and "no run log" in result.output
@@ -164,8 +167,9 @@ def test_rounds_where_no_candidate_is_ever_right_fit_no_rho():
 def test_bench_racing_command_skips_the_fit_simulation_when_no_rho_fits(tmp_path):
     import json
 
-    from harness_learning.graphs.cli import app
     from typer.testing import CliRunner
+
+    from harness_learning.graphs.cli import app
 
     _log_round(tmp_path, np.zeros(4), 32, 0.5, 9)  # SmolLM2 on QA: everything wrong
     result = CliRunner().invoke(app, ["bench", "racing", "--seeds", "20", "--problems", "16",

@@ -1,7 +1,8 @@
 """The benchmark machinery on a tiny corpus (the real figures come from `harness-learn bench bm25`)."""
 
 import pytest
-from harness_learning.graphs.lab.bench.retrieval import recall, report, scale, synthetic
+
+from harness_learning_lab.bench.retrieval import recall, report, scale, synthetic
 
 pytestmark = pytest.mark.slow
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import asyncio
 
-from harness_learning.graphs.lab.bench.round import (
+from harness_learning.harnesses.llm import SimServer
+from harness_learning.harnesses.runtime import check_source
+from harness_learning_lab.bench.round import (
     CALLS,
     SHARED_CALLS,
     BenchTask,
     candidate_source,
     run_round,
 )
-from harness_learning.harnesses.llm import SimServer
-from harness_learning.harnesses.runtime import check_source
 
 
 def test_candidates_are_valid_and_share_only_their_first_calls():
@@ -36,8 +36,8 @@ def test_a_tiny_round_counts_shared_calls_once(tmp_path):
 def test_bridge_probe_runs_past_the_per_problem_call_cap():
     """The probe is one long problem of pings: it must not be stopped by the per-problem call
     caps (the Solver cap once left the bench with no laps and an IndexError)."""
-    from harness_learning.graphs.lab.bench.round import bridge_laps
     from harness_learning.harnesses.sandbox import Limits
+    from harness_learning_lab.bench.round import bridge_laps
 
     calls = max(Limits().llm_calls_per_problem, Limits().tool_calls_per_problem) + 16
     laps = asyncio.run(bridge_laps(1, calls))

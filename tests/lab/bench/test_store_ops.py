@@ -3,8 +3,8 @@ dropped afterwards (against the session's throwaway server)."""
 
 from __future__ import annotations
 
-from harness_learning.graphs.lab.bench import store_ops
 from harness_learning.harnesses.store.postgres import PostgresLogStore
+from harness_learning_lab.bench import store_ops
 
 
 def test_both_backends_are_measured_and_the_schema_goes(postgres_url, tmp_path):

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from harness_learning.graphs.lab.experiments.config import load_spec
-from harness_learning.graphs.lab.experiments.runner import plan_runs
+
+from harness_learning_lab.experiments.config import load_spec
+from harness_learning_lab.experiments.runner import plan_runs
 
 EXPERIMENTS = Path(__file__).resolve().parents[3] / "experiments"
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from harness_learning.graphs.lab.experiments.collect import collect
-from harness_learning.graphs.lab.experiments.config import ExperimentSpec, Tasks
-from harness_learning.graphs.lab.experiments.report import REPORT, write_report
-from harness_learning.graphs.lab.experiments.runner import run_experiment
+
+from harness_learning_lab.experiments.collect import collect
+from harness_learning_lab.experiments.config import ExperimentSpec, Tasks
+from harness_learning_lab.experiments.report import REPORT, write_report
+from harness_learning_lab.experiments.runner import run_experiment
 
 
 @pytest.mark.slow

@@ -8,11 +8,12 @@ import statistics
 from pathlib import Path
 
 import pytest
+
 from harness_learning.evals.registry import get_task
-from harness_learning.graphs.lab.experiments.arms import ArmRun, ci95, summarise, targets
-from harness_learning.graphs.lab.experiments.config import load_spec
-from harness_learning.graphs.lab.experiments.runner import plan_runs, task_options_for
-from harness_learning.graphs.lab.experiments.stages import finish_stage, stage_done
+from harness_learning_lab.experiments.arms import ArmRun, ci95, summarise, targets
+from harness_learning_lab.experiments.config import load_spec
+from harness_learning_lab.experiments.runner import plan_runs, task_options_for
+from harness_learning_lab.experiments.stages import finish_stage, stage_done
 
 EXPERIMENTS = Path(__file__).resolve().parents[3] / "experiments"
 CHECKED_IN = ["proposer_training", "proposer_training_reduced"]
@@ -128,7 +129,7 @@ def test_table_means_rates_and_oracle():
 def test_a_training_experiment_needs_the_stage_work_the_cli_supplies(tmp_path):
     import asyncio
 
-    from harness_learning.graphs.lab.experiments.runner import run_experiment
+    from harness_learning_lab.experiments.runner import run_experiment
 
     spec = load_spec(EXPERIMENTS / "proposer_training.toml", "smoke")
     with pytest.raises(ValueError, match="harness-learn experiment"):

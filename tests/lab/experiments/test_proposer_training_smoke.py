@@ -9,8 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
-from harness_learning.graphs.cli import app
 from typer.testing import CliRunner
+
+from harness_learning.graphs.cli import app
 
 EXPERIMENT = Path(__file__).resolve().parents[3] / "experiments" / "proposer_training.toml"
 ARMS = {"seed", "tool_loop", "base", "sft", "sft_rl", "teacher", "oracle"}

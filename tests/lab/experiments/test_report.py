@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from harness_learning.graphs.adapter.context import AdapterContext
-from harness_learning.graphs.lab.experiments.collect import collect
-from harness_learning.graphs.lab.experiments.config import ExperimentSpec, Tasks
-from harness_learning.graphs.lab.experiments.report import CURVES, REPORT, write_report
-from harness_learning.graphs.lab.experiments.runner import run_experiment
 from scripted_sums import ScriptedModel, SumTask, solver_rule
+
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning_lab.experiments.collect import collect
+from harness_learning_lab.experiments.config import ExperimentSpec, Tasks
+from harness_learning_lab.experiments.report import CURVES, REPORT, write_report
+from harness_learning_lab.experiments.runner import run_experiment
 
 LINE = 'PROMPT = """Solve the problem{}. Think briefly, then give the final answer on the last line'
 BETTER = f"<<<<<<< SEARCH\n{LINE.format('')}\n=======\n{LINE.format(' CAREFULLY')}\n>>>>>>> REPLACE\n"

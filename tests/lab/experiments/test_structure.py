@@ -4,8 +4,9 @@ and on the shipped seeds, whose structure is known by reading them."""
 from __future__ import annotations
 
 import pytest
-from harness_learning.graphs.lab.experiments.structure import Structure, analyze, share
+
 from harness_learning.harnesses.seeds import seed_source
+from harness_learning_lab.experiments.structure import Structure, analyze, share
 
 HEAD = '''
 from langgraph.graph import END, START, StateGraph

@@ -4,7 +4,8 @@ a clear error naming the file (and record), and not one file changed."""
 from __future__ import annotations
 
 import pytest
-from harness_learning.graphs.lab.reliability.baddata import run_bad_data
+
+from harness_learning_lab.reliability.baddata import run_bad_data
 
 pytestmark = pytest.mark.reliability
 

@@ -4,9 +4,10 @@ report (a not-contained case and a lost record show up in the figures)."""
 from __future__ import annotations
 
 import pytest
-from harness_learning.graphs.cli import app
-from harness_learning.graphs.lab.reliability.bench import summarise, table
 from typer.testing import CliRunner
+
+from harness_learning.graphs.cli import app
+from harness_learning_lab.reliability.bench import summarise, table
 
 pytestmark = pytest.mark.reliability
 

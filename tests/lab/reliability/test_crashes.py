@@ -5,7 +5,8 @@ kill; no stored evaluation is lost. Workers killed mid-problem cost only their p
 from __future__ import annotations
 
 import pytest
-from harness_learning.graphs.lab.reliability.crashes import kill_workers_midrun, run_crashes
+
+from harness_learning_lab.reliability.crashes import kill_workers_midrun, run_crashes
 
 pytestmark = pytest.mark.reliability
 

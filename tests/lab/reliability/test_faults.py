@@ -6,7 +6,8 @@ ends where the clean run ends."""
 from __future__ import annotations
 
 import pytest
-from harness_learning.graphs.lab.reliability.faults import MODES, run_faults
+
+from harness_learning_lab.reliability.faults import MODES, run_faults
 
 pytestmark = pytest.mark.reliability
 

@@ -4,6 +4,7 @@ parent, are caught; ordinary programs are not."""
 from __future__ import annotations
 
 import pytest
+
 from harness_learning.evals.guards import (
     hardcoded_gold,
     normalize_gold,

@@ -8,8 +8,9 @@ import asyncio
 from collections import Counter
 
 import pytest
-from harness_learning.graphs.lab.reliability.hostile import CASES, run_catalogue
+
 from harness_learning.harnesses.llm import SimServer
+from harness_learning_lab.reliability.hostile import CASES, run_catalogue
 
 pytestmark = pytest.mark.reliability
 
@@ -35,7 +36,7 @@ def test_catalogue_is_broad():
 
 
 def test_every_case_has_a_check_saying_what_contained_means():
-    from harness_learning.graphs.lab.reliability.hostile import CHECKS
+    from harness_learning_lab.reliability.hostile import CHECKS
 
     assert all(c.check in CHECKS for c in CASES)
 

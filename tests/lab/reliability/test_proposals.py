@@ -7,7 +7,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from harness_learning.graphs.lab.reliability.proposals import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness_learning.harnesses.seeds import seed_source
+from harness_learning_lab.reliability.proposals import (
     BAD_COMPLETIONS,
     SOLVE_LINE,
     CandidateBench,
@@ -16,9 +20,6 @@ from harness_learning.graphs.lab.reliability.proposals import (
     report_for,
     run_bad_proposals,
 )
-from harness_learning.harnesses.seeds import seed_source
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 pytestmark = pytest.mark.reliability
 

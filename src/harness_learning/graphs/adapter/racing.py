@@ -21,7 +21,7 @@ each stage drops candidates, so the Solver calls go to the ones still in content
    (`Standing.raced_out`).
 
 The rule is pure (`RaceRule.step`), so the adapter's node and the policy simulation in
-`graphs.lab.bench.racing` share it.
+`harness_learning_lab.bench.racing` share it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """The `harness-learn` command line. Each command group lives in its own module and registers
-itself on `app`; importing this package wires them all."""
+itself on `app`; importing this package wires them all, and then every module an installed
+distribution names under the `harness_learning.commands` entry point (the lab's `bench` and
+`experiment` commands, from a source checkout)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
-bench_app = typer.Typer(help="Benchmarks: print figures from one run.", no_args_is_help=True)
+bench_app = typer.Typer(help="Benchmarks: print figures from one run (the lab's, installed by a "
+                        "source checkout's `make venv`).", no_args_is_help=True)
 index_app = typer.Typer(help="Build and query retrieval indexes.", no_args_is_help=True)
 train_app = typer.Typer(help="Train the Proposer (or the Solver) from execution logs.", no_args_is_help=True)
 models_app = typer.Typer(help="Local models: list them, fetch the Proposer's.", no_args_is_help=True)
@@ -28,10 +31,7 @@ app.add_typer(sandbox_app, name="sandbox")
 
 from harness_learning.graphs.cli import (  # noqa: E402,F401  (each module registers its commands)
     adapt_cmd,
-    bench_blocks_cmd,
-    bench_cmd,
     demo_cmd,
-    experiment_cmd,
     export_cmd,
     index_cmd,
     models_cmd,
@@ -42,5 +42,24 @@ from harness_learning.graphs.cli import (  # noqa: E402,F401  (each module regis
     studio_cmd,
     train_cmd,
 )
+
+COMMANDS_GROUP = "harness_learning.commands"
+
+
+def _load_command_plugins() -> None:
+    """Import each module named in the entry-point group: it registers its commands on import.
+    One that does not import costs its own commands only, said in one line, never the CLI."""
+    import sys
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=COMMANDS_GROUP):
+        try:
+            entry.load()
+        except ImportError as e:
+            print(f"harness-learn: the commands of {entry.value} are unavailable: {e}",
+                  file=sys.stderr)
+
+
+_load_command_plugins()
 
 __all__ = ["app", "bench_app", "index_app", "models_app", "sandbox_app", "train_app"]

@@ -1,0 +1,10 @@
+"""The lab's commands on the product's command line: `harness-learn bench ...` and `harness-learn
+experiment ...`. Importing this package registers them (the `harness_learning.commands` entry
+point names it); each command loads the lab's code inside its body, so `harness-learn --help`
+stays cheap."""
+
+from harness_learning_lab.cli import (  # noqa: F401  (each module registers its commands)
+    bench_blocks_cmd,
+    bench_cmd,
+    experiment_cmd,
+)

@@ -1,0 +1,95 @@
+"""`harness-learn experiment CONFIG --out DIR [--smoke]` and `harness-learn experiment report DIR`:
+a paper track as one command, and its tables rebuilt from the run logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness_learning.graphs.cli import app
+from harness_learning.graphs.cli._common import (
+    console,
+    print_json_last,
+    run_async,
+    user_errors,
+)
+
+
+@app.command()
+def experiment(
+    target: Annotated[str, typer.Argument(
+        help="An experiment config (experiments/*.toml), or `report` to rewrite DIR's report.")],
+    report_dir: Annotated[Path | None, typer.Argument(
+        help="With `report`: the experiment's output directory.", show_default=False)] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Output directory.")] = None,
+    smoke: Annotated[bool, typer.Option(help="The config's \\[smoke] scale (CPU, minutes).")] = False,
+    trained_proposer: Annotated[str | None, typer.Option(
+        help="Model string of a trained Proposer (overrides the config's).")] = None,
+    solver: Annotated[str | None, typer.Option(help="Solver model (overrides the config's).")] = None,
+    proposer: Annotated[str | None, typer.Option(
+        help="Untrained Proposer model (overrides the config's).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="End with a JSON line: per arm of a "
+                                          "trained-Proposer experiment, mean, ci95, valid_rate.")
+                       ] = False,
+    ray: Annotated[str | None, typer.Option(
+        "--ray", help="Run each (task, method, seed) as a Ray task: auto (the cluster `ray "
+        "start` made here) or HOST:PORT. Needs the ray extra; OUT must be seen by every node.",
+        show_default=False)] = None,
+) -> None:
+    """Run every method of a track (baselines, untrained and trained Proposer, single-step
+    against relay, repeated seeds) and write OUT/report.md; finished runs are reused."""
+    from harness_learning_lab.experiments.report import write_report
+
+    if target == "report":
+        if report_dir is None:
+            raise typer.BadParameter("`experiment report` needs the output directory")
+        if not (report_dir / "runs").is_dir():
+            raise typer.BadParameter(f"{report_dir} holds no runs/ directory")
+        path = write_report(report_dir)
+        typer.echo(path.read_text(encoding="utf-8"))  # plain: markdown is not rich markup
+        console.print(f"report: {path}")
+        return
+    if out_dir is None:
+        raise typer.BadParameter("--out DIR is required")
+    from harness_learning_lab.experiments.config import load_spec
+    from harness_learning_lab.experiments.runner import run_experiment
+
+    with user_errors(f"check {target}'s keys (experiments/README.md describes them)"):
+        spec = load_spec(target, "smoke" if smoke else "paper")
+        for key, value in {"trained_proposer": trained_proposer, "solver": solver,
+                           "proposer": proposer}.items():
+            if value is not None:
+                setattr(spec, key, value)
+        run_plans = None
+        if ray is not None:  # attached first: a cluster that does not answer writes nothing
+            from harness_learning_lab.experiments.on_ray import on_cluster
+
+            run_plans = on_cluster(ray)
+        run_async(run_experiment(spec, out_dir, log=console.print, stage_work=_stage_work(),
+                                 run_plans=run_plans))
+    path = write_report(out_dir)
+    typer.echo(path.read_text(encoding="utf-8"))
+    console.print(f"report: {path}")
+    if as_json:
+        _print_arms(out_dir)
+
+
+def _stage_work():
+    """The training stages' work (`proposer_stages`) for the lab's runner."""
+    from harness_learning_lab.cli import proposer_stages as work
+    from harness_learning_lab.experiments.stages import StageWork
+
+    return StageWork(collect=work.collect_stage, sft=work.sft_stage, grpo=work.grpo_stage,
+                     export=work.export_stage)
+
+
+def _print_arms(out_dir: Path) -> None:
+    import json
+
+    from harness_learning_lab.experiments.arms import TABLE_JSON, last_line
+
+    table = out_dir / TABLE_JSON
+    result = json.loads(table.read_text(encoding="utf-8")) if table.is_file() else None
+    print_json_last(last_line(result) if result else {})
