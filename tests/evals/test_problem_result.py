@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from scripted_sums import ScriptedModel, SumTask, solver_rule
+
 from harness_learning.evals.evaluator import evaluate_sync
 from harness_learning.evals.problem import Problem
 from harness_learning.harnesses.llm import InfraError
@@ -19,7 +21,6 @@ from harness_learning.harnesses.sandbox import Limits
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning.harnesses.store import SQLiteLogStore
 from harness_learning.harnesses.toolbox import Toolbox
-from scripted_sums import ScriptedModel, SumTask, solver_rule
 
 LIMITS = Limits(memory_mb=1536, pids=32, cpu_s=120, problem_timeout_s=30.0)
 
@@ -81,3 +82,27 @@ def test_error_kinds_are_one_vocabulary():
     from harness_learning.harnesses.store.base import UNFINISHED_KINDS
 
     assert UNFINISHED_KINDS is UNSCORED
+
+
+def test_a_refused_source_carries_its_check_to_the_log_and_the_judge(tmp_path):
+    """A source the sandbox refuses (here a syntax error) gives INVALID results whose
+    `refused_by` names the refusing check; the store keeps it and the judge's verdict reads it from there.
+    An error text that merely starts like a check is not parsed into one."""
+    from harness_learning.evals.judge import INCOMPLETE, incomplete_verdict
+    from harness_learning.evals.result import EvalResult
+
+    broken = seed_source("reasoning_direct").replace("def build_graph(", "def build_graph((")
+    problems = [Problem("a", {"question": "What is 2 + 3?"}, "5")]
+    toolbox = Toolbox(solver=ScriptedModel(solver_rule))
+    result = evaluate_sync(broken, problems, SumTask(), toolbox, limits=LIMITS)
+    (refused,) = result.results
+    assert refused.error_kind is ErrorKind.INVALID and refused.refused_by == "syntax"
+    with SQLiteLogStore(tmp_path) as store:
+        store.put_results("sha", "selection", 1, result.results)
+        (back,) = [e.result for e in store.iter_evaluations(sha="sha")]
+    assert back == refused
+    verdict = incomplete_verdict(EvalResult([back]))
+    assert verdict["invalid_kind"] == "syntax" and verdict["invalid_reason"] == refused.error
+
+    look_alike = dataclasses.replace(refused, refused_by=None, error="syntax: said by someone else")
+    assert incomplete_verdict(EvalResult([look_alike]))["invalid_kind"] == INCOMPLETE

@@ -159,8 +159,7 @@ async def _all_failed(problems: Sequence[Problem], why: HarnessInvalid | Problem
     results = []
     for problem in problems:
         if isinstance(why, HarnessInvalid):
-            result = ProblemResult(problem.id, None, 0.0, error=str(why),
-                                   error_kind=ErrorKind.INVALID, traceback=why.traceback)
+            result = ProblemResult.refused(why, problem.id)
         else:
             result = dataclasses.replace(why, problem_id=problem.id)
         await _emit(on_result, result)

@@ -195,9 +195,9 @@ def incomplete_verdict(result: EvalResult) -> dict[str, str]:
     more than `MAX_UNSCORED_SHARE` of its problems went unscored. {} when it counts."""
     bad = next((r for r in result.results if r.error_kind == ErrorKind.INVALID), None)
     if bad is not None:
-        kind, _, detail = (bad.error or "").partition(": ")
-        if kind in CHECK_KINDS:
-            return invalid(kind, detail)
+        if bad.refused_by in CHECK_KINDS:  # the error already reads "kind: detail"
+            return {"invalid_kind": bad.refused_by,
+                    "invalid_reason": (bad.error or bad.refused_by)[:REASON_CHARS]}
         return invalid(INCOMPLETE, bad.error or "the source did not compile")
     if result.results and result.completed_fraction == 0.0:
         first = next((r for r in result.results if r.error), None)

@@ -91,8 +91,7 @@ class SandboxedHarness:
             try:
                 worker = await self._warm()
             except HarnessInvalid as exc:  # compiling it failed inside the worker
-                return ProblemResult(error=str(exc), error_kind=ErrorKind.INVALID,
-                                     traceback=exc.traceback)
+                return ProblemResult.refused(exc)
             except RuntimeError as exc:  # the sandbox itself did not start
                 return ProblemResult(error=str(exc), error_kind=ErrorKind.INFRA)
             return await worker.run(f"q{next(self._ids)}", inputs, self.limits.problem_timeout_s,

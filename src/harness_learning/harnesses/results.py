@@ -12,9 +12,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.harnesses.contract import ToolCall
+
+if TYPE_CHECKING:
+    from harness_learning.harnesses.runtime import HarnessInvalid
 
 
 class ErrorKind(StrEnum):
@@ -72,6 +75,9 @@ class ProblemResult:
     feedback: str | None = None
     """What the task's metric said beside the score (GEPA-style feedback text), shown in the
     Proposer's report; None for metrics that return a bare number."""
+    refused_by: str | None = None
+    """For an INVALID result, the check that refused the source (`HarnessInvalid.kind`:
+    syntax, contract, ...), so the judge reads the kind from here, never from `error`."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "error_kind", ErrorKind.coerce(self.error_kind))
@@ -106,6 +112,12 @@ class ProblemResult:
         data["calls"] = [{name: getattr(c, name) for name in _CALL_FIELDS} for c in self.calls]
         data["error_kind"] = None if self.error_kind is None else str(self.error_kind)
         return data
+
+    @classmethod
+    def refused(cls, exc: HarnessInvalid, problem_id: str = "") -> ProblemResult:
+        """The result of a problem whose harness was refused before it could run it."""
+        return cls(problem_id, None, 0.0, error=str(exc), error_kind=ErrorKind.INVALID,
+                   traceback=exc.traceback, refused_by=exc.kind)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProblemResult:

@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 
 import pytest
 from cli_run import free_port
+from pg_server import PASSWORD, PASSWORD_ROLE
+
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.rundir import RunDir, open_log_store
 from harness_learning.harnesses.store import (
@@ -25,7 +27,6 @@ from harness_learning.harnesses.store import (
 )
 from harness_learning.harnesses.store.postgres import PostgresLogStore
 from harness_learning.harnesses.store.schema import MIGRATIONS, SCHEMA_VERSION, TABLES
-from pg_server import PASSWORD, PASSWORD_ROLE
 
 
 def _sql(store: PostgresLogStore, statement: str) -> list[dict]:
@@ -51,7 +52,7 @@ def test_a_newer_schema_is_refused_in_one_line_and_left_untouched(postgres_url, 
 def test_an_older_schema_is_migrated_and_keeps_its_rows(postgres_url, tmp_path):
     store = PostgresLogStore(tmp_path / "run", postgres_url)
     store.put_version("seed\n")
-    for statement in MIGRATIONS[1]:  # back to version 1: drop the columns version 2 added
+    for statement in MIGRATIONS[1] + MIGRATIONS[2]:  # back to version 1: drop what 2 and 3 added
         table, column = statement.split()[2], statement.split()[5]
         _sql(store, f"ALTER TABLE {table} DROP COLUMN {column}")
     _sql(store, "UPDATE hl_schema SET value='1' WHERE key='version'")

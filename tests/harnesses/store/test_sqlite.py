@@ -6,6 +6,9 @@ import asyncio
 import sqlite3
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from harness_learning.harnesses.contract import ToolCall
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.store import (
@@ -21,8 +24,6 @@ from harness_learning.harnesses.store import (
     source_sha,
 )
 from harness_learning.retrieval.passage import Passage
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 
 @pytest.fixture
@@ -214,8 +215,8 @@ def test_concurrent_async_writes_all_land(store):
 
 def test_a_version_1_log_migrates_and_its_proposals_read_with_the_new_fields(tmp_path):
     """Schema 2 adds invalid_kind, origin and cost_usd to proposals and feedback to
-    evaluations: a log written before them opens, is brought up to date in place, and its
-    proposals read as the LLM's."""
+    evaluations, schema 3 refused_by to evaluations: a log written before them opens, is
+    brought up to date in place, and its proposals read as the LLM's."""
     from harness_learning.harnesses.llm.completion import Completion
     from harness_learning.harnesses.store.schema import SCHEMA_VERSION
 
@@ -228,6 +229,7 @@ def test_a_version_1_log_migrates_and_its_proposals_read_with_the_new_fields(tmp
     for column in ("invalid_kind", "origin", "cost_usd"):
         con.execute(f"ALTER TABLE proposals DROP COLUMN {column}")
     con.execute("ALTER TABLE evaluations DROP COLUMN feedback")
+    con.execute("ALTER TABLE evaluations DROP COLUMN refused_by")
     con.execute("UPDATE hl_schema SET value='1'")
     con.execute("UPDATE runs SET schema_version=1")
     con.commit()
@@ -236,8 +238,8 @@ def test_a_version_1_log_migrates_and_its_proposals_read_with_the_new_fields(tmp
         [p] = list(s.iter_proposals())
         assert (p.origin, p.invalid_kind, p.cost_usd, p.completion_tokens) == ("proposer", None, 0.0, 4)
         s.update_proposal(p.id, invalid_kind="unchanged", origin="merge")
-        assert s.get_run().schema_version == SCHEMA_VERSION == 2
+        assert s.get_run().schema_version == SCHEMA_VERSION == 3
     con = sqlite3.connect(tmp_path / "log.sqlite")
-    assert con.execute("SELECT value FROM hl_schema").fetchone() == ("2",)
+    assert con.execute("SELECT value FROM hl_schema").fetchone() == ("3",)
     assert con.execute("SELECT origin, invalid_kind FROM proposals").fetchone() == ("merge", "unchanged")
     con.close()

@@ -92,7 +92,8 @@ class Evaluation:
 
     COLUMNS: ClassVar[tuple[str, ...]] = (
         "run_id", "sha", "purpose", "round", "problem_id", "answer", "score", "error",
-        "error_kind", "traceback", "trace", "latency_s", "tokens", "feedback", "created_at")
+        "error_kind", "traceback", "trace", "latency_s", "tokens", "feedback", "refused_by",
+        "created_at")
     """The flat form of the record: the SQLite table's columns and the JSONL export's fields."""
 
     @property

@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import re
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: ("ALTER TABLE proposals ADD COLUMN invalid_kind TEXT",
         "ALTER TABLE proposals ADD COLUMN origin TEXT NOT NULL DEFAULT 'proposer'",
         "ALTER TABLE proposals ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0",
         "ALTER TABLE evaluations ADD COLUMN feedback TEXT"),
+    2: ("ALTER TABLE evaluations ADD COLUMN refused_by TEXT",),
 }
 """Statements that bring a log of version N to N + 1 (applied in one transaction, in order).
 Version 2: each proposal keeps its judged `invalid_kind`, its `origin` and its `cost_usd`;
-each evaluation the metric's `feedback` text."""
+each evaluation the metric's `feedback` text. Version 3: an evaluation of a refused source
+keeps the check that refused it (`refused_by`), which the judge reads instead of the error
+text."""
 SCHEMA_TABLE = "hl_schema"
 TABLES = ("runs", "versions", "evaluations", "proposals", "decisions", "events")
 
@@ -31,7 +34,8 @@ CREATE TABLE IF NOT EXISTS evaluations (
   run_id TEXT NOT NULL, sha TEXT NOT NULL, purpose TEXT NOT NULL, round INTEGER NOT NULL,
   problem_id TEXT NOT NULL, answer TEXT, score REAL, error TEXT, error_kind TEXT,
   traceback TEXT, trace TEXT NOT NULL, latency_s REAL NOT NULL, tokens INTEGER NOT NULL,
-  feedback TEXT, created_at REAL NOT NULL, PRIMARY KEY (sha, purpose, round, problem_id));
+  feedback TEXT, refused_by TEXT, created_at REAL NOT NULL,
+  PRIMARY KEY (sha, purpose, round, problem_id));
 CREATE TABLE IF NOT EXISTS proposals (
   id TEXT PRIMARY KEY, round INTEGER NOT NULL, group_id TEXT NOT NULL, prompt TEXT NOT NULL,
   completion TEXT NOT NULL, finish_reason TEXT, model TEXT NOT NULL, edit_format TEXT NOT NULL,
