@@ -55,6 +55,14 @@ def test_adapt_then_resume_eval_and_load_from_elsewhere(local_model_url, tmp_pat
     assert tools[0]["args"]["args"]["shop"] == "north"  # the public field reached the harness
     graph.harness_runner.close()
 
+    # Studio and the LangChain tools serve through `serve`: the same run's tools and fields.
+    from harness_learning.graphs.embed import serve
+
+    served = serve(run_dir, version=summary["per_round"][0]["sha"]).invoke(
+        {"question": "How much do 3 apples cost, in euros?", "fields": {"shop": "north"}})
+    calls = [c for c in served["calls"] if c["tool"] == "tool"]
+    assert calls and calls[0]["args"] == tools[0]["args"]
+
 
 @pytest.mark.slow
 def test_the_python_api_in_ten_lines(local_model_url, tmp_path):

@@ -33,7 +33,12 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from harness_learning.graphs.harness_source import HarnessSource, resolve_harness
+from harness_learning.graphs.harness_source import (
+    HarnessSource,
+    OpenedHarness,
+    open_harness,
+    resolve_harness,
+)
 from harness_learning.graphs.mirror import HarnessRunError
 from harness_learning.graphs.served import HarnessInputError, HarnessOutput
 from harness_learning.harnesses.contract import LINE_LIMIT
@@ -239,12 +244,15 @@ _shared: OrderedDict[tuple, SandboxedHarness] = OrderedDict()
 SHARED_RUNNERS = 8
 
 
-def shared_runner(source: str, model: str = "local", task: Any = None) -> SandboxedHarness:
-    """One warm runner per (source, model, task) for servers and tools that are asked for the
-    same harness again and again; the least recently used beyond `SHARED_RUNNERS` is closed."""
-    key = (source, model, repr(task))
+def shared_runner(opened: OpenedHarness) -> SandboxedHarness:
+    """One warm runner per (source, Solver, task, user tools) for servers and tools that are
+    asked for the same harness again and again; the least recently used beyond
+    `SHARED_RUNNERS` is closed."""
+    key = (opened.found.source, opened.model, repr(opened.task), opened.tools_key)
     with _shared_lock:
-        runner = _shared.pop(key, None) or SandboxedHarness(source, model=model, task=task)
+        runner = _shared.pop(key, None) or SandboxedHarness(
+            opened.found.source, model=opened.model, task=opened.task,
+            user_tools=opened.user_tools())
         _shared[key] = runner
         evicted = [_shared.popitem(last=False)[1] for _ in range(len(_shared) - SHARED_RUNNERS)]
     for old in evicted:
@@ -257,14 +265,12 @@ _shared_lock = threading.Lock()
 
 def serve(harness: str | Path, *, model: str | None = None, task: Any = None,
           version: str = "current", name: str = "harness") -> Any:
-    """Like `load_harness` (sandboxed), re-resolving `harness` on each call (a run directory's
-    current version may have changed) and reusing the warm worker of an unchanged source."""
-    found = resolve_harness(harness, version)
-    model = model or found.solver or "local"
-    if task is None and found.task is not None:
-        task = {"name": found.task, "options": found.task_options}
-    return served_graph(shared_runner(found.source, model, task), name=name,
-                        version=found.sha[:12])
+    """`load_harness` (sandboxed) for servers: `harness` is opened again on each call (a run
+    directory's current version may have changed), and the warm worker of an unchanged
+    source, Solver, task and tool set is reused."""
+    opened = open_harness(harness, model=model, task=task, version=version)
+    return served_graph(shared_runner(opened), name=name, version=opened.found.sha[:12],
+                        with_fields=opened.with_fields)
 
 
 # -- in process (reviewed code only): see `graphs.inprocess` ---------------------------------
@@ -281,11 +287,8 @@ def load_harness(harness: str | Path, *, sandboxed: bool = True, reviewed: bool 
     `task`: a task name or `Task` whose retriever backs `tools.search` (default: the run's task
     for a run directory, else none). `tools`: your tools for `tools.call` (default: a run
     directory's own, re-imported). In process only with `sandboxed=False, reviewed=True`."""
-    found = resolve_harness(harness, version)
-    model = model or found.solver or "local"
-    if task is None and found.task is not None:
-        task = {"name": found.task, "options": found.task_options}
-    user_tools = _user_tools(tools, found)
+    opened = open_harness(harness, model=model, task=task, version=version, tools=tools)
+    found = opened.found
     if not sandboxed:
         if not reviewed:
             raise PermissionError(
@@ -295,36 +298,15 @@ def load_harness(harness: str | Path, *, sandboxed: bool = True, reviewed: bool 
         from harness_learning.graphs.inprocess import InProcessTools
         from harness_learning.harnesses.runtime import compile_harness
 
-        in_process = InProcessTools(make_toolbox(model, task, solver_params, user_tools))
+        in_process = InProcessTools(make_toolbox(opened.model, opened.task, solver_params,
+                                                 opened.user_tools()))
         return compile_harness(found.source, in_process, line_limit, trusted=True,
                                filename=f"<harness {found.sha[:12]}>")
-    runner = SandboxedHarness(found.source, model=model, task=task, limits=limits,
-                              line_limit=line_limit, solver_params=solver_params,
-                              user_tools=user_tools)
+    runner = SandboxedHarness(found.source, model=opened.model, task=opened.task,
+                              limits=limits, line_limit=line_limit, solver_params=solver_params,
+                              user_tools=opened.user_tools())
     return served_graph(runner, name=name, version=found.sha[:12],
-                        with_fields=_has_fields(found))
-
-
-def _has_fields(found: HarnessSource) -> bool:
-    """A run on a data file of one's own: its problems may carry more public fields."""
-    from harness_learning.evals.custom.datafile import is_data_path
-
-    return found.config is not None and is_data_path(found.config.task)
-
-
-def _user_tools(tools: Any, found: HarnessSource) -> Any:
-    """`tools` given (tool objects, or a `UserTools`), else the run directory's own."""
-    from harness_learning.harnesses.usertools import UserTools, build_user_tools
-
-    if isinstance(tools, UserTools):
-        return tools
-    if tools is not None:
-        return build_user_tools(tools if isinstance(tools, list | tuple) else [tools])
-    if found.config is not None:
-        from harness_learning.graphs.adapter.inputs import open_tools
-
-        return open_tools(found.config)
-    return None
+                        with_fields=opened.with_fields)
 
 
 __all__ = ["HarnessInputError", "HarnessOutput", "HarnessRunError", "HarnessSource",

@@ -1,5 +1,7 @@
 """Which harness source a reference names: a seed, a harness file, or a version of a run
-directory (with the task and Solver that run used). `graphs.embed` serves what this finds."""
+directory (with the task and Solver that run used), and what serving it needs (`open_harness`:
+the Solver, the task, the user tools, whether inputs carry more fields). `load_harness`,
+`serve` (Studio, the LangChain tools) and `harness-learn run` all open a harness here."""
 
 from __future__ import annotations
 
@@ -70,4 +72,56 @@ def _from_run_dir(path: Path, version: str) -> HarnessSource:
                          config.solver, config)
 
 
-__all__ = ["HarnessSource", "resolve_harness"]
+@dataclass(frozen=True)
+class OpenedHarness:
+    """A harness reference opened for serving: the source, the Solver and task it runs with,
+    and the user tools it may call (given, else a run directory's own, opened on demand: a
+    run's MCP servers start only when a runner is made)."""
+
+    found: HarnessSource
+    model: str
+    task: Any
+    given_tools: Any = None
+
+    @property
+    def with_fields(self) -> bool:
+        """A run on a data file of one's own: its problems may carry more public fields."""
+        from harness_learning.evals.custom.datafile import is_data_path
+
+        return self.found.config is not None and is_data_path(self.found.config.task)
+
+    @property
+    def tools_key(self) -> Any:
+        """What names the user tools, for reusing a warm runner: a run's tool references, or
+        the given tools' identity."""
+        if self.given_tools is not None:
+            return id(self.given_tools)
+        return tuple(self.found.config.tools) if self.found.config is not None else ()
+
+    def user_tools(self) -> Any:
+        """The given tools (tool objects, or a `UserTools`), else the run directory's own."""
+        from harness_learning.harnesses.usertools import UserTools, build_user_tools
+
+        tools = self.given_tools
+        if isinstance(tools, UserTools):
+            return tools
+        if tools is not None:
+            return build_user_tools(tools if isinstance(tools, list | tuple) else [tools])
+        if self.found.config is not None:
+            from harness_learning.graphs.adapter.inputs import open_tools
+
+            return open_tools(self.found.config)
+        return None
+
+
+def open_harness(ref: str | Path, *, model: str | None = None, task: Any = None,
+                 version: str = "current", tools: Any = None) -> OpenedHarness:
+    """`ref` resolved (`resolve_harness`), with the Solver and task given, else the run's,
+    else the local Solver and no task."""
+    found = resolve_harness(ref, version)
+    if task is None and found.task is not None:
+        task = {"name": found.task, "options": found.task_options}
+    return OpenedHarness(found, model or found.solver or "local", task, tools)
+
+
+__all__ = ["HarnessSource", "OpenedHarness", "open_harness", "resolve_harness"]

@@ -48,15 +48,13 @@ def task_options(data: Path | None, index: Path | None, n_dev: int | None = None
 
 
 def read_harness(harness: str) -> str:
-    """A harness given as a file path or as the name of a seed."""
-    from harness_learning.harnesses.seeds import SEEDS, seed_source
+    """The source a harness reference names: a seed, a file, or a run directory's current
+    version (`graphs.harness_source.resolve_harness`, the one resolver); one error line with
+    exit code 2 when it names none."""
+    from harness_learning.graphs.harness_source import resolve_harness
 
-    if harness in SEEDS:
-        return seed_source(harness)
-    path = Path(harness)
-    if not path.is_file():
-        raise SystemExit(f"harness {harness!r} is neither a file nor a seed ({', '.join(SEEDS)})")
-    return path.read_text(encoding="utf-8")
+    with user_errors("give a seed name, a harness .py file or a run directory"):
+        return resolve_harness(harness).source
 
 
 USER_ERRORS = (ValueError, TypeError, LookupError, OSError, ImportError)

@@ -24,7 +24,7 @@ from harness_learning.graphs.cli.outcomes import check_evaluation, score_line
 @app.command()
 def run(
     task: Annotated[str, typer.Option(help="Task: rg:<dataset>, hotpotqa, musique, 2wiki, a data file of your own, module:Class or a registered name.")],
-    harness: Annotated[str, typer.Option(help="Harness file, or a seed name.")] = "",
+    harness: Annotated[str, typer.Option(help="Harness: a seed name, a .py file, or a run directory (its current version).")] = "",
     split: Annotated[str, typer.Option(help="feedback (the dev pool) or test.")] = "feedback",
     n: Annotated[int, typer.Option(help="Number of problems (0 = all of the split).")] = 10,
     model: Annotated[str, typer.Option(help="Solver model: 'local' or a litellm model string.")] = "local",

@@ -53,6 +53,24 @@ class StoreUnreachable(LogStoreError):
 
 
 class LogStore(ABC):
+    """One run's execution log: what the loop did, kept so that a run resumes, reports and
+    trains from it. Six record families (`records.py` documents each field), each written and
+    read one way:
+
+    - the run (`init_run`, `get_run`): its id, config and schema version, once;
+    - harness versions (`put_version`, `get_version`, `iter_versions`), keyed by source sha;
+    - evaluations, one problem's `ProblemResult` per row: the evaluator's results for one
+      version, purpose and round go in through `put_results` and come back equal from
+      `get_results`; `put_evaluations`, the backends' one write, takes whole `Evaluation`
+      records as they are (an imported log keeps its run id and times);
+    - proposals, one Proposer completion or operator candidate each, drafted as it arrives
+      (`put_proposal_draft`) and completed by the judge's outcome (`update_proposal`);
+    - decisions, one per round (`put_decision`), from which `lineage` is read;
+    - events, an append-only journal (`append_event`, `iter_events`).
+
+    `spent()` is the run's one ledger, read from those records. Async twins exist only where
+    an async caller needs them."""
+
     # -- run ---------------------------------------------------------------------------------
     @abstractmethod
     def init_run(self, config: dict[str, Any], run_id: str | None = None) -> RunMeta:
