@@ -24,7 +24,7 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
-from harness_learning.graphs.embed import load_harness, resolve_harness
+from harness_learning.graphs.serving.embed import load_harness, resolve_harness
 
 DEMO_RUN = Path("runs/demo")
 SUMS = [{"a": 3, "b": 4}, {"a": 12, "b": 30}, {"a": 7, "b": 8}]

@@ -58,7 +58,7 @@ def test_import_is_cheap_and_public_names_resolve():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["harness_learning.graphs.adapter.api",
-                                  "harness_learning.graphs.embed", "Task"]
+                                  "harness_learning.graphs.serving.embed", "Task"]
 
 
 @pytest.mark.slow

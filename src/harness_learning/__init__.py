@@ -20,7 +20,7 @@ _PUBLIC = {
     "Budget": ("harness_learning.graphs.adapter.config", "Budget"),
     "run_adaptation": ("harness_learning.graphs.adapter.run", "run_adaptation"),
     "adapt": ("harness_learning.graphs.adapter.api", "adapt"),
-    "load_harness": ("harness_learning.graphs.embed", "load_harness"),
+    "load_harness": ("harness_learning.graphs.serving.embed", "load_harness"),
     "evaluate": ("harness_learning.evals.evaluator", "evaluate"),
     "evaluate_sync": ("harness_learning.evals.evaluator", "evaluate_sync"),
     "Task": ("harness_learning.evals.task", "Task"),

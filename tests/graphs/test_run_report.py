@@ -12,8 +12,8 @@ import pytest
 from cli_run import cli
 from sim_adapt import ROLLBACK_REASON
 
-from harness_learning.graphs.embed import resolve_harness
 from harness_learning.graphs.runreport import load_run
+from harness_learning.graphs.serving.embed import resolve_harness
 from harness_learning.harnesses.store import SQLiteLogStore
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -56,7 +56,7 @@ def test_adapt_then_resume_eval_and_load_from_elsewhere(local_model_url, tmp_pat
     graph.harness_runner.close()
 
     # Studio and the LangChain tools serve through `serve`: the same run's tools and fields.
-    from harness_learning.graphs.embed import serve
+    from harness_learning.graphs.serving.embed import serve
 
     served = serve(run_dir, version=summary["per_round"][0]["sha"]).invoke(
         {"question": "How much do 3 apples cost, in euros?", "fields": {"shop": "north"}})

@@ -142,7 +142,7 @@ def test_retrieval_choices_reach_the_task_options(tmp_path, capsys):
 
 def test_a_reviewed_harness_in_process_reaches_the_user_tools(tmp_path):
     from harness_learning.evals.custom.imports import resolve
-    from harness_learning.graphs.embed import load_harness
+    from harness_learning.graphs.serving.embed import load_harness
     from harness_learning.harnesses.usertools import build_user_tools
 
     source = (EXAMPLE / "shop_harness.py").read_text().replace(

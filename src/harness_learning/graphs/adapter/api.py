@@ -57,7 +57,7 @@ class AdaptResult:
         `load_harness`), with the run's Solver and tools."""
         from harness_learning.graphs.adapter.inputs import open_tools
         from harness_learning.graphs.adapter.run import load_config
-        from harness_learning.graphs.embed import load_harness
+        from harness_learning.graphs.serving.embed import load_harness
 
         tools = open_tools(load_config(self.run_dir), self.live)
         if tools is not None:

@@ -49,9 +49,9 @@ def task_options(data: Path | None, index: Path | None, n_dev: int | None = None
 
 def read_harness(harness: str) -> str:
     """The source a harness reference names: a seed, a file, or a run directory's current
-    version (`graphs.harness_source.resolve_harness`, the one resolver); one error line with
+    version (`graphs.serving.harness_source.resolve_harness`, the one resolver); one error line with
     exit code 2 when it names none."""
-    from harness_learning.graphs.harness_source import resolve_harness
+    from harness_learning.graphs.serving.harness_source import resolve_harness
 
     with user_errors("give a seed name, a harness .py file or a run directory"):
         return resolve_harness(harness).source

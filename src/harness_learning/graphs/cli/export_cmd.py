@@ -2,7 +2,7 @@
 under version control or run elsewhere (`harness-learn run --harness FILE.py`,
 `load_harness("FILE.py")`) without the run directory.
 
-The version is chosen as everywhere else a run's version is named (`graphs.harness_source`:
+The version is chosen as everywhere else a run's version is named (`graphs.serving.harness_source`:
 `current`, `best` or a sha prefix); the file is that version's source under a comment header
 saying where it came from: the run, its task and Solver, the round, the scores and the full
 version id (the source's sha256, so `sha256` of the file's body checks it).
@@ -20,7 +20,7 @@ from harness_learning.graphs.cli._common import console
 from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
-    from harness_learning.graphs.harness_source import HarnessSource
+    from harness_learning.graphs.serving.harness_source import HarnessSource
 
 
 @app.command()
@@ -33,7 +33,7 @@ def export(
     force: Annotated[bool, typer.Option(help="Overwrite an existing --out file.")] = False,
 ) -> None:
     """Write one version of a run as a harness file with a header saying where it came from."""
-    from harness_learning.graphs.harness_source import resolve_harness
+    from harness_learning.graphs.serving.harness_source import resolve_harness
     from harness_learning.harnesses.rundir import RunDir
 
     if out_file.exists() and not force:

@@ -13,7 +13,7 @@ from harness_learning.harnesses.contract import ToolCall
 
 
 class RunObserver(Protocol):
-    """Who watches a served run from the parent (`graphs.mirror`): it gets the worker's step
+    """Who watches a served run from the parent (`graphs.serving.mirror`): it gets the worker's step
     messages and wraps each tool call, so the caller's callbacks see them. Its `config`
     (recursion limit, tags, metadata) goes to the worker with the run."""
 

@@ -8,7 +8,12 @@ import pytest
 from langchain_core.messages import ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from harness_learning.graphs.tools import AdaptHarness, EvaluateHarness, RunHarness, harness_tools
+from harness_learning.graphs.serving.tools import (
+    AdaptHarness,
+    EvaluateHarness,
+    RunHarness,
+    harness_tools,
+)
 from harness_learning.harnesses.llm import SimServer
 from harness_learning.harnesses.llm.simserver import ARITHMETIC_RULE
 from harness_learning.harnesses.seeds import seed_source

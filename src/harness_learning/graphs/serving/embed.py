@@ -1,6 +1,6 @@
 """Embed a harness in your own app: `load_harness(...)` returns a compiled LangGraph graph.
 
-    from harness_learning.graphs.embed import load_harness
+    from harness_learning.graphs.serving.embed import load_harness
     harness = load_harness("runs/rg-arith")            # the run's current version, sandboxed
     harness.invoke({"question": "What is 3 + 4?"}, {"callbacks": [tracer]})  # {"answer": "7", ...}
     chain = prompt | to_question | harness | pick_answer   # LCEL; or add it as a subgraph node
@@ -8,7 +8,7 @@
 
 A harness an LLM wrote is untrusted, so by default it runs inside a sandbox worker (the same
 `harnesses.sandbox.Worker` the adapter uses) behind a mirror graph with the harness's own nodes
-and edges, read from the graph compiled in the worker (`graphs.mirror`): each node shows the
+and edges, read from the graph compiled in the worker (`graphs.serving.mirror`): each node shows the
 state its harness node left, as the worker streams it. The worker's tool calls come back over
 the bridge to a `Toolbox` in this process, which owns the model client, and are reported to
 the RunnableConfig's callbacks. The source is never executed here. Running in process needs
@@ -33,14 +33,14 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from harness_learning.graphs.harness_source import (
+from harness_learning.graphs.serving.harness_source import (
     HarnessSource,
     OpenedHarness,
     open_harness,
     resolve_harness,
 )
-from harness_learning.graphs.mirror import HarnessRunError
-from harness_learning.graphs.served import HarnessInputError, HarnessOutput
+from harness_learning.graphs.serving.mirror import HarnessRunError
+from harness_learning.graphs.serving.served import HarnessInputError, HarnessOutput
 from harness_learning.harnesses.contract import LINE_LIMIT
 from harness_learning.harnesses.results import ErrorKind, ProblemResult
 from harness_learning.harnesses.runtime import HarnessInvalid, check_source
@@ -232,9 +232,9 @@ def _trim(value: Any) -> Any:
 
 def served_graph(runner: SandboxedHarness, name: str = "harness", version: str = "",
                  with_fields: bool = False) -> Any:
-    """The harness's own graph, mirrored (see `graphs.mirror`): its nodes run in the worker.
+    """The harness's own graph, mirrored (see `graphs.serving.mirror`): its nodes run in the worker.
     `with_fields`: the input also takes `fields`, more public inputs for the sandbox."""
-    from harness_learning.graphs.served import served_graph as build
+    from harness_learning.graphs.serving.served import served_graph as build
 
     version = version or hashlib.sha256(runner.source.encode()).hexdigest()[:12]
     return build(runner, name, version, with_fields, lambda outcome: _output(outcome, version))
@@ -273,7 +273,7 @@ def serve(harness: str | Path, *, model: str | None = None, task: Any = None,
                         with_fields=opened.with_fields)
 
 
-# -- in process (reviewed code only): see `graphs.inprocess` ---------------------------------
+# -- in process (reviewed code only): see `graphs.serving.inprocess` ---------------------------------
 
 
 def load_harness(harness: str | Path, *, sandboxed: bool = True, reviewed: bool = False,
@@ -295,7 +295,7 @@ def load_harness(harness: str | Path, *, sandboxed: bool = True, reviewed: bool 
                 f"refusing to run {found.origin} in this process: harness code may have been "
                 "written by a model. Keep sandboxed=True, or pass reviewed=True once a person "
                 "has read it")
-        from harness_learning.graphs.inprocess import InProcessTools
+        from harness_learning.graphs.serving.inprocess import InProcessTools
         from harness_learning.harnesses.runtime import compile_harness
 
         in_process = InProcessTools(make_toolbox(opened.model, opened.task, solver_params,

@@ -13,7 +13,7 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.errors import GraphRecursionError
 
-from harness_learning.graphs.embed import HarnessInputError, HarnessRunError, load_harness
+from harness_learning.graphs.serving.embed import HarnessInputError, HarnessRunError, load_harness
 from harness_learning.harnesses.llm import SimServer
 from harness_learning.harnesses.sandbox import Worker
 

@@ -22,7 +22,7 @@ from studio_server import ALLOW_BLOCKING_WARNING, dev_server
 
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.policies import POLICIES
-from harness_learning.graphs.studio import MODEL_ENV, RUNS_ENV
+from harness_learning.graphs.serving.studio import MODEL_ENV, RUNS_ENV
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -25,7 +25,7 @@ from cli_run import cli, free_port
 from studio_server import ALLOW_BLOCKING_WARNING, dev_server
 
 from harness_learning.graphs.adapter.checkpoints import open_checkpointer
-from harness_learning.graphs.studio import MODEL_ENV, RUNS_ENV
+from harness_learning.graphs.serving.studio import MODEL_ENV, RUNS_ENV
 from harness_learning.harnesses.rundir import RunDir, open_log_store
 
 pytestmark = pytest.mark.timeout(240)

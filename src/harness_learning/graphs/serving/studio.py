@@ -16,7 +16,7 @@ runs, without a restart:
   `current`, `best` or a sha prefix), re-read per run, so a newly adopted version is served at once.
 
 Harness graphs run the harness source in a sandbox worker and show its own nodes and edges,
-streaming its state after each (see `graphs.mirror`); configurable
+streaming its state after each (see `graphs.serving.mirror`); configurable
 `model` picks the Solver (default: the run's Solver, else `$HARNESS_LEARNING_STUDIO_MODEL`, else
 `local`) and `task` (with `task_options`, e.g. `index_dir`) the retriever behind `tools.search`.
 """
@@ -33,7 +33,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from harness_learning.graphs.adapter.served import RUNS_ENV, studio_runs_root
-from harness_learning.graphs.embed import serve
+from harness_learning.graphs.serving.embed import serve
 from harness_learning.harnesses.offline import set_offline_switches
 
 set_offline_switches()

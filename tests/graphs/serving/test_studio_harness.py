@@ -10,7 +10,7 @@ import asyncio
 import pytest
 from studio_server import ALLOW_BLOCKING_WARNING, dev_server
 
-from harness_learning.graphs.studio import MODEL_ENV, RUNS_ENV
+from harness_learning.graphs.serving.studio import MODEL_ENV, RUNS_ENV
 from harness_learning.harnesses.llm import SimServer
 
 pytestmark = pytest.mark.timeout(240)

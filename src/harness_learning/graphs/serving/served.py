@@ -1,6 +1,6 @@
 """What a served harness graph takes and gives, and how each of its runs starts and ends.
 
-`served_graph` asks the sandbox for the harness's shape, builds the mirror (`graphs.mirror`)
+`served_graph` asks the sandbox for the harness's shape, builds the mirror (`graphs.serving.mirror`)
 with an input schema read from the harness's own (`question` required, its other public
 fields optional, each checked against its declared JSON type), and returns a `ServedHarness`.
 """
@@ -16,7 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config, merge_configs
 from typing_extensions import TypedDict
 
-from harness_learning.graphs.mirror import (
+from harness_learning.graphs.serving.mirror import (
     RESERVED,
     SESSION_KEY,
     MirrorRun,

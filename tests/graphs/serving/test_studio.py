@@ -11,7 +11,7 @@ import pytest
 from studio_server import dev_server
 
 from harness_learning.graphs.cli.studio_cmd import dev_command, offline_env
-from harness_learning.graphs.studio import MODEL_ENV, RUNS_ENV
+from harness_learning.graphs.serving.studio import MODEL_ENV, RUNS_ENV
 from harness_learning.harnesses.llm import SimServer
 from harness_learning.harnesses.llm.simserver import ARITHMETIC_RULE
 from harness_learning.harnesses.seeds import seed_source

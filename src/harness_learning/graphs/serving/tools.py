@@ -1,6 +1,6 @@
 """LangChain tools over harnesses, for an agent (or any LangChain app) to call.
 
-    from harness_learning.graphs.tools import harness_tools
+    from harness_learning.graphs.serving.tools import harness_tools
     tools = harness_tools(model="local")      # run_harness, evaluate_harness, adapt_harness
     llm.bind_tools(tools)                     # any tool-calling chat model
 
@@ -22,8 +22,13 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, Field
 
-from harness_learning.graphs.embed import HarnessRunError, make_toolbox, resolve_harness, serve
-from harness_learning.graphs.served import HarnessInputError
+from harness_learning.graphs.serving.embed import (
+    HarnessRunError,
+    make_toolbox,
+    resolve_harness,
+    serve,
+)
+from harness_learning.graphs.serving.served import HarnessInputError
 from harness_learning.harnesses.runtime import HarnessInvalid
 
 

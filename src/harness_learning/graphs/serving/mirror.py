@@ -9,7 +9,7 @@ value). Branches follow the path the sandbox took (its next step's nodes), so `s
 "updates"`/`"values"` and Studio show the run node by node, and `get_graph()` draws the
 harness. The caller's RunnableConfig reaches the run: its recursion limit (enforced in the
 sandbox), tags and metadata; its callbacks see each Solver and tool call, under the node that
-made it (`graphs.harness_callbacks`).
+made it (`graphs.serving.harness_callbacks`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from harness_learning.graphs.harness_callbacks import traced_tool_call
+from harness_learning.graphs.serving.harness_callbacks import traced_tool_call
 from harness_learning.harnesses.sandbox.graph_shape import END, START, GraphShape
 
 SESSION_KEY = "__harness_mirror_run"
