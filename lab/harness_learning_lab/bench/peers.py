@@ -22,7 +22,6 @@ import contextlib
 import json
 import shutil
 import time
-import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 from harness_learning_lab.bench.peers_meter import Meter, ProposerProxy, sha_of
 from harness_learning_lab.bench.peers_peers import PEERS_DIR, run_system
 from harness_learning_lab.bench.peers_report import at
+from harness_learning_lab.scaled_toml import at_scale, merge, read_toml
 
 Log = Callable[[str], None]
 SETTINGS = PEERS_DIR / "bench.toml"
@@ -84,21 +84,18 @@ def load_settings(path: Path = SETTINGS, scale: str = "full",
     """The top-level settings (`full`), or with a named table's overrides (`smoke`, `cpu`);
     `smoke` with a scale: that scale's own `[SCALE.smoke]` sizes on top (a quick look at the
     same arms and models), and with `full` the `[smoke]` table."""
-    settings = tomllib.loads(path.read_text())
-    tables = {k: settings.pop(k) for k in SCALES if k in settings}
+    data = read_toml(path, "bench settings")
     if smoke and scale in ("full", "smoke"):
         scale, smoke = "smoke", False
     if scale == "full":
-        return settings
-    if scale not in tables:
-        raise ValueError(f"{path} has no [{scale}] table (it has: full, {', '.join(tables)})")
-    table = dict(tables[scale])
-    small = table.pop("smoke", None)
+        return at_scale(data, SCALES, None, path)
+    settings = at_scale(data, SCALES, scale, path)
+    small = settings.pop("smoke", None)  # the scale's own [SCALE.smoke]
     if not smoke:
-        return {**settings, **table, "scale": scale}
+        return {**settings, "scale": scale}
     if small is None:
         raise ValueError(f"{path} has no [{scale}.smoke] table for --scale {scale} --smoke")
-    return {**settings, **table, **small, "scale": f"{scale}.smoke"}
+    return {**merge(settings, small), "scale": f"{scale}.smoke"}
 
 
 def split_secret(out: Path, task: str) -> str:

@@ -7,12 +7,12 @@ typo never silently falls back to a default.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from harness_learning.graphs.adapter.racing import RaceRule
+from harness_learning_lab.scaled_toml import at_scale, read_toml
 
 SCALES = ("paper", "smoke")
 TRACKS = ("reasoning", "qa")
@@ -107,29 +107,12 @@ class ExperimentSpec:
         return asdict(self)
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 def load_spec(path: str | Path, scale: str = "paper") -> ExperimentSpec:
     """Read `path` at `scale` ("paper" or "smoke")."""
     path = Path(path)
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, not {scale!r}")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileNotFoundError(f"experiment config {path} not found") from None
-    except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"{path}: not valid TOML: {err}") from None
-    scales = {s: data.pop(s, {}) for s in SCALES}
-    merged = _merge(data, scales[scale])
+    merged = at_scale(read_toml(path, "experiment config"), SCALES, scale, path, required=False)
     known = {f.name for f in fields(ExperimentSpec)} - {"scale"}
     unknown = sorted(set(merged) - known)
     if unknown:
