@@ -1,5 +1,6 @@
-"""`harness-learn bench blocks`, `proposer-prompt` and `memorisation`: the search issue's and the
-memorisation check's benchmarks (lab code, loaded lazily)."""
+"""`harness-learn bench blocks`, `proposer-prompt`, `memorisation` and `experiment-grid`: the
+search issue's, the memorisation check's and the Ray grid's benchmarks (lab code, loaded
+lazily)."""
 
 from __future__ import annotations
 
@@ -121,3 +122,20 @@ def bench_memorisation(
     print(bench.table(rows))
     if as_json:
         print(json.dumps(rows))
+
+
+@bench_app.command("experiment-grid")
+def bench_experiment_grid(
+    latency: Annotated[float, typer.Option(help="Seconds per simulated model call (a remote endpoint's).")] = 0.5,
+    seeds: Annotated[int, typer.Option(help="Seeds of the grid: two runs each (seed baseline, adaptive).")] = 2,
+    repeats: Annotated[int, typer.Option(help="Repeats of each configuration, taken in turn.")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Last line: the figures as JSON.")] = False,
+) -> None:
+    """An experiment grid's wall time serially and on a local Ray cluster of 1 and 2 workers,
+    against simulated models answering at a remote endpoint's latency."""
+    from harness_learning_lab.bench import grid_ray as bench
+
+    figures = bench.run(latency, seeds, repeats, log=lambda m: print(m, file=sys.stderr))
+    print(bench.table(figures))
+    if as_json:
+        print(json.dumps(figures))
