@@ -11,27 +11,11 @@ import pytest
 from harness_learning.harnesses.sandbox import Limits, Worker
 from harness_learning.harnesses.sandbox.local import LocalBackend
 from harness_learning.harnesses.toolbox import Toolbox
+from harness_learning_lab.reliability.hostile_integrity_cases import FIND_BRIDGE
 
 from .conftest import TEST_LIMITS, ScriptedToolbox, node_harness
 
 pytestmark = pytest.mark.reliability
-
-FIND_BRIDGE = """
-import json, threading
-rid = next(t.name[4:] for t in threading.enumerate() if t.name.startswith("run-"))
-def bridge_write(data):
-    for fd in sorted(int(f) for f in os.listdir("/proc/self/fd") if int(f) > 2):
-        try:
-            s = socket.socket(fileno=os.dup(fd))
-        except OSError:
-            continue
-        try:
-            if s.family == socket.AF_UNIX:
-                s.sendall(data)
-                return
-        finally:
-            os.close(s.detach())
-"""
 
 
 def run_alone(source: str, limits: Limits, toolbox=None, timeout: float | None = None):
