@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from jsonl_store import JsonlLogStore
 
 from harness_learning.harnesses.contract import ToolCall
 from harness_learning.harnesses.llm import Completion
@@ -23,7 +24,6 @@ from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.store import (
     Decision,
     Evaluation,
-    JsonlLogStore,
     LogStore,
     LogStoreError,
     Proposal,

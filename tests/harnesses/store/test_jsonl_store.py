@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from jsonl_store import FILENAME, JsonlLogStore
 
-from harness_learning.harnesses.store import JsonlLogStore, LogStoreError, SchemaVersionError
-from harness_learning.harnesses.store.jsonl_store import FILENAME
+from harness_learning.harnesses.store import LogStoreError, SchemaVersionError
 
 
 def test_a_torn_last_line_is_cut_and_the_log_goes_on(tmp_path):

@@ -1,7 +1,8 @@
 """The execution log (docs/ARCHITECTURE.md, "The store"): versions, evaluations, proposals,
-decisions and events of one run, behind the `LogStore` interface; SQLite by default, JSON lines
-(`JsonlLogStore`) as a second backend, PostgreSQL (`postgres.PostgresLogStore`, imported on
-first use: psycopg is an optional extra) for logs that outlive a machine."""
+decisions and events of one run, behind the `LogStore` interface; SQLite by default, PostgreSQL
+(`postgres.PostgresLogStore`, imported on first use: psycopg is an optional extra) for logs that
+outlive a machine. A third backend, JSON lines, lives with the tests (tests/support/
+jsonl_store.py) as the conformance suite's double: no product path opens it."""
 
 from harness_learning.harnesses.store.base import (
     UNFINISHED_KINDS,
@@ -12,7 +13,6 @@ from harness_learning.harnesses.store.base import (
     StoreUnreachable,
 )
 from harness_learning.harnesses.store.jsonl import export_run, import_run
-from harness_learning.harnesses.store.jsonl_store import JsonlLogStore
 from harness_learning.harnesses.store.records import (
     Decision,
     Evaluation,
@@ -38,7 +38,6 @@ __all__ = [
     "Decision",
     "Evaluation",
     "Event",
-    "JsonlLogStore",
     "LogStore",
     "LineageStep",
     "LogStoreError",

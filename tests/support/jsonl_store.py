@@ -1,4 +1,5 @@
-"""A second log backend: one append-only JSON-lines file per run directory (`log.jsonl`).
+"""A third log backend, the conformance suite's double (no product path opens it, so it lives
+with the tests): one append-only JSON-lines file per run directory (`log.jsonl`).
 
 Every write appends one line (`{"t": table, "r": record}`) and flushes it; opening the file
 replays the lines into memory, later lines replacing earlier ones with the same key (an upsert
