@@ -1,5 +1,6 @@
 """The one reader of the lab's TOML files with scales. Top-level keys are the full setting; a
-table named after a scale overrides them at that scale, a nested table key by key. Both
+table named after a scale overrides them at that scale, a nested table key by key, and an
+empty one (`task_configs = {}`) clearing the top level's. Both
 experiments/*.toml (`[paper]`, `[smoke]`) and experiments/peers/bench.toml (`[cpu]`, `[racing]`,
 `[qwen]`, `[smoke]`, and a scale's own `[SCALE.smoke]`) are read this way."""
 
@@ -22,10 +23,11 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
 
 
 def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """`over` on top of `base`; where both hold a table, merged key by key."""
+    """`over` on top of `base`; where both hold a table, merged key by key, unless `over`'s is
+    empty: that says "none of the top level's"."""
     out = dict(base)
     for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
+        if isinstance(value, dict) and value and isinstance(out.get(key), dict):
             out[key] = merge(out[key], value)
         else:
             out[key] = value

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from urllib.parse import urlsplit
 
 import sim_adapt
@@ -37,7 +38,10 @@ def test_show_reads_a_run_logged_in_postgres(sim_url, postgres_url, tmp_path, mo
 
     shown = cli("show", run_dir, env={**env, "PGPASSWORD": PASSWORD})
     assert shown.returncode == 0, shown.stderr[-2000:]
-    assert f"· log {url}" in shown.stdout and "r1-c0 adopted" in shown.stdout, shown.stdout
+    # which of round 1's two samples gets the good edit depends on which reaches the
+    # simulated Proposer first (sim_adapt.ProposerRule): one of them is adopted
+    assert f"· log {url}" in shown.stdout and re.search(r"r1-c[01] adopted", shown.stdout), \
+        shown.stdout
 
     dead = f"postgresql://{PASSWORD_ROLE}@127.0.0.1:{free_port()}/postgres"
     failed = cli("show", run_dir, "--store", dead, env=env)

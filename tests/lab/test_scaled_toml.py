@@ -13,13 +13,17 @@ SCALES = ("cpu", "smoke")
 def test_a_scale_overrides_the_top_level_and_merges_nested_tables(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text('budget = 200\nseeds = [0, 1]\n[opts]\na = 1\nb = 2\n'
-                    '[cpu]\nbudget = 48\n[cpu.opts]\nb = 3\n[cpu.smoke]\nbudget = 2\n')
+                    '[cpu]\nbudget = 48\n[cpu.opts]\nb = 3\n[cpu.smoke]\nbudget = 2\n'
+                    '[smoke]\nopts = {}\n')
     data = read_toml(path, "settings")
     assert at_scale(data, SCALES, None, path) == {"budget": 200, "seeds": [0, 1],
                                                    "opts": {"a": 1, "b": 2}}
     cpu = at_scale(data, SCALES, "cpu", path)
     assert cpu == {"budget": 48, "seeds": [0, 1], "opts": {"a": 1, "b": 3},
                    "smoke": {"budget": 2}}
+    smoke = at_scale(data, SCALES, "smoke", path)
+    assert smoke["budget"] == 200 and smoke["opts"] == {}  # an empty table clears the top's
+    data.pop("smoke")
     assert at_scale(data, SCALES, "smoke", path, required=False)["budget"] == 200
     with pytest.raises(ValueError, match=r"has no \[smoke\] table \(it has: cpu\)"):
         at_scale(data, SCALES, "smoke", path)
