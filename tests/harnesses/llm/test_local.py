@@ -55,6 +55,36 @@ def test_unreachable_reuse_url_is_a_clear_error(monkeypatch: pytest.MonkeyPatch)
         ensure_local_server()
 
 
+def test_a_reused_server_busy_with_a_completion_is_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama-cpp-python answers /models only after the completion it is generating: a reused
+    server that takes the connection but answers in 6 s (under load, minutes) is busy, not
+    gone, so the Solver's URL is returned rather than refused after a few seconds."""
+    import http.server
+    import threading
+
+    class Busy(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            time.sleep(6.0)
+            body = b'{"object": "list", "data": [{"id": "smollm2"}]}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Busy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        monkeypatch.setenv(LOCAL_URL_ENV, url)
+        assert ensure_local_server(timeout_s=30.0) == url
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def _gone(pid: int, within_s: float) -> bool:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:

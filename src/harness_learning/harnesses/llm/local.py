@@ -177,7 +177,10 @@ def ensure_local_server(timeout_s: float = 120.0, name: str = SMOLLM2, instance:
     reuse = os.environ.get(model.url_env)
     if reuse:
         url = normalise_base_url(reuse)
-        if not is_healthy(url, timeout_s=5.0):
+        # A server busy with a completion lists its models only once it is done
+        # (llama-cpp-python holds its model lock for both): one that takes the connection is
+        # waited for up to `timeout_s`; one that refuses it fails at once.
+        if not is_healthy(url, timeout_s=timeout_s):
             raise LocalModelError(f"{model.url_env}={reuse} does not answer {url}/models")
         return url
     key = f"{name}#{instance}" if instance else name
