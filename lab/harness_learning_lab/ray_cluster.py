@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness_learning_lab import checkout
+
 
 class RayProblem(Exception):
     """Ray missing, or a cluster address that is malformed or does not answer: the command
@@ -28,9 +30,6 @@ class RayProblem(Exception):
 
 LAB = Path(__file__).resolve().parent
 """The lab package the workers import (lab/harness_learning_lab/)."""
-REPO = LAB.parents[1]
-"""The checkout whose experiment configs the workers read (lab/harness_learning_lab/ -> root):
-the driver runs from one."""
 EXCLUDES = [".venv", ".git", "runs", "**/__pycache__", "*.gguf", "*.sqlite", "*.egg-info",
             "/src", "**/data/*.tar*", "docs", "tests", ".ruff_cache", ".hypothesis",
             ".pytest_cache"]
@@ -47,7 +46,7 @@ def runtime_env() -> dict[str, Any]:
     spaces), it is given as `py_executable`, quoted: Ray starts a runtime_env's workers
     through `bash -c "exec PYTHON ..."` with that path unquoted, and such a worker never
     starts."""
-    env: dict[str, Any] = {"working_dir": str(REPO), "py_modules": [str(LAB)],
+    env: dict[str, Any] = {"working_dir": str(checkout()), "py_modules": [str(LAB)],
                            "excludes": list(EXCLUDES)}
     if shlex.quote(sys.executable) != sys.executable:
         env["py_executable"] = shlex.quote(sys.executable)
