@@ -5,6 +5,8 @@ import sys
 import threading
 from pathlib import Path
 
+from sqlite_lock import hold_a_write_lock
+
 from harness_learning.harnesses.llm import ResponseCache, cache_key
 
 
@@ -79,3 +81,15 @@ def test_queued_writes_survive_interpreter_exit(tmp_path: Path) -> None:
             "for i in range(100): c.put_later(f'k{i}', {'i': i})\n")
     subprocess.run([sys.executable, "-c", code, path], check=True, timeout=60)
     assert len(ResponseCache(path)) == 100
+
+
+def test_a_new_file_another_process_is_opening_is_waited_for_not_refused(tmp_path: Path) -> None:
+    # Ray workers sharing one new cache file failed on 'database is locked': the journal mode
+    # switch takes no busy timeout of its own, so it is retried until the lock is free.
+    path = tmp_path / "c.sqlite"
+    holder = hold_a_write_lock(path, 0.3)
+    cache = ResponseCache(path)
+    holder.join()
+    cache.put("a", {"v": 1})
+    assert cache.get("a") == {"v": 1}
+    assert cache._conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"

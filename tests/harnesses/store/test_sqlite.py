@@ -8,6 +8,7 @@ import sqlite3
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlite_lock import hold_a_write_lock
 
 from harness_learning.harnesses.contract import ToolCall
 from harness_learning.harnesses.results import ProblemResult
@@ -180,6 +181,14 @@ def test_a_file_that_is_not_sqlite_is_refused_and_left_untouched(tmp_path):
 
 def test_journal_is_wal(store):
     assert store._query("PRAGMA journal_mode")[0][0] == "wal"
+
+
+def test_a_new_log_another_process_is_opening_is_waited_for_not_refused(tmp_path):
+    holder = hold_a_write_lock(tmp_path / "log.sqlite", 0.3)
+    with SQLiteLogStore(tmp_path) as s:
+        holder.join()
+        s.append_event("hello")
+        assert s._query("PRAGMA journal_mode")[0][0] == "wal"
 
 
 ANY_TEXT = st.text(alphabet=st.characters(), max_size=40)  # includes lone surrogates

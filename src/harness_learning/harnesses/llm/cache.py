@@ -24,6 +24,10 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from harness_learning.harnesses.sqlite_wal import enable_wal
+
+BUSY_TIMEOUT_S = 30.0
+"""How long a statement waits for another connection's lock (other threads, other processes)."""
 _SHARED: weakref.WeakValueDictionary[Path, ResponseCache] = weakref.WeakValueDictionary()
 _SHARED_LOCK = threading.Lock()
 BATCH_WINDOW_S = 0.05
@@ -65,11 +69,10 @@ class ResponseCache:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(
-                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
-            conn.execute("PRAGMA journal_mode=WAL")
+            enable_wal(conn, BUSY_TIMEOUT_S)
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=30000")
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_learning.harnesses.contract import SOLVER_OPS
+from harness_learning.harnesses.sqlite_wal import enable_wal
 from harness_learning.harnesses.store.base import (
     LogStoreError,
     SchemaVersionError,
@@ -57,7 +58,7 @@ class SQLiteLogStore(SQLLogStore):
         self._conn.row_factory = sqlite3.Row
         try:
             self._check_schema()
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            enable_wal(self._conn, timeout)
             self._conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
             with self._lock:
                 self._conn.executescript(f"BEGIN IMMEDIATE;\n{DDL}\nCOMMIT;")

@@ -1,0 +1,29 @@
+"""Switching a SQLite connection to WAL mode when other processes may be opening the same file.
+
+`PRAGMA journal_mode=WAL` needs the database's exclusive lock, and SQLite answers "database is
+locked" at once when another connection holds any lock: the connection's busy timeout does not
+cover a change of journal mode. Several processes opening one new file together (the Ray
+workers of one benchmark grid sharing a response cache) therefore failed now and then on their
+first statement. Once a file is in WAL mode the pragma changes nothing and takes no lock, so
+retrying it until the busy timeout runs out is enough.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+RETRY_SLEEP_S = 0.02
+
+
+def enable_wal(conn: sqlite3.Connection, timeout_s: float) -> None:
+    """Put `conn`'s database in WAL mode, retrying a locked database for up to `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL").fetchall()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(RETRY_SLEEP_S)
