@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from harness_learning_lab.bench.peers_peers import MENU, OPS, PEERS
+from harness_learning_lab.bench.peers_systems import MENU, OPS, PEERS
 
 DRAWS = 2000
 

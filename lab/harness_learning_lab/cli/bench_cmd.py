@@ -267,7 +267,7 @@ def _peers_settings(config: _Path, scale: str, smoke: bool, overrides: dict) -> 
     (a bad name fails here, in one line with a hint)."""
     from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
     from harness_learning_lab.bench import peers
-    from harness_learning_lab.bench.peers_peers import MENU, PEERS, SYSTEMS
+    from harness_learning_lab.bench.peers_systems import MENU, PEERS, SYSTEMS
 
     if not config.is_file():
         raise CliError(f"no bench config at {config}",

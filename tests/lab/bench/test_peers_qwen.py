@@ -19,7 +19,7 @@ from harness_learning.harnesses.llm.models import QWEN_CODER, local_model
 from harness_learning_lab.bench import peers_report, peers_stats
 from harness_learning_lab.bench.peers import Endpoints, base_config, load_settings, run_path
 from harness_learning_lab.bench.peers_gepa import background, menu_text
-from harness_learning_lab.bench.peers_peers import adapter_config, openevolve_config
+from harness_learning_lab.bench.peers_systems import adapter_config, openevolve_config
 
 pytest.importorskip("gepa")
 pytest.importorskip("openevolve")
