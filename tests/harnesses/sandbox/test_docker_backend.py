@@ -204,6 +204,29 @@ def test_live_docker_worker():
     assert asyncio.run(go()).answer == "4"
 
 
+def test_live_tools_python_reads_the_whole_program_and_answers():
+    """The program goes in on stdin and is read to its end: the engine must close the
+    container's stdin when ours closes, or every `tools.python` call waits out its timeout."""
+    require_engine()
+    from harness_learning.harnesses.sandbox.python_exec import run_python
+
+    async def go():
+        return await run_python("import sys\nprint(6 * 7)\nprint('note', file=sys.stderr)",
+                                timeout=20, backend=DockerBackend())
+
+    result = asyncio.run(go())
+    assert (result.stdout, result.error) == ("42\n", None), result
+
+
+def test_the_engine_closes_the_containers_stdin_with_ours():
+    from docker.types import ContainerConfig
+
+    config = spec()
+    made = ContainerConfig("1.41", "img", config["command"], detach=config["detach"],
+                           stdin_open=config["stdin_open"], tty=config["tty"])
+    assert made["OpenStdin"] and made["StdinOnce"], made
+
+
 PROBE = """
 import ctypes, json, os, socket
 libc = ctypes.CDLL(None, use_errno=True)

@@ -159,8 +159,11 @@ def container_config(args: list[str], limits: Limits, env: dict[str, str], image
                     {"name": "fsize", "soft": limits.file_size_mb << 20,
                      "hard": limits.file_size_mb << 20}],
         "stdin_open": True,
+        # Not detached: docker-py then sets StdinOnce, so the engine closes the container's
+        # stdin when ours is closed. Without it tools.python's program, read from stdin up to
+        # its end, waited for an EOF that never came and every call timed out.
         "tty": False,
-        "detach": True,
+        "detach": False,
         "auto_remove": False,
     }
 
