@@ -64,3 +64,13 @@ def test_concurrency_defaults_to_one_for_the_single_slot_local_server() -> None:
     assert ModelConfig("local").max_concurrency == 1
     assert ModelConfig("local", max_concurrency=3).max_concurrency == 3
     assert ModelConfig("openai/x").max_concurrency == 8
+
+
+def test_a_local_model_may_have_replicas_a_remote_one_has_urls() -> None:
+    assert ModelConfig.parse("local:qwen2.5-coder-1.5b?replicas=2").replicas == 2
+    assert ModelConfig.parse("local").replicas == 1
+    for spec, says in [("local?replicas=0", "replicas must be an integer >= 1"),
+                       ("local?replicas=1.5", "replicas must be an integer >= 1"),
+                       ("openai/x@http://h/v1?replicas=2", "its URLs")]:
+        with pytest.raises(ValueError, match=says):
+            ModelConfig.parse(spec)

@@ -142,3 +142,34 @@ def test_the_proposer_model_has_a_server_of_its_own(local_model_url: str) -> Non
     qwen = local.running_server(QWEN_CODER)
     assert qwen is not None and qwen.base_url != local_model_url
     assert qwen.gguf.name == "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+
+
+REPLICAS = """
+import asyncio, json
+from harness_learning.harnesses.llm import ModelClient, ModelConfig, local
+
+async def main():
+    client = ModelClient(ModelConfig.parse("local:smollm2-135m?replicas=2&max_tokens=8"))
+    replies = await asyncio.gather(*(client.acomplete(f"Say the number {i}.") for i in range(4)))
+    target = await client._resolve()
+    print(json.dumps({"urls": list(target.endpoints), "servers": sorted(local._servers),
+                      "texts": [r.text for r in replies],
+                      "healthy": [local.is_healthy(u) for u in target.endpoints]}))
+
+asyncio.run(main())
+"""
+
+
+def test_replicas_of_a_local_model_are_servers_of_their_own_that_share_the_calls() -> None:
+    """`?replicas=2`: two servers of the model (one thread each), both answering one client's
+    concurrent calls through the Router; in a process of its own, so the servers end with it."""
+    import json
+
+    env = {k: v for k, v in os.environ.items() if k != LOCAL_URL_ENV}
+    done = subprocess.run([sys.executable, "-c", REPLICAS], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(set(got["urls"])) == 2 and all(got["healthy"]), got
+    assert got["servers"] == ["smollm2-135m", "smollm2-135m##1"], got
+    assert len(got["texts"]) == 4 and all(t.strip() for t in got["texts"]), got

@@ -306,8 +306,10 @@ class ModelClient:
         cfg = self.config
         name = cfg.local_name
         if name is not None:
-            url = ensure_local_server(name=name, instance=cfg.local_server)
-            return _Target(litellm_model(name), (url,), LOCAL_API_KEY)
+            # one server per replica; a server shared through the environment is one URL
+            instances = [cfg.local_server, *(f"{cfg.local_server}#{i}" for i in range(1, cfg.replicas))]
+            urls = dict.fromkeys(ensure_local_server(name=name, instance=i) for i in instances)
+            return _Target(litellm_model(name), tuple(urls), LOCAL_API_KEY)
         key = cfg.api_key
         if key is None and cfg.endpoints and cfg.model.startswith("openai/"):
             key = os.environ.get("OPENAI_API_KEY") or "sk-no-key"  # local servers ignore it
@@ -318,7 +320,7 @@ class ModelClient:
         with self._lock:
             state = self._loops.get(loop)
             if state is None:
-                n = max(1, len(self.config.endpoints))
+                n = max(1, len(self.config.endpoints), self.config.replicas)
                 state = _LoopState(asyncio.Semaphore(self.config.max_concurrency * n))
                 self._loops[loop] = state
         return state

@@ -51,12 +51,17 @@ class ModelConfig:
     max_backoff_s: float = 30.0
     cache: str | Path | None = None
     transport: str = "litellm"
+    """`litellm`, or `direct`: plain HTTP to one OpenAI-compatible endpoint, for rounds whose
+    call rate makes litellm's client CPU the bottleneck (see `harnesses.llm.direct`)."""
     local_server: str = ""
     """Which of this process's servers of a local model answers: clients naming different
     ones get a server each, so the Solver and the Proposer on the same model (the paper's
     same-model setup) do not queue behind each other."""
-    """`litellm`, or `direct`: plain HTTP to one OpenAI-compatible endpoint, for rounds whose
-    call rate makes litellm's client CPU the bottleneck (see `harnesses.llm.direct`)."""
+    replicas: int = 1
+    """A local model only: how many servers of it (one CPU thread each) answer this client,
+    balanced by litellm's Router as URLs of a remote model are. A llama.cpp server answers one
+    request at a time, so on a machine with N idle cores up to N replicas answer N at once
+    (`local:qwen2.5-coder-1.5b?replicas=2`). A remote model's replicas are its URLs."""
 
     def __post_init__(self) -> None:
         if not self.model or not isinstance(self.model, str):
@@ -67,6 +72,11 @@ class ModelConfig:
             self.timeout_s = 600.0 if self.is_local else 120.0
         if self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
+        if isinstance(self.replicas, bool) or not isinstance(self.replicas, int) or self.replicas < 1:
+            raise ValueError(f"replicas must be an integer >= 1, got {self.replicas!r}")
+        if self.replicas > 1 and not self.is_local:
+            raise ValueError(f"replicas={self.replicas} is for local models; a remote model's "
+                             "replicas are its URLs (MODEL@URL1,URL2)")
         if self.max_retries < 0 or self.timeout_s <= 0:
             raise ValueError("max_retries must be >= 0 and timeout_s > 0")
         for name in ("price_in", "price_out"):
@@ -125,8 +135,8 @@ class ModelConfig:
         ``local``, ``openai/qwen@http://127.0.0.1:8000/v1``,
         ``openai/qwen@http://h1:8000/v1,http://h2:8000/v1?temperature=0&max_tokens=64``.
         URLs must start with http:// or https://. Query keys that name a `ModelConfig` field
-        (max_concurrency, timeout_s, max_retries, api_key, cache, transport, price_in, price_out) set
-        that field; any other key
+        (max_concurrency, timeout_s, max_retries, api_key, cache, transport, price_in, price_out,
+        replicas) set that field; any other key
         is a completion parameter. Values are read as JSON when they parse (0, 0.7, true) and as
         text otherwise. Keyword `overrides` win over the string.
         """
@@ -177,6 +187,7 @@ _FIELD_OPTIONS = {
     "transport",
     "price_in",
     "price_out",
+    "replicas",
 }
 
 
