@@ -52,9 +52,11 @@ class FinalSummary:
 
 async def final_evaluation(run_dir: str | Path, n: int = 0, console=None,
                            task: Task | None = None, solver: str = "",
-                           store: str = "") -> FinalSummary:
+                           store: str = "", ends_only: bool = False) -> FinalSummary:
     """Each lineage version on the held-out test problems; `task` is the run's task when the
     caller has opened it already (the CLI checks it first), so it is not loaded twice.
+    `ends_only`: the seed and the final version alone (the gain, without paying for the
+    versions in between; the demo's time budget).
 
     `solver` replaces the run's Solver (e.g. one `train solver-sft` fine-tuned): its results
     are kept apart from the run's own (purpose `test@SOLVER`), and so are its plot and diffs.
@@ -76,6 +78,8 @@ async def final_evaluation(run_dir: str | Path, n: int = 0, console=None,
         problems = ctx.task.test()
         problems = problems[:n] if n else problems
         lineage = await ctx.store.alineage()  # [(round, sha, selection score)], round 0 = seed
+        if ends_only and len(lineage) > 2:
+            lineage = [lineage[0], lineage[-1]]
         rows: list[RoundScore] = []
         for round_, sha, selection in lineage:
             if console is not None:

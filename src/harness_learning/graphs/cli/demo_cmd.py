@@ -17,7 +17,9 @@ DEMO_TASK = "rg:products"
 # Products of numbers up to 5 digits: Qwen2.5-Coder-1.5B gets about a third right by reasoning
 # in prose, and all of them when it writes a program that computes the product (measured), so
 # the seed has headroom that a structural change, not a formatting fix, can take.
-DEMO_SOLVER = "local:qwen2.5-coder-1.5b"  # the paper's same-model setup, scaled down
+# The paper's same-model setup, scaled down. Two Solver servers (one thread each) answer a
+# round's problems two at a time; the Proposer has a server of its own.
+DEMO_SOLVER = "local:qwen2.5-coder-1.5b?replicas=2"
 DEMO_PROPOSER = "local"  # Qwen2.5-Coder-1.5B too, on a server of its own
 
 
@@ -50,7 +52,7 @@ def demo(
 ) -> None:
     """Adapt the reasoning seed on multiplications: Qwen2.5-Coder-1.5B solves and proposes, and
     operator candidates apply building blocks (2 rounds x 1 Proposer edit + 1 operator); then
-    test the seed and each round's version on 24 held-out problems."""
+    test the seed and the final version on 24 held-out problems."""
     from harness_learning.graphs.adapter.final_eval import final_evaluation
     from harness_learning.graphs.adapter.run import prepare
     from harness_learning.graphs.cli.adapt_cmd import _run
@@ -66,7 +68,7 @@ def demo(
                   "Proposer local:qwen2.5-coder-1.5b, operators auto, all local")
     final = _run(config, resume=False, as_json=False)
     out.print(_candidates_table(final))
-    summary = run_async(final_evaluation(run_dir, console=console))
+    summary = run_async(final_evaluation(run_dir, console=console, ends_only=True))
     diff = summary.diffs_path.read_text(encoding="utf-8").strip()
     out.print("adopted diff:\n" + (diff or "(nothing adopted: the seed is kept)"))
     out.print(_answers_table(config, summary.rows[-1].sha))
