@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from harness_learning_lab.bench.peers_meter import Meter, ProposerProxy, sha_of
-from harness_learning_lab.bench.peers_systems import PEERS_DIR, run_system
 from harness_learning_lab.bench.peers_report import at
+from harness_learning_lab.bench.peers_systems import PEERS_DIR, run_system
 from harness_learning_lab.scaled_toml import at_scale, merge, read_toml
 
 Log = Callable[[str], None]
