@@ -1,16 +1,19 @@
 """GEPA's ideas as options of ours: the Pareto front and the `pareto` parent policy (pure), and
 the merge of two candidates' edits end to end (real sandbox workers, scripted models: two edits
-that each fix half of the problems; their merge fixes all)."""
+that each fix half of the problems; their merge fixes all), and the merge's own node between
+`race` and `select`."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
 from scripted_sums import QUESTION, SumTask
 
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.graph import NODES, build_adapter_graph
 from harness_learning.graphs.adapter.parents import merged_completion, parent_draw
 from harness_learning.graphs.adapter.policies import Scored, decide, pareto, pareto_front
 from harness_learning.graphs.adapter.run import run_adaptation
@@ -61,14 +64,23 @@ def solver_rule(prompt: str, params: dict) -> str:
     return f"Answer: {a + b if fixed else a + b + 1}"
 
 
-def run(tmp_path, scripted, policy: str):
+def configured(tmp_path, scripted, policy: str,
+               merge: bool = True) -> tuple[AdaptConfig, AdapterContext]:
     config = AdaptConfig(task="sums", run_dir=str(tmp_path / policy), rounds=1, candidates=2,
-                         policy=policy, merge=True, edit_format="search_replace", feedback=6,
+                         policy=policy, merge=merge, edit_format="search_replace", feedback=6,
                          selection=6, concurrency=6).with_track_defaults("reasoning")
-    ctx = AdapterContext.from_config(
+    return config, context(config, scripted)
+
+
+def context(config: AdaptConfig, scripted) -> AdapterContext:
+    return AdapterContext.from_config(
         config, task=SumTask(6), solver=scripted(solver_rule),
         proposer=scripted(lambda _p, params: EDITS[params["seed"] % 1009]))
-    final = asyncio.run(run_adaptation(config, context=ctx))
+
+
+def run(tmp_path, scripted, policy: str, merge: bool = True, on_update=None):
+    config, ctx = configured(tmp_path, scripted, policy, merge)
+    final = asyncio.run(run_adaptation(config, context=ctx, on_update=on_update))
     return final, RunDir(config.path).open_store()
 
 
@@ -100,3 +112,48 @@ def test_a_merge_whose_edits_collide_is_an_invalid_candidate(tmp_path, scripted)
     merged = {c["index"]: c for c in final["rounds"][0]["candidates"]}[2]
     assert not merged["valid"] and "unmatched" in merged["invalid_reason"]
     store.close()
+
+
+def test_the_merge_is_its_own_node_and_off_it_logs_nothing(tmp_path, scripted):
+    """race -> merge -> select; with `merge` off the node passes: no proposal at index
+    `samples_per_round`, and the round's candidates are the Proposer's alone."""
+    config, ctx = configured(tmp_path / "shape", scripted, "best_valid", merge=False)
+    edges = {(e.source, e.target) for e in build_adapter_graph(ctx).compile().get_graph().edges}
+    assert {("race", "merge"), ("merge", "select")} <= edges and ("race", "select") not in edges
+    assert NODES.index("race") + 1 == NODES.index("merge") == NODES.index("select") - 1
+    updates: list[tuple[str, dict]] = []
+    final, store = run(tmp_path, scripted, "best_valid", merge=False,
+                       on_update=lambda node, update: updates.append((node, update)))
+    nodes = [node for node, _ in updates]
+    at = nodes.index("merge")
+    assert nodes[at - 1:at + 2] == ["race", "merge", "select"] and updates[at][1] == {}
+    assert store.get_proposal(proposal_id(1, config.samples_per_round)) is None
+    assert [c["index"] for c in final["rounds"][0]["candidates"]] == [0, 1]
+    store.close()
+
+
+def test_a_run_resumed_between_merge_and_select_judges_the_merge_once(tmp_path, scripted):
+    """Stopped after `merge` (as by a kill), continued by a fresh graph and context on the same
+    checkpoints: `select` adopts the merged candidate the state holds; its draft and diff are
+    logged once."""
+    config, ctx = configured(tmp_path, scripted, "best_valid")
+    saver, thread = InMemorySaver(), {"configurable": {"thread_id": "merge"}}
+
+    async def until(ctx: AdapterContext, payload, **stops) -> dict:
+        async with ctx:
+            app = build_adapter_graph(ctx).compile(checkpointer=saver, **stops)
+            async for _ in app.astream(payload, thread, stream_mode="updates"):
+                pass
+            state = await app.aget_state(thread)
+            return {"next": state.next, **state.values}
+
+    paused = asyncio.run(until(ctx, {}, interrupt_after=["merge"]))
+    assert paused["next"] == ("select",)
+    assert sorted(c["index"] for c in paused["candidates"]) == [0, 1, 2]
+    final = asyncio.run(until(context(config, scripted), None))
+    merged = {c["index"]: c for c in final["rounds"][0]["candidates"]}[2]
+    assert final["rounds"][0]["adopted"] and final["current_sha"] == merged["sha"]
+    with RunDir(config.path).open_store() as store:
+        diffs = [e for e in store.iter_events(kinds=["candidate_diff"])
+                 if e.payload["proposal_id"] == proposal_id(1, 2)]
+        assert len(diffs) == 1 and len(list(store.iter_proposals(round=1))) == 3

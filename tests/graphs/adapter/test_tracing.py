@@ -70,7 +70,7 @@ def test_one_real_round_is_a_tree_of_spans(local_model_url, tmp_path, exporter) 
     assert round_.attributes[f"{A}candidates"] == 2
     assert round_.attributes[f"{A}spent.solver_calls"] > 0
     nodes = {s.name for s in spans if parent[s.context.span_id] == round_.context.span_id}
-    assert nodes == {"sample", "evaluate_current", "candidate", "race", "select"}
+    assert nodes == {"sample", "evaluate_current", "candidate", "race", "merge", "select"}
 
     candidates = sorted((s for s in spans if s.name == "candidate"),
                         key=lambda s: s.attributes[f"{A}index"])

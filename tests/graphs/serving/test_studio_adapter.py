@@ -110,7 +110,8 @@ def test_a_thread_keeps_its_settings(served, sim_model) -> None:
 
     got = asyncio.run(go())
     nodes = [next(iter(e.data)) for e in got["first"] if e.event == "updates"]
-    assert nodes == ["init", "sample", "evaluate_current", "candidate", "race", "__interrupt__"], \
+    assert nodes == ["init", "sample", "evaluate_current", "candidate", "race", "merge",
+                     "__interrupt__"], \
         f"{got['first']}\n{log.read_text()[-3000:]}"
     paused = got["paused"]
     (question,) = [i["value"] for task in paused["tasks"] for i in task["interrupts"]]

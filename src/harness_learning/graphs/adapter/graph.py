@@ -1,10 +1,13 @@
 """The adapter: test-time harness adaptation as a LangGraph graph.
 
 ```
-init -> sample -> evaluate_current -> candidate x N (Send) -> race -> select -> sample ... -> finish
+init -> sample -> evaluate_current -> candidate x N (Send) -> race -> merge -> select -> sample ... -> finish
 ```
 `race` passes through unless the policy is "racing": then the candidates only propose and
 validate, and `race` evaluates the valid ones together in stages (graphs/adapter/racing.py).
+`merge` passes through unless `merge` is on: then it judges the merge of the round's two best
+valid candidates as one more candidate (graphs/adapter/merge_round.py); `select` applies the
+policy to them all.
 
 The graph's shape does not depend on the run's settings: every node gets the run's resources
 (an `AdapterContext`) from its source when it runs. The CLI gives the context of the run it
@@ -22,6 +25,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.merge_round import make_merge_node
 from harness_learning.graphs.adapter.nodes import make_nodes, stop_reason
 from harness_learning.graphs.adapter.race_round import make_race_node
 from harness_learning.graphs.adapter.settings import AdapterSettings
@@ -30,13 +34,13 @@ from harness_learning.graphs.adapter.state import AdapterInput, AdapterOutput, A
 ContextSource = Callable[[Mapping[str, Any], Runtime | None], Awaitable[AdapterContext]]
 """(state or Send payload, runtime) -> the run's opened context."""
 
-NODES = ("init", "sample", "evaluate_current", "candidate", "race", "select", "finish")
+NODES = ("init", "sample", "evaluate_current", "candidate", "race", "merge", "select", "finish")
 
 
 def _steps(ctx: AdapterContext) -> dict[str, Any]:
     """The node functions of one run, bound to its context (each in its span, when the run
     is traced: `trace_spans`)."""
-    steps = {**make_nodes(ctx), "race": make_race_node(ctx)}
+    steps = {**make_nodes(ctx), "race": make_race_node(ctx), "merge": make_merge_node(ctx)}
 
     def route(state: AdapterState) -> str:
         return "finish" if stop_reason(ctx.config, state) else "sample"
@@ -102,7 +106,8 @@ def build_adapter_graph(source: AdapterContext | ContextSource) -> StateGraph:
     graph.add_edge("sample", "evaluate_current")
     graph.add_conditional_edges("evaluate_current", fan_out, ["candidate"])
     graph.add_edge("candidate", "race")
-    graph.add_edge("race", "select")
+    graph.add_edge("race", "merge")
+    graph.add_edge("merge", "select")
     graph.add_conditional_edges("select", route, ["sample", "finish"])
     graph.add_edge("finish", END)
     return graph

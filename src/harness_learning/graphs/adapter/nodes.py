@@ -26,7 +26,7 @@ from harness_learning.graphs.adapter.demonstrations import (
     held_out_in_force,
 )
 from harness_learning.graphs.adapter.inputs import start_source
-from harness_learning.graphs.adapter.parents import merge_candidate, parent_draw, selection_archive
+from harness_learning.graphs.adapter.parents import parent_draw, selection_archive
 from harness_learning.graphs.adapter.policies import Scored, decide
 from harness_learning.graphs.adapter.propose import PROPOSER, propose
 from harness_learning.graphs.adapter.report import build_report
@@ -296,15 +296,20 @@ async def operator_plan(ctx: AdapterContext, sha: str, round_: int,
     return plan
 
 
-
-async def choose(ctx: AdapterContext, state: AdapterState) -> dict:
-    """Apply the policy to this round's candidates, ask a person if the gate is on, record."""
-    cfg, round_ = ctx.config, state["round"]
-    mine = sorted((c for c in state.get("candidates", [])
+def round_candidates(cfg: Any, state: AdapterState) -> list[CandidateView]:
+    """This round's candidates the policy sees, by index: the Proposer's (training-only samples
+    left out), the merge's (`merge_round`) and the operators'."""
+    round_ = state["round"]
+    return sorted((c for c in state.get("candidates", [])
                    if c["round"] == round_ and not training_only(cfg, c["index"])),
                   key=lambda c: c["index"])
-    if cfg.merge and (merged := await merge_candidate(ctx, state, mine, make_candidate)) is not None:
-        mine = [*mine, merged]
+
+
+async def choose(ctx: AdapterContext, state: AdapterState) -> dict:
+    """Apply the policy to this round's candidates (the merge's among them, left in the state by
+    the `merge` node), ask a person if the gate is on, record."""
+    cfg, round_ = ctx.config, state["round"]
+    mine = round_candidates(cfg, state)
     current = Scored(state["current_sha"], True, state.get("current_selection_score"), -1)
     scored = [Scored(c["sha"] or "", c["valid"], c["selection_score"], c["index"],
                      raced_out=bool(c.get("raced_out"))) for c in mine]

@@ -48,7 +48,8 @@ async def merge_candidate(ctx: Any, state: dict, mine: list[dict],
                           make_candidate: Any) -> dict | None:
     """Judge the merge of the round's two best valid candidates (None if there are not two
     with different versions); logged as proposal index `samples_per_round` and judged by
-    `make_candidate` (the adapter's candidate node, passed in: this module sits below it)."""
+    `make_candidate` (the adapter's candidate node, passed in: this module sits below it).
+    The `merge` node's work (merge_round.py); a logged merge draft is reused, not redrawn."""
     cfg, round_ = ctx.config, state["round"]
     if cfg.edit_format != "search_replace":
         return None

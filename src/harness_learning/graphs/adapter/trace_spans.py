@@ -1,12 +1,13 @@
 """The adapter's own spans (`AdaptConfig.trace`): one per round, with one per node run inside
 it, the candidates' among them with their verdicts.
 
-A round outlives any one node (sample, evaluate_current, the candidates, race, select), so
-its span is started by the round's first node and ended by `select` with the decision, or by
-a node that fails. Each node's span is current while the node runs: the Proposer's calls
-nest under their candidate, and the Solver's calls under the node that evaluated them (the
-sandbox serves each call in the context of the run that made it). Spans are made through
-`harnesses.tracing.Tracer`; no code here runs when tracing is off.
+A round outlives any one node (sample, evaluate_current, the candidates, race, merge,
+select), so its span is started by the round's first node and ended by `select` with the
+decision, or by a node that fails. Each node's span is current while the node runs: the
+Proposer's calls nest under their candidate, and the Solver's calls under the node that
+evaluated them (the sandbox serves each call in the context of the run that made it); the
+`merge` span carries its merged candidate's verdict, as a candidate's does. Spans are made
+through `harnesses.tracing.Tracer`; no code here runs when tracing is off.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from harness_learning.harnesses.tracing import Tracer, clean
 
 Step = Callable[[Any], Awaitable[dict]]
-ROUND_NODES = frozenset({"sample", "evaluate_current", "candidate", "race", "select"})
+ROUND_NODES = frozenset({"sample", "evaluate_current", "candidate", "race", "merge", "select"})
 CANDIDATE_FACTS = ("origin", "sha", "parsed", "applied", "valid", "invalid_kind",
                    "selection_score", "completed_fraction", "reward")
 """What a candidate's span says of it, from its `CandidateView`."""
@@ -92,7 +93,7 @@ def run_spans(ctx: Any, updates: AsyncIterator[Any]) -> AsyncIterator[Any]:
 
 def facts(name: str, update: Mapping[str, Any]) -> dict[str, Any]:
     """The attributes a node's update gives its span (or, for "round", the round's span)."""
-    if name == "candidate":
+    if name in ("candidate", "merge"):  # the merge's update holds its candidate, or nothing
         views = [*(update.get("candidates") or []), *(update.get("drafts") or [])]
         view = views[0] if views else {}
         return {key: view.get(key) for key in CANDIDATE_FACTS}
