@@ -1,8 +1,8 @@
 """Switching a SQLite connection to WAL mode when other processes may be opening the same file.
 
-`PRAGMA journal_mode=WAL` needs the database's exclusive lock, and SQLite answers "database is
-locked" at once when another connection holds any lock: the connection's busy timeout does not
-cover a change of journal mode. Several processes opening one new file together (the Ray
+`PRAGMA journal_mode=WAL` needs the database's exclusive lock. While another connection holds a
+rollback journal's write lock, SQLite answers "database is locked" at once (waiting could
+deadlock), whatever the connection's busy timeout; a reader's lock is waited for as usual. Several processes opening one new file together (the Ray
 workers of one benchmark grid sharing a response cache) therefore failed now and then on their
 first statement. Once a file is in WAL mode the pragma changes nothing and takes no lock, so
 retrying it until the busy timeout runs out is enough.
