@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness_learning.harnesses.runtime import parse_source
+from harness_learning.harnesses.compiler import parse_source
 
 REPO = Path(__file__).resolve().parent.parent
 SRC = REPO / "src" / "harness_learning"
@@ -89,7 +89,7 @@ def test_the_walk_sees_the_whole_package():
     assert f"{LAB}.bench.peers" in names and len(names) > 100
     edges = imports()[f"{PACKAGE}.graphs.adapter.run"]
     assert (f"{PACKAGE}.graphs.adapter.context", True) in edges
-    assert (f"{PACKAGE}.harnesses.llm.runtime", False) in edges  # a lazy import counts
+    assert (f"{PACKAGE}.harnesses.llm.litellm_loop", False) in edges  # a lazy import counts
 
 
 @pytest.mark.parametrize("root", ["src", "lab", "tests"])

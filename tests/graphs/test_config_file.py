@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cli_run import cli, error_line
 
-from harness_learning.graphs.cli.errors import main
+from harness_learning.graphs.cli.main import main
 
 
 def settings(sim_url: str, run_dir: Path) -> str:
@@ -81,7 +81,7 @@ def test_a_settings_file_without_task_or_run_dir_names_what_is_missing(tmp_path)
 
 def test_studio_threads_start_from_the_settings_file_under_their_own(tmp_path,
                                                                     monkeypatch) -> None:
-    from harness_learning.graphs.adapter.served import CONFIG_ENV, settings_config
+    from harness_learning.graphs.adapter.server_threads import CONFIG_ENV, settings_config
 
     path = tmp_path / "studio.toml"
     path.write_text('task = "rg:basic_arithmetic"\nrounds = 2\ncandidates = 2\n'

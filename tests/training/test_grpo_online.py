@@ -161,7 +161,7 @@ def test_bench_grpo_step_times_both_paths_on_one_group(short_run, tiny_dir, loca
 
 
 def test_bench_grpo_step_refuses_a_directory_without_a_log(tmp_path, capsys):
-    from harness_learning.graphs.cli.errors import main
+    from harness_learning.graphs.cli.main import main
 
     with pytest.raises(SystemExit) as exit_:
         main(["bench", "grpo-step", str(tmp_path)])

@@ -17,9 +17,9 @@ from typing import Any
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult, Graded
 from harness_learning.evals.task import Task
+from harness_learning.harnesses.compiler import HarnessInvalid, check_source
 from harness_learning.harnesses.contract import LINE_LIMIT
 from harness_learning.harnesses.results import UNSCORED, ErrorKind, ProblemResult
-from harness_learning.harnesses.runtime import HarnessInvalid, check_source
 from harness_learning.harnesses.sandbox import Limits, Worker, WorkerPool
 
 OnResult = Callable[[ProblemResult], Awaitable[None] | None]

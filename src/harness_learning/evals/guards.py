@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from harness_learning.evals.qa.metrics import normalize_answer
-from harness_learning.harnesses.runtime import parse_source
+from harness_learning.harnesses.compiler import parse_source
 
 REASON_PREFIX = "reward_hacking"
 SMALL_NUMBER = 10

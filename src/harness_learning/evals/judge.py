@@ -31,10 +31,10 @@ from harness_learning.evals.memorisation import Exposure, Probe, memorisation_ch
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult
 from harness_learning.evals.rewards import proposal_reward
+from harness_learning.harnesses.compiler import INVALID_KINDS as CHECK_KINDS
+from harness_learning.harnesses.compiler import HarnessInvalid, check_source
 from harness_learning.harnesses.edits import EDIT_ERROR_KINDS, parse_and_apply
 from harness_learning.harnesses.results import ErrorKind
-from harness_learning.harnesses.runtime import INVALID_KINDS as CHECK_KINDS
-from harness_learning.harnesses.runtime import HarnessInvalid, check_source
 
 UNCHANGED = "unchanged"
 """The edit applied but the new source is the parent's: nothing new to evaluate, reward 0."""

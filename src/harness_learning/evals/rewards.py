@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness_learning.harnesses.runtime import parse_source
+from harness_learning.harnesses.compiler import parse_source
 
 PARSE_BONUS = 0.05
 APPLY_BONUS = 0.10

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from harness_learning.harnesses.contract import ToolCall
 
 if TYPE_CHECKING:
-    from harness_learning.harnesses.runtime import HarnessInvalid
+    from harness_learning.harnesses.compiler import HarnessInvalid
 
 
 class ErrorKind(StrEnum):

@@ -13,7 +13,7 @@ import pytest
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.inputs import MissingInput, open_task, open_tools, start_source
 from harness_learning.graphs.adapter.run import load_config, prepare
-from harness_learning.graphs.cli.errors import main
+from harness_learning.graphs.cli.main import main
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "your_own_agent"
 
@@ -118,7 +118,7 @@ def test_resume_and_eval_of_no_run_directory_are_one_line(tmp_path, capsys):
 
 
 def test_studio_takes_the_same_settings(tmp_path):
-    from harness_learning.graphs.adapter.served import settings_config
+    from harness_learning.graphs.adapter.server_threads import settings_config
 
     config = settings_config({
         "task": str(EXAMPLE / "tasks.jsonl"), "run_dir": str(tmp_path / "r"),

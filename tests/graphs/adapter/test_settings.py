@@ -9,7 +9,7 @@ import pytest
 
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.racing import RaceRule
-from harness_learning.graphs.adapter.served import (
+from harness_learning.graphs.adapter.server_threads import (
     RUNS_ENV,
     settings_config,
     studio_runs_root,

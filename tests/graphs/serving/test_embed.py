@@ -13,8 +13,8 @@ from typing_extensions import TypedDict
 
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.serving.embed import HarnessRunError, load_harness, resolve_harness
+from harness_learning.harnesses.compiler import HarnessInvalid
 from harness_learning.harnesses.llm import SimServer
-from harness_learning.harnesses.runtime import HarnessInvalid
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning.harnesses.store import SQLiteLogStore
 

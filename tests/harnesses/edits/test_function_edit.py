@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from harness_learning.harnesses.compiler import check_source
 from harness_learning.harnesses.edits import parse_and_apply
 from harness_learning.harnesses.edits.function_edit import node_functions
-from harness_learning.harnesses.runtime import check_source
 from harness_learning.harnesses.seeds import seed_source
 
 SEED = seed_source("reasoning_direct")

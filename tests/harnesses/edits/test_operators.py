@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness_learning.harnesses.compiler import check_source
 from harness_learning.harnesses.edits.operators import (
     OPERATORS,
     Operator,
@@ -20,7 +21,6 @@ from harness_learning.harnesses.edits.operators import (
     register_operator,
     resolve_operators,
 )
-from harness_learning.harnesses.runtime import check_source
 from harness_learning.harnesses.sandbox import Worker
 from harness_learning.harnesses.seeds import seed_source
 

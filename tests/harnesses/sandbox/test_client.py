@@ -7,8 +7,8 @@ import time
 
 import pytest
 
+from harness_learning.harnesses.compiler import HarnessInvalid
 from harness_learning.harnesses.llm import InfraError
-from harness_learning.harnesses.runtime import HarnessInvalid
 from harness_learning.harnesses.sandbox import Worker
 from harness_learning.harnesses.sandbox.local import LocalBackend
 from harness_learning.harnesses.seeds import seed_source

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import harness_learning.harnesses
-from harness_learning.harnesses.runtime import HarnessInvalid
+from harness_learning.harnesses.compiler import HarnessInvalid
 from harness_learning.harnesses.sandbox import Worker, run_python
 
 from .conftest import TEST_LIMITS, ScriptedToolbox, node_harness

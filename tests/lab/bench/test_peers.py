@@ -108,7 +108,7 @@ def test_every_system_runs_on_equal_terms_and_a_rerun_reads_the_cache(tmp_path):
 
 
 def test_bad_input_is_one_clear_line_with_a_hint(tmp_path, capsys):
-    from harness_learning.graphs.cli.errors import main
+    from harness_learning.graphs.cli.main import main
 
     for args, words in ((["--system", "dspy"], "unknown system(s) dspy"),
                         (["--config", str(tmp_path / "none.toml")], "no bench config"),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from harness_learning.harnesses.compiler import check_source
 from harness_learning.harnesses.llm import SimServer
-from harness_learning.harnesses.runtime import check_source
 from harness_learning_lab.bench.round import (
     CALLS,
     SHARED_CALLS,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from harness_learning.evals.task import Task
 from harness_learning.graphs.adapter.config import AdaptConfig
-from harness_learning.harnesses.runtime import parse_source
+from harness_learning.harnesses.compiler import parse_source
 
 LOOP_GUESS = 5
 PROMPT_TOKENS_GUESS = 400

@@ -12,7 +12,7 @@ policy to them all.
 The graph's shape does not depend on the run's settings: every node gets the run's resources
 (an `AdapterContext`) from its source when it runs. The CLI gives the context of the run it
 opened; a server gives an async source that opens the thread's run from its settings or its
-checkpointed `run_dir` (`graphs.adapter.served`), so one compiled graph serves any thread.
+checkpointed `run_dir` (`graphs.adapter.server_threads`), so one compiled graph serves any thread.
 """
 
 from __future__ import annotations

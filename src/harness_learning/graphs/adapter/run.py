@@ -99,7 +99,7 @@ def freeze_imports() -> None:
     collector's scans. Each full collection otherwise walks all of them while thousands of
     model calls allocate: measured with `harness-learn bench round`, ~25% of the parent's CPU
     per call."""
-    from harness_learning.harnesses.llm.runtime import import_litellm
+    from harness_learning.harnesses.llm.litellm_loop import import_litellm
 
     import_litellm()
     gc.collect()

@@ -6,7 +6,7 @@ texts, like `harness-learn adapt`'s options (`graphs/cli/options.py`): a field i
 field's default, or the track's for the knobs the paper fixes per track.
 
 Settings describe a run when it starts; the run directory then holds them (config.json), so a
-thread is resumed and read without repeating them (see `graphs.adapter.served`).
+thread is resumed and read without repeating them (see `graphs.adapter.server_threads`).
 """
 
 from __future__ import annotations

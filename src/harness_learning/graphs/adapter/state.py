@@ -72,7 +72,7 @@ class AdapterState(TypedDict, total=False):
     task: str
     run_dir: str
     """The run directory: it holds the run's settings (config.json), so a thread's later runs
-    and state reads need none (`graphs.adapter.served`)."""
+    and state reads need none (`graphs.adapter.server_threads`)."""
     round: int
     current_sha: str
     best_score: float | None

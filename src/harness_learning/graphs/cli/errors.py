@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from typing import Any
 
 EXIT_ERROR, EXIT_USAGE, EXIT_INVALID, EXIT_UNREACHABLE, EXIT_BUDGET, EXIT_WAITING = 1, 2, 3, 4, 5, 6
@@ -61,7 +60,7 @@ def unreachable(model: Any, role: str, detail: str, flag: str = "--model",
 
 def classify(exc: BaseException) -> CliError:
     """The one line and exit code for an exception that reached the command line."""
-    from harness_learning.harnesses.runtime import HarnessInvalid
+    from harness_learning.harnesses.compiler import HarnessInvalid
     from harness_learning.harnesses.store import LogStoreError, RunLocked, StoreUnreachable
 
     if isinstance(exc, CliError):
@@ -109,37 +108,3 @@ def _is_usage_error(exc: BaseException) -> bool:
 def report(error: CliError) -> None:
     hint = f" · hint: {one_line(error.hint, 240)}" if error.hint else ""
     print(f"harness-learn: error: {one_line(error.message)}{hint}", file=sys.stderr, flush=True)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """The `harness-learn` entry point: the Typer app, with errors turned into one line each."""
-    from harness_learning.graphs.cli import app
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    debug = DEBUG_FLAG in args
-    args = [a for a in args if a != DEBUG_FLAG]
-    try:
-        code = app(args, prog_name="harness-learn", standalone_mode=False)
-    except SystemExit as exc:  # a command that exits on purpose (typer.Exit is not an error)
-        if isinstance(exc.code, str):
-            report(CliError(exc.code, "see `harness-learn --help`", EXIT_USAGE))
-            raise SystemExit(EXIT_USAGE) from None
-        raise
-    except KeyboardInterrupt:
-        report(CliError("interrupted", "nothing finished is lost: `harness-learn resume RUN` "
-                        "continues a run", EXIT_INTERRUPTED))
-        raise SystemExit(EXIT_INTERRUPTED) from None
-    except Exception as exc:  # noqa: BLE001 - the command line's last word on any failure
-        import typer
-
-        if isinstance(exc, typer.Exit):
-            raise SystemExit(exc.exit_code) from None
-        if isinstance(exc, typer.Abort):
-            report(CliError("aborted", "", EXIT_INTERRUPTED))
-            raise SystemExit(EXIT_INTERRUPTED) from None
-        error = classify(exc)
-        if debug:
-            traceback.print_exception(exc)
-        report(error)
-        raise SystemExit(error.code) from None
-    raise SystemExit(code if isinstance(code, int) else 0)

@@ -18,7 +18,7 @@ from harness_learning.graphs.cli._common import (
     task_options,
     user_errors,
 )
-from harness_learning.graphs.cli.outcomes import check_evaluation, score_line
+from harness_learning.graphs.cli.exit_checks import check_evaluation, score_line
 
 
 @app.command()

@@ -12,7 +12,7 @@ import typer
 from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import console, out, print_json_last, run_async
 from harness_learning.graphs.cli.errors import EXIT_USAGE, EXIT_WAITING, CliError, unreachable
-from harness_learning.graphs.cli.outcomes import check_stop
+from harness_learning.graphs.cli.exit_checks import check_stop
 
 
 def drive(config: Any, *, resume: bool, as_json: bool, answer: dict | None = None,

@@ -84,7 +84,7 @@ def studio(
                            "given.")] = None,
 ) -> None:
     """Serve the adapter and the harness graphs to LangGraph Studio (`langgraph dev`, offline)."""
-    from harness_learning.graphs.adapter.served import CONFIG_ENV
+    from harness_learning.graphs.adapter.server_threads import CONFIG_ENV
     from harness_learning.graphs.serving.studio import MODEL_ENV, RUNS_ENV
 
     settings_file = _checked_settings(settings) if settings is not None else None

@@ -40,10 +40,10 @@ from harness_learning.graphs.serving.harness_source import (
     resolve_harness,
 )
 from harness_learning.graphs.serving.mirror import HarnessRunError
-from harness_learning.graphs.serving.served import HarnessInputError, HarnessOutput
+from harness_learning.graphs.serving.served_harness import HarnessInputError, HarnessOutput
+from harness_learning.harnesses.compiler import HarnessInvalid, check_source
 from harness_learning.harnesses.contract import LINE_LIMIT
 from harness_learning.harnesses.results import ErrorKind, ProblemResult
-from harness_learning.harnesses.runtime import HarnessInvalid, check_source
 from harness_learning.harnesses.sandbox import Limits, Worker
 from harness_learning.harnesses.sandbox.graph_shape import GraphShape, check_shape
 
@@ -56,7 +56,7 @@ TRACE_CHARS = 2_000
 # -- the sandboxed runner --------------------------------------------------------------------
 
 def _loop() -> asyncio.AbstractEventLoop:
-    from harness_learning.harnesses.llm.runtime import background_loop
+    from harness_learning.harnesses.llm.litellm_loop import background_loop
 
     global _exit_hook
     loop = background_loop().loop
@@ -234,7 +234,7 @@ def served_graph(runner: SandboxedHarness, name: str = "harness", version: str =
                  with_fields: bool = False) -> Any:
     """The harness's own graph, mirrored (see `graphs.serving.mirror`): its nodes run in the worker.
     `with_fields`: the input also takes `fields`, more public inputs for the sandbox."""
-    from harness_learning.graphs.serving.served import served_graph as build
+    from harness_learning.graphs.serving.served_harness import served_graph as build
 
     version = version or hashlib.sha256(runner.source.encode()).hexdigest()[:12]
     return build(runner, name, version, with_fields, lambda outcome: _output(outcome, version))
@@ -296,7 +296,7 @@ def load_harness(harness: str | Path, *, sandboxed: bool = True, reviewed: bool 
                 "written by a model. Keep sandboxed=True, or pass reviewed=True once a person "
                 "has read it")
         from harness_learning.graphs.serving.inprocess import InProcessTools
-        from harness_learning.harnesses.runtime import compile_harness
+        from harness_learning.harnesses.compiler import compile_harness
 
         in_process = InProcessTools(make_toolbox(opened.model, opened.task, solver_params,
                                                  opened.user_tools()))

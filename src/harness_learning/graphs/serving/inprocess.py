@@ -19,7 +19,7 @@ class InProcessTools:
     def _call(self, coro: Any) -> Any:
         if threading.current_thread().name == "model-client-loop":
             raise RuntimeError("a harness tool was called on the model client's own loop")
-        from harness_learning.harnesses.llm.runtime import background_loop
+        from harness_learning.harnesses.llm.litellm_loop import background_loop
 
         # the model clients' own loop (the one embed's sandboxed runners use too)
         return asyncio.run_coroutine_threadsafe(coro, background_loop().loop).result().result

@@ -10,7 +10,7 @@ runs, without a restart:
   none. Without `run_dir` a thread gets `<studio runs>/<thread_id>`, outside the source tree.
   The run's execution log is where its `store` setting says (log.sqlite in the run directory,
   or a postgresql://... database); the server's own checkpointer keeps the thread's state
-  (see `graphs.adapter.served` and docs/SCALE_OUT.md, "Runs on a LangGraph server").
+  (see `graphs.adapter.server_threads` and docs/SCALE_OUT.md, "Runs on a LangGraph server").
 - `reasoning_direct`, `multihop_two_hop`, `baseline_tool_loop`: the seed and baseline harnesses.
 - `harness`: the version a run directory holds now (`configurable.run_dir`; `version` =
   `current`, `best` or a sha prefix), re-read per run, so a newly adopted version is served at once.
@@ -32,7 +32,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from harness_learning.graphs.adapter.served import RUNS_ENV, studio_runs_root
+from harness_learning.graphs.adapter.server_threads import RUNS_ENV, studio_runs_root
 from harness_learning.graphs.serving.embed import serve
 from harness_learning.harnesses.offline import set_offline_switches
 
@@ -51,10 +51,10 @@ def _configurable(config: RunnableConfig | None) -> dict[str, Any]:
 @contextlib.asynccontextmanager
 async def adapter(config: RunnableConfig) -> AsyncIterator[Any]:
     """The adapter graph. Its settings are its context schema (`AdapterSettings`: Studio's
-    form); a thread keeps them (`graphs.adapter.served`). The run's resources are opened by
+    form); a thread keeps them (`graphs.adapter.server_threads`). The run's resources are opened by
     its first node and closed when the run ends; a schema or state read opens nothing."""
     from harness_learning.graphs.adapter.graph import build_adapter_graph
-    from harness_learning.graphs.adapter.served import ThreadRun
+    from harness_learning.graphs.adapter.server_threads import ThreadRun
 
     async with ThreadRun(_configurable(config).get("thread_id")) as source:
         yield build_adapter_graph(source).compile(name="adapter")

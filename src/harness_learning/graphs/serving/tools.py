@@ -28,8 +28,8 @@ from harness_learning.graphs.serving.embed import (
     resolve_harness,
     serve,
 )
-from harness_learning.graphs.serving.served import HarnessInputError
-from harness_learning.harnesses.runtime import HarnessInvalid
+from harness_learning.graphs.serving.served_harness import HarnessInputError
+from harness_learning.harnesses.compiler import HarnessInvalid
 
 
 def _sync(coro: Any) -> Any:

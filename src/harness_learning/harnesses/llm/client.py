@@ -23,17 +23,17 @@ from harness_learning.harnesses.llm.config import ModelConfig
 from harness_learning.harnesses.llm.direct import DirectTransport
 from harness_learning.harnesses.llm.errors import InfraError, ModelRequestError
 from harness_learning.harnesses.llm.failures import backoff_s, classify
+from harness_learning.harnesses.llm.litellm_loop import (
+    background_loop,
+    import_litellm,
+    litellm_if_imported,
+)
 from harness_learning.harnesses.llm.local import (
     LOCAL_API_KEY,
     ensure_local_server,
     litellm_model,
 )
 from harness_learning.harnesses.llm.prices import stated_price
-from harness_learning.harnesses.llm.runtime import (
-    background_loop,
-    import_litellm,
-    litellm_if_imported,
-)
 
 Messages = str | list[dict[str, Any]]
 _RESERVED = frozenset({"model", "messages", "api_base", "base_url", "api_key", "stream"})

@@ -52,7 +52,7 @@ def price_of(config: ModelConfig | str) -> Price | None:
 
 def listed_price(model: str) -> Price | None:
     """litellm's list price of `model` (its bundled cost map: no network), or None."""
-    from harness_learning.harnesses.llm.runtime import import_litellm
+    from harness_learning.harnesses.llm.litellm_loop import import_litellm
 
     litellm = import_litellm()
     try:

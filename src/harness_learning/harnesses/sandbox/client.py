@@ -21,9 +21,9 @@ import time
 from contextvars import Context, copy_context
 from typing import Any
 
+from harness_learning.harnesses.compiler import HarnessInvalid, check_source
 from harness_learning.harnesses.contract import BRIDGE_OPS, LINE_LIMIT, SOLVER_OPS, ToolCall
 from harness_learning.harnesses.results import ErrorKind, ProblemResult
-from harness_learning.harnesses.runtime import HarnessInvalid, check_source
 from harness_learning.harnesses.sandbox.backend import SandboxBackend, SandboxProcess
 from harness_learning.harnesses.sandbox.cgroups import CANDIDATE_GROUP, Usage
 from harness_learning.harnesses.sandbox.kills import death_verdict, named_limit

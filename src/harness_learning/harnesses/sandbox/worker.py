@@ -181,7 +181,7 @@ class HarnessHost:
         self.lock = threading.Lock()
 
     def load(self, message: dict[str, Any]) -> None:
-        from harness_learning.harnesses.runtime import HarnessInvalid, compile_harness
+        from harness_learning.harnesses.compiler import HarnessInvalid, compile_harness
 
         specs = message.get("tools")
         self.tools._specs = [s for s in specs if isinstance(s, dict) and isinstance(
@@ -210,7 +210,7 @@ class HarnessHost:
         thread.start()
 
     def execute(self, run: RunState) -> None:
-        from harness_learning.harnesses.runtime import (
+        from harness_learning.harnesses.compiler import (
             HarnessInvalid,
             answer_of,
             build,
@@ -340,7 +340,7 @@ def main() -> None:
     limits = json.loads(os.environ.pop(LIMITS_ENV))
     apply_limits(limits)
     read_fd, write_fd = open_bridge(os.environ.pop(BRIDGE_FD_ENV))
-    from harness_learning.harnesses.runtime import mark_worker_process
+    from harness_learning.harnesses.compiler import mark_worker_process
 
     mark_worker_process()
     t0 = time.perf_counter()

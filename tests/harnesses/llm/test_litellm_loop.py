@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from harness_learning.harnesses.llm.runtime import BackgroundLoop, cancel_tasks
+from harness_learning.harnesses.llm.litellm_loop import BackgroundLoop, cancel_tasks
 
 
 def test_cancel_tasks_cancels_what_is_pending_and_leaves_the_loop_running():

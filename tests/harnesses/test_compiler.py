@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness_learning.harnesses import runtime
-from harness_learning.harnesses.runtime import (
+from harness_learning.harnesses import compiler
+from harness_learning.harnesses.compiler import (
     HarnessInvalid,
     answer_of,
     check_source,
@@ -156,14 +156,14 @@ class _ParsesWhenCollected:
 def test_parse_source_survives_a_finalizer_that_parses() -> None:
     import gc
 
-    source = Path(runtime.__file__).read_text()
+    source = Path(compiler.__file__).read_text()
     threshold = gc.get_threshold()
     gc.set_threshold(1)
     try:
         for _ in range(5):
             for _ in range(20):
                 _ParsesWhenCollected()
-            tree = runtime.parse_source(source)
+            tree = compiler.parse_source(source)
             assert any(isinstance(n, ast.FunctionDef) and n.name == "parse_source"
                        for n in tree.body)
     finally:
@@ -172,5 +172,5 @@ def test_parse_source_survives_a_finalizer_that_parses() -> None:
 
 
 def test_a_candidate_nested_too_deeply_is_invalid_not_a_crash() -> None:
-    with pytest.raises(runtime.HarnessInvalid, match="nested too deeply"):
-        runtime.check_source("def build_graph(tools):\n    return " + "1+" * 100000 + "1\n")
+    with pytest.raises(compiler.HarnessInvalid, match="nested too deeply"):
+        compiler.check_source("def build_graph(tools):\n    return " + "1+" * 100000 + "1\n")
