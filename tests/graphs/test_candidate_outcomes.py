@@ -1,4 +1,4 @@
-"""Candidates counted by outcome, read from the reasons the adapter records."""
+"""Candidates counted by outcome, read from the judge's `invalid_kind`, never from reasons."""
 
 from __future__ import annotations
 
@@ -6,19 +6,24 @@ from harness_learning.graphs.cli.candidate_outcomes import count_outcomes, descr
 from harness_learning.graphs.cli.live import LiveView
 
 ROUND = [
-    {"index": 0, "valid": True, "invalid_reason": None, "selection_score": 0.5, "sha": "a"},
-    {"index": 1, "valid": False, "invalid_reason": "unmatched_search: block 1's SEARCH text is "
-     "not in the source"},
-    {"index": 2, "valid": False, "invalid_reason": "unmatched_search: block 2 ..."},
-    {"index": 3, "valid": False, "invalid_reason": "truncated: the completion was cut off"},
-    {"index": 4, "valid": False, "invalid_reason": "no_build_graph: no top-level function"},
-    {"index": 5, "valid": False, "invalid_reason": "did not complete the evaluation: harness: "
-     "KeyError: 'q'"},
-    {"index": 6, "valid": False, "invalid_reason": "Traceback (most recent call last): ..."},
+    {"index": 0, "valid": True, "invalid_kind": None, "invalid_reason": None,
+     "selection_score": 0.5, "sha": "a"},
+    {"index": 1, "valid": False, "invalid_kind": "unmatched_search",
+     "invalid_reason": "unmatched_search: block 1's SEARCH text is not in the source"},
+    {"index": 2, "valid": False, "invalid_kind": "unmatched_search",
+     "invalid_reason": "unmatched_search: block 2 ..."},
+    {"index": 3, "valid": False, "invalid_kind": "truncated",
+     "invalid_reason": "truncated: the completion was cut off"},
+    {"index": 4, "valid": False, "invalid_kind": "no_build_graph",
+     "invalid_reason": "no_build_graph: no top-level function"},
+    {"index": 5, "valid": False, "invalid_kind": "incomplete",
+     "invalid_reason": "did not complete the evaluation: harness: KeyError: 'q'"},
+    {"index": 6, "valid": False, "invalid_kind": None,
+     "invalid_reason": "unmatched_search: a reason alone is not read"},
 ]
 
 
-def test_each_reason_becomes_its_kind() -> None:
+def test_each_candidate_reads_as_its_judged_kind() -> None:
     assert [outcome(c) for c in ROUND] == ["valid", "unmatched_search", "unmatched_search",
                                           "truncated", "no_build_graph", "incomplete", "invalid"]
     assert outcome({"valid": False, "pending": True}) == "pending"

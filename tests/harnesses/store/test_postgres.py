@@ -50,9 +50,16 @@ def test_a_newer_schema_is_refused_in_one_line_and_left_untouched(postgres_url, 
 
 
 def test_an_older_schema_is_migrated_and_keeps_its_rows(postgres_url, tmp_path):
+    from harness_learning.harnesses.llm.completion import Completion
+
     store = PostgresLogStore(tmp_path / "run", postgres_url)
     store.put_version("seed\n")
-    for statement in MIGRATIONS[1] + MIGRATIONS[2]:  # back to version 1: drop what 2 and 3 added
+    done = Completion("x", 3, 4, 0.1, "stop", False, "m")
+    refused = store.put_proposal_draft(round_=1, index=0, messages="p", completion=done,
+                                       edit_format="whole_program")
+    store.update_proposal(refused.id, invalid_reason="unmatched_search: not in the source")
+    added = [s for s in MIGRATIONS[1] + MIGRATIONS[2] if s.startswith("ALTER TABLE")]
+    for statement in added:  # back to version 1: drop what 2 and 3 added
         table, column = statement.split()[2], statement.split()[5]
         _sql(store, f"ALTER TABLE {table} DROP COLUMN {column}")
     _sql(store, "UPDATE hl_schema SET value='1' WHERE key='version'")
@@ -60,6 +67,7 @@ def test_an_older_schema_is_migrated_and_keeps_its_rows(postgres_url, tmp_path):
     again = PostgresLogStore(tmp_path / "run", postgres_url)
     assert _sql(again, "SELECT value FROM hl_schema") == [{"value": str(SCHEMA_VERSION)}]
     assert [v.source for v in again.iter_versions()] == ["seed\n"]
+    assert again.get_proposal(refused.id).invalid_kind == "unmatched_search"  # read out once
     again.put_evaluations([Evaluation("run", "s", "selection", 1,
                                       ProblemResult("p", "a", 1.0, feedback="close"))])
     assert next(again.iter_evaluations()).result.feedback == "close"

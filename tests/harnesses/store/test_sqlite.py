@@ -252,3 +252,21 @@ def test_a_version_1_log_migrates_and_its_proposals_read_with_the_new_fields(tmp
     assert con.execute("SELECT value FROM hl_schema").fetchone() == ("3",)
     assert con.execute("SELECT origin, invalid_kind FROM proposals").fetchone() == ("merge", "unchanged")
     con.close()
+
+
+def test_a_version_1_logs_reasons_are_read_into_invalid_kind_once(tmp_path):
+    """Version 1 kept only reason text; the migration reads each kind out of it, so no reader
+    parses reasons. Valid and pending proposals get none; a reason with no kind head reads
+    `invalid`."""
+    from harness_learning.harnesses.store.schema import BACKFILL_INVALID_KIND
+
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE proposals (valid INTEGER, invalid_kind TEXT, invalid_reason TEXT)")
+    rows = [(1, None), (0, None), (0, ""), (0, "unmatched_search: block 1 is not in the source"),
+            (0, "did not complete the evaluation: harness: KeyError: 'q'"),
+            (0, "Traceback (most recent call last): x"), (0, "no_build_graph: a: b")]
+    con.executemany("INSERT INTO proposals (valid, invalid_reason) VALUES (?, ?)", rows)
+    con.execute(BACKFILL_INVALID_KIND)
+    kinds = [r[0] for r in con.execute("SELECT invalid_kind FROM proposals ORDER BY rowid")]
+    assert kinds == [None, None, None, "unmatched_search", "incomplete", "invalid",
+                     "no_build_graph"]

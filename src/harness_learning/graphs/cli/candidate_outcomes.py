@@ -1,20 +1,16 @@
 """Each candidate's outcome as one word, and a round's candidates counted by outcome (the
 display side of `evals.judge`'s invalid kinds).
 
-Read from the `invalid_reason` strings the adapter records ("<kind>: <detail>", where kind is an
-edit error such as `unmatched_search` or a runtime check such as `no_build_graph`), so the round
-table and the live view say why candidates failed, not only that they did.
+Read from the judge's `invalid_kind` (an edit error such as `unmatched_search`, a runtime check
+such as `no_build_graph`), never from its reason text, so the round table and the live view say
+why candidates failed, not only that they did.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
-
-_KIND = re.compile(r"[a-z][a-z0-9_]*")
-INCOMPLETE = "did not complete the evaluation"
 
 
 def outcome(candidate: dict[str, Any]) -> str:
@@ -23,15 +19,7 @@ def outcome(candidate: dict[str, Any]) -> str:
         return "raced_out" if candidate.get("raced_out") else "valid"
     if candidate.get("pending"):
         return "pending"
-    if candidate.get("invalid_kind"):  # the judge's record, where the view carries it
-        return str(candidate["invalid_kind"])
-    reason = (candidate.get("invalid_reason") or "").strip()
-    if not reason:
-        return "invalid"
-    if reason.startswith(INCOMPLETE):
-        return "incomplete"
-    head = reason.split(":", 1)[0].strip()
-    return head if _KIND.fullmatch(head) else "invalid"
+    return str(candidate.get("invalid_kind") or "invalid")
 
 
 def count_outcomes(candidates: Iterable[dict[str, Any]]) -> Counter[str]:

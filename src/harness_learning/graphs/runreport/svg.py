@@ -88,7 +88,7 @@ class _Lineage:
         self.edge(prev, head, "adopted" if adopted else "kept")
         for row, c in enumerate((c for c in rnd.candidates if c is not adopted), start=1):
             sub = (_f(c.proposal.selection_score) if c.proposal.valid
-                   else (c.proposal.invalid_kind or _reason_kind(c.reason))[:20])
+                   else (c.proposal.invalid_kind or "invalid")[:20])
             self.edge(prev, self.node(col, row, f"{c.id} {c.outcome}", sub, c.outcome, c.id),
                       c.outcome)
         return head
@@ -207,7 +207,3 @@ def _title(x: float, title: str, subtitle: str) -> list[str]:
 def _f(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
-
-def _reason_kind(reason: str) -> str:
-    """The kind a log from before schema 2 (no `invalid_kind` column) gives its reason first."""
-    return reason.split(":", 1)[0] or "invalid"

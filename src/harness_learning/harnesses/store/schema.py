@@ -7,15 +7,27 @@ from __future__ import annotations
 import re
 
 SCHEMA_VERSION = 3
+_HEAD = "substr(invalid_reason, 1, instr(invalid_reason, ':') - 1)"
+BACKFILL_INVALID_KIND = (
+    "UPDATE proposals SET invalid_kind = CASE "
+    "WHEN invalid_reason LIKE 'did not complete the evaluation%' THEN 'incomplete' "
+    f"WHEN instr(invalid_reason, ':') > 1 AND instr({_HEAD}, ' ') = 0 THEN {_HEAD} "
+    "ELSE 'invalid' END "
+    "WHERE valid = 0 AND invalid_kind IS NULL AND invalid_reason IS NOT NULL "
+    "AND invalid_reason <> ''")
+"""A version-1 log kept only the reason text ("<kind>: <detail>"): its kind is read out once,
+here, so every reader reads `invalid_kind` and none parses reasons."""
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: ("ALTER TABLE proposals ADD COLUMN invalid_kind TEXT",
         "ALTER TABLE proposals ADD COLUMN origin TEXT NOT NULL DEFAULT 'proposer'",
         "ALTER TABLE proposals ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0",
-        "ALTER TABLE evaluations ADD COLUMN feedback TEXT"),
+        "ALTER TABLE evaluations ADD COLUMN feedback TEXT",
+        BACKFILL_INVALID_KIND),
     2: ("ALTER TABLE evaluations ADD COLUMN refused_by TEXT",),
 }
 """Statements that bring a log of version N to N + 1 (applied in one transaction, in order).
-Version 2: each proposal keeps its judged `invalid_kind`, its `origin` and its `cost_usd`;
+Version 2: each proposal keeps its judged `invalid_kind` (filled in from the reason for older
+rows), its `origin` and its `cost_usd`;
 each evaluation the metric's `feedback` text. Version 3: an evaluation of a refused source
 keeps the check that refused it (`refused_by`), which the judge reads instead of the error
 text."""
@@ -72,6 +84,7 @@ def to_postgres(sql: str) -> str:
     sql = re.sub(r"INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY", sql)
     sql = re.sub(r"\bINTEGER\b", "BIGINT", sql)
     sql = re.sub(r"\bREAL\b", "DOUBLE PRECISION", sql)
+    sql = re.sub(r"\binstr\(", "strpos(", sql)
     sql = re.sub(r"^INSERT OR IGNORE .*$", "", sql, flags=re.M)
     for table in ORDERED:
         sql = sql.replace(f"EXISTS {table} (", f"EXISTS {table} (_pos BIGSERIAL, ")
