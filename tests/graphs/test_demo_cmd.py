@@ -19,7 +19,8 @@ pytestmark = pytest.mark.timeout(1800)
 
 
 def test_demo_without_the_proposer_model_names_the_fetch_command(tmp_path, monkeypatch, capsys):
-    from harness_learning.graphs.cli.errors import EXIT_USAGE, main
+    from harness_learning.graphs.cli.errors import EXIT_USAGE
+    from harness_learning.graphs.cli.main import main
 
     monkeypatch.setenv("HARNESS_LEARNING_MODELS", str(tmp_path / "empty"))
     with pytest.raises(SystemExit) as exit_info:

@@ -63,7 +63,8 @@ def test_adapt_a_harness_calling_an_mcp_tool(local_model_url, tmp_path) -> None:
 
 
 def test_a_server_that_does_not_start_is_one_line_and_exit_2(tmp_path, capsys) -> None:
-    from harness_learning.graphs.cli.errors import EXIT_USAGE, main
+    from harness_learning.graphs.cli.errors import EXIT_USAGE
+    from harness_learning.graphs.cli.main import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["run", "--task", str(HERE / "sums.jsonl"), "--metric", "exact",
