@@ -2,11 +2,13 @@
 per class of escape (see `hostile_cases` for the shape of a case):
 
 - `candidate_limits`: memory and processes are bounded per candidate, not per process
-  (/dev/shm, children, fanned-out `tools.python` calls), and a problem those limits end says
+  (/dev/shm, children, fanned-out `tools.python` calls, a call's memory on top of the
+  harness's), and a problem those limits end says
   which one (memory, processes) in its error kind;
 - `bridge_bounds`: tool arguments are capped in the parent, the stored trace is bounded in
   bytes however many calls carry strings just under the cap, and no line the worker writes
-  (huge, deeply nested, not UTF-8, not JSON) breaks the parent's reader;
+  (huge, deeply nested, not UTF-8, not JSON, JSON that is not a message) breaks the parent's
+  reader;
 - `infra_claims`: only the parent decides that a problem failed for infrastructure reasons,
   and only its own failures count: an empty reply the harness's stop sequences provoke is an
   answer;
@@ -99,6 +101,11 @@ with concurrent.futures.ThreadPoolExecutor(6) as pool:
     outs = [f.result() for f in futs]
 answer = "|".join((o.stdout or "").strip() or f"error {o.error}"[:80] for o in outs)
 """, solo=True, timeout_s=30.0),
+    _c("tools_python_past_the_candidates_memory", "candidate_limits", "python_memory_per_candidate", """
+hold = b"x" * (700 << 20)
+out = tools.python("b = b'x' * (900 << 20)\\nprint('held')", timeout=20)
+answer = "held" if "held" in (out.stdout or "") else f"blocked: {out.error}"[:120]
+""", solo=True, timeout_s=30.0),
 ]
 
 NAMED_LIMITS = [
@@ -140,6 +147,11 @@ answer = "still here"
 """, solo=True),
     _c("non_utf8_bridge_line", "bridge_bounds", "protocol_kill", FIND_BRIDGE + """
 bridge_write(b"\\xff\\xfe\\x00 not json at all \\x80\\n")
+time.sleep(30)
+answer = "still here"
+""", solo=True),
+    _c("json_line_not_a_message", "bridge_bounds", "protocol_kill", FIND_BRIDGE + """
+bridge_write(b"[1, 2, 3]\\n")
 time.sleep(30)
 answer = "still here"
 """, solo=True),
@@ -328,6 +340,11 @@ def checks(limits: Any) -> dict[str, Any]:
                                 or "memory" in (r.error or "")),
             f"5 children of 400 MiB: at most {limits.memory_mb} MiB held at once (one cgroup "
             "per candidate)"),
+        "python_memory_per_candidate": lambda r, e, d: (
+            r.score == 0.0 and r.answer != "held"
+            and ("blocked" in (r.answer or "") or "memory" in (r.error or "")),
+            f"a {limits.python_memory_mb} MiB call's 900 MiB on top of the harness's 700 MiB "
+            f"passed the candidate's {limits.memory_mb} MiB together and was stopped"),
         "python_queued": lambda r, e, d: (
             _overlap(r.answer)[0] == 6 and _overlap(r.answer)[1] <= limits.python_concurrency,
             f"all 6 calls ran, at most {limits.python_concurrency} at once (queued, not failed)"),

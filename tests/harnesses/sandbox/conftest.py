@@ -62,6 +62,19 @@ def build_graph(tools):
 TEST_LIMITS = Limits(memory_mb=1536, pids=32, cpu_s=120, problem_timeout_s=30.0)
 
 
+def run_alone(source: str, limits: Limits, toolbox: Any = None, timeout: float | None = None):
+    """One problem in a worker of its own, for tests that need limits the pool's workers lack:
+    (its outcome, whether the worker is still alive)."""
+
+    async def go():
+        async with Worker(toolbox or ScriptedToolbox(), limits) as worker:
+            await worker.load(source)
+            outcome = await worker.run("p1", {"question": "2+2?"}, timeout)
+            return outcome, worker.alive
+
+    return asyncio.run(go())
+
+
 class Sandbox:
     """A session-wide event loop in a thread with a pool of warm workers, so tests do not
     each pay a cold worker start. Workers stay single-use: each test closes its own."""

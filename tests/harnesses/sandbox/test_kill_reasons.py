@@ -10,8 +10,7 @@ from harness_learning.harnesses.results import HARNESS_FAULTS, UNSCORED, ErrorKi
 from harness_learning.harnesses.sandbox import Limits
 from harness_learning.harnesses.toolbox import Toolbox
 
-from .conftest import node_harness
-from .test_integrity import run_alone
+from .conftest import node_harness, run_alone
 
 pytestmark = pytest.mark.reliability
 

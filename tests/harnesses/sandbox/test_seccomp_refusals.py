@@ -14,8 +14,7 @@ import pytest
 from harness_learning.harnesses.sandbox import Limits, seccomp
 from harness_learning.harnesses.toolbox import Toolbox
 
-from .conftest import node_harness
-from .test_integrity import run_alone
+from .conftest import node_harness, run_alone
 
 pytestmark = pytest.mark.reliability
 
