@@ -1,7 +1,8 @@
 """The user's journey of examples/your_own_agent with the real local models: one `adapt`
 command on one's own data, metric, tool and start harness; then `resume`, `eval` and
-`load_harness(run_dir)` from another directory once the original files are gone; and the same
-through `harness_learning.adapt(...)`."""
+`load_harness(run_dir)` from another directory once the original files are gone (SmolLM2 in
+both roles: a test of the flow); and the same through `harness_learning.adapt(...)`, exactly as
+the example runs, with its default Proposer (Qwen2.5-Coder-1.5B)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typer.testing import CliRunner
 from harness_learning.graphs.cli import app
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "your_own_agent"
-SMALL = ["--rounds", "1", "--candidates", "1", "--feedback", "2", "--selection", "3",
+SMALL = ["--proposer", "local:smollm2-135m", "--rounds", "1", "--candidates", "1", "--feedback", "2", "--selection", "3",
          "--dev", "5", "--test", "3", "--concurrency", "2", "--proposer-max-tokens", "512"]
 
 

@@ -24,12 +24,12 @@ DEMO_PROPOSER = "local"  # Qwen2.5-Coder-1.5B too, on a server of its own
 
 
 def demo_config(run_dir: Path, seed: int, solver: str = DEMO_SOLVER,
-                task_config: dict[str, Any] | None = None):
+                task_config: dict[str, Any] | None = None, proposer: str = DEMO_PROPOSER):
     from harness_learning.graphs.adapter.config import AdaptConfig
 
     config = {"config": task_config} if task_config else {}
     return AdaptConfig(
-        task=DEMO_TASK, run_dir=str(run_dir), solver=solver, proposer=DEMO_PROPOSER,
+        task=DEMO_TASK, run_dir=str(run_dir), solver=solver, proposer=proposer,
         task_options={"n_dev": 24, "n_test": 24, **config},
         solver_params={"temperature": 0.0, "max_tokens": 256},
         proposer_params={"temperature": 0.7, "max_tokens": 384}, report_chars=2500,
@@ -45,6 +45,9 @@ def demo(
     seed: Annotated[int, typer.Option(help="Seed of the round samples and Proposer samples.")] = 0,
     solver: Annotated[str, typer.Option(help="Solver model (the tests' fast control-flow run "
                                              "uses local:smollm2-135m).")] = DEMO_SOLVER,
+    proposer: Annotated[str, typer.Option(help="Proposer model: `local` is Qwen2.5-Coder-1.5B; "
+                                               "any litellm model id works, e.g. a stronger "
+                                               "hosted one.")] = DEMO_PROPOSER,
     task_config: Annotated[str, typer.Option(help="The task's reasoning-gym config as JSON, e.g. "
                                                   "'{\"max_digits\": 1}' (default: products of "
                                                   "numbers up to 5 digits).")] = "",
@@ -60,12 +63,14 @@ def demo(
     from harness_learning.harnesses.llm.models import resolve_role
 
     started = time.monotonic()
-    require_local_models(solver, resolve_role(DEMO_PROPOSER, "proposer"))
+    proposer = resolve_role(proposer, "proposer")
+    require_local_models(solver, proposer)
     if fresh and run_dir.exists():
         shutil.rmtree(run_dir)
-    config = prepare(demo_config(run_dir, seed, solver, parse_json_option(task_config, "--task-config")))
+    config = prepare(demo_config(run_dir, seed, solver,
+                                 parse_json_option(task_config, "--task-config"), proposer))
     console.print(f"[bold]demo[/bold]: {DEMO_TASK} (multiplications), Solver {solver}, "
-                  "Proposer local:qwen2.5-coder-1.5b, operators auto, all local")
+                  f"Proposer {proposer}, operators auto")
     final = _run(config, resume=False, as_json=False)
     out.print(_candidates_table(final))
     summary = run_async(final_evaluation(run_dir, console=console, ends_only=True))
