@@ -65,9 +65,12 @@ demo: venv
 	$(BIN)/harness-learn models fetch  # a no-op once verified; a .venv made before it needs it
 	$(BIN)/harness-learn demo
 
+# One pytest worker per core, at most 4 (each serves its own local models); a module stays in
+# one worker, longest first (tests/conftest.py, docs/CONTRIBUTING.md). TEST_WORKERS=0: serial.
+TEST_WORKERS ?= auto
 test: venv
 	# The installed packages only: the src layout keeps the checkout's root free of import names.
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --maxprocesses 4 --dist loadgroup --no-loadscope-reorder
 
 lint: venv
 	$(BIN)/ruff check .

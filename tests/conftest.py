@@ -16,6 +16,25 @@ REPO = Path(__file__).resolve().parent.parent
 # image. The Docker backend's own tests ask for it by name.
 os.environ.setdefault("HARNESS_SANDBOX", "local")
 
+# Modules whose tests start `langgraph dev` from the repository root, where each server keeps
+# its state (.langgraph_api/): two at once would share it, so they run in one worker, in turn.
+ONE_WORKER_GROUPS = {"studio": ("tests/graphs/serving/test_studio",)}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `pytest -n N` (pytest-xdist, `--dist loadgroup`, as `make test` runs): each module
+    is one group, so its module-scoped fixtures (a real adaptation, a built index) are made once,
+    in one worker; modules holding a process-wide resource share a group. Modules with a `slow`
+    test go first, so the longest work starts early rather than at the tail of one worker."""
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        group = next((name for name, prefixes in ONE_WORKER_GROUPS.items()
+                      if module.startswith(prefixes)), module)
+        item.add_marker(pytest.mark.xdist_group(group))
+    slow_modules = {item.nodeid.split("::", 1)[0] for item in items
+                    if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in slow_modules)
+
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:

@@ -2,7 +2,7 @@
 operator candidates apply blocks, and SmolLM2-135M both solves and proposes here, the fast pair
 for a test of the flow (the demo's own models, Qwen2.5-Coder-1.5B in both roles, are what the
 gains in the README were measured with; a Qwen Proposer's whole run is tested in
-test_your_own_agent's Python API test and test_run_report's local-model run)."""
+test_your_own_agent's Python API test)."""
 
 from __future__ import annotations
 

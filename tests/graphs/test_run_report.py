@@ -135,7 +135,7 @@ def test_report_renders_in_headless_chromium(sim_run: Path, tmp_path: Path) -> N
 def test_show_and_report_of_a_local_model_run(local_model_url, tmp_path: Path) -> None:
     run_dir = tmp_path / "local"
     result = cli("adapt", "--task", "rg:basic_arithmetic", "--run-dir", run_dir, "--solver",
-                 "local", "--proposer", "local", "--rounds", "1", "--candidates", "1",
+                 "local", "--proposer", "local:smollm2-135m", "--rounds", "1", "--candidates", "1",
                  "--feedback", "2", "--selection", "2", "--dev", "4", "--test", "1",
                  "--proposer-max-tokens", "300", "--concurrency", "2")
     assert result.returncode == 0, result.stderr[-2000:]
@@ -148,7 +148,7 @@ def test_show_and_report_of_a_local_model_run(local_model_url, tmp_path: Path) -
     out_file = tmp_path / "local.html"
     assert cli("report", run_dir, "--out", out_file).returncode == 0
     html = out_file.read_text(encoding="utf-8")
-    assert f'id="{candidate.id}"' in html and "solver local · proposer local" in html
+    assert f'id="{candidate.id}"' in html and "solver local · proposer local:smollm2-135m" in html
     if CHROMIUM is not None:
         shot, dom = render(out_file, tmp_path)
         assert_not_blank(shot)
