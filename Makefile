@@ -70,7 +70,7 @@ demo: venv
 TEST_WORKERS ?= auto
 test: venv
 	# The installed packages only: the src layout keeps the checkout's root free of import names.
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --maxprocesses 4 --dist loadgroup --no-loadscope-reorder
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --maxprocesses 4
 
 lint: venv
 	$(BIN)/ruff check .

@@ -21,19 +21,35 @@ os.environ.setdefault("HARNESS_SANDBOX", "local")
 ONE_WORKER_GROUPS = {"studio": ("tests/graphs/serving/test_studio",)}
 
 
+def module_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def worker_unit(nodeid: str) -> str:
+    """What one xdist worker runs whole: the test's module, or the group its module is in."""
+    module = module_of(nodeid)
+    return next((name for name, prefixes in ONE_WORKER_GROUPS.items()
+                 if module.startswith(prefixes)), module)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Under `pytest -n N` (as `make test` runs): each worker unit is sent to one worker whole, so
+    a module-scoped fixture (a real adaptation, a built index) is made once. xdist's own
+    `loadgroup` cannot do this here: it renames node ids, which pytest 9.2 no longer allows."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkerUnits(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_unit(nodeid)
+
+    return WorkerUnits(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under `pytest -n N` (pytest-xdist, `--dist loadgroup`, as `make test` runs): each module
-    is one group, so its module-scoped fixtures (a real adaptation, a built index) are made once,
-    in one worker; modules holding a process-wide resource share a group. Modules with a `slow`
-    test go first, so the longest work starts early rather than at the tail of one worker."""
-    for item in items:
-        module = item.nodeid.split("::", 1)[0]
-        group = next((name for name, prefixes in ONE_WORKER_GROUPS.items()
-                      if module.startswith(prefixes)), module)
-        item.add_marker(pytest.mark.xdist_group(group))
-    slow_modules = {item.nodeid.split("::", 1)[0] for item in items
-                    if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in slow_modules)
+    """Modules with a `slow` test go first (kept in order by `--no-loadscope-reorder`), so the
+    longest work starts early rather than at the tail of one worker."""
+    slow = {module_of(item.nodeid) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: module_of(item.nodeid) not in slow)
 
 
 @pytest.fixture(scope="session")
