@@ -55,7 +55,15 @@ class AdapterContext:
                  "toolbox": toolbox, "pool": pool, "user_tools": user_tools}
         self._made: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
         self._problems: dict[str, Any] | None = None
+        self._evaluating: dict[tuple[str, str, int], asyncio.Lock] = {}
         self._closed = False
+
+    def evaluation_lock(self, sha: str, purpose: str, round_: int) -> asyncio.Lock:
+        """One lock per (version, purpose, round), the key of the log's results. Two identical
+        candidates of a round then share one evaluation: the second reads what the first
+        logged. Were both to run, which problems each ran, and so the Solver calls a run
+        counts, would depend on timing."""
+        return self._evaluating.setdefault((sha, purpose, round_), asyncio.Lock())
 
     @classmethod
     def from_config(cls, config: AdaptConfig, **overrides: Any) -> AdapterContext:

@@ -52,7 +52,15 @@ async def evaluate_cached(ctx: AdapterContext, sha: str, problems: list[Problem]
     Results with infrastructure errors are never stored: they are retried, and if they still
     fail the run stops with `InfraStop` (a resumed run retries them again). An evaluation with
     anything left to run first checks the run's budgets (`budget.check_budget`, unless not
-    `budgeted`: the held-out test after the run) and raises `BudgetStop` past one."""
+    `budgeted`: the held-out test after the run) and raises `BudgetStop` past one. An
+    evaluation of the same version, purpose and round already running is waited for, and
+    its results reused (`AdapterContext.evaluation_lock`)."""
+    async with ctx.evaluation_lock(sha, purpose, round_):
+        return await _evaluate_missing(ctx, sha, problems, purpose, round_, attempts, budgeted)
+
+
+async def _evaluate_missing(ctx: AdapterContext, sha: str, problems: list[Problem], purpose: str,
+                            round_: int, attempts: int, budgeted: bool) -> EvalResult:
     store = ctx.store
     ids = [p.id for p in problems]
     infra: list[str] = []
