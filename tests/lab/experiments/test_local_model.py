@@ -1,5 +1,7 @@
-"""The experiment path against the real local model (SmolLM2-135M): a one-type, one-round
-experiment runs, and its report is rebuilt from the logs with identical tables."""
+"""The experiment path against the real local model (SmolLM2-135M, Solver and Proposer: the
+experiments' default Proposer, Qwen2.5-Coder-1.5B, spends a minute on one prompt, and its whole
+run is tested by the Python API example's test): a one-type, one-round experiment runs, and its
+report is rebuilt from the logs with identical tables."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from harness_learning_lab.experiments.runner import run_experiment
 def test_tiny_experiment_with_the_local_model(local_model_url, tmp_path):
     spec = ExperimentSpec(name="local", track="reasoning", scale="smoke", seeds=[0], rounds=1,
                           candidates=1, feedback=1, selection=1, n_dev=1, n_test=1,
-                          baselines=["seed"], solver_max_tokens=32, proposer_max_tokens=64,
+                          baselines=["seed"], proposer="local:smollm2-135m",
+                          solver_max_tokens=32, proposer_max_tokens=64,
                           concurrency=1, tasks=Tasks(test=["rg:count_bits"]))
     asyncio.run(run_experiment(spec, tmp_path, log=lambda m: None))
     records, unfinished = collect(tmp_path)

@@ -23,14 +23,18 @@ DEMO_SOLVER = "local:qwen2.5-coder-1.5b?replicas=2"
 DEMO_PROPOSER = "local"  # Qwen2.5-Coder-1.5B too, on a server of its own
 
 
+DEMO_TEST = 24
+
+
 def demo_config(run_dir: Path, seed: int, solver: str = DEMO_SOLVER,
-                task_config: dict[str, Any] | None = None, proposer: str = DEMO_PROPOSER):
+                task_config: dict[str, Any] | None = None, proposer: str = DEMO_PROPOSER,
+                n_test: int = DEMO_TEST):
     from harness_learning.graphs.adapter.config import AdaptConfig
 
     config = {"config": task_config} if task_config else {}
     return AdaptConfig(
         task=DEMO_TASK, run_dir=str(run_dir), solver=solver, proposer=proposer,
-        task_options={"n_dev": 24, "n_test": 24, **config},
+        task_options={"n_dev": 24, "n_test": n_test, **config},
         solver_params={"temperature": 0.0, "max_tokens": 256},
         proposer_params={"temperature": 0.7, "max_tokens": 384}, report_chars=2500,
         rounds=2, candidates=1, operators="auto", operators_per_round=1, policy="best_valid",
@@ -51,11 +55,13 @@ def demo(
     task_config: Annotated[str, typer.Option(help="The task's reasoning-gym config as JSON, e.g. "
                                                   "'{\"max_digits\": 1}' (default: products of "
                                                   "numbers up to 5 digits).")] = "",
+    test: Annotated[int, typer.Option(min=1, help="Held-out test problems (the README's figures "
+                                                  "use 24; fewer for a quicker look).")] = DEMO_TEST,
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
 ) -> None:
     """Adapt the reasoning seed on multiplications: Qwen2.5-Coder-1.5B solves and proposes, and
     operator candidates apply building blocks (2 rounds x 1 Proposer edit + 1 operator); then
-    test the seed and the final version on 24 held-out problems."""
+    test the seed and the final version on 24 held-out problems (`--test`)."""
     from harness_learning.graphs.adapter.final_eval import final_evaluation
     from harness_learning.graphs.adapter.run import prepare
     from harness_learning.graphs.cli.adapt_cmd import _run
@@ -68,7 +74,7 @@ def demo(
     if fresh and run_dir.exists():
         shutil.rmtree(run_dir)
     config = prepare(demo_config(run_dir, seed, solver,
-                                 parse_json_option(task_config, "--task-config"), proposer))
+                                 parse_json_option(task_config, "--task-config"), proposer, test))
     console.print(f"[bold]demo[/bold]: {DEMO_TASK} (multiplications), Solver {solver}, "
                   f"Proposer {proposer}, operators auto")
     final = _run(config, resume=False, as_json=False)
