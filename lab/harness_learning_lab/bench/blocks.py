@@ -2,7 +2,8 @@
 
 Every arm is the task's seed with one operator applied (`harnesses.edits.operators`), evaluated
 on the same held-out problems with the same Solver; the table gives each arm's mean, its gain
-over the seed with a paired bootstrap 95% interval, and Solver calls per problem. Results are
+over the seed with a paired bootstrap 95% interval, and Solver calls per problem; on QA, whose
+exact match a 1.5B Solver rarely earns, also the token F1 beside it. Results are
 kept per (task, arm) in `--out` as JSON, so a rerun resumes where it stopped.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from harness_learning.evals.evaluator import evaluate
 from harness_learning.evals.registry import get_task
 from harness_learning.harnesses.edits.operators import OPERATORS, apply_operator, misfit
 from harness_learning.harnesses.llm import get_client
+from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning.harnesses.toolbox import Toolbox
 
@@ -40,6 +42,8 @@ class Arm:
     scores: list[float]
     llm_calls: int
     wall_s: float
+    f1: list[float] | None = None
+    """Per-problem token F1, for tasks with `metrics` (QA); None elsewhere."""
 
 
 def arm_source(task: Any, arm: str) -> str:
@@ -61,7 +65,16 @@ async def run_arm(task: Any, arm: str, problems: list, solver: str, params: dict
     result = await evaluate(arm_source(task, arm), problems, task, toolbox, concurrency=concurrency)
     calls = sum(1 for r in result.results for c in r.calls if c.tool == "llm")
     return Arm(task.name, arm, [r.score or 0.0 for r in result.results], calls,
-               round(time.monotonic() - started, 1))
+               round(time.monotonic() - started, 1), f1_scores(task, problems, result.results))
+
+
+def f1_scores(task: Any, problems: list, results: Sequence[ProblemResult]) -> list[float] | None:
+    """Each answer's token F1 by the task's own `metrics` (QA tasks); None for a task without
+    them. An answer that is missing (an error) scores 0."""
+    metrics = getattr(task, "metrics", None)
+    if metrics is None:
+        return None
+    return [metrics(p, r.answer)["f1"] for p, r in zip(problems, results, strict=True)]
 
 
 def paired_interval(base: list[float], arm: list[float], seed: int = 0) -> tuple[float, float, float]:
@@ -97,17 +110,22 @@ def run(tasks: list[str], arms: list[str], n: int, out: Path, solver: str, param
                          "mean": round(float(np.mean(result.scores)), 3),
                          "gain": round(gain, 3), "ci95": [round(lo, 3), round(hi, 3)],
                          "llm_calls_per_problem": round(result.llm_calls / len(result.scores), 2),
-                         "wall_s": result.wall_s})
+                         "wall_s": result.wall_s,
+                         **({} if result.f1 is None else {"f1": round(float(np.mean(result.f1)), 3)})})
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    """The rows as a Markdown table (what docs/BLOCKS.md holds)."""
-    head = "| task | arm | n | mean | gain over seed (95% CI) | Solver calls/problem | wall s |"
-    lines = [head, "|---|---|---|---|---|---|---|"]
+    """The rows as a Markdown table (what docs/BLOCKS.md holds), with an F1 column when a row
+    has one."""
+    with_f1 = any("f1" in r for r in rows)
+    f1_head, f1_rule = (" F1 |", "---|") if with_f1 else ("", "")
+    lines = [f"| task | arm | n | mean |{f1_head} gain over seed (95% CI) | Solver calls/problem "
+             "| wall s |", f"|---|---|---|---|{f1_rule}---|---|---|"]
     for r in rows:
         gain = "-" if r["arm"] == SEED else (f"{r['gain']:+.3f} [{r['ci95'][0]:+.3f}, "
                                              f"{r['ci95'][1]:+.3f}]")
-        lines.append(f"| {r['task']} | {r['arm']} | {r['n']} | {r['mean']:.3f} | {gain} | "
+        f1 = (f" {r['f1']:.3f} |" if "f1" in r else " - |") if with_f1 else ""
+        lines.append(f"| {r['task']} | {r['arm']} | {r['n']} | {r['mean']:.3f} |{f1} {gain} | "
                      f"{r['llm_calls_per_problem']} | {r['wall_s']} |")
     return "\n".join(lines)

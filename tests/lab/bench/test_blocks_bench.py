@@ -37,6 +37,26 @@ def test_one_real_arm_is_kept_and_resumed(tmp_path, local_model_url) -> None:
     assert "| rg:chain_sum | plan | 2 |" in blocks.table(rows)
 
 
+def test_qa_arms_carry_token_f1_beside_exact_match(data_dir, monkeypatch) -> None:
+    from harness_learning.harnesses.results import ProblemResult
+
+    monkeypatch.setenv("HARNESS_LEARNING_DATA", str(data_dir))
+    task = get_task("musique", n_dev=2, n_test=2, seed=0)
+    problems = task.test()
+    gold = problems[0].gold if isinstance(problems[0].gold, str) else problems[0].gold[0]
+    results = [ProblemResult(problems[0].id, answer=f"{gold} indeed", score=0.0),
+               ProblemResult(problems[1].id, error="boom", error_kind="harness")]
+    f1 = blocks.f1_scores(task, problems, results)
+    assert 0.0 < f1[0] < 1.0 and f1[1] == 0.0  # partly right, and an error scores 0
+    assert blocks.f1_scores(get_task("rg:products", n_test=2), problems, results) is None
+    rows = [{"task": "musique", "arm": "seed", "n": 2, "mean": 0.0, "gain": 0.0,
+             "ci95": [0.0, 0.0], "llm_calls_per_problem": 3.0, "wall_s": 1.0, "f1": 0.25}]
+    assert "| musique | seed | 2 | 0.000 | 0.250 | - | 3.0 | 1.0 |" in blocks.table(rows)
+    assert "F1" not in blocks.table([{k: v for k, v in rows[0].items() if k != "f1"}])
+    # an arm kept by an earlier version (no F1) still loads
+    assert blocks.Arm(task="t", arm="seed", scores=[1.0], llm_calls=1, wall_s=0.1).f1 is None
+
+
 def test_the_committed_reports_cover_three_reasoning_tasks_and_a_qa_task() -> None:
     rows = [json.loads(line) for line in proposer_prompt.REPORTS.read_text().splitlines()]
     tasks = {r["task"] for r in rows}
