@@ -122,8 +122,10 @@ def test_bad_input_is_one_clear_line_with_a_hint(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_gepa_with_the_real_local_models(tmp_path, monkeypatch):
-    """One small real path: SmolLM2 answers, Qwen2.5-Coder reflects once or twice.
+def test_gepa_with_the_real_local_models(tmp_path, monkeypatch, local_model_url):
+    """One small real path: SmolLM2 answers and reflects once or twice (a test of the path, so
+    the fast model in both roles; the bench's Qwen2.5-Coder Proposer spent about a minute per
+    reflection here, and its whole run is tested by the Python API example's test).
 
     GEPA skips reflection on a minibatch the seed answers perfectly (`skip_perfect_score`, on
     in the bench), and which problems the smoke split draws is random: in one fresh-clone run
@@ -140,7 +142,8 @@ def test_gepa_with_the_real_local_models(tmp_path, monkeypatch):
 
     monkeypatch.setattr(peers_gepa, "load_settings", reflect_always)
     result = CliRunner().invoke(app, ["bench", "peers", "--smoke", "--out", str(tmp_path),
-                                      "--system", "gepa", "--budget", "8", "--json"])
+                                      "--system", "gepa", "--budget", "8", "--proposer-url",
+                                      f"smollm2@{local_model_url}", "--json"])
     assert result.exit_code == 0, result.output
     gepa = json.loads(result.output.strip().splitlines()[-1])["systems"]["gepa"]
     assert gepa["proposer_calls"] >= 1 and gepa["proposer_tokens"] > 0
