@@ -125,7 +125,9 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         gain = "-" if r["arm"] == SEED else (f"{r['gain']:+.3f} [{r['ci95'][0]:+.3f}, "
                                              f"{r['ci95'][1]:+.3f}]")
-        f1 = (f" {r['f1']:.3f} |" if "f1" in r else " - |") if with_f1 else ""
+        f1 = ""
+        if with_f1:
+            f1 = f" {r['f1']:.3f} |" if "f1" in r else " - |"
         lines.append(f"| {r['task']} | {r['arm']} | {r['n']} | {r['mean']:.3f} |{f1} {gain} | "
                      f"{r['llm_calls_per_problem']} | {r['wall_s']} |")
     return "\n".join(lines)

@@ -21,9 +21,7 @@ DEMO_TASK = "rg:products"
 # round's problems two at a time; the Proposer has a server of its own.
 DEMO_SOLVER = "local:qwen2.5-coder-1.5b?replicas=2"
 DEMO_PROPOSER = "local"  # Qwen2.5-Coder-1.5B too, on a server of its own
-
-
-DEMO_TEST = 24
+DEMO_TEST = 24  # held-out problems of the README's figures (`--test`)
 
 
 def demo_config(run_dir: Path, seed: int, solver: str = DEMO_SOLVER,
