@@ -84,6 +84,17 @@ def test_causes_are_labelled_by_simple_rules(case):
     assert "likely cause" not in build_report(None, problems, result, label_causes=False)
 
 
+@pytest.mark.parametrize(("kind", "cause"), [
+    ("memory", "resources (passed its memory limit)"),
+    ("pids", "resources (started too many processes or threads)"),
+    ("timeout", "control flow (ran out of time)"),
+])
+def test_a_killed_run_is_labelled_by_the_limit_it_passed(kind, cause):
+    p = Problem("r1", {"question": "2+2?"}, {"answer": "4"}, {"answer": "4"})
+    r = ProblemResult("r1", None, 0.0, error=f"{kind}: the worker was killed", error_kind=kind)
+    assert f"likely cause: {cause}" in build_report(None, [p], EvalResult([r]))
+
+
 def test_solver_said_it_but_extraction_lost_it():
     p = Problem("r1", {"question": "2+2?"}, {"answer": "4"}, {"answer": "4"})
     r = ProblemResult("r1", "four", 0.0, calls=[llm("The sum is 4. Answer: four")])

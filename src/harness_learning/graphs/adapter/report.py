@@ -135,6 +135,10 @@ def likely_cause(item: Item) -> str:
         return "memory/context"
     if r.error_kind == ErrorKind.TIMEOUT:
         return "control flow (ran out of time)"
+    if r.error_kind == ErrorKind.MEMORY:
+        return "resources (passed its memory limit)"
+    if r.error_kind == ErrorKind.PIDS:
+        return "resources (started too many processes or threads)"
     if any(c.error for c in r.calls):
         return "tool use (a tool call failed)"
     if r.error_kind in HARNESS_FAULTS:
