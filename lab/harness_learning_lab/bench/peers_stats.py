@@ -2,11 +2,13 @@
 ours with operators beat the better peer, and by how much?
 
 Per task, the better peer is the peer arm (GEPA or OpenEvolve, with or without the block
-menu) with the highest mean held-out score; the paired unit is a (seed, held-out problem):
-the same problem under the same seed's split for both systems. The figure is the mean over the
-gain tasks (where a block is known to help) of ours minus the better peer, with a bootstrap 95%
-interval that resamples the units within each task; the control tasks (where nothing is known
-to help) are reported beside it, never in it. Choosing the better peer after seeing the scores
+menu) with the highest mean held-out score; the paired unit is a held-out problem: its score
+under ours minus the better peer's, averaged over the seeds that scored it under both. The
+seeds share the held-out problems, so a problem's scores under two seeds are not independent
+draws; resampling (seed, problem) pairs would narrow the interval with every seed added. The
+figure is the mean over the gain tasks (where a block is known to help) of ours minus the
+better peer, with a bootstrap 95% interval that resamples the problems within each task; the
+control tasks (where nothing is known to help) are reported beside it, never in it. Choosing the better peer after seeing the scores
 favours the peers, and the interval does not account for that choice: a conservative figure.
 """
 
@@ -23,15 +25,18 @@ DRAWS = 2000
 
 
 def paired(results: list[dict], task: str, a: str, b: str) -> np.ndarray:
-    """Per (seed, problem) held-out score of `a` minus `b` on `task`, for the units both
-    runs were scored on (runs stored before per-problem scores were kept have none)."""
+    """Per held-out problem of `task`: `a`'s score minus `b`'s, averaged over the seeds whose
+    runs of both scored it (runs stored before per-problem scores were kept have none)."""
     runs = {(r["system"], r["seed"]): r.get("final_problems") or {}
             for r in results if r["task"] == task}
     seeds = sorted({seed for (system, seed) in runs if system in (a, b)})
-    diffs = [runs[(a, s)][pid] - runs[(b, s)][pid] for s in seeds
-             if (a, s) in runs and (b, s) in runs
-             for pid in sorted(runs[(a, s)]) if pid in runs[(b, s)]]
-    return np.asarray(diffs, dtype=float)
+    by_problem: dict[str, list[float]] = {}
+    for s in seeds:
+        if (a, s) in runs and (b, s) in runs:
+            for pid in runs[(a, s)].keys() & runs[(b, s)].keys():
+                by_problem.setdefault(pid, []).append(runs[(a, s)][pid] - runs[(b, s)][pid])
+    return np.asarray([statistics.mean(by_problem[pid]) for pid in sorted(by_problem)],
+                      dtype=float)
 
 
 def interval(groups: list[np.ndarray], seed: int = 0) -> tuple[float, float, float]:
@@ -85,8 +90,9 @@ def head_to_head(results: list[dict], gain_tasks: list[str], ours: str = f"best_
 def text(h2h: dict[str, Any]) -> str:
     """The figure and its rows, printed under the table."""
     ours = h2h["ours"]
-    lines = ["", f"head to head: {ours} minus the other, held-out, paired over seeds x problems "
-             "(bootstrap 95%; the better peer is chosen per task by its mean)"]
+    lines = ["", f"head to head: {ours} minus the other, held-out, paired per problem "
+             "(mean over seeds; bootstrap 95% over problems; the better peer is chosen per "
+             "task by its mean)"]
     for r in h2h["rows"]:
         mark = ("" if r["in_figure"] else "  (operators' own effect)"
                 if r["versus"] == "ablation" else "  (control task: outside the figure)")

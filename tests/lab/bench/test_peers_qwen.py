@@ -127,7 +127,7 @@ def test_the_figure_is_ours_minus_the_better_peer_over_the_gain_tasks_only():
     assert rows[("rg:products", "better peer")]["other"] == "gepa"
     assert rows[("rg:chain_sum", "better peer")]["other"] == "gepa+menu"
     assert rows[("rg:products", "better peer")]["gain"] == pytest.approx(0.5)
-    assert rows[("rg:products", "better peer")]["n"] == 4  # 2 seeds x 2 problems
+    assert rows[("rg:products", "better peer")]["n"] == 2  # 2 problems, each over 2 seeds
     assert rows[("rg:letters", "better peer")]["gain"] == -1.0
     assert not rows[("rg:letters", "better peer")]["in_figure"]
     assert rows[("rg:products", "ablation")]["gain"] == pytest.approx(0.5)
@@ -138,6 +138,20 @@ def test_the_figure_is_ours_minus_the_better_peer_over_the_gain_tasks_only():
     assert 0.0 <= lo < 0.5 < hi <= 1.0
     assert peers_stats.head_to_head([r for r in grid() if r["system"] != "best_valid+ops"],
                                     ["rg:products"]) is None
+
+
+def test_more_seeds_over_the_same_problems_do_not_narrow_the_interval():
+    """The seeds share the held-out problems: a problem is one unit however many seeds scored
+    it, so twenty seeds that agree give the interval of two."""
+    def rows(seeds: int) -> list[dict]:
+        return [run_of(system, "rg:products", seed, scores) for seed in range(seeds)
+                for system, scores in (("best_valid+ops", {"p1": 1.0, "p2": 1.0, "p3": 0.0}),
+                                       ("gepa", {"p1": 0.0, "p2": 1.0, "p3": 0.0}))]
+
+    two, twenty = (peers_stats.head_to_head(rows(n), ["rg:products"])["figure"]
+                   for n in (2, 20))
+    assert two["gain"] == twenty["gain"] == pytest.approx(1 / 3, abs=1e-4)
+    assert twenty["ci95"] == two["ci95"] and two["ci95"][0] == 0.0
 
 
 def test_the_command_prints_the_fewest_proposals_and_the_figure_from_stored_runs(tmp_path):
