@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 
 import pytest
 
@@ -15,7 +17,7 @@ from harness_learning.harnesses.sandbox.backend import (
     sandbox_backend,
 )
 from harness_learning.harnesses.sandbox.docker_backend import DockerBackend, docker_available
-from harness_learning.harnesses.sandbox.local import LocalBackend
+from harness_learning.harnesses.sandbox.local import LocalBackend, sweep_scratch
 from harness_learning.harnesses.seeds import seed_source
 
 from .conftest import TEST_LIMITS, ScriptedToolbox
@@ -64,3 +66,30 @@ def test_a_worker_runs_on_a_backend_registered_by_name():
     outcome = asyncio.run(go())
     assert outcome.error is None and outcome.answer == "4"
     assert CountingBackend.spawned == before + 1
+
+
+def test_scratch_directories_of_parents_that_died_are_swept(tmp_path):
+    """A parent killed outright leaves its scratch directory; the next parent removes those
+    whose pid no longer runs, and keeps a live parent's, an old unnamed one and any other."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead, live = tmp_path / f"hl-sbx-{gone.pid}-x1", tmp_path / f"hl-sbx-{os.getpid()}-x2"
+    kept = [live, tmp_path / "hl-sbx-x3", tmp_path / f"other-{gone.pid}-x4"]
+    for path in (dead, *kept):
+        path.mkdir()
+    (dead / "left.txt").write_text("a problem's file")
+    assert sweep_scratch(str(tmp_path)) == [str(dead)]
+    assert not dead.exists() and all(path.is_dir() for path in kept)
+
+
+def test_a_process_scratch_directory_names_its_parent():
+    async def go():
+        process = await LocalBackend().spawn(["-c", "pass"], TEST_LIMITS, {})
+        try:
+            await process.proc.wait()
+            return os.path.basename(process.scratch), os.path.isdir(process.scratch)
+        finally:
+            await process.cleanup()
+
+    name, existed = asyncio.run(go())
+    assert name.startswith(f"hl-sbx-{os.getpid()}-") and existed

@@ -302,7 +302,8 @@ class LocalBackend(SandboxBackend):
                  within: Group | None) -> tuple[str, list[str], dict[str, str], Group | None,
                                                 int | None]:
         """(scratch dir, argv, environment, cgroup, seccomp filter fd) of one process."""
-        scratch = tempfile.mkdtemp(prefix="hl-sbx-")
+        sweep_stale_scratch()
+        scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
         os.chmod(scratch, 0o777)
         home = SCRATCH if self.use_bwrap else scratch
         env = dict(env)
@@ -347,6 +348,39 @@ def _file_work(fn: Callable[[], object]) -> None:
 def _log_file_work_error(done: asyncio.Future) -> None:
     if not done.cancelled() and done.exception() is not None:
         logger.debug("cgroup file work failed: %r", done.exception())
+
+
+SCRATCH_PREFIX = "hl-sbx-"
+"""Scratch directories are `hl-sbx-<parent pid>-<random>` in the temporary directory."""
+
+
+@functools.cache
+def sweep_stale_scratch() -> None:
+    """Once per process, remove the scratch directories of parents that no longer run. A
+    parent killed outright (SIGKILL, a machine that lost power) never removes its own."""
+    sweep_scratch(tempfile.gettempdir())
+
+
+def sweep_scratch(root: str) -> list[str]:
+    """Remove `root`'s scratch directories whose parent pid is not alive; the removed paths."""
+    removed = []
+    with contextlib.suppress(OSError), os.scandir(root) as entries:
+        for entry in entries:
+            pid = entry.name.removeprefix(SCRATCH_PREFIX).partition("-")[0]
+            if entry.name.startswith(SCRATCH_PREFIX) and pid.isdigit() and not _alive(int(pid)):
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed.append(entry.path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _discard(group: Group | None, scratch: str) -> None:
