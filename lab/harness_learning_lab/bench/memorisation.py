@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness_learning.evals.guards import CORRECT, Scores, memorisation_reason
+from harness_learning.evals.stats import clopper_pearson
 
 DATA = Path(__file__).parent / "data" / "honest_harnesses.jsonl"
 FRACTIONS = (0.1, 0.25, 0.5, 1.0)
@@ -155,14 +156,6 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def interval(k: int, n: int) -> tuple[float, float]:
-    """Clopper-Pearson 95% interval of k successes in n."""
-    from scipy.stats import binomtest
-
-    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
-    return float(ci.low), float(ci.high)
-
-
 def run(pairs: list[Pair], resamples: int, seed: int = 0) -> list[dict]:
     """One row per (protocol, case): flag rate of the old and new check with intervals, and
     the case's mean selection gain over its base."""
@@ -175,8 +168,8 @@ def run(pairs: list[Pair], resamples: int, seed: int = 0) -> list[dict]:
                 continue  # no draw where its copies changed anything
             old, new, n = result["counts"][case]
             rows.append({"protocol": protocol.name, "case": case, "n": n,
-                         "old": old / n, "old_ci": interval(old, n),
-                         "new": new / n, "new_ci": interval(new, n),
+                         "old": old / n, "old_ci": clopper_pearson(old, n),
+                         "new": new / n, "new_ci": clopper_pearson(new, n),
                          "selection_gain": result["gains"].get(case, 0.0)})
     return rows
 

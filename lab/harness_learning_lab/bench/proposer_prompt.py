@@ -28,6 +28,7 @@ from harness_learning.evals.evaluator import evaluate
 from harness_learning.evals.judge import check_candidate, judge_candidate
 from harness_learning.evals.registry import get_task
 from harness_learning.evals.splits import sample_round
+from harness_learning.evals.stats import clopper_pearson
 from harness_learning.graphs.adapter.proposer import build_focused_messages, build_proposer_messages
 from harness_learning.graphs.adapter.repair import second_chances
 from harness_learning.graphs.adapter.report import build_report
@@ -131,8 +132,10 @@ def summary(results: list[dict]) -> list[dict]:
         valid = sum(1 for r in mine if r["valid"])
         changed = sum(1 for r in mine if r["changed"])
         kinds = Counter(k for r in mine for k in r["attempts"] if k is not None)
+        low, high = clopper_pearson(valid, completions) if completions else (0.0, 1.0)
         rows.append({"prompt": prompt, "reports": len(mine), "completions": completions,
                      "valid": valid, "valid_rate": round(valid / completions, 3) if completions else 0.0,
+                     "valid_rate_ci95": [round(low, 3), round(high, 3)],
                      "valid_changing": changed,
                      "changing_share": round(changed / valid, 3) if valid else 0.0,
                      "invalid_kinds": dict(kinds.most_common())})
@@ -140,12 +143,13 @@ def summary(results: list[dict]) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| prompt | reports | completions | valid | valid rate | valid that change a "
-             "prediction | invalid kinds (all attempts) |", "|---|---|---|---|---|---|---|"]
+    lines = ["| prompt | reports | completions | valid | valid rate (95% CI) | valid that change "
+             "a prediction | invalid kinds (all attempts) |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         kinds = ", ".join(f"{k} {v}" for k, v in r["invalid_kinds"].items()) or "-"
         lines.append(f"| {r['prompt']} | {r['reports']} | {r['completions']} | {r['valid']} | "
-                     f"{r['valid_rate']:.3f} | {r['valid_changing']} ({r['changing_share']:.3f}) "
+                     f"{r['valid_rate']:.3f} [{r['valid_rate_ci95'][0]:.3f}, {r['valid_rate_ci95'][1]:.3f}] | "
+                     f"{r['valid_changing']} ({r['changing_share']:.3f}) "
                      f"| {kinds} |")
     return "\n".join(lines)
 

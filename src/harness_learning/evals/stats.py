@@ -17,3 +17,11 @@ def ci95(values: Sequence[float]) -> float | None:
 
     quantile = float(t.ppf(0.975, len(values) - 1))
     return quantile * statistics.stdev(values) / math.sqrt(len(values))
+
+
+def clopper_pearson(k: int, n: int) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) 95% interval of a rate of `k` successes in `n` trials."""
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    return float(ci.low), float(ci.high)

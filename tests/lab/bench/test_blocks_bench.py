@@ -76,8 +76,9 @@ def test_the_prompt_summary_counts_every_attempt() -> None:
     assert (old["completions"], old["valid"], old["valid_rate"]) == (2, 1, 0.5)
     assert (new["completions"], new["valid"], new["valid_rate"]) == (3, 2, 0.667)
     assert new["changing_share"] == 0.5 and new["invalid_kinds"] == {"malformed_block": 1}
-    assert "| new | 2 | 3 | 2 | 0.667 | 1 (0.500) | malformed_block 1 |" in proposer_prompt.table(
-        [old, new])
+    assert new["valid_rate_ci95"] == [0.094, 0.992]  # Clopper-Pearson, 2 of 3
+    assert ("| new | 2 | 3 | 2 | 0.667 [0.094, 0.992] | 1 (0.500) | malformed_block 1 |"
+            in proposer_prompt.table([old, new]))
 
 
 def test_the_first_reports_taken_cover_every_task() -> None:

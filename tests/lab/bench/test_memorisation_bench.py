@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness_learning.evals.stats import clopper_pearson
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.store.sqlite import SQLiteLogStore
 from harness_learning_lab.bench import memorisation as bench
@@ -47,7 +48,7 @@ def test_held_out_copies_gain_nothing_and_the_check_keeps_honest_harnesses() -> 
             assert row["new"] == 1.0, (protocol, row)
     paper = rows[("reasoning, paper (25 shown = selection, 25 control)", "on_parent f=1.0")]
     assert paper["selection_gain"] > 0.3, "under the paper's split the copy pays"
-    low, high = bench.interval(0, 130)
+    low, high = clopper_pearson(0, 130)
     assert low == 0.0 and 0.02 < high < 0.03  # Clopper-Pearson: 1 - 0.025 ** (1/130)
 
 
