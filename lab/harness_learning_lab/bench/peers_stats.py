@@ -8,8 +8,9 @@ seeds share the held-out problems, so a problem's scores under two seeds are not
 draws; resampling (seed, problem) pairs would narrow the interval with every seed added. The
 figure is the mean over the gain tasks (where a block is known to help) of ours minus the
 better peer, with a bootstrap 95% interval that resamples the problems within each task; the
-control tasks (where nothing is known to help) are reported beside it, never in it. Choosing the better peer after seeing the scores
-favours the peers, and the interval does not account for that choice: a conservative figure.
+control tasks (where nothing is known to help) are reported beside it, never in it. Choosing
+the better peer after seeing the scores favours the peers, and the interval does not account
+for that choice: a conservative figure.
 """
 
 from __future__ import annotations
