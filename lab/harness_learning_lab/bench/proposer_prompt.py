@@ -11,7 +11,8 @@ and the report its feedback problems produced) is answered by the Proposer with 
 valid rate = valid outcomes / every Proposer completion (repairs and resamples included);
 a candidate is valid as the one judge says, evaluated on the row's selection problems with the
 bench's Solver. The second figure is the share of valid candidates that change at least one
-selection prediction (a valid edit that changes nothing is not progress). Results are kept per
+selection prediction (a valid edit that changes nothing is not progress); the third, how many
+score higher than the seed on those problems (a changed prediction may be a worse one). Results are kept per
 (row, prompt) in `--out`, so a rerun resumes.
 """
 
@@ -103,14 +104,15 @@ async def answer(row: dict, prompt: str, proposer: Any, selection: list,
 
     final = await judge_candidate(source, completion.text, fmt, completion.finish_reason,
                                   selection=selection, evaluate=evaluate_on, **rules)
-    changed = None
+    changed = gain = None
     if final.valid:
         parent = await evaluate_on(source, selection)
         mine = await evaluate_on(final.new_source, selection)
         changed = any(a.answer != b.answer for a, b in zip(parent.results, mine.results,
                                                             strict=True))
+        gain = mine.mean_score - parent.mean_score
     return {"id": row["id"], "prompt": prompt, "attempts": attempts, "valid": final.valid,
-            "kind": final.invalid_kind, "changed": changed,
+            "kind": final.invalid_kind, "changed": changed, "selection_gain": gain,
             "completion": completion.text[:4000]}
 
 
@@ -132,25 +134,31 @@ def summary(results: list[dict]) -> list[dict]:
         valid = sum(1 for r in mine if r["valid"])
         changed = sum(1 for r in mine if r["changed"])
         kinds = Counter(k for r in mine for k in r["attempts"] if k is not None)
+        gains = [r.get("selection_gain") for r in mine if r["valid"]]
+        better = None if None in gains else sum(1 for g in gains if g > 0)
         low, high = clopper_pearson(valid, completions) if completions else (0.0, 1.0)
         rows.append({"prompt": prompt, "reports": len(mine), "completions": completions,
                      "valid": valid, "valid_rate": round(valid / completions, 3) if completions else 0.0,
                      "valid_rate_ci95": [round(low, 3), round(high, 3)],
                      "valid_changing": changed,
                      "changing_share": round(changed / valid, 3) if valid else 0.0,
+                     "valid_better": better,
                      "invalid_kinds": dict(kinds.most_common())})
     return rows
 
 
 def table(rows: list[dict]) -> str:
     lines = ["| prompt | reports | completions | valid | valid rate (95% CI) | valid that change "
-             "a prediction | invalid kinds (all attempts) |", "|---|---|---|---|---|---|---|"]
+             "a prediction | valid that score higher on selection | invalid kinds (all attempts) |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         kinds = ", ".join(f"{k} {v}" for k, v in r["invalid_kinds"].items()) or "-"
+        low, high = r["valid_rate_ci95"]
+        # results stored before the gain was kept have none: n/a, not a count of some
+        better = "n/a" if r["valid_better"] is None else str(r["valid_better"])
         lines.append(f"| {r['prompt']} | {r['reports']} | {r['completions']} | {r['valid']} | "
-                     f"{r['valid_rate']:.3f} [{r['valid_rate_ci95'][0]:.3f}, {r['valid_rate_ci95'][1]:.3f}] | "
-                     f"{r['valid_changing']} ({r['changing_share']:.3f}) "
-                     f"| {kinds} |")
+                     f"{r['valid_rate']:.3f} [{low:.3f}, {high:.3f}] | "
+                     f"{r['valid_changing']} ({r['changing_share']:.3f}) | {better} | {kinds} |")
     return "\n".join(lines)
 
 

@@ -69,16 +69,20 @@ def test_the_prompt_summary_counts_every_attempt() -> None:
     results = [
         {"prompt": "old", "attempts": ["unmatched_search"], "valid": False, "changed": None},
         {"prompt": "old", "attempts": [None], "valid": True, "changed": False},
-        {"prompt": "new", "attempts": ["malformed_block", None], "valid": True, "changed": True},
-        {"prompt": "new", "attempts": [None], "valid": True, "changed": False},
+        {"prompt": "new", "attempts": ["malformed_block", None], "valid": True, "changed": True,
+         "selection_gain": 0.25},
+        {"prompt": "new", "attempts": [None], "valid": True, "changed": False,
+         "selection_gain": 0.0},
     ]
     old, new = proposer_prompt.summary(results)
     assert (old["completions"], old["valid"], old["valid_rate"]) == (2, 1, 0.5)
     assert (new["completions"], new["valid"], new["valid_rate"]) == (3, 2, 0.667)
     assert new["changing_share"] == 0.5 and new["invalid_kinds"] == {"malformed_block": 1}
     assert new["valid_rate_ci95"] == [0.094, 0.992]  # Clopper-Pearson, 2 of 3
-    assert ("| new | 2 | 3 | 2 | 0.667 [0.094, 0.992] | 1 (0.500) | malformed_block 1 |"
-            in proposer_prompt.table([old, new]))
+    assert new["valid_better"] == 1 and old["valid_better"] is None  # old: stored without it
+    text = proposer_prompt.table([old, new])
+    assert "| new | 2 | 3 | 2 | 0.667 [0.094, 0.992] | 1 (0.500) | 1 | malformed_block 1 |" in text
+    assert "| old | 2 | 2 | 1 | 0.500 [0.013, 0.987] | 0 (0.000) | n/a | unmatched_search 1 |" in text
 
 
 def test_the_first_reports_taken_cover_every_task() -> None:
