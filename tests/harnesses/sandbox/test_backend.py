@@ -69,14 +69,21 @@ def test_a_worker_runs_on_a_backend_registered_by_name():
 
 
 def test_scratch_directories_of_parents_that_died_are_swept(tmp_path):
-    """A parent killed outright leaves its scratch directory; the next parent removes those
-    whose pid no longer runs, and keeps a live parent's, an old unnamed one and any other."""
+    """A parent killed outright leaves its scratch directory; the next parent removes its
+    user's whose pid no longer runs, and keeps a live parent's, an old unnamed one, a name
+    that is no pid, another user's and any other."""
     gone = subprocess.Popen(["true"])
     gone.wait()
     dead, live = tmp_path / f"hl-sbx-{gone.pid}-x1", tmp_path / f"hl-sbx-{os.getpid()}-x2"
-    kept = [live, tmp_path / "hl-sbx-x3", tmp_path / f"other-{gone.pid}-x4"]
+    kept = [live, tmp_path / "hl-sbx-x3", tmp_path / f"other-{gone.pid}-x4",
+            tmp_path / f"hl-sbx-{10 ** 30}-x5"]  # no pid: os.kill would overflow
     for path in (dead, *kept):
         path.mkdir()
+    if os.geteuid() == 0:  # only root can give a directory to another user
+        theirs = tmp_path / f"hl-sbx-{gone.pid}-x6"
+        theirs.mkdir()
+        os.chown(theirs, 65534, 65534)
+        kept.append(theirs)
     (dead / "left.txt").write_text("a problem's file")
     assert sweep_scratch(str(tmp_path)) == [str(dead)]
     assert not dead.exists() and all(path.is_dir() for path in kept)

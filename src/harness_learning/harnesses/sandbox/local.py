@@ -362,25 +362,30 @@ def sweep_stale_scratch() -> None:
 
 
 def sweep_scratch(root: str) -> list[str]:
-    """Remove `root`'s scratch directories whose parent pid is not alive; the removed paths."""
+    """Remove `root`'s scratch directories that this user owns and whose parent pid is not
+    alive; the removed paths. Anyone may name a directory in /tmp: a name that is no pid is
+    left alone."""
     removed = []
     with contextlib.suppress(OSError), os.scandir(root) as entries:
         for entry in entries:
             pid = entry.name.removeprefix(SCRATCH_PREFIX).partition("-")[0]
-            if entry.name.startswith(SCRATCH_PREFIX) and pid.isdigit() and not _alive(int(pid)):
+            if (entry.name.startswith(SCRATCH_PREFIX) and pid.isascii() and pid.isdigit()
+                    and entry.stat(follow_symlinks=False).st_uid == os.getuid()
+                    and _dead(int(pid))):
                 shutil.rmtree(entry.path, ignore_errors=True)
                 removed.append(entry.path)
     return removed
 
 
-def _alive(pid: int) -> bool:
+def _dead(pid: int) -> bool:
+    """Whether no process has this pid (one of another user's counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
         return True
-    return True
+    except (PermissionError, OverflowError):  # another user's process; no pid at all
+        return False
+    return False
 
 
 def _discard(group: Group | None, scratch: str) -> None:
