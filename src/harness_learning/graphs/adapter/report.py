@@ -128,17 +128,19 @@ def documents_read(result: ProblemResult) -> list[str]:
     return list(seen)
 
 
+KILLED = {ErrorKind.TIMEOUT: "control flow (ran out of time)",
+          ErrorKind.MEMORY: "resources (passed its memory limit)",
+          ErrorKind.PIDS: "resources (started too many processes or threads)"}
+"""The cause of a run the sandbox killed, by the limit it passed."""
+
+
 def likely_cause(item: Item) -> str:
     """A rough label for why a problem failed; a hint for the Proposer, not a diagnosis."""
     r, text = item.result, f"{item.result.error or ''}\n{item.result.traceback or ''}".lower()
     if any(k in text for k in ("context length", "context window", "too many tokens", "maximum context")):
         return "memory/context"
-    if r.error_kind == ErrorKind.TIMEOUT:
-        return "control flow (ran out of time)"
-    if r.error_kind == ErrorKind.MEMORY:
-        return "resources (passed its memory limit)"
-    if r.error_kind == ErrorKind.PIDS:
-        return "resources (started too many processes or threads)"
+    if r.error_kind in KILLED:
+        return KILLED[r.error_kind]
     if any(c.error for c in r.calls):
         return "tool use (a tool call failed)"
     if r.error_kind in HARNESS_FAULTS:
