@@ -12,8 +12,8 @@ valid rate = valid outcomes / every Proposer completion (repairs and resamples i
 a candidate is valid as the one judge says, evaluated on the row's selection problems with the
 bench's Solver. The second figure is the share of valid candidates that change at least one
 selection prediction (a valid edit that changes nothing is not progress); the third, how many
-score higher than the seed on those problems (a changed prediction may be a worse one). Results are kept per
-(row, prompt) in `--out`, so a rerun resumes.
+score higher than the seed on those problems (a changed prediction may be a worse one).
+Results are kept per (row, prompt) in `--out`, so a rerun resumes.
 """
 
 from __future__ import annotations
