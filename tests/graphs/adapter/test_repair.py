@@ -1,7 +1,8 @@
 """Second chances for the Proposer, in a real adapter run (real sandbox, real log; the models
 are scripted, as this is control flow; the demo runs the same path with the real Qwen Proposer).
 An unusable edit gets one repair turn that shows its error and the program's closest lines; an
-edit that changes nothing is sampled afresh; every attempt is logged."""
+edit that changes nothing is told so and answers again; one that repeats a judged version is
+sampled afresh; every attempt is logged."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from scripted_sums import SumTask, solver_rule
 
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
-from harness_learning.graphs.adapter.repair import closest_lines
+from harness_learning.graphs.adapter.repair import REVISE_MESSAGE, closest_lines
 from harness_learning.graphs.adapter.run import run_adaptation
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.seeds import seed_source
@@ -53,17 +54,15 @@ def test_a_missed_search_is_repaired_with_the_closest_lines(tmp_path, scripted) 
     assert proposal.prompt[-1]["content"].startswith("Your answer could not be used")
 
 
-def test_a_no_op_is_sampled_afresh_and_turns_off_with_zero(tmp_path, scripted) -> None:
-    seeds = []
-
+def test_a_no_op_is_told_it_changed_nothing_and_turns_off_with_zero(tmp_path, scripted) -> None:
     def proposer(prompt: str, params: dict) -> str:
-        seeds.append(params["seed"])
-        return NOOP if len(seeds) == 1 else GOOD
+        return GOOD if REVISE_MESSAGE in prompt else NOOP
 
-    view, attempts, _, _ = run(tmp_path, scripted, proposer)
-    assert [a["invalid_kind"] for a in attempts] == ["unchanged", None] and view["valid"]
-    assert seeds[1] != seeds[0]
-    seeds.clear()
+    view, attempts, proposal, model = run(tmp_path, scripted, proposer)
+    assert [(a["attempt"], a["invalid_kind"]) for a in attempts] == [
+        ("sample", "unchanged"), ("revise", None)] and view["valid"]
+    assert NOOP in model.calls[-1]  # the no-op is shown back as the Proposer's own turn
+    assert proposal.prompt[-1]["content"] == REVISE_MESSAGE
     view, attempts, _, _ = run(tmp_path, scripted, proposer, turns=0)
     assert [a["invalid_kind"] for a in attempts] == ["unchanged"] and not view["valid"]
 

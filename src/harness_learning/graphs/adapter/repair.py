@@ -1,9 +1,11 @@
-"""A second chance for an unusable Proposer answer: one repair turn, and one resample.
+"""A second chance for an unusable Proposer answer: a repair turn, a revise turn, a resample.
 
 Small Proposers often almost succeed: a SEARCH line copied with the wrong indentation, a
 function renamed, a missing parenthesis. As aider does, the Proposer is shown what went wrong
-with the closest lines of the program and answers again, once. An edit that changes nothing or
-repeats a version already judged is no use to repair: it is sampled afresh instead.
+with the closest lines of the program and answers again, once. An edit that changes nothing is
+told so in a revise turn (a 1.5B Proposer often echoes the function it was given, and a blind
+resample echoes it again about half the time). An edit that repeats a version already judged is
+sampled afresh: it was a usable edit, only not a new one.
 """
 
 from __future__ import annotations
@@ -18,8 +20,13 @@ from harness_learning.harnesses.llm.completion import Completion
 REPAIRABLE = frozenset(EDIT_ERROR_KINDS) - {"truncated"} | {"syntax", "too_long",
                                                              "no_build_graph"}
 """Invalid kinds a repair turn can fix (a truncated answer needs a shorter one, not a fix)."""
-RESAMPLED = frozenset({UNCHANGED})
-"""Invalid kinds answered by a fresh sample (duplicates of judged versions are too)."""
+REVISED = frozenset({UNCHANGED})
+"""Invalid kinds answered by a revise turn: the answer changed nothing, and is told so."""
+REVISE_MESSAGE = (
+    "Your answer leaves the program exactly as it was, so it cannot get more problems right. "
+    "Change what the program does: how the Solver is asked, how its reply is read and checked, "
+    "or which tool or building block it uses. Answer again, following the rules of the format "
+    "exactly.")
 WINDOW_CONTEXT = 1
 RESAMPLE_SEED = 7_919
 
@@ -69,21 +76,25 @@ async def second_chances(messages: list[dict[str, str]], seed: int, parent_sourc
                          sample: Sample, judged: Judged,
                          known: Callable[[Outcome], Awaitable[bool]], *, turns: int
                          ) -> tuple[list[dict[str, str]], Completion, Outcome]:
-    """A sample, then up to `turns` second chances: a fresh sample when it changes nothing or
-    repeats a version already judged (`known`), one repair turn when it cannot be used
-    (`graphs.adapter.repair`). Returns the prompt the last completion answered, it, and its
-    outcome. `judged` checks (and may log) each attempt by name: sample, resample, repair."""
+    """A sample, then up to `turns` second chances: a fresh sample when it repeats a version
+    already judged (`known`), a revise turn when it changes nothing, a repair turn when it
+    cannot be used. Returns the prompt the last completion answered, it, and its outcome.
+    `judged` checks (and may log) each attempt by name: sample, resample, revise, repair."""
     completion = await sample(messages, seed)
     outcome = await judged(completion, "sample")
     for turn in range(turns):
-        if outcome.invalid_kind in RESAMPLED or await known(outcome):
+        if await known(outcome):
             completion = await sample(messages, seed + RESAMPLE_SEED * (turn + 1))
             outcome = await judged(completion, "resample")
+            continue
+        if outcome.invalid_kind in REVISED:
+            attempt, told = "revise", REVISE_MESSAGE
         elif outcome.invalid_kind in REPAIRABLE:
-            messages = [*messages, {"role": "assistant", "content": completion.text},
-                        {"role": "user", "content": repair_message(outcome, parent_source)}]
-            completion = await sample(messages, seed)
-            outcome = await judged(completion, "repair")
+            attempt, told = "repair", repair_message(outcome, parent_source)
         else:
             break
+        messages = [*messages, {"role": "assistant", "content": completion.text},
+                    {"role": "user", "content": told}]
+        completion = await sample(messages, seed)
+        outcome = await judged(completion, attempt)
     return messages, completion, outcome
