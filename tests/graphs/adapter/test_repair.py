@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
-from scripted_sums import SumTask, solver_rule
+import pytest
+from scripted_sums import ScriptedModel, SumTask, solver_rule
 
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
@@ -99,3 +100,47 @@ def test_a_version_an_earlier_round_judged_is_sampled_afresh_a_siblings_is_not(
     assert by_round == {1: ["sample", "sample"],
                         2: ["resample", "resample", "sample", "sample"]}, attempts
     assert not final["rounds"][0]["adopted"]  # so round 2 had the same parent
+
+
+class FirstAnswerPinned:
+    """The real local Proposer (SmolLM2-135M) after a pinned first answer: the second chance's
+    turn goes to a real chat template and a real model, whatever it then writes."""
+
+    def __init__(self, first: str) -> None:
+        from harness_learning.harnesses.llm import get_client
+
+        self.first, self.real = first, get_client("local:smollm2-135m")
+        self.prompts: list[list[dict[str, str]]] = []
+
+    async def acomplete(self, messages, **params):
+        self.prompts.append(list(messages))
+        if len(self.prompts) == 1:
+            return await ScriptedModel(lambda prompt, params: self.first).acomplete(messages)
+        return await self.real.acomplete(messages, **{**params, "max_tokens": 96,
+                                                      "temperature": 0.0})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("first", "attempt", "told"), [
+    (NOOP, "revise", REVISE_MESSAGE), (MISSED, "repair", "closest lines")])
+def test_a_real_proposer_answers_the_second_chance_turn(local_model_url, tmp_path, first,
+                                                         attempt, told) -> None:
+    model = FirstAnswerPinned(first)
+    config = AdaptConfig(task="sums", run_dir=str(tmp_path / "run"), rounds=1, candidates=1,
+                         policy="best_valid", edit_format="search_replace", feedback=2,
+                         selection=2, concurrency=2, repair_turns=1
+                         ).with_track_defaults("reasoning")
+    ctx = AdapterContext.from_config(config, task=SumTask(4), solver=ScriptedModel(solver_rule),
+                                     proposer=model)
+    final = asyncio.run(run_adaptation(config, context=ctx))
+    with RunDir(config.path).open_store() as store:
+        attempts = [e.payload for e in store.iter_events() if e.kind == "proposer_attempt"]
+        [proposal] = list(store.iter_proposals())
+    assert [a["attempt"] for a in attempts] == ["sample", attempt]
+    turn = model.prompts[-1]
+    assert [m["role"] for m in turn[-2:]] == ["assistant", "user"] and turn[-2]["content"] == first
+    assert told in turn[-1]["content"]
+    # the real model's answer is what was logged, checked and judged
+    assert proposal.completion == attempts[1]["completion"] and proposal.completion.strip()
+    view = final["rounds"][0]["candidates"][0]
+    assert view["invalid_kind"] == attempts[1]["invalid_kind"]
