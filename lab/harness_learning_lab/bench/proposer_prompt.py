@@ -5,8 +5,8 @@ and the report its feedback problems produced) is answered by the Proposer with 
 
 - old: the whole-program view with SEARCH/REPLACE edits, one sample;
 - new: a focused edit of one node function (round-robin over the graph's nodes) with the blocks
-  as a menu, plus its second chances (a revise turn for a no-op, one repair turn for an
-  unusable answer: `graphs.adapter.repair`).
+  as a menu, plus its second chances (a resample for a no-op or a duplicate, one repair turn
+  for an unusable answer: `graphs.adapter.repair`).
 
 valid rate = valid outcomes / every Proposer completion (repairs and resamples included);
 a candidate is valid as the one judge says, evaluated on the row's selection problems with the

@@ -1,8 +1,8 @@
 """Second chances for the Proposer, in a real adapter run (real sandbox, real log; the models
 are scripted, as this is control flow; the demo runs the same path with the real Qwen Proposer).
 An unusable edit gets one repair turn that shows its error and the program's closest lines; an
-edit that changes nothing is told so and answers again; one that repeats a judged version is
-sampled afresh; every attempt is logged."""
+edit that changes nothing is sampled afresh, told that a copy is refused but not shown it; every
+attempt is logged."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from scripted_sums import ScriptedModel, SumTask, solver_rule
 
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
-from harness_learning.graphs.adapter.repair import REVISE_MESSAGE, closest_lines
+from harness_learning.graphs.adapter.repair import NO_OP_NOTE, closest_lines
 from harness_learning.graphs.adapter.run import run_adaptation
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.seeds import seed_source
@@ -55,15 +55,20 @@ def test_a_missed_search_is_repaired_with_the_closest_lines(tmp_path, scripted) 
     assert proposal.prompt[-1]["content"].startswith("Your answer could not be used")
 
 
-def test_a_no_op_is_told_it_changed_nothing_and_turns_off_with_zero(tmp_path, scripted) -> None:
+def test_a_no_op_is_sampled_afresh_with_a_note_and_turns_off_with_zero(tmp_path,
+                                                                        scripted) -> None:
+    seeds = []
+
     def proposer(prompt: str, params: dict) -> str:
-        return GOOD if REVISE_MESSAGE in prompt else NOOP
+        seeds.append(params["seed"])
+        return GOOD if prompt.endswith(NO_OP_NOTE) else NOOP
 
     view, attempts, proposal, model = run(tmp_path, scripted, proposer)
     assert [(a["attempt"], a["invalid_kind"]) for a in attempts] == [
-        ("sample", "unchanged"), ("revise", None)] and view["valid"]
-    assert NOOP in model.calls[-1]  # the no-op is shown back as the Proposer's own turn
-    assert proposal.prompt[-1]["content"] == REVISE_MESSAGE
+        ("sample", "unchanged"), ("resample", None)] and view["valid"]
+    assert seeds[1] != seeds[0] and NOOP not in model.calls[-1]  # the copy is not shown back
+    assert model.calls[-1] == model.calls[0] + NO_OP_NOTE
+    assert proposal.prompt[-1]["content"].endswith(NO_OP_NOTE)
     view, attempts, _, _ = run(tmp_path, scripted, proposer, turns=0)
     assert [a["invalid_kind"] for a in attempts] == ["unchanged"] and not view["valid"]
 
@@ -122,7 +127,7 @@ class FirstAnswerPinned:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("first", "attempt", "told"), [
-    (NOOP, "revise", REVISE_MESSAGE), (MISSED, "repair", "closest lines")])
+    (NOOP, "resample", NO_OP_NOTE), (MISSED, "repair", "closest lines")])
 def test_a_real_proposer_answers_the_second_chance_turn(local_model_url, tmp_path, first,
                                                          attempt, told) -> None:
     model = FirstAnswerPinned(first)
@@ -138,8 +143,9 @@ def test_a_real_proposer_answers_the_second_chance_turn(local_model_url, tmp_pat
         [proposal] = list(store.iter_proposals())
     assert [a["attempt"] for a in attempts] == ["sample", attempt]
     turn = model.prompts[-1]
-    assert [m["role"] for m in turn[-2:]] == ["assistant", "user"] and turn[-2]["content"] == first
-    assert told in turn[-1]["content"]
+    assert told in turn[-1]["content"] and turn[-1]["role"] == "user"
+    shown_back = turn[-2]["role"] == "assistant" and turn[-2]["content"] == first
+    assert shown_back == (attempt == "repair")  # a no-op is not shown back to be copied
     # the real model's answer is what was logged, checked and judged
     assert proposal.completion == attempts[1]["completion"] and proposal.completion.strip()
     view = final["rounds"][0]["candidates"][0]

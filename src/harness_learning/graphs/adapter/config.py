@@ -120,8 +120,8 @@ class AdaptConfig:
         "node function at a time, in turn over the graph's nodes, from a short prompt)."))
     repair_turns: int = _opt(0, help=(
         "Second chances per Proposer candidate: an unusable answer is shown its error and the "
-        "program's closest lines and answered again; one that changes nothing is told so "
-        "and answered again; one that repeats a judged version is sampled afresh. 0 (the paper's protocol) turns both off; so does "
+        "program's closest lines and answered again; one that changes nothing or repeats a "
+        "judged version is sampled afresh (a no-op with a note that a copy is refused). 0 (the paper's protocol) turns both off; so does "
         "`group_size` (a GRPO group's samples must all answer one prompt). The demo uses 1."))
     operators: str = _opt("none", help=(
         "Operator candidates each round, beside the Proposer's: auto (every registered "

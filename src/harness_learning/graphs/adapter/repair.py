@@ -1,11 +1,12 @@
-"""A second chance for an unusable Proposer answer: a repair turn, a revise turn, a resample.
+"""A second chance for an unusable Proposer answer: one repair turn, or one resample.
 
 Small Proposers often almost succeed: a SEARCH line copied with the wrong indentation, a
 function renamed, a missing parenthesis. As aider does, the Proposer is shown what went wrong
 with the closest lines of the program and answers again, once. An edit that changes nothing is
-told so in a revise turn (a 1.5B Proposer often echoes the function it was given, and a blind
-resample echoes it again about half the time). An edit that repeats a version already judged is
-sampled afresh: it was a usable edit, only not a new one.
+no use to repair: a 1.5B Proposer shown its own echo of the function echoes it again (a revise
+turn that said so turned 1 of 7 no-ops valid on the committed reports, a fresh sample 6 of 11).
+It is sampled afresh instead, with a note that a copy was refused but not the copy itself. An
+edit that repeats a version already judged is sampled afresh too.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from harness_learning.harnesses.llm.completion import Completion
 REPAIRABLE = frozenset(EDIT_ERROR_KINDS) - {"truncated"} | {"syntax", "too_long",
                                                              "no_build_graph"}
 """Invalid kinds a repair turn can fix (a truncated answer needs a shorter one, not a fix)."""
-REVISED = frozenset({UNCHANGED})
-"""Invalid kinds answered by a revise turn: the answer changed nothing, and is told so."""
-REVISE_MESSAGE = (
-    "Your answer leaves the program exactly as it was, so it cannot get more problems right. "
-    "Change what the program does: how the Solver is asked, how its reply is read and checked, "
-    "or which tool or building block it uses. Answer again, following the rules of the format "
-    "exactly.")
+RESAMPLED = frozenset({UNCHANGED})
+"""Invalid kinds answered by a fresh sample (duplicates of judged versions are too)."""
+NO_OP_NOTE = (
+    "\n\n(An earlier answer to this request left the program exactly as it was and was "
+    "refused. Change what the program does: how the Solver is asked, how its reply is read "
+    "and checked, or which tool or building block it uses.)")
+"""Appended to the request when a no-op is resampled: the Proposer learns a copy is refused
+without being shown one to copy."""
 WINDOW_CONTEXT = 1
 RESAMPLE_SEED = 7_919
 
@@ -76,25 +78,25 @@ async def second_chances(messages: list[dict[str, str]], seed: int, parent_sourc
                          sample: Sample, judged: Judged,
                          known: Callable[[Outcome], Awaitable[bool]], *, turns: int
                          ) -> tuple[list[dict[str, str]], Completion, Outcome]:
-    """A sample, then up to `turns` second chances: a fresh sample when it repeats a version
-    already judged (`known`), a revise turn when it changes nothing, a repair turn when it
+    """A sample, then up to `turns` second chances: a fresh sample when it changes nothing
+    (with `NO_OP_NOTE`) or repeats a version already judged (`known`), one repair turn when it
     cannot be used. Returns the prompt the last completion answered, it, and its outcome.
-    `judged` checks (and may log) each attempt by name: sample, resample, revise, repair."""
+    `judged` checks (and may log) each attempt by name: sample, resample, repair."""
     completion = await sample(messages, seed)
     outcome = await judged(completion, "sample")
     for turn in range(turns):
-        if await known(outcome):
+        if outcome.invalid_kind in RESAMPLED or await known(outcome):
+            if outcome.invalid_kind in RESAMPLED and not messages[-1]["content"].endswith(
+                    NO_OP_NOTE):
+                messages = [*messages[:-1], {**messages[-1],
+                                             "content": messages[-1]["content"] + NO_OP_NOTE}]
             completion = await sample(messages, seed + RESAMPLE_SEED * (turn + 1))
             outcome = await judged(completion, "resample")
-            continue
-        if outcome.invalid_kind in REVISED:
-            attempt, told = "revise", REVISE_MESSAGE
         elif outcome.invalid_kind in REPAIRABLE:
-            attempt, told = "repair", repair_message(outcome, parent_source)
+            messages = [*messages, {"role": "assistant", "content": completion.text},
+                        {"role": "user", "content": repair_message(outcome, parent_source)}]
+            completion = await sample(messages, seed)
+            outcome = await judged(completion, "repair")
         else:
             break
-        messages = [*messages, {"role": "assistant", "content": completion.text},
-                    {"role": "user", "content": told}]
-        completion = await sample(messages, seed)
-        outcome = await judged(completion, attempt)
     return messages, completion, outcome

@@ -75,6 +75,7 @@ Rules:
 - Keep the function's name and arguments; it replaces the old one where it stands (inside
   `build_graph` if it was there, with the same names in reach). Nothing else changes.
 - It must return what the old one returned (a dict with the same state keys).
+- It must work differently from the old one: a copy of the old function is refused.
 - Use exactly one ```python block; text outside it is ignored."""
 
 _INSTRUCTIONS = {"search_replace": _SEARCH_REPLACE, "whole_program": _WHOLE_PROGRAM,
