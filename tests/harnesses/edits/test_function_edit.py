@@ -7,7 +7,8 @@ import pytest
 
 from harness_learning.harnesses.compiler import check_source
 from harness_learning.harnesses.edits import parse_and_apply
-from harness_learning.harnesses.edits.function_edit import node_functions
+from harness_learning.harnesses.edits.function_edit import IMPORTS_PLACEHOLDER, node_functions
+from harness_learning.harnesses.edits.instructions import format_instructions
 from harness_learning.harnesses.seeds import seed_source
 
 SEED = seed_source("reasoning_direct")
@@ -39,6 +40,8 @@ def test_a_nested_node_function_is_replaced_in_place_and_its_imports_added() -> 
     ("```python\ndef solver(state):\n    return {}\n```", "unknown_function",
      "no function 'solver' (its functions: build_graph, solve)"),
     ("```python\ndef solve(state):\n    return {\n```", "malformed_block", "does not parse"),
+    ("```python\n<its imports>\ndef solve(state):\n    return {}\n```", "malformed_block",
+     "(line 1: '<its imports>')"),  # the line is quoted for the repair turn
     ("```python\nprint(1)\ndef solve(state):\n    return {}\n```", "malformed_block",
      "exactly one `def`"),
     ("```python\ndef solve(state):\n    return {}\ndef helper():\n    pass\n```",
@@ -49,6 +52,13 @@ def test_an_unusable_function_edit_names_why(completion: str, kind: str, detail:
     edit = parse_and_apply(SEED, completion, "function")
     assert edit.failure is not None and edit.failure.kind == kind
     assert detail in edit.failure.detail
+
+
+def test_the_formats_imports_placeholder_copied_verbatim_is_dropped() -> None:
+    copied = NEW_SOLVE.replace("```python\n", f"```python\n{IMPORTS_PLACEHOLDER}\n", 1)
+    assert parse_and_apply(SEED, copied, "function").new_source == parse_and_apply(
+        SEED, NEW_SOLVE, "function").new_source
+    assert IMPORTS_PLACEHOLDER in format_instructions("function")  # the line the rule drops
 
 
 def test_node_functions_are_read_from_the_graph_whatever_their_names() -> None:

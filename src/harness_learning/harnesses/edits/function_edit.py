@@ -7,7 +7,8 @@ completion's Python block holds optional imports, optional module-level constant
 nested in `build_graph` counts) is replaced by it, re-indented to where the old one stood; a
 constant replaces its namesake (or is added after the imports), and the imports are added at the
 top if missing. Small models often answer with the whole program instead: a block that defines
-`build_graph` at its top level is taken as the whole new program.
+`build_graph` at its top level is taken as the whole new program. They also copy the format's
+placeholder line for imports verbatim; that line is dropped (no Python line reads so).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ import textwrap
 from harness_learning.harnesses.edits.edit import normalize_newlines
 from harness_learning.harnesses.edits.errors import EditError
 from harness_learning.harnesses.edits.whole_program import PYTHON_TAGS, fenced_blocks
+
+IMPORTS_PLACEHOLDER = "<imports it needs, if any>"
+"""The format's placeholder line for imports (`harnesses.edits.instructions`)."""
 
 
 def parse_function(completion: str) -> str:
@@ -33,15 +37,17 @@ def parse_function(completion: str) -> str:
     if not block.closed:
         raise EditError("malformed_block", f"the code fence opened at line {block.line} is "
                                            "never closed")
-    return textwrap.dedent("\n".join(block.body)).strip("\n") + "\n"
+    body = [line for line in block.body if line.strip() != IMPORTS_PLACEHOLDER]
+    return textwrap.dedent("\n".join(body)).strip("\n") + "\n"
 
 
 def parsed_block(code: str) -> ast.Module:
     try:
         return ast.parse(code)
     except SyntaxError as err:
+        line = f": {err.text.strip()!r}" if err.text and err.text.strip() else ""
         raise EditError("malformed_block", f"the new function does not parse: {err.msg} "
-                                           f"(line {err.lineno})") from None
+                                           f"(line {err.lineno}{line})") from None
 
 
 def is_program(tree: ast.Module) -> bool:

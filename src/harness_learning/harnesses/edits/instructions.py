@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness_learning.harnesses.edits.edit import check_format
+from harness_learning.harnesses.edits.function_edit import IMPORTS_PLACEHOLDER
 
 _SEARCH_REPLACE = """\
 Answer with one or more SEARCH/REPLACE blocks that change the current program:
@@ -62,11 +63,11 @@ def build_graph(tools):
 ```"""
 
 
-_FUNCTION = """\
+_FUNCTION = f"""\
 Answer with the complete new version of that one function in exactly one fenced block:
 
 ```python
-<imports it needs, if any>
+{IMPORTS_PLACEHOLDER}
 def <the same name>(<the same arguments>):
     <its new body>
 ```
