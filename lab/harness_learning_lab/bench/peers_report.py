@@ -92,7 +92,7 @@ def plot(results: list[dict], path: Path, title: str) -> Path:
     for system, curve in curves(results).items():
         ax.step([x for x, _ in curve], [y for _, y in curve], where="post", label=system)
     ax.set_xlabel("Solver calls spent by the search (counted at our Solver)")
-    ax.set_ylabel("held-out score of the current best (mean over tasks and seeds)")
+    ax.set_ylabel("held-out score of the current best\n(mean over tasks and seeds)")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
