@@ -18,8 +18,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -115,14 +118,31 @@ def run_openevolve(meter: Meter, seed_source: str, *, proposer_url: str, propose
     server = meter.serve()
     os.environ["HL_PEERS_METER"] = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        result = run_evolution(initial_program=seed_source,
-                               evaluator=str(PEERS_DIR / "openevolve_evaluator.py"),
-                               config=config, iterations=iterations,
-                               output_dir=str(run_dir / "openevolve"), cleanup=False)
+        with own_root_handlers():
+            result = run_evolution(initial_program=seed_source,
+                                   evaluator=str(PEERS_DIR / "openevolve_evaluator.py"),
+                                   config=config, iterations=iterations,
+                                   output_dir=str(run_dir / "openevolve"), cleanup=False)
     finally:
         server.shutdown()
         server.server_close()
     return result.best_code or seed_source
+
+
+@contextmanager
+def own_root_handlers() -> Iterator[None]:
+    """Remove (and close) the root logging handlers added inside the block. OpenEvolve adds a
+    file and a console handler to the root logger per run and never removes them, so in one
+    bench process every later run's lines went to every earlier run's log file too, and each
+    console line was printed once per run so far."""
+    root = logging.getLogger()
+    before = list(root.handlers)
+    try:
+        yield
+    finally:
+        for handler in [h for h in root.handlers if h not in before]:
+            root.removeHandler(handler)
+            handler.close()
 
 
 def run_system(system: str, meter: Meter, seed_source: str, base: dict[str, Any],

@@ -185,3 +185,25 @@ def test_the_cpu_scale_has_four_reasoning_types_and_qa_and_one_edit_format():
     assert base_config(cpu, ends, proxy, "musique", 0, {})["edit_format"] == "search_replace"
     assert base_config(full, ends, proxy, "musique", 0, {})["edit_format"] == "whole_program"
     assert base_config(full, ends, proxy, "rg:chain_sum", 0, {})["edit_format"] == "search_replace"
+
+
+def test_a_peers_root_log_handlers_leave_with_its_run(tmp_path) -> None:
+    """OpenEvolve adds root handlers per run: without this, a later run's lines land in an
+    earlier run's log file."""
+    import logging
+
+    from harness_learning_lab.bench.peers_systems import own_root_handlers
+
+    root, kept = logging.getLogger(), logging.NullHandler()
+    root.addHandler(kept)
+    try:
+        with own_root_handlers():
+            added = logging.FileHandler(tmp_path / "run1.log")
+            root.addHandler(added)
+            root.warning("during the run")
+        root.warning("after the run")
+        assert added not in root.handlers and kept in root.handlers
+        assert added.stream is None  # closed
+        assert (tmp_path / "run1.log").read_text() == "during the run\n"
+    finally:
+        root.removeHandler(kept)
