@@ -26,19 +26,26 @@ NOOP = ('<<<<<<< SEARCH\nclass State(TypedDict, total=False):\n=======\n'
         'class State(TypedDict, total=False):\n>>>>>>> REPLACE\n')
 
 
-def run(tmp_path, scripted, proposer, turns: int = 1):
+def run_with(tmp_path, model, turns: int = 1, size: int = 4):
+    """One round, one candidate from Proposer `model`, `size` feedback and selection problems
+    (scripted Solver): its view, its logged attempts and its proposal."""
     config = AdaptConfig(task="sums", run_dir=str(tmp_path / f"run{turns}"), rounds=1,
                          candidates=1, policy="best_valid", edit_format="search_replace",
-                         feedback=4, selection=4, concurrency=4,
+                         feedback=size, selection=size, concurrency=size,
                          repair_turns=turns).with_track_defaults("reasoning")
-    model = scripted(proposer)
-    ctx = AdapterContext.from_config(config, task=SumTask(6), solver=scripted(solver_rule),
-                                     proposer=model)
+    ctx = AdapterContext.from_config(config, task=SumTask(size + 2),
+                                     solver=ScriptedModel(solver_rule), proposer=model)
     final = asyncio.run(run_adaptation(config, context=ctx))
     with RunDir(config.path).open_store() as store:
         attempts = [e.payload for e in store.iter_events() if e.kind == "proposer_attempt"]
         [proposal] = list(store.iter_proposals())
-    return final["rounds"][0]["candidates"][0], attempts, proposal, model
+    return final["rounds"][0]["candidates"][0], attempts, proposal
+
+
+def run(tmp_path, scripted, proposer, turns: int = 1):
+    """`run_with` a scripted Proposer answering by rule `proposer`; the model comes back too."""
+    model = scripted(proposer)
+    return (*run_with(tmp_path, model, turns), model)
 
 
 def test_a_missed_search_is_repaired_with_the_closest_lines(tmp_path, scripted) -> None:
@@ -131,16 +138,7 @@ class FirstAnswerPinned:
 def test_a_real_proposer_answers_the_second_chance_turn(local_model_url, tmp_path, first,
                                                          attempt, told) -> None:
     model = FirstAnswerPinned(first)
-    config = AdaptConfig(task="sums", run_dir=str(tmp_path / "run"), rounds=1, candidates=1,
-                         policy="best_valid", edit_format="search_replace", feedback=2,
-                         selection=2, concurrency=2, repair_turns=1
-                         ).with_track_defaults("reasoning")
-    ctx = AdapterContext.from_config(config, task=SumTask(4), solver=ScriptedModel(solver_rule),
-                                     proposer=model)
-    final = asyncio.run(run_adaptation(config, context=ctx))
-    with RunDir(config.path).open_store() as store:
-        attempts = [e.payload for e in store.iter_events() if e.kind == "proposer_attempt"]
-        [proposal] = list(store.iter_proposals())
+    view, attempts, proposal = run_with(tmp_path, model, size=2)
     assert [a["attempt"] for a in attempts] == ["sample", attempt]
     turn = model.prompts[-1]
     assert told in turn[-1]["content"] and turn[-1]["role"] == "user"
@@ -148,5 +146,4 @@ def test_a_real_proposer_answers_the_second_chance_turn(local_model_url, tmp_pat
     assert shown_back == (attempt == "repair")  # a no-op is not shown back to be copied
     # the real model's answer is what was logged, checked and judged
     assert proposal.completion == attempts[1]["completion"] and proposal.completion.strip()
-    view = final["rounds"][0]["candidates"][0]
     assert view["invalid_kind"] == attempts[1]["invalid_kind"]

@@ -121,8 +121,9 @@ class AdaptConfig:
     repair_turns: int = _opt(0, help=(
         "Second chances per Proposer candidate: an unusable answer is shown its error and the "
         "program's closest lines and answered again; one that changes nothing or repeats a "
-        "judged version is sampled afresh (a no-op with a note that a copy is refused). 0 (the paper's protocol) turns both off; so does "
-        "`group_size` (a GRPO group's samples must all answer one prompt). The demo uses 1."))
+        "judged version is sampled afresh (a no-op with a note that a copy is refused). 0 "
+        "(the paper's protocol) turns both off; so does `group_size` (a GRPO group's samples "
+        "must all answer one prompt). The demo uses 1."))
     operators: str = _opt("none", help=(
         "Operator candidates each round, beside the Proposer's: auto (every registered "
         "building block that fits the current harness), none, or names such as "

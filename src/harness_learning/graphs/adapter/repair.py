@@ -70,6 +70,15 @@ def closest_lines(source: str, search: str) -> str:
     return "\n".join(lines[lo:hi])
 
 
+def with_no_op_note(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The request with `NO_OP_NOTE` at the end of its last message (once, however many
+    no-ops came back)."""
+    last = messages[-1]
+    if last["content"].endswith(NO_OP_NOTE):
+        return messages
+    return [*messages[:-1], {**last, "content": last["content"] + NO_OP_NOTE}]
+
+
 Sample = Callable[[list[dict[str, str]], int], Awaitable[Completion]]
 Judged = Callable[[Completion, str], Awaitable[Outcome]]
 
@@ -86,10 +95,8 @@ async def second_chances(messages: list[dict[str, str]], seed: int, parent_sourc
     outcome = await judged(completion, "sample")
     for turn in range(turns):
         if outcome.invalid_kind in RESAMPLED or await known(outcome):
-            if outcome.invalid_kind in RESAMPLED and not messages[-1]["content"].endswith(
-                    NO_OP_NOTE):
-                messages = [*messages[:-1], {**messages[-1],
-                                             "content": messages[-1]["content"] + NO_OP_NOTE}]
+            if outcome.invalid_kind in RESAMPLED:
+                messages = with_no_op_note(messages)
             completion = await sample(messages, seed + RESAMPLE_SEED * (turn + 1))
             outcome = await judged(completion, "resample")
         elif outcome.invalid_kind in REPAIRABLE:
