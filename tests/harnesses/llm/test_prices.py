@@ -1,5 +1,6 @@
-"""What a model call costs (harnesses/llm/prices.py): local models nothing, a spec's own
-`price_in`/`price_out`, else litellm's list; and the client records it on each completion."""
+"""What a model call costs (harnesses/llm/prices.py): a spec's own `price_in`/`price_out` on
+any model (a local one included), else nothing for a local model and litellm's list for the
+rest; and the client records it on each completion."""
 
 from __future__ import annotations
 
@@ -33,6 +34,13 @@ def test_local_models_are_free_and_unlisted_endpoints_unpriced() -> None:
     assert listed is not None and listed.input_per_m > 0 and listed.output_per_m > 0
 
 
+@pytest.mark.parametrize("spec", ["local?price_in=100&price_out=100",
+                                  "local:qwen2.5-coder-1.5b?price_in=100&price_out=100",
+                                  "local:smollm2-135m?price_out=100&price_in=100"])
+def test_a_price_stated_on_a_local_model_is_honoured(spec: str) -> None:
+    assert price_of(spec) == Price(100.0, 100.0), "a typed price must never be ignored"
+
+
 @pytest.mark.parametrize("transport", ["litellm", "direct"])
 def test_each_completion_carries_its_price(sim: SimServer, sim_config: Any,
                                            transport: str) -> None:
@@ -50,3 +58,13 @@ def test_an_unpriced_endpoint_leaves_the_cost_unknown(sim: SimServer, sim_config
 def test_the_real_local_model_costs_nothing(local_model_url: str) -> None:
     result = ModelClient("local").complete("What is 2 + 2? Answer with a number.")
     assert result.completion_tokens > 0 and result.cost == 0.0
+
+
+def test_the_real_local_model_is_charged_its_stated_price(local_model_url: str) -> None:
+    """`--solver 'local?price_in=100&price_out=100'` costs money, so `--max-cost-usd` can fire
+    on the demo's own models."""
+    client = ModelClient("local?price_in=100&price_out=100")
+    result = client.complete("What is 2 + 3? Answer with a number.")
+    want = (result.prompt_tokens * 100 + result.completion_tokens * 100) / 1e6
+    assert result.completion_tokens > 0 and result.cost == pytest.approx(want) and want > 0
+    assert client.stats.cost == pytest.approx(want)

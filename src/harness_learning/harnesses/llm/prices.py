@@ -1,10 +1,12 @@
 """What a model call costs, in USD: the one place a price is decided.
 
-Local models (`local`, `local:...`) cost nothing. A model spec may name its own price,
-`?price_in=0.15&price_out=0.6` in USD per million prompt and completion tokens: the way to
-price a model behind an `openai/NAME@URL` endpoint of one's own, which litellm's price list
-cannot know. Otherwise litellm's list prices the model by its name; a model it does not list
-has no known price (None), and a run with a $ budget refuses to start with it.
+A model spec may name its own price, `?price_in=0.15&price_out=0.6` in USD per million
+prompt and completion tokens: the way to price a model behind an `openai/NAME@URL` endpoint of
+one's own, which litellm's price list cannot know. A stated price is honoured on every model,
+local ones included (`local?price_in=100&price_out=100` makes a demo's `--max-cost-usd` fire):
+a price typed and then ignored would be a silent lie. Without one, local models (`local`,
+`local:...`) cost nothing, and litellm's list prices any other model by its name; a model it
+does not list has no known price (None), and a run with a $ budget refuses to start with it.
 """
 
 from __future__ import annotations
@@ -32,13 +34,11 @@ FREE = Price(0.0, 0.0)
 
 
 def stated_price(config: ModelConfig) -> Price | None:
-    """The price the config itself decides (local: free; `price_in`/`price_out`), else None:
-    known without importing litellm."""
-    if config.is_local:
-        return FREE
+    """The price the config itself decides (`price_in`/`price_out`, on any model; else free
+    for a local one), else None: known without importing litellm."""
     if config.price_in is not None or config.price_out is not None:
         return Price(config.price_in or 0.0, config.price_out or 0.0)
-    return None
+    return FREE if config.is_local else None
 
 
 def price_of(config: ModelConfig | str) -> Price | None:
