@@ -10,10 +10,10 @@ from typing import Any, Literal
 
 from harness_learning.graphs.adapter.racing import RaceRule
 from harness_learning.harnesses.contract import LINE_LIMIT
+from harness_learning.harnesses.edits.edit import EditFormat
 
 Policy = Literal["strict", "best_valid", "racing", "pareto"]
 Split = Literal["held_out", "paper"]
-EditFormat = Literal["search_replace", "whole_program"]
 Trace = Literal["none", "otel", "langchain"]
 
 TRACK_DEFAULTS: dict[str, dict[str, Any]] = {

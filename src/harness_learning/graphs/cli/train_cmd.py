@@ -155,7 +155,7 @@ def collect_edits(
     solver: Annotated[str, typer.Option(help="Solver that scores each candidate.")] = "local",
     feedback: Annotated[int | None, typer.Option(help="Feedback problems in the report (track default if unset).")] = None,
     selection: Annotated[int | None, typer.Option(help="Selection problems each candidate is scored on (track default if unset).")] = None,
-    edit_format: Annotated[str | None, typer.Option(help="search_replace or whole_program (track default if unset).")] = None,
+    edit_format: Annotated[str | None, typer.Option(help="search_replace, whole_program or function (track default if unset).")] = None,
     proposer_max_tokens: Annotated[int, typer.Option(help="Proposer completion limit.")] = 2048,
     temperature: Annotated[float, typer.Option(help="Proposer sampling temperature.")] = 0.7,
     seed: Annotated[int, typer.Option(help="Seed of problem sampling and Proposer samples.")] = 0,
