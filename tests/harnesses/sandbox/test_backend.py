@@ -12,8 +12,11 @@ from harness_learning.harnesses.sandbox import Worker
 from harness_learning.harnesses.sandbox.backend import (
     SandboxBackend,
     SandboxProcess,
+    applied,
     backend_class,
+    choice_line,
     get_backend,
+    ranked_backends,
     sandbox_backend,
 )
 from harness_learning.harnesses.sandbox.docker_backend import DockerBackend, docker_available
@@ -39,8 +42,51 @@ def test_the_built_in_backends_are_found_by_name():
     assert issubclass(LocalBackend, SandboxBackend) and LocalBackend.name == "local"
     assert DockerBackend.stdio_bridge and not LocalBackend.stdio_bridge
     assert DockerBackend.available() == docker_available()
-    expected = DockerBackend if docker_available() else LocalBackend
-    assert type(get_backend("auto")) is expected
+
+
+def test_auto_ranks_the_available_backends_by_the_protections_they_apply():
+    """On this machine: each available backend with its count of true protections (the
+    mechanism entries, bwrap and docker, not counted), most first, local first at a tie."""
+    counts = dict(ranked_backends())
+    assert counts["local"] == applied(LocalBackend().protections())
+    assert ("docker" in counts) is docker_available()
+    if docker_available():
+        assert counts["docker"] == applied(DockerBackend().protections())
+    best = "local" if counts["local"] >= max(counts.values()) else "docker"
+    assert get_backend("auto").name == best and ranked_backends()[0][0] == best
+    assert choice_line("auto").startswith(f"sandbox: {best} (auto: ")
+
+
+@pytest.fixture
+def fake_protections(monkeypatch):
+    """Make Docker available and set what each backend reports; the ranking is recomputed."""
+
+    def use(local: int, docker: int) -> None:
+        monkeypatch.setattr(DockerBackend, "available", classmethod(lambda cls: True))
+        for cls, count in ((LocalBackend, local), (DockerBackend, docker)):
+            table = {f"p{i}": i < count for i in range(20)} | {"bwrap": True, "docker": True}
+            monkeypatch.setattr(cls, "protections", lambda self, t=table: t)
+        ranked_backends.cache_clear()
+
+    yield use
+    ranked_backends.cache_clear()
+
+
+@pytest.mark.parametrize(("local", "docker", "chosen"), [
+    (12, 14, "docker"), (14, 12, "local"), (13, 13, "local")])
+def test_auto_takes_the_most_protections_and_local_at_a_tie(fake_protections, local, docker,
+                                                            chosen):
+    fake_protections(local, docker)
+    assert ranked_backends()[0] == (chosen, max(local, docker))
+    assert type(get_backend("auto")).name == chosen
+    assert choice_line("auto") == (f"sandbox: {chosen} (auto: the most protections applied; "
+                                   + ", ".join(f"{n} {c}" for n, c in ranked_backends()) + ")")
+
+
+def test_an_explicit_choice_is_said_as_asked():
+    line = choice_line("local")
+    assert line == f"sandbox: local (as asked; {applied(LocalBackend().protections())} " \
+                   "protections applied)"
 
 
 def test_an_unknown_backend_is_one_clear_error_listing_the_known_ones():

@@ -159,22 +159,100 @@ def test_an_unknown_architecture_has_no_profile():
 def test_the_backend_reports_each_protection():
     have = DockerBackend(client=object()).protections()
     for key in ("network_isolated", "read_only_root", "import_allowlist", "seccomp",
-                "userns_disabled", "shm_bounded", "cgroup_memory", "cgroup_pids", "cgroup_cpu"):
+                "userns_disabled", "shm_bounded", "cgroup_memory", "cgroup_pids", "cgroup_cpu",
+                "bounded_logs", "line_limit", "auto_remove", "orphan_sweep"):
         assert have[key] is True, key
+    # An engine that cannot be asked about its cgroups nests no container in a candidate's.
+    assert have["cgroup_per_candidate"] is False
+    assert DockerBackend(client=object(), use_cgroup=False).cgroups is None
 
 
-def test_the_attach_socket_writer_never_buffers():
-    """The client drains its writer when the transport buffers much; `write` sends it all."""
-    from harness_learning.harnesses.sandbox.docker_backend import _SocketWriter
+def test_containers_keep_no_log_are_removed_and_name_their_parent():
+    config = spec()
+    assert config["log_config"] == {"type": "none", "config": {}}
+    assert config["auto_remove"] is True
+    assert config["labels"]["harness-learning.parent"] == str(os.getpid())
+    assert "cgroup_parent" not in config
+
+
+def test_in_a_candidate_cgroup_the_group_holds_the_limits():
+    """Nested under the candidate's group, the container sets no memory, pids or CPU limit of
+    its own: the kernel then counts at the group, whose counters outlive the container."""
+    config = container_config(WORKER, Limits(), {}, "img", cgroup_parent="/harness-learning/w-1")
+    assert config["cgroup_parent"] == "/harness-learning/w-1"
+    assert not {"mem_limit", "memswap_limit", "pids_limit", "nano_cpus"} & set(config)
+
+
+def test_the_sweep_takes_only_containers_of_dead_parents_of_this_host():
+    import socket
+
+    from harness_learning.harnesses.sandbox.docker_care import orphaned
+
+    dead = 2 ** 22 + 12345  # above pid_max's default: no such process
+    host = socket.gethostname()
+    assert orphaned({"harness-learning.parent": str(dead), "harness-learning.host": host})
+    assert not orphaned({"harness-learning.parent": str(os.getpid()), "harness-learning.host": host})
+    assert not orphaned({"harness-learning.parent": str(dead), "harness-learning.host": "other"})
+    assert not orphaned({"harness-learning.parent": "x1", "harness-learning.host": host})
+
+
+def test_the_attach_socket_writer_sends_from_a_thread_of_its_own():
+    """The attach socket blocks: `write` only queues (the event loop never waits on the engine),
+    a thread sends in order, and `close` shuts the socket's sending side after the rest."""
+    import threading
+
+    from harness_learning.harnesses.sandbox.docker_stream import SocketWriter
 
     sent: list[bytes] = []
-    writer = _SocketWriter(type("Sock", (), {"sendall": lambda self, data: sent.append(data)})())
+    closed = threading.Event()
+    sock = type("Sock", (), {"sendall": lambda self, data: sent.append(data),
+                             "shutdown": lambda self, how: closed.set()})()
+    writer = SocketWriter(sock)
     writer.write(b"line\n")
-    assert sent == [b"line\n"] and writer.transport.get_write_buffer_size() == 0
+    writer.write(b"more\n")
+    writer.close()
+    assert closed.wait(5) and sent == [b"line\n", b"more\n"]
+    assert writer.transport.get_write_buffer_size() == 0
+
+
+def frame(stream: int, payload: bytes) -> bytes:
+    return struct.pack(">BxxxI", stream, len(payload)) + payload
+
+
+def test_the_stdout_reader_stops_at_the_bridge_line_limit():
+    """Past one stdout line of `line_bytes` the pump feeds nothing more (the reader has what it
+    needs to fail), while stderr still flows: an endless line never piles up in the parent."""
+    from harness_learning.harnesses.sandbox.docker_stream import pump
+
+    chunk = b"a" * 60_000
+    stream = frame(1, b'{"op": "ready"}\n') + b"".join(frame(1, chunk) for _ in range(40))
+    stream += frame(2, b"note")
+
+    class Sock:
+        def __init__(self) -> None:
+            self.data = stream
+
+        def recv(self, n: int) -> bytes:
+            out, self.data = self.data[:n], self.data[n:]
+            return out
+
+    async def go() -> tuple[bytes, int, bytes]:
+        out, err = asyncio.StreamReader(limit=100_000), asyncio.StreamReader()
+        await asyncio.to_thread(pump, Sock(), out, err, asyncio.get_running_loop(), 100_000)
+        await asyncio.sleep(0.05)
+        first = await out.readline()
+        held = len(out._buffer)
+        with pytest.raises(ValueError):
+            await out.readline()
+        return first, held, await err.read()
+
+    first, held, note = asyncio.run(go())
+    assert first == b'{"op": "ready"}\n' and note == b"note"
+    assert held <= 100_000 + len(chunk)  # of 2.4 MB written: one chunk past the limit at most
 
 
 def test_demux_splits_frames_across_reads():
-    frames = (struct.pack(">BxxxI", 1, 5) + b"hello" + struct.pack(">BxxxI", 2, 3) + b"err")
+    frames = frame(1, b"hello") + frame(2, b"err")
     demux = Demux()
     got = demux.feed(frames[:7]) + demux.feed(frames[7:12]) + demux.feed(frames[12:])
     assert got == [(1, b"hello"), (2, b"err")]

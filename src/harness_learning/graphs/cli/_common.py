@@ -110,3 +110,35 @@ def race_rule(text: str) -> Any:
         return RaceRule.from_dict(json.loads(text))
     except (ValueError, TypeError) as e:
         raise typer.BadParameter(f"--race: {e}") from e
+
+
+SANDBOX_HELP = ("Where harness code runs: auto (the available backend applying the most "
+                "protections; local at a tie), local or docker. Default: HARNESS_SANDBOX, "
+                "else auto.")
+
+
+def choose_sandbox(name: str) -> None:
+    """Apply `--sandbox` (it sets HARNESS_SANDBOX for this process, which the workers' backend
+    is read from) and say on stderr, in one line, which backend runs the harness. A backend
+    that is unknown or cannot start here is the command line's one error line (exit 2)."""
+    import os
+
+    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+    from harness_learning.harnesses.sandbox.backend import (
+        SANDBOX_ENV,
+        backend_class,
+        choice_line,
+        requested_backend,
+    )
+
+    if name:
+        os.environ[SANDBOX_ENV] = name
+    requested = requested_backend()
+    if requested != "auto":
+        with user_errors("--sandbox (or HARNESS_SANDBOX) takes auto, local or docker"):
+            available = backend_class(requested).available()
+        if not available:
+            raise CliError(f"the {requested} sandbox backend cannot start here",
+                           "for docker, `make sandbox-image` starts an engine and builds its "
+                           "image; or use --sandbox auto", EXIT_USAGE)
+    console.print(choice_line(requested), markup=False, highlight=False)

@@ -12,6 +12,8 @@ import typer
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import (
+    SANDBOX_HELP,
+    choose_sandbox,
     console,
     out,
     print_json_last,
@@ -38,12 +40,12 @@ def adapt(**options: Any) -> None:
     from harness_learning.graphs.cli.models_cmd import require_local_models
     from harness_learning.harnesses.llm.models import resolve_role
 
-    as_json = options.pop("as_json")
+    as_json, sandbox = options.pop("as_json"), options.pop("sandbox")
     config = _config_of(options.pop("ctx"), options.pop("config_file"), options)
     require_local_models(config.solver, resolve_role(config.proposer, "proposer"))
     with user_errors():
         config = prepare(config)
-    _run(config, resume=False, as_json=as_json)
+    _run(config, resume=False, as_json=as_json, sandbox=sandbox)
 
 
 def _config_of(ctx: typer.Context, config_file: Path | None, options: dict[str, Any]) -> AdaptConfig:
@@ -88,7 +90,9 @@ def _register_adapt() -> None:
         inspect.Parameter("config_file", keyword, annotation=Path | None,
                           default=typer.Option(None, "--config", help=CONFIG_HELP)),
         inspect.Parameter("as_json", keyword, annotation=bool,
-                          default=typer.Option(False, "--json", help="End with a JSON summary line."))]
+                          default=typer.Option(False, "--json", help="End with a JSON summary line.")),
+        inspect.Parameter("sandbox", keyword, annotation=str,
+                          default=typer.Option("", "--sandbox", help=SANDBOX_HELP))]
     adapt.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     adapt.__annotations__ = {p.name: p.annotation for p in params}
     app.command()(adapt)
@@ -157,12 +161,14 @@ def _check_agrees(values: dict[str, Any], config: AdaptConfig, config_file: Path
                        EXIT_USAGE)
 
 
-def _run(config, *, resume: bool, as_json: bool) -> dict:
-    """Check the inputs, run with the live view; returns the final state."""
+def _run(config, *, resume: bool, as_json: bool, sandbox: str = "") -> dict:
+    """Check the inputs, say which sandbox backend runs the harness, run with the live view;
+    returns the final state."""
     from harness_learning.graphs.cli.steer_cmd import drive
 
     with user_errors():
         task = check_inputs(config)
+    choose_sandbox(sandbox)
     return drive(config, resume=resume, as_json=as_json, task=task)
 
 

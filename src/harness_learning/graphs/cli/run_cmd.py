@@ -9,6 +9,8 @@ import typer
 
 from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import (
+    SANDBOX_HELP,
+    choose_sandbox,
     out,
     print_json_last,
     progress,
@@ -36,6 +38,7 @@ def run(
     tools: Annotated[list[str] | None, typer.Option("--tools", help="Your tool(s), module:attr or file.py:attr, or an MCP server's: 'mcp:COMMAND ARGS...' (stdio) or mcp+http://HOST:PORT/PATH (repeatable).")] = None,
     concurrency: Annotated[int, typer.Option(help="Problems in flight.")] = 4,
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
+    sandbox: Annotated[str, typer.Option(help=SANDBOX_HELP)] = "",
 ) -> None:
     """Run a harness on N problems of a task and print per-problem results and the mean."""
     from harness_learning.evals.registry import get_task
@@ -56,6 +59,7 @@ def run(
     source = read_harness(harness or the_task.seed)
     problems = the_task.dev() if split == "feedback" else the_task.test()
     problems = problems[:n] if n else problems
+    choose_sandbox(sandbox)
     summary, rows = run_async(_evaluate(the_task, source, problems, model, concurrency,
                                         user_tools))
     out.print(results_table(f"{task} · {split} · {len(rows)} problems", rows,

@@ -39,13 +39,17 @@ def __getattr__(name: str) -> Any:
 
 
 def sandbox_info() -> dict[str, Any]:
-    """Which protections a local worker gets on this machine, and whether Docker answers."""
+    """Which protections a local worker gets on this machine, whether Docker answers, the
+    backend `auto` picks and the count of protections each available backend applies."""
+    from harness_learning.harnesses.sandbox.backend import ranked_backends
     from harness_learning.harnesses.sandbox.docker_backend import docker_available
     from harness_learning.harnesses.sandbox.local import LocalBackend
 
     info: dict[str, Any] = LocalBackend().protections()
     info["docker"] = docker_available()
-    info["backend"] = "docker" if info["docker"] else "local"
+    ranked = ranked_backends()
+    info["backend"] = ranked[0][0] if ranked else "local"
+    info["applied"] = dict(ranked)
     return info
 
 

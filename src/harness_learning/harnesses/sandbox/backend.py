@@ -9,6 +9,7 @@ See docs/ARCHITECTURE.md, "Adding a sandbox backend".
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import subprocess
@@ -96,18 +97,60 @@ def backend_class(name: str) -> type[SandboxBackend]:
     if name not in _REGISTRY:
         known = ", ".join(sorted({*BUILTIN, *_REGISTRY}))
         raise ValueError(f"unknown sandbox backend {name!r}; known: {known}, or auto "
-                         "(set HARNESS_SANDBOX)")
+                         "(--sandbox or HARNESS_SANDBOX)")
     return _REGISTRY[name]
 
 
+SANDBOX_ENV = "HARNESS_SANDBOX"
+"""Which backend workers run on: local, docker, a registered name, or auto (the default);
+the `--sandbox` flag of `run` and `adapt` sets it."""
+
+MECHANISMS = frozenset({"bwrap", "docker"})
+"""Entries of `protections()` that name how a backend works, not what it protects: left out of
+the count `auto` ranks by (Docker's container gives what bubblewrap gives the local one)."""
+
+
+def applied(protections: dict[str, bool]) -> int:
+    """How many protections a backend applies: the true entries of its `protections()`."""
+    return sum(bool(on) for key, on in protections.items() if key not in MECHANISMS)
+
+
+@functools.cache
+def ranked_backends() -> tuple[tuple[str, int], ...]:
+    """The built-in backends that can start a worker here, as (name, protections applied),
+    most protections first; at a tie the local backend first (it needs no engine). Probes
+    the machine (bubblewrap, cgroups, the engine) once per process: blocking."""
+    found = [(name, applied(cls().protections())) for name in BUILTIN
+             if (cls := backend_class(name)).available()]
+    return tuple(sorted(found, key=lambda entry: (-entry[1], entry[0] != "local")))
+
+
+def requested_backend() -> str:
+    """The backend asked for in `HARNESS_SANDBOX` (auto when unset)."""
+    return os.environ.get(SANDBOX_ENV, "").strip() or "auto"
+
+
 def default_backend() -> SandboxBackend:
-    """From `HARNESS_SANDBOX`: local, docker, a registered name, or auto (Docker if it answers)."""
-    return get_backend(os.environ.get("HARNESS_SANDBOX", "auto"))
+    """From `HARNESS_SANDBOX`: local, docker, a registered name, or auto (`ranked_backends`)."""
+    return get_backend(requested_backend())
 
 
 def get_backend(name: str = "auto", **options: Any) -> SandboxBackend:
-    """`local`, `docker`, any registered name, or `auto` (Docker when an engine answers, else
-    local)."""
+    """`local`, `docker`, any registered name, or `auto`: the available backend that applies
+    the most protections (`ranked_backends`; local at a tie)."""
     if name == "auto":
-        name = "docker" if backend_class("docker").available() else "local"
+        name = ranked_backends()[0][0] if ranked_backends() else "local"
     return backend_class(name)(**options)
+
+
+def choice_line(name: str | None = None) -> str:
+    """One line saying which backend workers run on and why: the protections it applies, and
+    under `auto` those of the others it was ranked against. Blocking (probes the machine)."""
+    requested = name or requested_backend()
+    if requested != "auto":
+        count = applied(get_backend(requested).protections())
+        return f"sandbox: {requested} (as asked; {count} protections applied)"
+    ranked = ranked_backends()
+    others = "".join(f", {other} {count}" for other, count in ranked[1:])
+    return (f"sandbox: {get_backend('auto').name} (auto: the most protections applied; "
+            f"{ranked[0][0]} {ranked[0][1]}{others})" if ranked else "sandbox: local")

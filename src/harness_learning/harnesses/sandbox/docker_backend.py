@@ -17,8 +17,14 @@ stdout (`HARNESS_BRIDGE_FD=stdio`: it keeps private copies of fds 0/1 and points
 stderr, so harness prints cannot corrupt the bridge). The attach socket multiplexes stdout and
 stderr in frames (8-byte header: stream, 0, 0, 0, big-endian length), which `Demux` splits.
 
-What Docker does not give: one cgroup per candidate. Each `tools.python` call is its own
-container with its own limits (`Limits.for_python`), not a share of its candidate's.
+The engine keeps no log of a container (`log_driver: none`: what the worker writes reaches the
+parent only through the attach socket, read with the local backend's bounds: the bridge's line
+limit, `Limits.bridge_line_bytes`, and the capped stdout/stderr buffers), removes it when it
+exits, and labels it with the parent's pid, so the containers of a parent killed outright are
+swept at the next start (`docker_care`). Where the engine nests containers under a cgroup path
+(cgroupfs driver, cgroup v1), each candidate gets one cgroup holding its limits, with its
+`tools.python` containers in child groups, as on the local backend; elsewhere each container
+has its own limits only, and `protections()` says so (`cgroup_per_candidate`).
 """
 
 from __future__ import annotations
@@ -26,31 +32,39 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import os
-import struct
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
-from harness_learning.harnesses.sandbox import seccomp
+from harness_learning.harnesses.sandbox import docker_care, seccomp
 from harness_learning.harnesses.sandbox.backend import (
     SandboxBackend,
     SandboxProcess,
     sandbox_backend,
 )
-from harness_learning.harnesses.sandbox.cgroups import Usage
+from harness_learning.harnesses.sandbox.cgroups import CANDIDATE_GROUP, Group, Spec, Usage
+from harness_learning.harnesses.sandbox.docker_stream import (  # noqa: F401  (Demux: its tests)
+    Demux,
+    SocketWriter,
+    exit_waiter,
+    pump,
+)
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.local import (
     ETC_FILES,
     SCRATCH,
     SYSTEM_DIRS,
     TMPFS_BYTES,
+    _file_work,
     base_env,
     view_mounts,
 )
-from harness_learning.harnesses.sandbox.protocol import MAX_MESSAGE_BYTES
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_IMAGE = "harness-learning-sandbox:latest"
 """The skeleton that `harness-learn sandbox build-image` imports (`image.py`; any small Linux
@@ -132,11 +146,15 @@ def mount_list(binds: list[tuple[str, str]], tmpfs: list[tuple[str, tuple[int, i
 
 
 def container_config(args: list[str], limits: Limits, env: dict[str, str], image: str,
-                     python: str | None = None) -> dict[str, Any]:
+                     python: str | None = None, cgroup_parent: str | None = None,
+                     ) -> dict[str, Any]:
     """Keyword arguments of `client.containers.create` for one sandbox process: `python -s
-    <args>` (this machine's interpreter) under the protections above."""
+    <args>` (this machine's interpreter) under the protections above. File work (the binds
+    are resolved on disk): call it in a thread from an event loop. With `cgroup_parent` (a
+    group of ours holding the limits) the container sets no memory, pids or CPU limit of its
+    own: the group's counters then name the limit that ended it, and outlive it."""
     binds, hidden = filesystem_binds()
-    return {
+    config = {
         "image": image,
         "command": [python or sys.executable, "-s", *args],
         "environment": base_env(SCRATCH, env),
@@ -164,31 +182,23 @@ def container_config(args: list[str], limits: Limits, env: dict[str, str], image
         # its end, waited for an EOF that never came and every call timed out.
         "tty": False,
         "detach": False,
-        "auto_remove": False,
+        "auto_remove": True,
+        # No log of the container's output: the parent reads it, bounded, from the attach
+        # socket, while a json-file log grew with all of it on the host's disk.
+        "log_config": {"type": "none", "config": {}},
+        "labels": docker_care.labels(os.getpid()),
     }
-
-
-class Demux:
-    """Split Docker's multiplexed attach stream into stdout and stderr payloads."""
-
-    def __init__(self) -> None:
-        self.buffer = bytearray()
-
-    def feed(self, data: bytes) -> list[tuple[int, bytes]]:
-        self.buffer += data
-        frames = []
-        while len(self.buffer) >= 8:
-            stream, length = self.buffer[0], struct.unpack(">I", self.buffer[4:8])[0]
-            if len(self.buffer) < 8 + length:
-                break
-            frames.append((stream, bytes(self.buffer[8:8 + length])))
-            del self.buffer[:8 + length]
-        return frames
+    if cgroup_parent is not None:
+        config["cgroup_parent"] = cgroup_parent
+        for key in ("mem_limit", "memswap_limit", "nano_cpus", "pids_limit"):
+            del config[key]
+    return config
 
 
 @dataclass
 class _Proc:
-    """The parts of `asyncio.subprocess.Process` the sandbox client uses."""
+    """The parts of `asyncio.subprocess.Process` the sandbox client uses. The exit is awaited
+    from before the container starts (`waiter`): the engine removes it once it exits."""
 
     container: Any
     stdin: Any
@@ -196,14 +206,25 @@ class _Proc:
     stderr: asyncio.StreamReader
     returncode: int | None = None
     pid: int = 0
+    waiter: asyncio.Future | None = None
 
     def kill(self) -> None:
+        """Ask the engine to kill the container: an HTTP call, so in a thread on a loop."""
+        _file_work(self._kill)
+
+    def _kill(self) -> None:
         with contextlib.suppress(Exception):
             self.container.kill()
 
     async def wait(self) -> int:
-        result = await asyncio.to_thread(self.container.wait)
-        self.returncode = int(result.get("StatusCode", -1))
+        if self.returncode is not None:
+            return self.returncode
+        try:
+            result = await (self.waiter if self.waiter is not None
+                            else asyncio.to_thread(self.container.wait))
+            self.returncode = int(result.get("StatusCode", -1))
+        except Exception:  # removed before a wait was registered: the code is unknown
+            self.returncode = -1
         return self.returncode
 
 
@@ -212,6 +233,8 @@ class DockerProcess(SandboxProcess):
     proc: _Proc
     protections: dict[str, bool] = field(default_factory=dict)
     limit_hit: str | None = None
+    group: Group | None = None
+    """The candidate's cgroup (or a `tools.python` call's child of it) the container is in."""
 
     @property
     def pid(self) -> int:
@@ -219,23 +242,36 @@ class DockerProcess(SandboxProcess):
 
     def kill(self) -> None:
         self.proc.kill()
+        if self.group is not None:
+            _file_work(self.group.kill)
 
     def usage(self) -> Usage:
-        """The container's cgroup as the engine reports it: whether its OOM killer ended the
-        container (asked only once it has exited; blocking, so call it in a thread)."""
+        """What the group counted (as on the local backend), and whether the engine saw its
+        OOM killer end the container (while the engine still holds it): blocking, so call it in
+        a thread, once the container has exited."""
+        counted = self.group.usage() if self.group is not None else Usage()
         if self.proc.returncode is None:
-            return Usage()
+            return counted
         try:
             self.proc.container.reload()
             killed = bool(self.proc.container.attrs.get("State", {}).get("OOMKilled"))
         except Exception:
-            return Usage()
-        return Usage(oom_kills=int(killed))
+            return counted
+        return replace(counted, oom_kills=max(counted.oom_kills, int(killed)))
 
     async def cleanup(self) -> None:
         self.kill()
         with contextlib.suppress(Exception):
             await asyncio.to_thread(self.proc.container.remove, force=True)
+        if self.proc.waiter is not None:
+            with contextlib.suppress(Exception, asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.proc.waiter), 5)
+        if self.group is not None:
+            for _ in range(100):
+                if await asyncio.to_thread(docker_care.remove_group, self.group):
+                    break
+                self.kill()
+                await asyncio.sleep(0.05)
 
 
 @sandbox_backend("docker")
@@ -248,71 +284,95 @@ class DockerBackend(SandboxBackend):
     def available(cls) -> bool:
         return docker_available()
 
-    def __init__(self, image: str = DEFAULT_IMAGE, client: Any = None) -> None:
+    def __init__(self, image: str = DEFAULT_IMAGE, client: Any = None,
+                 use_cgroup: bool | None = None) -> None:
         self.image = image
         self._client = client
+        self._use_cgroup = use_cgroup
+        self._swept = False
 
     @property
     def client(self) -> Any:
+        """The engine's client (blocking to make: call from a thread on an event loop)."""
         if self._client is None:
             import docker
 
             self._client = docker.from_env()
         return self._client
 
+    @functools.cached_property
+    def cgroups(self) -> Any:
+        """Where candidate groups are made, or None where the engine cannot nest containers
+        under them (asks the engine: blocking)."""
+        if self._use_cgroup is False:
+            return None
+        try:
+            return docker_care.engine_cgroups(self.client)
+        except Exception:
+            return None
+
     def protections(self) -> dict[str, bool]:
+        """What is applied here. Blocking the first time (asks the engine about cgroups)."""
+        per_candidate = self.cgroups is not None
         return {"rlimits": True, "bwrap": False, "network_isolated": True, "read_only_root": True,
                 "import_allowlist": True, "seccomp": True, "userns_disabled": True,
                 "shm_bounded": True, "cgroup_pids": True, "cgroup_memory": True,
-                "cgroup_cpu": True, "scrubbed_env": True, "docker": True}
+                "cgroup_cpu": True, "cgroup_per_candidate": per_candidate,
+                "scrubbed_env": True, "bounded_logs": True,
+                "line_limit": True, "auto_remove": True, "orphan_sweep": True, "docker": True}
+
+    def _group(self, limits: Limits, within: Group | None) -> Group | None:
+        """The container's cgroup: a child of `within` (a `tools.python` call's candidate),
+        else a new candidate group; None where the engine cannot nest under one."""
+        if self.cgroups is None:
+            return None
+        spec = Spec(limits.memory_mb << 20, limits.pids, limits.cpu_cores)
+        return within.child(spec) if within is not None else self.cgroups.make(spec)
+
+    def _create(self, args: list[str], limits: Limits, env: dict[str, str],
+                within: Group | None) -> tuple[Any, Group | None]:
+        """(container, its group), created but not started. Blocking: engine calls and file
+        work (the binds resolved on disk, cgroup files), so it runs in a thread."""
+        if not self._swept:
+            self._swept = True
+            docker_care.sweep_orphans(self.client)
+        group = self._group(limits, within)
+        parent = docker_care.parent_path(group) if group is not None else None
+        try:
+            config = container_config(args, limits, env, self.image, cgroup_parent=parent)
+            return self.client.containers.create(**config), group
+        except BaseException:
+            if group is not None:
+                docker_care.remove_group(group)
+            raise
 
     async def spawn(self, args: list[str], limits: Limits, env: dict[str, str], *,
-                    pass_fds: tuple[int, ...] = (), stdin: Any = None) -> DockerProcess:
-        config = container_config(args, limits, env, self.image)
-        container = await asyncio.to_thread(self.client.containers.create, **config)
-        sock = await asyncio.to_thread(
-            container.attach_socket, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
-        await asyncio.to_thread(container.start)
+                    pass_fds: tuple[int, ...] = (), stdin: Any = None,
+                    within: Group | None = None) -> DockerProcess:
+        """Start `python <args>` in a fresh container; `within` (default: the candidate whose
+        tool call this is) puts it in that candidate's cgroup. Nothing here blocks the event
+        loop: every engine call and file access runs in a thread."""
+        group_in = within if within is not None else CANDIDATE_GROUP.get()
+        container, group = await asyncio.to_thread(self._create, args, limits, env, group_in)
+        try:
+            sock = await asyncio.to_thread(
+                container.attach_socket,
+                params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            waiter = exit_waiter(container)
+            await asyncio.to_thread(container.start)
+        except BaseException:
+            await DockerProcess(_Proc(container, None, None, None), group=group).cleanup()
+            raise
         loop = asyncio.get_running_loop()
-        out, err = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES), asyncio.StreamReader()
+        out = asyncio.StreamReader(limit=limits.bridge_line_bytes)
+        err = asyncio.StreamReader()
         raw = getattr(sock, "_sock", sock)
-        threading.Thread(target=_pump, args=(raw, out, err, loop), daemon=True).start()
-        proc = _Proc(container, _SocketWriter(raw), out, err)
-        return DockerProcess(proc, self.protections())
-
-
-class _SocketWriter:
-    """A minimal stream writer over the attach socket (the worker's stdin)."""
-
-    def __init__(self, sock: Any) -> None:
-        self.sock = sock
-
-    @property
-    def transport(self) -> _SocketWriter:
-        """The client asks its writer's transport how much is buffered; `write` sends all of
-        it at once, so nothing ever is."""
-        return self
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def write(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    async def drain(self) -> None:
-        return None
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(1)
-
-
-def _pump(sock: Any, out: asyncio.StreamReader, err: asyncio.StreamReader,
-          loop: asyncio.AbstractEventLoop) -> None:
-    demux = Demux()
-    while data := sock.recv(65536):
-        for stream, payload in demux.feed(data):
-            target = out if stream == 1 else err
-            loop.call_soon_threadsafe(target.feed_data, payload)
-    loop.call_soon_threadsafe(out.feed_eof)
-    loop.call_soon_threadsafe(err.feed_eof)
+        threading.Thread(target=pump, args=(raw, out, err, loop, limits.bridge_line_bytes),
+                         daemon=True).start()
+        proc = _Proc(container, SocketWriter(raw), out, err, waiter=waiter)
+        process = DockerProcess(proc, self.protections(), group=group)
+        if group is not None and not await asyncio.to_thread(docker_care.nested, group,
+                                                             container.id):
+            logger.warning("the engine did not nest container %s in its candidate cgroup; "
+                           "its own limits only", container.id[:12])
+        return process
