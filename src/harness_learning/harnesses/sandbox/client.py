@@ -32,6 +32,7 @@ from harness_learning.harnesses.sandbox.problem_run import ProblemRun, RunObserv
 from harness_learning.harnesses.sandbox.protocol import (
     BRIDGE_FD_ENV,
     LIMITS_ENV,
+    WAIT_OPS,
     decode,
     encode,
 )
@@ -163,30 +164,35 @@ class Worker:
         self.shape = reply.get("graph")
 
     async def run(self, problem_id: str, inputs: dict[str, Any], timeout: float | None = None,
-                  observer: RunObserver | None = None) -> ProblemResult:
+                  observer: RunObserver | None = None, deadline: float | None = None,
+                  ) -> ProblemResult:
         """Run one problem; never raises for harness faults (they are in the outcome). With
-        an `observer` (a served run) the worker streams its steps and tags its tool calls."""
+        an `observer` (a served run) the worker streams its steps and tags its tool calls.
+        Its time is `timeout` plus its waits on the parent's Solver and retriever, up to
+        `Limits.problem_wait_s`; a `deadline` (a `time.perf_counter()` reading: its
+        evaluation's, see `Limits.round_s`) stops it sooner. Either ends it as a timeout."""
         timeout = self.limits.problem_timeout_s if timeout is None else timeout
+        wait_s = self.limits.problem_wait_s(timeout)
         rid = f"{problem_id}#{next(self._ids)}"
         context = copy_context() if getattr(self.toolbox, "tracer", None) is not None else None
-        run = ProblemRun(problem_id, asyncio.get_running_loop().create_future(), observer=observer,
-                         trace_left=self._trace.problem_bytes, context=context)
+        run = ProblemRun(problem_id, asyncio.get_running_loop().create_future(), timeout=timeout,
+                         wait_s=wait_s, observer=observer, trace_left=self._trace.problem_bytes,
+                         context=context)
         served = {"config": observer.config} if observer is not None else {}
-        t0 = time.perf_counter()
+        t0 = run.started
         if self._death is not None:
             return ProblemResult(problem_id, error=self._death[1], error_kind=self._death[0])
         self._runs[rid] = run
         before = await self._usage()
         try:
             await self._send({"op": "run", "run": rid, "inputs": inputs, "timeout": timeout,
-                              **served})
-            message = await run.wait(t0, timeout + GRACE_S)
+                              "wait_s": wait_s, **served})
+            message = await run.wait(GRACE_S, float("inf") if deadline is None else deadline)
         except asyncio.CancelledError:  # the caller gave up (a served run's stream was dropped)
             self._spawn(self._send_quietly({"op": "cancel", "run": rid}))
             raise
         except TimeoutError:
-            message = Verdict("timeout", f"wall-clock limit: the problem ran past its {timeout:g} s "
-                                         "(Limits.problem_timeout_s) and the worker did not answer")
+            message = Verdict("timeout", run.late_text(GRACE_S, " and the worker did not answer"))
             with contextlib.suppress(Exception):
                 await self._send({"op": "cancel", "run": rid})
         except OSError as exc:  # the worker went away between runs
@@ -285,6 +291,7 @@ class Worker:
         run = self._runs.get(rid)
         if run is not None and not run.done:
             self._count_call(rid, run, tool)
+            self._check_time(rid, run)
         if run is None or run.done or run.future.done():
             over = "no such run" if run is None else "the run is over"
             reply: dict[str, Any] = {"ok": False, "kind": "cancelled", "error": over}
@@ -298,6 +305,8 @@ class Worker:
             self._record(run, tool, args, None, reply["error"], 0.0, meta={"kind": "tool"})
         else:
             reply = await self._call_tool(run, tool, args, message)
+            if self._check_time(rid, run):
+                reply = {"ok": False, "kind": "cancelled", "error": "the run is over"}
         with contextlib.suppress(Exception):
             await self._send({"op": "reply", "id": call_id, **reply})
 
@@ -308,10 +317,14 @@ class Worker:
         CANDIDATE_GROUP.set(getattr(self.process, "group", None))
         gate = self._python_gate if tool == "python" else contextlib.nullcontext()
         t0 = time.perf_counter()
-        run.pause()
+        off_clock = tool in WAIT_OPS
+        if off_clock:
+            run.pause()
         try:
             async with gate:
-                call = self.toolbox.call(tool, args)
+                default = getattr(self.toolbox, "python_limits", self.limits).python_timeout_s
+                call = self.toolbox.call(tool, run.python_args(args, default)
+                                         if tool == "python" else args)  # capped by its time
                 if run.observer is not None:  # a served run: the caller's callbacks see it
                     call = run.observer.tool_call(tool, args, message.get("node"), call)
                 out = await call
@@ -332,7 +345,8 @@ class Worker:
             self._record(run, tool, args, None, error, time.perf_counter() - t0, meta={"kind": kind})
             return {"ok": False, "kind": kind, "error": error}
         finally:
-            run.unpause()
+            if off_clock:
+                run.unpause()
 
     def _record(self, run: ProblemRun, tool: str, args: dict[str, Any], result: Any, error: str | None,
                 latency: float, tokens: int = 0, cached: bool = False,
@@ -348,11 +362,18 @@ class Worker:
         if over is not None:
             self._stop_run(rid, run, over)
 
-    def _stop_run(self, rid: str, run: ProblemRun, reason: str) -> None:
+    def _check_time(self, rid: str, run: ProblemRun) -> bool:
+        """Whether the run is over; a call made or ended past the problem's time ends it
+        as a timeout, whatever it answers next (the worker's clock may lag a moment)."""
+        if not run.done and run.left_s() <= 0:
+            self._stop_run(rid, run, run.late_text(), "timeout")
+        return run.future.done()
+
+    def _stop_run(self, rid: str, run: ProblemRun, reason: str, kind: str = "harness") -> None:
         """End a run as the harness's fault, whatever its code does next: the parent records
         the reason now and the worker is told to drop the run."""
         if not run.future.done():
-            run.future.set_result(Verdict("harness", reason))
+            run.future.set_result(Verdict(kind, reason))
         self._spawn(self._send_quietly({"op": "cancel", "run": rid}))
 
     async def _send_quietly(self, message: dict[str, Any]) -> None:

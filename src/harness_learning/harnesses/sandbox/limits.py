@@ -18,11 +18,15 @@ class Limits:
     Docker (a full scratch is a full disk to the harness); elsewhere the parent measures it
     twice a second and kills the worker past it.
 
-    A problem's clock stops while its tool calls are served (a busy endpoint is not the
-    harness's fault), so a harness that keeps calling tools would run until the candidate's
-    wall-clock limit: `llm_calls_per_problem` caps its Solver calls (the bill) and
-    `tool_calls_per_problem` all its tool calls (the time). Past either, the problem ends as
-    the harness's fault.
+    A problem's wall time counts everything its code does, its `tools.python` runs included
+    (each run's own wall limit is its `timeout`, capped by the problem's time left). The
+    clock stops only while the parent serves its Solver, retriever and user-tool calls (a
+    busy endpoint is not the harness's fault), and for at most `problem_wait_factor` x
+    `problem_timeout_s` in all (`problem_wait_s`): past that, waiting counts too. So no
+    problem holds its worker past `problem_timeout_s` plus its bounded waits, and no
+    evaluation holds a round past `round_s` (its problems' times and waits added up).
+    `llm_calls_per_problem` caps its Solver calls (the bill) and `tool_calls_per_problem` all
+    its tool calls; past either, the problem ends as the harness's fault.
 
     Per candidate (one cgroup holds the worker and every process it or its `tools.python`
     calls start, where a cgroup can be made): `memory_mb` bounds their memory together (tmpfs
@@ -59,6 +63,7 @@ class Limits:
     python_memory_mb: int = 1024
     llm_calls_per_problem: int = 64
     tool_calls_per_problem: int = 256
+    problem_wait_factor: float = 4.0
     shm_mb: int = 16
     cpu_cores: float = 1.0
     python_concurrency: int = 2
@@ -85,12 +90,24 @@ class Limits:
             python_timeout_s=wall, python_memory_mb=self.python_memory_mb,
             llm_calls_per_problem=self.llm_calls_per_problem,
             tool_calls_per_problem=self.tool_calls_per_problem,
+            problem_wait_factor=self.problem_wait_factor,
             shm_mb=min(self.shm_mb, 16), cpu_cores=min(self.cpu_cores, 1.0),
             python_concurrency=self.python_concurrency, tool_arg_bytes=self.tool_arg_bytes,
             tool_result_bytes=self.tool_result_bytes, trace_arg_chars=self.trace_arg_chars,
             trace_call_bytes=self.trace_call_bytes, trace_problem_bytes=self.trace_problem_bytes,
             trace_candidate_bytes=self.trace_candidate_bytes,
         )
+
+    def problem_wait_s(self, timeout_s: float | None = None) -> float:
+        """How long a problem with `timeout_s` (default `problem_timeout_s`) may wait on the
+        parent's Solver and retriever off its clock, in all."""
+        return self.problem_wait_factor * (timeout_s or self.problem_timeout_s)
+
+    def round_s(self, problems: int, timeout_s: float | None = None) -> float:
+        """The longest an evaluation of `problems` may take from its first run: each problem's
+        time and its bounded waits, one after another (concurrency only makes it shorter)."""
+        timeout_s = timeout_s or self.problem_timeout_s
+        return problems * (timeout_s + self.problem_wait_s(timeout_s))
 
     @property
     def bridge_line_bytes(self) -> int:

@@ -1,6 +1,6 @@
 """The bridge protocol: newline-delimited JSON over a Unix socket inherited by the worker.
 
-Parent -> worker: `load` {source, line_limit}; `run` {run, inputs, timeout, config?}; `reply`
+Parent -> worker: `load` {source, line_limit}; `run` {run, inputs, timeout, wait_s, config?}; `reply`
 {id, ok, result | kind, error}; `cancel` {run}; `close`.
 Worker -> parent: `ready` {pid, import_s}; `loaded` {ok, invalid? | graph}; `call` {id, run,
 tool, args, node?}; `step` {run, step, tasks, values, next} (only for a run sent with a
@@ -18,6 +18,11 @@ MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 
 BRIDGE_FD_ENV = "HARNESS_BRIDGE_FD"
 LIMITS_ENV = "HARNESS_LIMITS"
+
+WAIT_OPS = frozenset({"llm", "chat", "search", "tool"})
+"""Bridge ops whose wait is the parent's (the Solver, the retriever, the user's tools): off
+the problem's clock, for at most `Limits.problem_wait_s` in all. A `tools.python` run is the
+harness's own work and counts."""
 
 # Reply kinds: how a failed tool call reaches harness code.
 TOOL, INFRA, BUDGET, CANCELLED = "tool", "infra", "budget", "cancelled"

@@ -29,6 +29,7 @@ from harness_learning.harnesses.sandbox.protocol import (
     BRIDGE_FD_ENV,
     LIMITS_ENV,
     REPLY_ERRORS,
+    WAIT_OPS,
     BudgetAbort,
     Cancelled,
     InfraAbort,
@@ -64,31 +65,42 @@ class RunState:
     filename: str
     config: dict[str, Any] | None = None
     """Set for a served run: its config, and the state is streamed after each step."""
+    wait_s: float = 0.0
+    """How long its calls in `WAIT_OPS` may wait on the parent off its clock, in all."""
     done: bool = False
     abort: tuple[str, str] | None = None
     pending: set[int] = field(default_factory=set)
+    waiting: set[int] = field(default_factory=set)
     injected: int = 0
+    waited: float = 0.0
     paused_since: float | None = None
     clock: threading.Lock = field(default_factory=threading.Lock)
 
-    def pause(self, call_id: int) -> None:
-        """The problem's clock stops while it waits on the parent: a slow or busy model
-        endpoint is not the harness's fault (the candidate's wall limit still bounds it)."""
+    def pause(self, call_id: int, off_clock: bool) -> None:
+        """A call is in flight; for a call the parent serves (`off_clock`: the Solver, the
+        retriever) the problem's clock stops, as a slow or busy endpoint is not the harness's
+        fault, but only for `wait_s` in all. A `tools.python` run counts."""
         with self.clock:
-            if not self.pending:
-                self.paused_since = time.monotonic()
             self.pending.add(call_id)
+            if off_clock:
+                if not self.waiting:
+                    self.paused_since = time.monotonic()
+                self.waiting.add(call_id)
 
     def unpause(self, call_id: int) -> None:
         with self.clock:
             self.pending.discard(call_id)
-            if not self.pending and self.paused_since is not None:
-                self.deadline += time.monotonic() - self.paused_since
-                self.paused_since = None
+            if call_id in self.waiting:
+                self.waiting.discard(call_id)
+                if not self.waiting and self.paused_since is not None:
+                    self.waited += time.monotonic() - self.paused_since
+                    self.paused_since = None
 
     def late(self, now: float) -> bool:
+        """Past its limit: its own time plus its waits on the parent, as far as `wait_s`."""
         with self.clock:
-            return not self.done and not self.pending and now > self.deadline
+            waited = self.waited + (0.0 if self.paused_since is None else now - self.paused_since)
+            return not self.done and now > self.deadline + min(waited, self.wait_s)
 
 
 class Bridge:
@@ -128,7 +140,7 @@ class Bridge:
                             f"{self.max_args_bytes} allowed (Limits.tool_arg_bytes)")
         event, slot = threading.Event(), []
         self.waiting[call_id] = (event, slot)
-        run.pause(call_id)
+        run.pause(call_id, tool in WAIT_OPS)
         try:
             self.send(data)
             event.wait()
@@ -201,7 +213,7 @@ class HarnessHost:
         config = message.get("config")
         run = RunState(rid, dict(message["inputs"]), time.monotonic() + float(message["timeout"]),
                        f"<harness run {rid}>", graph_shape.run_config(config) if isinstance(config, dict)
-                       else None)
+                       else None, wait_s=float(message.get("wait_s", 0.0)))
         with self.lock:
             self.runs[rid] = run
         ctx = contextvars.Context()
@@ -277,7 +289,9 @@ class HarnessHost:
             for run in runs:
                 if run.late(now):
                     self.finish(run, {"error": "wall-clock limit: the problem ran past its "
-                                               "time (Limits.problem_timeout_s)",
+                                               "time (Limits.problem_timeout_s; its tools.python "
+                                               "runs count, its Solver and retriever waits only "
+                                               "past Limits.problem_wait_factor x that)",
                                       "error_kind": "timeout"})
                 if run.done and run.injected < 100 and interrupt(run.filename):
                     run.injected += 1
