@@ -157,3 +157,41 @@ def test_real_local_model_through_the_sandbox():
     assert 0 < r.calls[0].meta["completion_tokens"] <= 48
     assert r.calls[0].result.rsplit("Answer:", 1)[-1].strip() == r.answer or "Answer:" not in r.calls[0].result
     assert r.score in (0.0, 1.0)
+
+
+STUCK_IN_C = """
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+class State(TypedDict, total=False):
+    question: str
+    answer: str
+
+def build_graph(tools):
+    def node(state):
+        return {"answer": str(sum(range(10 ** 13)))}
+    g = StateGraph(State)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    g.add_edge("node", END)
+    return g
+"""
+
+
+def test_an_evaluation_ends_by_its_round_deadline():
+    """A harness stuck in C code holds the GIL, so the worker cannot time itself out and each
+    problem would hold the round for its limit plus the parent's grace. The evaluation's
+    deadline (`Limits.round_s`) ends the one running and the rest never start: all timeouts,
+    scored 0. (Generous bound: without the deadline the round takes 3 x 6 s.)"""
+    from dataclasses import replace
+
+    from harness_learning.harnesses.sandbox.client import GRACE_S
+
+    limits = replace(LIMITS, problem_timeout_s=1.0, problem_wait_factor=0.5)
+    t0 = time.perf_counter()
+    result = evaluate_sync(STUCK_IN_C, problems(3), SumTask(), Toolbox(), limits=limits,
+                           concurrency=1)
+    took = time.perf_counter() - t0
+    assert [r.error_kind for r in result.results] == ["timeout"] * 3, result.results
+    assert all(r.score == 0.0 and "Limits.round_s" in r.error for r in result.results)
+    assert took < 3 * (limits.problem_timeout_s + GRACE_S), took

@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import inspect
 import math
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -21,6 +22,9 @@ from harness_learning.harnesses.compiler import HarnessInvalid, check_source
 from harness_learning.harnesses.contract import LINE_LIMIT
 from harness_learning.harnesses.results import UNSCORED, ErrorKind, ProblemResult
 from harness_learning.harnesses.sandbox import Limits, Worker, WorkerPool
+
+ROUND_OVER = ("wall-clock limit: the evaluation ran past its time (Limits.round_s: its problems' "
+              "Limits.problem_timeout_s and bounded waits added up) before this problem started")
 
 OnResult = Callable[[ProblemResult], Awaitable[None] | None]
 
@@ -42,7 +46,9 @@ async def evaluate(
 
     An invalid source gives every problem error_kind "invalid" (with the reason) without
     running any. Infra failures and budget stops are reported unscored (score None). With a
-    `pool`, its workers' limits apply; `limits` then sets only the per-problem timeout."""
+    `pool`, its workers' limits apply; `limits` then sets only the per-problem timeout. No
+    evaluation holds its worker past `Limits.round_s` from its first run: what is still
+    running or waiting then ends as a timeout."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     limits = limits or Limits()
@@ -71,10 +77,16 @@ async def evaluate(
             failed = ProblemResult(error=f"the sandbox failed: {exc}", error_kind=ErrorKind.INFRA)
             return await _all_failed(problems, failed, on_result)
         gate = asyncio.Semaphore(concurrency)
+        timeout = limits.problem_timeout_s
+        deadline = time.perf_counter() + worker.limits.round_s(len(problems), timeout)
 
         async def one(problem: Problem) -> ProblemResult:
             async with gate:
-                outcome = await worker.run(problem.id, dict(problem.inputs), limits.problem_timeout_s)
+                if time.perf_counter() < deadline:
+                    outcome = await worker.run(problem.id, dict(problem.inputs), timeout,
+                                               deadline=deadline)
+                else:
+                    outcome = ProblemResult(problem.id, error=ROUND_OVER, error_kind=ErrorKind.TIMEOUT)
             result = await ato_result(problem, outcome, task)
             await _emit(on_result, result)
             return result
