@@ -238,6 +238,10 @@ CHECKS: dict[str, Any] = {
         r.score == 0.0 and "tool calls" in (r.error or "")
         and len(r.calls) <= LIMITS.tool_calls_per_problem,
         "stopped at the per-problem tool call cap"),
+    "held_to_its_time": lambda r, e, d: (
+        r.score == 0.0 and r.error_kind == "timeout"
+        and r.latency_s < 3 * LIMITS.problem_timeout_s,
+        "its tools.python runs counted: a timeout well before 40 runs of 1 s ended"),
     "no_persistence": lambda r, e, d: (d["next_sees"] is False, "the next candidate saw nothing"),
     **checks(LIMITS),
 }

@@ -340,6 +340,16 @@ while True:
     except Exception:
         pass
 """, solo=True),
+    _c("tools_python_sleeps_past_the_problem", "resource", "held_to_its_time", """
+n = 0
+for _ in range(40):
+    try:
+        tools.python("import time\\ntime.sleep(1)", timeout=30)
+    except Exception:
+        pass
+    n += 1
+answer = f"slept {n} s"
+"""),
     _c("solver_call_flood", "resource", "solver_capped", """
 n = 0
 while True:
