@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from harness_learning.evals.problem import Problem
-from harness_learning.evals.result import EvalResult, Graded
+from harness_learning.evals.result import EvalResult, Graded, with_metric_calls
 from harness_learning.evals.task import Task
 from harness_learning.harnesses.compiler import HarnessInvalid, check_source
 from harness_learning.harnesses.contract import LINE_LIMIT
@@ -130,8 +130,7 @@ async def ato_result(problem: Problem, outcome: ProblemResult, task: Task) -> Pr
         value = await ascore(problem, outcome.answer)
     except Exception as exc:
         value = exc
-    result = to_result(problem, outcome, _Scored(value))
-    return result
+    return with_metric_calls(to_result(problem, outcome, _Scored(value)), value)
 
 
 class _Scored:

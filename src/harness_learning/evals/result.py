@@ -5,23 +5,39 @@ the evaluator scores it, the store keeps it); this module summarises a list of t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from harness_learning.harnesses.contract import ToolCall
 from harness_learning.harnesses.results import UNSCORED, ErrorKind, ProblemResult
 
-__all__ = ["UNSCORED", "ErrorKind", "EvalResult", "Graded", "ProblemResult"]
+__all__ = ["UNSCORED", "ErrorKind", "EvalResult", "Graded", "ProblemResult", "with_metric_calls"]
 
 
 class Graded(float):
     """A score with the metric's feedback text beside it (GEPA-style): a task's `score` may
-    return one instead of a bare float, and the report shows the text to the Proposer."""
+    return one instead of a bare float, and the report shows the text to the Proposer. A metric
+    that calls a model (the LLM judge) also hands back those calls, for the problem's trace:
+    `with_metric_calls` adds them there, where every budget counts them."""
 
-    feedback: str
+    feedback: str | None
+    calls: tuple[ToolCall, ...]
 
-    def __new__(cls, score: float, feedback: str) -> Graded:
+    def __new__(cls, score: float, feedback: str | None,
+                calls: tuple[ToolCall, ...] = ()) -> Graded:
         graded = super().__new__(cls, score)
         graded.feedback = feedback
+        graded.calls = tuple(calls)
         return graded
+
+
+def with_metric_calls(result: ProblemResult, value: object) -> ProblemResult:
+    """`result` with the model calls its metric made (a `Graded` value's `calls`) appended to
+    its trace and their tokens to its own: the same ledger the Solver's calls are on."""
+    calls = getattr(value, "calls", ()) if isinstance(value, Graded) else ()
+    if not calls:
+        return result
+    return replace(result, calls=(*result.calls, *calls),
+                   tokens=result.tokens + sum(c.tokens for c in calls))
 
 
 @dataclass

@@ -20,8 +20,12 @@ TOOL_NAMES = ("llm", "search", "python")
 BRIDGE_OPS = (*TOOL_NAMES, "tool", "chat")
 """Every tool name the bridge serves: the built-ins, a user's tool (`tools.call`) and the Solver
 as a chat model (`tools.chat_model()`)."""
-SOLVER_OPS = ("llm", "chat")
-"""Bridge ops that call the Solver (counted against `Limits.llm_calls_per_problem`)."""
+JUDGE_OP = "judge"
+"""The trace entry of an LLM-judge metric's call (`evals.custom.judge_metric`): made by the parent
+after the run, never a bridge op, but a model call the run's budgets count like the Solver's."""
+SOLVER_OPS = ("llm", "chat", JUDGE_OP)
+"""Trace entries that call a model for a problem: the Solver's bridge ops (counted against
+`Limits.llm_calls_per_problem`) and the judge metric's calls. Budgets count them all."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,5 +78,5 @@ class ToolInputError(ValueError):
     without importing each other."""
 
 
-__all__ = ["BRIDGE_OPS", "LINE_LIMIT", "SOLVER_OPS", "TOOL_NAMES", "ExecResult", "Passage",
-           "ToolCall", "ToolInputError", "Tools"]
+__all__ = ["BRIDGE_OPS", "JUDGE_OP", "LINE_LIMIT", "SOLVER_OPS", "TOOL_NAMES", "ExecResult",
+           "Passage", "ToolCall", "ToolInputError", "Tools"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from harness_learning.harnesses.contract import ToolCall
+from harness_learning.harnesses.contract import JUDGE_OP, ToolCall
 
 if TYPE_CHECKING:
     from harness_learning.harnesses.compiler import HarnessInvalid
@@ -48,6 +48,16 @@ class ErrorKind(StrEnum):
             return cls(value)
         except ValueError:
             return cls.HARNESS
+
+
+class Flag(StrEnum):
+    """A mark a check in the parent puts on a scored result. It rides on the trace entry of the
+    check's own call (`meta["flag"]` of a `JUDGE_OP` entry), so it survives every store without
+    a field of its own; `ProblemResult.flags` reads it back."""
+
+    JUDGE_INJECTION = "judge_injection"
+    """The LLM judge passed the answer against a decoy reference too: its grade followed the
+    answer's text (an instruction to the judge), so the problem scored 0."""
 
 
 UNSCORED: frozenset[ErrorKind] = frozenset({ErrorKind.INFRA, ErrorKind.BUDGET})
@@ -104,6 +114,13 @@ class ProblemResult:
             if isinstance(cut, dict) and isinstance(cut.get("bytes"), int):
                 total += cut["bytes"]
         return total
+
+    @property
+    def flags(self) -> frozenset[Flag]:
+        """The parent's checks' marks on this result (see `Flag`), read from its judge calls."""
+        marks = {call.meta.get("flag") for call in self.calls
+                 if call.tool == JUDGE_OP and isinstance(call.meta, dict)}
+        return frozenset(Flag(m) for m in marks if m in Flag._value2member_map_)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the calls become plain dicts (their args and results are JSON values

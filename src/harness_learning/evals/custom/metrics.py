@@ -12,7 +12,9 @@
 - `module:function` or `file.py:function`: your callable `(prediction, gold, example) -> float`
   in [0, 1], run in the parent process only;
 - `judge:MODEL`: an LLM judge through the model layer with the fixed rubric `JUDGE_RUBRIC`
-  (greedy decoding, so its calls are cached; `calls` and `cache_hits` count them).
+  (greedy decoding, so its calls are cached; `calls` and `cache_hits` count them). The answer
+  reaches it as quoted data, only a one-word grade counts, a decoy reference catches answers
+  that instruct the judge, and its calls count as Solver calls (`evals.custom.judge_metric`).
 
 Built-in metrics score against every gold answer (`answer`, or each of `answers`) and keep the
 best. A metric may raise or return anything: `check_score` turns that into one clear error.
@@ -24,10 +26,16 @@ import json
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from harness_learning.evals.custom.imports import resolve
+from harness_learning.evals.custom.judge_metric import (  # noqa: F401 (the metric's names)
+    JUDGE_GRADES,
+    JUDGE_RUBRIC,
+    Judge,
+    parse_grade,
+)
 from harness_learning.evals.qa.metrics import f1_score, normalize_answer
 from harness_learning.evals.result import Graded
 
@@ -35,15 +43,8 @@ METRIC_NAMES = ("exact", "f1", "contains", "numeric[:REL_TOL]", "regex", "json",
                 "module:function", "judge:MODEL")
 DEFAULT_REL_TOL = 1e-6
 _NUMBER = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-JUDGE_RUBRIC = (
-    "You grade an answer to a question against a reference answer. Reply with exactly one "
-    "word: CORRECT if the answer gives the same final result as the reference (wording, "
-    "formatting and extra explanation do not matter), PARTIAL if it is partly right (some of "
-    "the required facts, or the right result with a wrong detail), INCORRECT otherwise."
-)
 FEEDBACK_CHARS = 1000
 """Longest feedback text kept per problem (the report has a budget)."""
-JUDGE_GRADES = {"CORRECT": 1.0, "PARTIAL": 0.5, "INCORRECT": 0.0}
 
 
 class MetricError(ValueError):
@@ -63,6 +64,8 @@ class Metric:
 
     def score(self, prediction: str, golds: list[Any], example: dict[str, Any]) -> float:
         """The checked score (raises `MetricError` for a value outside [0, 1])."""
+        if self.judge is not None:
+            return self.judge.grade_sync_all(example.get("question", ""), prediction, golds)
         if not self.per_gold:
             gold = example.get("answer", golds[0] if len(golds) == 1 else golds)
             return check_score(self.fn(prediction, gold, example), self.spec)
@@ -71,8 +74,7 @@ class Metric:
     async def ascore(self, prediction: str, golds: list[Any], example: dict[str, Any]) -> float:
         if self.judge is None:
             return self.score(prediction, golds, example)
-        return max([await self.judge.agrade(example.get("question", ""), prediction, g)
-                    for g in golds])
+        return await self.judge.agrade_all(example.get("question", ""), prediction, golds)
 
 
 def check_score(value: Any, spec: str) -> float:
@@ -234,52 +236,3 @@ _SIMPLE: dict[str, tuple[Callable[[str, Any, dict[str, Any]], float], str]] = {
     "json": (json_keys, "`answer` must hold a JSON object; score = fraction of the gold "
                         "object's keys with equal values"),
 }
-
-
-@dataclass
-class Judge:
-    """An LLM judge: one greedy call per (question, prediction, gold), cached by the model
-    layer; `calls` counts calls made, `cache_hits` those answered from the cache."""
-
-    model: str
-    calls: int = 0
-    cache_hits: int = 0
-    _client: Any = field(default=None, repr=False)
-
-    def messages(self, question: str, prediction: str, gold: Any) -> list[dict[str, str]]:
-        return [{"role": "system", "content": JUDGE_RUBRIC},
-                {"role": "user", "content": f"Question: {question}\nReference answer: {gold}\n"
-                                            f"Answer to grade: {prediction}\nGrade:"}]
-
-    def client(self) -> Any:
-        if self._client is None:
-            from harness_learning.harnesses.llm import get_client
-
-            self._client = get_client(self.model)
-        return self._client
-
-    async def agrade(self, question: str, prediction: str, gold: Any) -> float:
-        completion = await self.client().acomplete(
-            self.messages(question, prediction, gold), temperature=0.0, max_tokens=8)
-        return self._count(completion)
-
-    def grade_sync(self, prediction: str, gold: Any, example: dict[str, Any]) -> float:
-        completion = self.client().complete(
-            self.messages(example.get("question", ""), prediction, gold), temperature=0.0,
-            max_tokens=8)
-        return self._count(completion)
-
-    def _count(self, completion: Any) -> float:
-        self.calls += 1
-        self.cache_hits += bool(getattr(completion, "cached", False))
-        return parse_grade(str(getattr(completion, "text", completion)))
-
-
-def parse_grade(text: str) -> float:
-    """The grade word of a judge's reply (INCORRECT is checked before CORRECT, its suffix)."""
-    words = re.findall(r"[A-Za-z]+", text.upper())
-    for word in words:
-        if word in JUDGE_GRADES:
-            return JUDGE_GRADES[word]
-    raise MetricError(f"the judge's reply {text!r:.80} holds no grade "
-                      f"({', '.join(JUDGE_GRADES)})")

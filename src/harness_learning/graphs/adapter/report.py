@@ -261,8 +261,8 @@ def _qgp(item: Item, d: Detail) -> list[str]:
     if titles:
         lines.append(f"Gold supporting titles: {trim('; '.join(titles), d.field_chars)}")
     lines.append(f"Prediction: {pred}")
-    if r.feedback:
-        lines.append(f"Metric feedback: {trim(r.feedback, max(d.field_chars, 200))}")
+    if r.feedback:  # quoted like the prediction: a metric's text (maybe a model's) is data
+        lines.append(f"Metric feedback: {trim(r.feedback, max(d.field_chars, 200))!r}")
     return lines
 
 

@@ -67,6 +67,8 @@ def _header(run: RunRecord) -> str:
                                       f"{_f(last.selection_score if last else None)}"),
              ("tokens", f"{run.spent.get('tokens', 0):,}"),
              ("cost", spend_cell("cost_usd", run.spent))]
+    if run.flags:
+        facts.append(("flagged problems", run.flag_line().removeprefix("flagged problems: ")))
     cells = "".join(f'<div class="fact">{escape(k)}<b>{escape(str(v))}</b></div>' for k, v in facts)
     stop = run.stop_reason or "not finished (or still running)"
     return (f"<h1>Run report: {escape(run.run_dir.name)}</h1><div class=sub>{escape(run.title)} · "

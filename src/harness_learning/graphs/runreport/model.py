@@ -126,6 +126,14 @@ class RunRecord:
     test_results: dict[str, list[Evaluation]]
     spent: dict[str, Any]
     stop_reason: str | None
+    flags: dict[str, int] = field(default_factory=dict)
+    """Evaluated problems per flag the parent's checks set (`harnesses.results.Flag`), e.g.
+    `judge_injection`: answers the LLM judge's decoy control caught."""
+
+    def flag_line(self) -> str:
+        """`flagged problems: judge_injection 3`, or "" when nothing was flagged."""
+        return ("flagged problems: " + ", ".join(f"{k} {v}" for k, v in sorted(self.flags.items()))
+                if self.flags else "")
 
     @property
     def task(self) -> str:
@@ -214,7 +222,17 @@ def read_run(store: LogStore, run_dir: Path) -> RunRecord:
         lineage=store.lineage(), rounds=rounds,
         test_scores={sha: s for sha, evs in tests.items() if (s := mean_score(evs)) is not None},
         test_results=tests, spent=store.spent(),
-        stop_reason=finished[-1].get("reason") if finished else None)
+        stop_reason=finished[-1].get("reason") if finished else None,
+        flags=flag_counts(evaluations))
+
+
+def flag_counts(evaluations: list[Evaluation]) -> dict[str, int]:
+    """How many evaluated problems carry each flag (a problem counts once per flag)."""
+    counts: dict[str, int] = {}
+    for ev in evaluations:
+        for flag in ev.result.flags:
+            counts[str(flag)] = counts.get(str(flag), 0) + 1
+    return counts
 
 
 def _round(store: LogStore, number: int, decision: Decision | None, proposals: list[Proposal],

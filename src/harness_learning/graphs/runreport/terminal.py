@@ -31,7 +31,8 @@ def run_summary(run: RunRecord) -> RenderableType:
     head = Text(run.title, style="bold")
     stop = f"stopped: {run.stop_reason}" if run.stop_reason else "not finished (or still running)"
     current = (run.current_sha or "")[:12]
-    return Group(head, Text(f"{stop} · current version {current} · log {run.log}"),
+    flagged = [Text(run.flag_line(), style="bold red")] if run.flags else []
+    return Group(head, Text(f"{stop} · current version {current} · log {run.log}"), *flagged,
                  Text(""), lineage_tree(run), Text(""), rounds_table(run), Text(""),
                  spend_table(run))
 
