@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
 from typer.testing import CliRunner
 
 from harness_learning.graphs.cli import app
@@ -47,12 +46,9 @@ def test_run_says_in_one_line_which_sandbox_runs_the_harness(sim_url):
 
 
 def test_run_on_the_docker_backend_when_asked(sim_url):
-    from harness_learning.harnesses.sandbox.docker_backend import docker_available
+    from docker_engine import require_engine
 
-    if not docker_available():
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI=true but no Docker engine with the sandbox image answers")
-        pytest.skip("no Docker engine with the sandbox image answers here")
+    require_engine()
     result = run_on(sim_url, "docker")
     assert result.returncode == 0, result.stderr[-2000:]
     assert "sandbox: docker (as asked; " in result.stderr

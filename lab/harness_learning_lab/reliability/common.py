@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import time
 from pathlib import Path
+from typing import Any
 
 from harness_learning.evals.problem import Problem
 from harness_learning.harnesses.rundir import RunDir
@@ -109,6 +111,24 @@ def sandbox_leftovers() -> list[int]:
         except psutil.Error:
             continue
     return found
+
+
+def containers_left(backend: Any, settle_s: float = 10.0) -> int:
+    """Containers this process started that still exist (0 off the Docker backend): the engine
+    removes each as it exits, so give it `settle_s` to. Blocking."""
+    if getattr(backend, "name", "") != "docker":
+        return 0
+    import os
+
+    from harness_learning.harnesses.sandbox.docker_care import PARENT_LABEL
+
+    deadline = time.monotonic() + settle_s
+    while True:
+        mine = backend.client.containers.list(
+            all=True, filters={"label": f"{PARENT_LABEL}={os.getpid()}"})
+        if not mine or time.monotonic() > deadline:
+            return len(mine)
+        time.sleep(0.5)
 
 
 REVISION_ANCHOR = "    graph = StateGraph(State)"

@@ -24,8 +24,12 @@ from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import ProblemResult
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.sandbox import Limits, WorkerPool
-from harness_learning.harnesses.sandbox.local import LocalBackend
-from harness_learning_lab.reliability.common import file_hashes, integrity, sandbox_leftovers
+from harness_learning_lab.reliability.common import (
+    containers_left,
+    file_hashes,
+    integrity,
+    sandbox_leftovers,
+)
 from harness_learning_lab.reliability.hostile_cases import ESCAPES, RESOURCES, Case
 from harness_learning_lab.reliability.hostile_integrity_cases import INTEGRITY, checks
 from harness_learning_lab.reliability.hostile_reward_cases import REWARD_HACKING
@@ -304,6 +308,7 @@ async def run_group(cases: list[Case], env: HostileEnv, plant: dict, pool: Worke
         ok, how = CHECKS[case.check](result, env, data)
         reason = f"{result.error_kind or 'answered'}: {(result.error or result.answer or '')[:160]}"
         rows.append({"case": case.name, "category": case.category, "contained": bool(ok),
+                     "backend": getattr(pool.backend, "name", ""),
                      "recorded": bool(result.error or result.answer is not None), "check": how,
                      "reason": reason.replace("\n", " "), "score": result.score,
                      "seconds": seconds})
@@ -311,10 +316,14 @@ async def run_group(cases: list[Case], env: HostileEnv, plant: dict, pool: Worke
 
 
 async def run_catalogue(root: Path, server: Any, cases: list[Case] | None = None,
-                        log: Any = None, parallel: int = 2) -> list[dict[str, Any]]:
-    """Run `cases` (default: all): the harmless ones together in one worker, each `solo` case
-    in its own (`parallel` at a time); returns one row per case, in catalogue order."""
+                        log: Any = None, parallel: int = 2, backend: Any = None,
+                        ) -> list[dict[str, Any]]:
+    """Run `cases` (default: all) on `backend` (default: the one `HARNESS_SANDBOX` names), its
+    workers and their `tools.python` calls alike: the harmless ones together in one worker,
+    each `solo` case in its own (`parallel` at a time); returns one row per case, in catalogue
+    order."""
     from harness_learning.harnesses.llm import get_client
+    from harness_learning.harnesses.sandbox.backend import default_backend
     from harness_learning.harnesses.toolbox import Toolbox
     from harness_learning_lab.reliability.common import SumTask
 
@@ -322,8 +331,11 @@ async def run_catalogue(root: Path, server: Any, cases: list[Case] | None = None
     plant = env.plant()
     # Workers other code in this process keeps warm (e.g. embedded harnesses) are not ours.
     already_running = set(sandbox_leftovers())
-    bwrap = LocalBackend().use_bwrap
-    toolbox = Toolbox(solver=get_client(f"openai/sim@{server.url}?max_retries=0&timeout_s=10"))
+    backend = backend or await asyncio.to_thread(default_backend)
+    have = await asyncio.to_thread(backend.protections)
+    bwrap = have.get("read_only_root", False) and have.get("network_isolated", False)
+    toolbox = Toolbox(solver=get_client(f"openai/sim@{server.url}?max_retries=0&timeout_s=10"),
+                      backend=backend)
     await toolbox.solver.acomplete("What is 1 + 1?")  # the model layer's imports: not a case's time
     chosen = cases or CASES
     runnable = [c for c in chosen if bwrap or not c.needs_bwrap]
@@ -343,11 +355,12 @@ async def run_catalogue(root: Path, server: Any, cases: list[Case] | None = None
                         f" ({row['reason'][:80]})")
 
     try:
-        async with WorkerPool(size=parallel, limits=LIMITS) as pool:
+        async with WorkerPool(size=parallel, limits=LIMITS, backend=backend) as pool:
             await asyncio.gather(*(one(g, pool) for g in groups))
     finally:
         env.close()
     leftovers = len(set(sandbox_leftovers()) - already_running)
+    leftovers += await asyncio.to_thread(containers_left, backend)
     return [{**done[c.name], "leftover_workers": leftovers} if c.name in done
             else {"case": c.name, "category": c.category, "skipped": "needs bubblewrap"}
             for c in chosen]

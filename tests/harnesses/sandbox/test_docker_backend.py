@@ -11,6 +11,7 @@ import struct
 import sys
 
 import pytest
+from docker_engine import require_engine
 
 from harness_learning.harnesses.sandbox import Limits, Worker, imports, seccomp
 from harness_learning.harnesses.sandbox.docker_backend import (
@@ -19,7 +20,6 @@ from harness_learning.harnesses.sandbox.docker_backend import (
     Demux,
     DockerBackend,
     container_config,
-    docker_available,
 )
 from harness_learning.harnesses.sandbox.local import SYSTEM_DIRS, view_mounts
 from harness_learning.harnesses.seeds import seed_source
@@ -256,19 +256,6 @@ def test_demux_splits_frames_across_reads():
     demux = Demux()
     got = demux.feed(frames[:7]) + demux.feed(frames[7:12]) + demux.feed(frames[12:])
     assert got == [(1, b"hello"), (2, b"err")]
-
-
-NO_ENGINE = "no Docker engine with the sandbox image answers here"
-
-
-def require_engine() -> None:
-    """Skip without an engine holding the sandbox image, except under CI=true, where that
-    fails: CI starts one and builds the image (`make sandbox-image`)."""
-    if docker_available():
-        return
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI=true but {NO_ENGINE} (`make sandbox-image` starts one and builds it)")
-    pytest.skip(NO_ENGINE)
 
 
 def test_live_docker_worker():

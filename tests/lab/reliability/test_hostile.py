@@ -1,6 +1,7 @@
 """Hostile harness code through the evaluator: every case is contained, checked from outside
 (host files, listeners, a sentinel process, the planted log store, the score) and recorded
-with a reason. The catalogue runs once for the module; each case is its own test."""
+with a reason, on each sandbox backend. The catalogue runs once per backend for the module;
+each case is its own test."""
 
 from __future__ import annotations
 
@@ -8,21 +9,29 @@ import asyncio
 from collections import Counter
 
 import pytest
+from docker_engine import require_engine
 
 from harness_learning.harnesses.llm import SimServer
+from harness_learning.harnesses.sandbox.backend import get_backend
 from harness_learning_lab.reliability.hostile import CASES, run_catalogue
 
 pytestmark = pytest.mark.reliability
 
 
-@pytest.fixture(scope="module")
-def rows(tmp_path_factory):
+@pytest.fixture(scope="module", params=["local", "docker"])
+def rows(request, tmp_path_factory):
+    """The catalogue's rows on one backend, its workers and `tools.python` calls alike: both
+    are held to the same cases (Docker where an engine with the sandbox image answers)."""
+    if request.param == "docker":
+        require_engine()
     server = SimServer(latency_s=0.01)
     server.start()
     try:
-        rows = asyncio.run(run_catalogue(tmp_path_factory.mktemp("hostile"), server))
+        rows = asyncio.run(run_catalogue(tmp_path_factory.mktemp("hostile"), server,
+                                         backend=get_backend(request.param)))
     finally:
         server.stop()
+    assert all(r.get("backend", request.param) == request.param for r in rows)
     return {r["case"]: r for r in rows}
 
 

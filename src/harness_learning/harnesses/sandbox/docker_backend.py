@@ -246,10 +246,14 @@ class DockerProcess(SandboxProcess):
             _file_work(self.group.kill)
 
     def usage(self) -> Usage:
-        """What the group counted (as on the local backend), and whether the engine saw its
-        OOM killer end the container (while the engine still holds it): blocking, so call it in
-        a thread, once the container has exited."""
-        counted = self.group.usage() if self.group is not None else Usage()
+        """What the group counted (as on the local backend) and the container's own cgroup in
+        it (while it runs: the kernel counts a refused fork there), and whether the engine saw
+        its OOM killer end the container (while the engine still holds it). Blocking: call it
+        in a thread."""
+        counted = Usage()
+        if self.group is not None:  # a refused fork counts in the forking task's own cgroup:
+            leaves = [d / str(getattr(self.proc.container, "id", "")) for d in self.group.dirs]
+            counted = Group([*self.group.dirs, *leaves], self.group.version).usage()
         if self.proc.returncode is None:
             return counted
         try:
