@@ -105,9 +105,9 @@ class ProblemRun:
                     "problems' Limits.problem_timeout_s and bounded waits added up) before "
                     "this problem finished")
         return (f"wall-clock limit: the problem ran past its {self.timeout:g} s "
-                "(Limits.problem_timeout_s; its tools.python runs count, its Solver and "
-                f"retriever waits only up to {self.wait_s:g} s, Limits.problem_wait_factor)"
-                + then)
+                "(Limits.problem_timeout_s, its tools.python runs included; its Solver and "
+                f"retriever waits count past {self.wait_s:g} s, Limits.problem_wait_factor x "
+                "that)" + then)
 
     def count_call(self, solver: bool, limits: Any) -> str | None:
         """Count one tool call; why the run must stop, past its Solver-call or tool-call cap

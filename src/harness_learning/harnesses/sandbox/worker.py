@@ -289,9 +289,9 @@ class HarnessHost:
             for run in runs:
                 if run.late(now):
                     self.finish(run, {"error": "wall-clock limit: the problem ran past its "
-                                               "time (Limits.problem_timeout_s; its tools.python "
-                                               "runs count, its Solver and retriever waits only "
-                                               "past Limits.problem_wait_factor x that)",
+                                               "time (Limits.problem_timeout_s, its tools.python "
+                                               "runs included; its Solver and retriever waits "
+                                               "count past Limits.problem_wait_factor x that)",
                                       "error_kind": "timeout"})
                 if run.done and run.injected < 100 and interrupt(run.filename):
                     run.injected += 1
