@@ -19,7 +19,7 @@ import aiohttp
 
 from harness_learning.harnesses.llm.completion import Completion, parse_logprobs
 from harness_learning.harnesses.llm.errors import InfraError, ModelRequestError
-from harness_learning.harnesses.llm.failures import retry_after
+from harness_learning.harnesses.llm.failures import refused_request, retry_after
 
 
 def wire_model(model: str) -> str:
@@ -61,16 +61,20 @@ class DirectTransport:
 
 
 def check_status(status: int, raw: bytes, headers: Any, url: str) -> None:
-    """Raise the model layer's error for a non-2xx reply."""
+    """Raise the model layer's error for a non-2xx reply (as `failures.classify` sorts them:
+    a request the endpoint refused as invalid is the caller's fault, never infrastructure)."""
     if 200 <= status < 300:
         return
     text = f"HTTP {status} from {url}: {raw[:300].decode('utf-8', 'replace')}"
     if status == 429:
         carrier = type("Reply", (), {"response": type("R", (), {"headers": headers})()})()
         raise InfraError("rate_limit", text, retry_after_s=retry_after(carrier))
+    if status == 408:
+        raise InfraError("timeout", text)
     if status in (401, 403, 404):
         raise InfraError("config", text)
-    if status in (400, 413, 422):
+    if status in (400, 413, 422) or (
+            status >= 500 and refused_request(raw.decode("utf-8", "replace"))):
         raise ModelRequestError(text)
     raise InfraError("server", text)
 

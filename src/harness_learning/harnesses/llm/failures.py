@@ -1,15 +1,33 @@
 """Turn what litellm (and the transport under it) raises into `InfraError` or
-`ModelRequestError`, and compute retry waits."""
+`ModelRequestError`, and compute retry waits.
+
+Only the parent's own failures are infrastructure: a request the endpoint refused as invalid
+(400, 413, 422, or a 5xx whose body is a request-validation error, as llama-cpp-python's
+server answers a `temperature="hot"`) is the caller's fault, so a harness cannot choose which
+of its problems go unscored by sending bad parameters. 401, 403, 404, 408 and 429 stay
+infrastructure. A body that could not be read is `malformed` only when the endpoint answered
+with success: the same words in an error body do not make it one."""
 
 from __future__ import annotations
 
 import email.utils
 import json
 import random
+import re
 import time
 from typing import Any
 
 from harness_learning.harnesses.llm.errors import InfraError, ModelRequestError
+
+_BODY_LOCATION = re.compile(r"""['"]loc['"]\s*:\s*[\(\[]\s*['"]body['"]""")
+
+
+def refused_request(text: str) -> bool:
+    """`text` (an error body) is a pydantic/FastAPI validation error about the request's body:
+    `1 validation error: {'type': 'float_parsing', 'loc': ('body', 'temperature'), ...}`, or
+    FastAPI's `{"detail": [{"loc": ["body", "messages"], ...}]}`, whatever status it came with."""
+    return bool(_BODY_LOCATION.search(text)) and (
+        "validation error" in text.lower() or '"detail"' in text)
 
 _MALFORMED_HINTS = (
     "JSONDecodeError",
@@ -27,19 +45,23 @@ def classify(exc: BaseException, litellm: Any) -> InfraError | ModelRequestError
     if isinstance(exc, InfraError | ModelRequestError):
         return exc
     text = f"{type(exc).__name__}: {exc}"
-    status = getattr(exc, "status_code", None)
-    if isinstance(exc, litellm.Timeout | TimeoutError):
+    status = answered_status(exc)
+    if isinstance(exc, litellm.Timeout | TimeoutError) or status == 408:
         return InfraError("timeout", text)
     if isinstance(exc, litellm.RateLimitError) or status == 429:
         return InfraError("rate_limit", text, retry_after_s=retry_after(exc))
-    if isinstance(exc, json.JSONDecodeError) or any(h in text for h in _MALFORMED_HINTS):
+    if (status is None or 200 <= status < 300) and (
+            _decode_failed(exc) or any(h in text for h in _MALFORMED_HINTS)):
         return InfraError("malformed", text)
-    if isinstance(
+    if status in (401, 403, 404) or isinstance(
         exc, litellm.AuthenticationError | litellm.PermissionDeniedError | litellm.NotFoundError
     ):
         return InfraError("config", text)
-    if isinstance(exc, litellm.BadRequestError | litellm.UnprocessableEntityError):
+    if status in (400, 413, 422) or isinstance(
+            exc, litellm.BadRequestError | litellm.UnprocessableEntityError):
         return ModelRequestError(text)
+    if isinstance(status, int) and status >= 500 and refused_request(text):
+        return ModelRequestError(f"the endpoint refused the request as invalid: {text}")
     if isinstance(exc, litellm.APIConnectionError) or _lost_connection(exc):
         return InfraError("connection", text)
     if isinstance(status, int) and status >= 500:
@@ -51,6 +73,37 @@ def classify(exc: BaseException, litellm: Any) -> InfraError | ModelRequestError
     return None
 
 
+def answered_status(exc: BaseException) -> int | None:
+    """The HTTP status the endpoint really answered with, or None when it answered with
+    success (or not at all). litellm reports a 2xx whose body is not JSON as a 500: the cause
+    chain tells them apart (an `httpx.HTTPStatusError` carries a real error status; a
+    `JSONDecodeError` without one means the body came with success)."""
+    chain = list(_causes(exc))
+    for cause in chain:
+        if type(cause).__name__ == "HTTPStatusError":
+            code = getattr(getattr(cause, "response", None), "status_code", None)
+            if isinstance(code, int):
+                return code
+    if any(isinstance(cause, json.JSONDecodeError) for cause in chain):
+        return None
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) and not isinstance(status, bool) else None
+
+
+def _decode_failed(exc: BaseException) -> bool:
+    return any(isinstance(cause, json.JSONDecodeError) for cause in _causes(exc))
+
+
+def _causes(exc: BaseException) -> Any:
+    """`exc` and what caused it, each once."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        yield cause
+        cause = cause.__cause__ or cause.__context__
+
+
 _CONNECTION_ERROR_NAMES = frozenset(
     {"APIConnectionError", "ConnectError", "ClientConnectorError", "ServerDisconnectedError",
      "RemoteProtocolError", "ReadError", "ClientOSError"}
@@ -60,14 +113,8 @@ _CONNECTION_ERROR_NAMES = frozenset(
 def _lost_connection(exc: BaseException) -> bool:
     """True when the cause chain shows the endpoint was unreachable or hung up (litellm
     reports some of these as a 500 "Connection error.")."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if isinstance(cause, ConnectionError) or type(cause).__name__ in _CONNECTION_ERROR_NAMES:
-            return True
-        cause = cause.__cause__ or cause.__context__
-    return False
+    return any(isinstance(cause, ConnectionError) or type(cause).__name__ in _CONNECTION_ERROR_NAMES
+               for cause in _causes(exc))
 
 
 def retry_after(exc: BaseException) -> float | None:
