@@ -140,6 +140,38 @@ def test_a_thread_keeps_its_settings(served, sim_model) -> None:
     assert_never_blocked(log)
 
 
+def test_a_thread_runs_on_the_docker_backend(tmp_path, sim_model) -> None:
+    """Studio's path with the harness in containers: under the blocking-call detector a thread
+    evaluates and proposes up to its approval interrupt, and the run's log says the backend."""
+    import sqlite3
+
+    from docker_engine import require_engine
+    from langgraph_sdk import get_client
+
+    require_engine()
+    runs, log = tmp_path / "studio-runs", tmp_path / "server.log"
+    settings = {**SETTINGS, "solver": sim_model, "proposer": sim_model}
+
+    async def go(url: str) -> tuple[str, list]:
+        client = get_client(url=url)
+        tid = (await client.threads.create())["thread_id"]
+        return tid, [e async for e in client.runs.stream(tid, "adapter", input={},
+                                                          context=settings,
+                                                          stream_mode="updates")]
+
+    env = {RUNS_ENV: str(runs), MODEL_ENV: sim_model, "HARNESS_SANDBOX": "docker"}
+    with dev_server(log, env) as url:
+        tid, events = asyncio.run(go(url))
+    nodes = [next(iter(e.data)) for e in events if e.event == "updates"]
+    assert nodes[-1] == "__interrupt__" and "evaluate_current" in nodes, \
+        f"{events}\n{log.read_text()[-3000:]}"
+    with sqlite3.connect(runs / tid / "log.sqlite") as db:
+        said = [json.loads(p)["chosen"] for (p,) in db.execute(
+            "SELECT payload FROM events WHERE kind = 'sandbox'")]
+    assert len(said) == 1 and said[0].startswith("sandbox: docker (as asked; "), said
+    assert_never_blocked(log)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_thread_with_the_local_models(local_model_url, tmp_path) -> None:

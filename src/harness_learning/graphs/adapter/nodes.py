@@ -34,7 +34,7 @@ from harness_learning.graphs.adapter.result_writer import ResultWriter
 from harness_learning.graphs.adapter.state import AdapterState, CandidateView, RoundView
 from harness_learning.harnesses.edits.operators import apply_operator, fitting, resolve_operators
 from harness_learning.harnesses.results import ProblemResult
-from harness_learning.harnesses.sandbox import sandbox_fallbacks
+from harness_learning.harnesses.sandbox import sandbox_choice, sandbox_fallbacks
 from harness_learning.harnesses.store import LogStore, proposal_id, source_sha
 
 DIFF_CHARS = 4000
@@ -110,6 +110,8 @@ def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
         await asyncio.to_thread(ctx.store.init_run, json.loads(cfg.to_json()))
         sha = await ctx.store.aput_version(source, parent=None, round_=0, note="seed")
         await ctx.store.aappend_event("run_started", {"config": cfg.to_json(), "seed_sha": sha})
+        choice = await asyncio.to_thread(sandbox_choice, ctx.pool.backend)  # probes: a thread
+        await ctx.store.aappend_event("sandbox", {"chosen": choice})
         fallbacks = await asyncio.to_thread(sandbox_fallbacks, ctx.pool.backend)
         if fallbacks:  # once per run: what the sandbox could not set up here, and what holds
             await ctx.store.aappend_event("sandbox_fallback", fallbacks)

@@ -53,6 +53,19 @@ def sandbox_info() -> dict[str, Any]:
     return info
 
 
+def sandbox_choice(backend: Any = None) -> str:
+    """The one line saying which backend a run's workers use (`backend`, else the one
+    `HARNESS_SANDBOX` names, auto by default) and why; logged at INFO too, so a server's log
+    (Studio's) says it. Blocking: it may probe the machine."""
+    import logging
+
+    from harness_learning.harnesses.sandbox.backend import choice_line
+
+    line = choice_line(getattr(backend, "name", None) or None)
+    logging.getLogger(__name__).info("%s", line)
+    return line
+
+
 FALLBACKS = {
     "bwrap": "no bubblewrap: no namespaces, the host's files and network are visible; rlimits only",
     "import_allowlist": "no filesystem view: the whole virtualenv (dataset generators too) is importable",
@@ -77,5 +90,5 @@ def sandbox_fallbacks(backend: Any = None) -> dict[str, str]:
 
 
 __all__ = ["Limits", "SandboxBackend", "SandboxProcess", "ToolHandler", "ToolReply", "Worker",
-           "WorkerPool", "get_backend", "run_python", "sandbox_backend", "sandbox_fallbacks",
-           "sandbox_info"]
+           "WorkerPool", "get_backend", "run_python", "sandbox_backend", "sandbox_choice",
+           "sandbox_fallbacks", "sandbox_info"]
