@@ -111,6 +111,9 @@ def postgres_url() -> Iterator[str]:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"CI=true but {exc}")
         pytest.skip(str(exc))
+    from harness_learning.harnesses.store.pgurl import give
+
+    give(url)  # the tests' own server: connected to from this process without --store
     try:
         yield url
     finally:

@@ -74,7 +74,7 @@ def test_a_killed_postgres_run_resumes_from_another_machine(sim_url, postgres_ur
             shutil.copytree(source, second / name)
         elif source.exists():
             shutil.copy(source, second / name)
-    resumed = cli("resume", second)
+    resumed = cli("resume", second, "--store", postgres_url)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert not (second / "log.sqlite").exists() and not (second / "checkpoints.sqlite").exists()
     assert outcome(second) == outcome(clean) and outcome(clean)[0], outcome(clean)

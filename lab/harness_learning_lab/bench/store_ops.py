@@ -17,6 +17,7 @@ from harness_learning.harnesses.contract import ToolCall
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.rundir import open_log_store
 from harness_learning.harnesses.store import LogStore
+from harness_learning.harnesses.store.pgurl import give
 
 
 def _results(start: int, n: int) -> list[ProblemResult]:
@@ -62,6 +63,7 @@ def measure_store(store: LogStore, results: int, batch: int, events: int) -> dic
 def measure(url: str, results: int = 2000, batch: int = 50, events: int = 500) -> dict[str, Any]:
     """Both backends on the same work; the PostgreSQL run's schema is dropped afterwards."""
     out: dict[str, Any] = {"results": results, "batch": batch, "events": events}
+    give(url)  # the database the caller named to be measured
     with tempfile.TemporaryDirectory(prefix="hl-bench-store-") as tmp:
         for name, store_url in (("sqlite", ""), ("postgresql", url)):
             store = open_log_store(Path(tmp) / name, store_url or None)

@@ -3,7 +3,7 @@ at once through `langgraph_sdk` against one server, each a one-round adaptation 
 name `store: postgresql://...`, both finish (the one whose edit is adopted after its approval,
 a second server run of the thread), each run's log is in its own schema of the test
 database (no log.sqlite in either run directory), and `harness-learn show RUN` reads each from
-its run directory alone. A thread whose settings name an unreachable database fails that run
+its run directory and `--store`. A thread whose settings name an unreachable database fails that run
 with one line naming the store, and one whose run another process drives (the run's advisory
 lock held) is refused with one line; the server goes on serving.
 
@@ -102,7 +102,7 @@ def test_two_threads_log_in_postgres(served, postgres_url, tmp_path) -> None:
         assert not run.log.exists() and not run.checkpoints.exists()  # nothing in SQLite
         assert json.loads(run.config.read_text())["store"] == postgres_url
         schemas.add(json.loads(run.store_pointer.read_text())["schema"])
-        shown = cli("show", run_dir)
+        shown = cli("show", run_dir, "--store", postgres_url)
         assert shown.returncode == 0, shown.stderr[-2000:]
         assert f"· log {postgres_url}" in shown.stdout and "r1-c0" in shown.stdout, shown.stdout
     assert len(schemas) == 2  # a schema per run

@@ -113,29 +113,34 @@ def _password_url(postgres_url: str, with_password: bool) -> str:
     return f"postgresql://{PASSWORD_ROLE}{secret}@{netloc}/postgres"
 
 
-def test_a_password_is_used_never_written_and_read_at_open_time(postgres_url, tmp_path,
-                                                                monkeypatch):
-    monkeypatch.delenv("PGPASSWORD", raising=False)
-    monkeypatch.setenv("PGPASSFILE", str(tmp_path / "no-pgpass"))
-    run = tmp_path / "run"
-    with open_log_store(run, _password_url(postgres_url, True)) as store:
-        store.init_run({"k": 1})
-    written = "".join(p.read_text() for p in run.iterdir())
-    assert PASSWORD not in written
-    assert json.loads((run / RunDir.STORE).read_text())["url"] == _password_url(postgres_url,
-                                                                                False)
-    pgurl._PASSWORDS.clear()  # as a later process: nothing remembered
-    with pytest.raises(StoreUnreachable, match=PASSWORD_ROLE):
-        open_log_store(run)
-    monkeypatch.setenv("PGPASSWORD", PASSWORD)
-    with open_log_store(run) as store:
-        assert store.get_run().config == {"k": 1}
-    monkeypatch.delenv("PGPASSWORD")
+def test_a_password_is_used_never_written_and_only_the_urls_is_sent(postgres_url, tmp_path,
+                                                                     monkeypatch):
+    """Only a given URL is connected to, and only with the credential it carries or names:
+    PGPASSWORD and the password file libpq would read (PGPASSFILE, ~/.pgpass) both hold the
+    right password here, and neither is sent."""
     pgpass = tmp_path / "pgpass"
     pgpass.write_text(f"127.0.0.1:*:*:{PASSWORD_ROLE}:{PASSWORD}\n")
     pgpass.chmod(0o600)
+    monkeypatch.setenv("PGPASSWORD", PASSWORD)
     monkeypatch.setenv("PGPASSFILE", str(pgpass))
-    with open_log_store(run) as store:
+    run, safe = tmp_path / "run", _password_url(postgres_url, False)
+    with open_log_store(run, pgurl.give(_password_url(postgres_url, True))) as store:
+        store.init_run({"k": 1})
+    written = "".join(p.read_text() for p in run.iterdir())
+    assert PASSWORD not in written
+    assert json.loads((run / RunDir.STORE).read_text())["url"] == safe
+
+    pgurl._PASSWORDS.pop(safe)  # as a later process: nothing remembered, nothing given
+    pgurl._GIVEN.discard(safe)
+    with pytest.raises(pgurl.StoreNotGiven) as refused:  # store.json alone names it
+        open_log_store(run)
+    assert str(refused.value).startswith(f"{run / RunDir.STORE} names the PostgreSQL log "
+                                         f"store {safe}, which was not given")
+    with pytest.raises(StoreUnreachable, match="no password supplied"):
+        open_log_store(run, pgurl.give(safe))  # given without a password: none is sent
+    with open_log_store(run, pgurl.give(f"{safe}?passfile={pgpass}")) as store:  # asked for
+        assert store.get_run().config == {"k": 1}
+    with open_log_store(run, pgurl.give(_password_url(postgres_url, True))) as store:
         assert store.get_run().config == {"k": 1}
 
 
@@ -150,7 +155,8 @@ def test_the_password_is_cut_from_either_place_in_a_url():
 def test_an_unreachable_server_is_one_line_naming_the_url(tmp_path):
     port = free_port()
     with pytest.raises(StoreUnreachable) as failed:
-        open_log_store(tmp_path / "run", f"postgresql://someone:pa55@127.0.0.1:{port}/db")
+        open_log_store(tmp_path / "run",
+                       pgurl.give(f"postgresql://someone:pa55@127.0.0.1:{port}/db"))
     message = str(failed.value)
     assert "\n" not in message and "pa55" not in message
     assert message.startswith(f"the log store postgresql://someone@127.0.0.1:{port}/db failed: ")
@@ -168,7 +174,7 @@ def test_the_store_is_chosen_in_one_place_and_never_switched(postgres_url, tmp_p
     with open_log_store(pg) as store:
         assert isinstance(store, PostgresLogStore)
         store.init_run({})
-    with RunDir(pg).open_store() as again:  # config.json names it: no URL needed
+    with RunDir(pg).open_store() as again:  # config.json names it, and it was given
         assert isinstance(again, PostgresLogStore) and again.get_run() is not None
     with pytest.raises(LogStoreError, match="keeps its log in PostgreSQL"):
         open_log_store(pg, "sqlite")
@@ -179,7 +185,8 @@ def test_the_store_is_chosen_in_one_place_and_never_switched(postgres_url, tmp_p
 def test_without_psycopg_the_error_names_the_extra(tmp_path):
     code = ("import sys; sys.modules['psycopg'] = None\n"
             "from harness_learning.harnesses.rundir import open_log_store\n"
-            f"open_log_store({str(tmp_path)!r}, 'postgresql://h/db')\n")
+            "from harness_learning.harnesses.store.pgurl import give\n"
+            f"open_log_store({str(tmp_path)!r}, give('postgresql://h/db'))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode != 0
     assert "pip install 'harness-learning[postgres]'" in done.stderr.splitlines()[-1]

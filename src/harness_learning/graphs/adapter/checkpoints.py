@@ -6,7 +6,9 @@ in PostgreSQL checkpoints into the same database and the run's own schema (LangG
 resumed on another machine. There, an adapter process also holds a per-run advisory lock for
 as long as it runs: a second process on the same run is refused with one line instead of
 interleaving its rounds with the first's. The server frees the lock when the holder's
-connection ends, so a killed process never leaves its run locked.
+connection ends, so a killed process never leaves its run locked. Either saver reads
+checkpoints with `checkpoint_serde.CheckpointSerializer`: data of the adapter's own types only,
+never a callable a crafted checkpoint names.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from harness_learning.graphs.adapter.checkpoint_serde import CheckpointSerializer
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.store import LogStore, RunLocked
-from harness_learning.harnesses.store.pgurl import is_postgres, password_for, unreachable
+from harness_learning.harnesses.store.pgurl import connect_params, is_postgres, unreachable
 from harness_learning.harnesses.store.postgres import PostgresLogStore, psycopg_module
 
 LOCK_CLASS = 0x484C  # "HL": the advisory locks' first key, apart from other applications'
@@ -39,23 +42,22 @@ async def open_checkpointer(run: RunDir, store: LogStore, *, exclusive: bool = F
         async with _postgres_saver(store, exclusive) as saver:
             yield saver
         return
+    import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    async with AsyncSqliteSaver.from_conn_string(str(run.checkpoints)) as saver:
-        yield saver
+    async with aiosqlite.connect(str(run.checkpoints)) as conn:  # as from_conn_string does
+        yield AsyncSqliteSaver(conn, serde=CheckpointSerializer(str(run.checkpoints)))
 
 
 def conninfo(store: PostgresLogStore) -> str:
-    """The store's connection string with its schema as the search path (and the password
-    given to this process, if any): the checkpoint tables go in the run's schema."""
+    """The store's connection string with its schema as the search path, and only the
+    credentials the user gave (`pgurl.connect_params`): the checkpoint tables go in the run's
+    schema. The store was opened first, so its URL was given."""
     from psycopg.conninfo import make_conninfo
 
-    extra: dict[str, Any] = {"options": f"-c search_path={store.schema}",
-                             "application_name": "harness-learning-checkpoints"}
-    password = password_for(store.url)
-    if password is not None:
-        extra["password"] = password
-    return make_conninfo(store.url, **extra)
+    return make_conninfo(store.url, options=f"-c search_path={store.schema}",
+                         application_name="harness-learning-checkpoints",
+                         **connect_params(store.url))
 
 
 @asynccontextmanager
@@ -76,6 +78,7 @@ async def _postgres_saver(store: PostgresLogStore, exclusive: bool) -> AsyncIter
             if not row["ok"]:
                 raise RunLocked(f"another adapter process is running {store.run_dir} (its log "
                                 f"{store.where} is locked); one process drives a run at a time")
-        saver = AsyncPostgresSaver(conn)
+        saver = AsyncPostgresSaver(conn, serde=CheckpointSerializer(
+            f"the checkpoints in {store.where}"))
         await saver.setup()
         yield saver

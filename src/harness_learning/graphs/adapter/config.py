@@ -168,7 +168,9 @@ class AdaptConfig:
         "Where the execution log is kept: empty or `sqlite` for log.sqlite in the run "
         "directory; postgresql://USER@HOST:PORT/DATABASE for a PostgreSQL database (a schema "
         "per run; needs the `postgres` extra). A password in the URL is used by this command "
-        "and never stored; later ones read PGPASSWORD or ~/.pgpass."))
+        "and never stored; later commands take --store URL again (a run directory's URL alone "
+        "is never connected to), with the password in it or ?passfile=PATH (PGPASSWORD and "
+        "~/.pgpass are not read)."))
 
     def __post_init__(self) -> None:
         """A store URL is checked, and kept without its password (remembered in this process

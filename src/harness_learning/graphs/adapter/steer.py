@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,15 @@ from harness_learning.harnesses.store import Decision, LineageStep, LogStore
 
 
 @contextlib.asynccontextmanager
-async def adapter_app(run_dir: str | Path, *, exclusive: bool = False) -> AsyncIterator[Any]:
+async def adapter_app(run_dir: str | Path, *, exclusive: bool = False,
+                      store: str = "") -> AsyncIterator[Any]:
     """The run's adapter graph on its checkpoints (None when the run never started).
     `exclusive`: to change the run, which a PostgreSQL run refuses while another process
-    drives it (see `graphs.adapter.checkpoints`)."""
+    drives it (see `graphs.adapter.checkpoints`). `store`: the log store URL the user gave
+    (`--store`), instead of the one config.json names."""
     config = load_config(run_dir)
+    if store:
+        config = dataclasses.replace(config, store=store)
     run = RunDir(run_dir)
     if not has_checkpoints(run, config.store):
         yield None
@@ -40,11 +45,11 @@ async def _snapshot(app: Any) -> Any:
     return snapshot if snapshot is not None and snapshot.values else None
 
 
-def pending_approval(run_dir: str | Path) -> dict[str, Any] | None:
+def pending_approval(run_dir: str | Path, store: str = "") -> dict[str, Any] | None:
     """What the approval gate asks (round, candidate, diff, scores), or None if it waits not."""
 
     async def read() -> dict[str, Any] | None:
-        async with adapter_app(run_dir) as app:
+        async with adapter_app(run_dir, store=store) as app:
             snapshot = await _snapshot(app)
         if snapshot is None:
             return None
@@ -75,20 +80,20 @@ def resolve_version(store: LogStore, lineage: list[LineageStep], version: str) -
     return shas[0], f"version {shas[0][:12]}"
 
 
-def rollback(run_dir: str | Path, version: str, reason: str = "") -> Decision:
+def rollback(run_dir: str | Path, version: str, reason: str = "", store: str = "") -> Decision:
     """Make an earlier version current, as a decision after the last round. Refused while the
     run is unfinished (it would keep its own current version): resume it to its end first."""
-    return asyncio.run(_rollback(Path(run_dir), version, reason))
+    return asyncio.run(_rollback(Path(run_dir), version, reason, store))
 
 
-async def _rollback(run_dir: Path, version: str, reason: str) -> Decision:
-    async with adapter_app(run_dir, exclusive=True) as app:
+async def _rollback(run_dir: Path, version: str, reason: str, store_url: str) -> Decision:
+    async with adapter_app(run_dir, exclusive=True, store=store_url) as app:
         snapshot = await _snapshot(app)
         if snapshot is not None and snapshot.next:
             raise ValueError(f"{run_dir} is not finished (next: {', '.join(snapshot.next)}); "
                              "roll back once it has stopped: `harness-learn resume` runs it to "
                              "its end")
-        with RunDir(run_dir).open_store() as store:
+        with RunDir(run_dir).open_store(store_url or None) as store:
             decision = _record_rollback(store, version, reason)
         if snapshot is not None:  # the checkpoint agrees, for Studio and any later resume
             await app.aupdate_state(THREAD, {"current_sha": decision.chosen_sha,

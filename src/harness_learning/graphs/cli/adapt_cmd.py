@@ -21,7 +21,7 @@ from harness_learning.graphs.cli._common import (
     user_errors,
 )
 from harness_learning.graphs.cli.options import field_parameters, field_values, given_options
-from harness_learning.graphs.cli.show_cmd import STORE_HELP
+from harness_learning.graphs.cli.show_cmd import StoreOption
 
 
 def check_inputs(config) -> Any:
@@ -39,9 +39,11 @@ def adapt(**options: Any) -> None:
     from harness_learning.graphs.adapter.run import prepare
     from harness_learning.graphs.cli.models_cmd import require_local_models
     from harness_learning.harnesses.llm.models import resolve_role
+    from harness_learning.harnesses.store.pgurl import give as give_store
 
     as_json, sandbox = options.pop("as_json"), options.pop("sandbox")
     config = _config_of(options.pop("ctx"), options.pop("config_file"), options)
+    give_store(config.store)  # typed or in the user's settings file: the user's own word
     require_local_models(config.solver, resolve_role(config.proposer, "proposer"))
     with user_errors():
         config = prepare(config)
@@ -110,7 +112,7 @@ def resume(
                          "continue, and a setting it holds otherwise than the run is refused "
                          "(a run keeps its settings).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
-    store: Annotated[str, typer.Option(help=STORE_HELP)] = "",
+    store: StoreOption = "",
 ) -> None:
     """Continue a run that was stopped or killed; nothing finished is redone."""
     from harness_learning.graphs.adapter.run import load_config
@@ -181,7 +183,7 @@ def eval_run(
                                         "e.g. local:OUT.gguf from `train solver-sft` and "
                                         "`train export` (its results are kept apart).")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
-    store: Annotated[str, typer.Option(help=STORE_HELP)] = "",
+    store: StoreOption = "",
 ) -> None:
     """Evaluate the seed and each round's selected version on held-out test problems."""
     from harness_learning.graphs.adapter.final_eval import final_evaluation

@@ -74,8 +74,12 @@ def classify(exc: BaseException) -> CliError:
                         "--harness FILE --n 1` checks it", EXIT_INVALID)
     if isinstance(exc, StoreUnreachable):  # what was committed is kept: resume continues
         return CliError(str(exc), "check that the database server is up and the URL right "
-                        "(--store URL; a password comes from PGPASSWORD or ~/.pgpass); then "
-                        "`harness-learn resume RUN` continues a run", EXIT_UNREACHABLE)
+                        "(--store URL; a password comes from the URL or its ?passfile=PATH); "
+                        "then `harness-learn resume RUN --store URL` continues a run",
+                        EXIT_UNREACHABLE)
+    if isinstance(exc, LogStoreError) and isinstance(getattr(exc, "hint", None), str):
+        # refusals that say themselves what to do: a store not given, a foreign checkpoint
+        return CliError(str(exc), exc.hint, EXIT_USAGE)
     if isinstance(exc, RunLocked):
         return CliError(str(exc), "wait for it to finish or stop it; `harness-learn show RUN` "
                         "reads a run while it runs", EXIT_USAGE)

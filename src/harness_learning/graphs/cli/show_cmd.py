@@ -10,15 +10,34 @@ import typer
 from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import console, out
 
-STORE_HELP = ("The run's log store URL (postgresql://USER@HOST:PORT/DB), if not the one its "
-              "config.json names (a moved database).")
+STORE_HELP = ("The run's log store URL (postgresql://USER@HOST:PORT/DB). A PostgreSQL run is "
+              "read only with it: a store its config.json names is never connected to on the "
+              "run directory's word. A password comes from the URL (or ?passfile=PATH), never "
+              "from PGPASSWORD or ~/.pgpass.")
+
+
+def given_store(value: str) -> str:
+    """A `--store` URL is the user's own word, so its server may be connected to
+    (`pgurl.give`); a URL no backend reads is a usage error."""
+    from harness_learning.harnesses.store.pgurl import give
+
+    try:
+        give(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    return value
+
+
+StoreOption = Annotated[str, typer.Option("--store", help=STORE_HELP, callback=given_store)]
+"""`--store` for every command that opens a run's log."""
+
 
 @app.command()
 def show(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `adapt`.")],
     candidate: Annotated[str, typer.Option(help="A candidate id (r1-c0) or version sha prefix: "
                                                 "its diff, the Proposer's report, its results.")] = "",
-    store: Annotated[str, typer.Option(help=STORE_HELP)] = "",
+    store: StoreOption = "",
 ) -> None:
     """The run's lineage, each round's candidates (outcome, selection score, reward) and spend."""
     from harness_learning.graphs.runreport import load_run
@@ -33,7 +52,7 @@ def report(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `adapt`.")],
     out_file: Annotated[Path | None, typer.Option("--out", help="HTML file to write "
                                                   "(default RUN/report.html).")] = None,
-    store: Annotated[str, typer.Option(help=STORE_HELP)] = "",
+    store: StoreOption = "",
 ) -> None:
     """Write one self-contained HTML report of the run (opens from disk, needs no network)."""
     from harness_learning.graphs.runreport import load_run

@@ -3,6 +3,7 @@ approve` for a run that waits (from any shell) and `harness-learn rollback`."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,6 +14,7 @@ from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import console, out, print_json_last, run_async
 from harness_learning.graphs.cli.errors import EXIT_USAGE, EXIT_WAITING, CliError, unreachable
 from harness_learning.graphs.cli.exit_checks import check_stop
+from harness_learning.graphs.cli.show_cmd import StoreOption
 
 
 def drive(config: Any, *, resume: bool, as_json: bool, answer: dict | None = None,
@@ -93,13 +95,16 @@ def approve(
     reject: Annotated[str | None, typer.Option(help="Reject the candidate, with this reason "
                                                     "(the Proposer reads it).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
+    store: StoreOption = "",
 ) -> None:
     """Answer a run's pending approval (adopt, or --reject REASON) and continue the run here."""
     from harness_learning.graphs.adapter.run import load_config
     from harness_learning.graphs.adapter.steer import pending_approval
 
     config = load_config(run_dir)
-    pending = pending_approval(run_dir)
+    if store:  # for this process only, as `resume --store`
+        config = dataclasses.replace(config, store=store)
+    pending = pending_approval(run_dir, store=store)
     if pending is None:
         raise CliError(f"{run_dir} waits for no approval",
                        f"only a run started with `--approval` waits; `harness-learn show {run_dir}` "
@@ -119,11 +124,12 @@ def rollback(
     version: Annotated[str, typer.Argument(help="The round whose version to restore (0 = seed) "
                                                 "or a version's sha prefix.")],
     reason: Annotated[str, typer.Option(help="Why (recorded with the decision).")] = "",
+    store: StoreOption = "",
 ) -> None:
     """Make an earlier version current again, recorded as a decision the report shows."""
     from harness_learning.graphs.adapter.steer import rollback as do_rollback
 
-    decision = do_rollback(run_dir, version, reason)
+    decision = do_rollback(run_dir, version, reason, store=store)
     out.print(f"round {decision.round}: {decision.reason} · current version "
               f"{decision.chosen_sha[:12]} (was {decision.current_sha[:12]})")
 

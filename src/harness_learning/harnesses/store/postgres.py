@@ -8,6 +8,7 @@ a moved run directory still finds its log. Every write is one committed transact
 connection lost between calls is made again, one lost mid-call fails it with `StoreUnreachable`
 (one line naming the URL), so what was committed stays. psycopg is an optional extra, imported
 when a store is opened (`pip install 'harness-learning[postgres]'`); no password is written.
+Only a URL the user gave is connected to, with only the credentials it asks for (`pgurl`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from harness_learning.harnesses.store.base import (
 )
 from harness_learning.harnesses.store.pgurl import (
     INSTALL_HINT,
-    password_for,
+    check_given,
+    connect_params,
     remember_password,
     unreachable,
 )
@@ -88,6 +90,7 @@ class PostgresLogStore(SQLLogStore):
         self.url = given or stored.get("url") or ""
         if not self.url:
             raise LogStoreError(f"{self.pointer} not found and no PostgreSQL URL given")
+        check_given(self.url, self._named_in())
         self.schema = stored.get("schema") or f"hl_run_{uuid.uuid4().hex[:24]}"
         self.where = f"{self.url} (schema {self.schema})"
         self._pg = psycopg_module()
@@ -102,6 +105,14 @@ class PostgresLogStore(SQLLogStore):
             self._write_pointer()
 
     # -- plumbing ----------------------------------------------------------------------------
+    def _named_in(self) -> str:
+        """Which file named the URL, for `StoreNotGiven`: config.json, else store.json."""
+        config = self.run_dir / "config.json"
+        with suppress(OSError, ValueError, AttributeError):
+            if json.loads(config.read_text(encoding="utf-8")).get("store") == self.url:
+                return str(config)
+        return str(self.pointer if self.pointer.is_file() else self.run_dir)
+
     def _read_pointer(self) -> dict[str, str]:
         if not self.pointer.is_file():
             return {}
@@ -130,11 +141,10 @@ class PostgresLogStore(SQLLogStore):
         """The open connection, made again if the last one was lost."""
         if self._conn is not None and not self._conn.closed and not self._conn.broken:
             return self._conn
-        password = password_for(self.url)
-        extra = {"password": password} if password is not None else {}
         try:
             conn = self._pg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                                    application_name="harness-learning", **extra)
+                                    application_name="harness-learning",
+                                    **connect_params(self.url))
         except self._pg.Error as exc:
             raise unreachable(self.url, exc) from exc
         from psycopg.rows import dict_row
