@@ -23,6 +23,7 @@ from harness_learning.graphs.adapter.inputs import (
     resolve_inputs,
     store_inputs,
 )
+from harness_learning.graphs.adapter.stored_config import check_types
 from harness_learning.graphs.adapter.trace_spans import run_spans
 from harness_learning.harnesses.edits.operators import resolve_operators
 from harness_learning.harnesses.rundir import RunDir
@@ -86,6 +87,7 @@ def load_config(run_dir: str | Path | RunDir) -> AdaptConfig:
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
     data = run.read_config()
     data.setdefault("split", "paper")  # a run from before the choice drew the paper's way
+    check_types(AdaptConfig, data, run.config)  # an edited or handed file: one line, not later
     try:
         config = AdaptConfig.from_dict(data)
     except (ValueError, TypeError) as exc:  # name the file
