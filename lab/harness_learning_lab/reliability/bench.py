@@ -1,6 +1,7 @@
 """All reliability scenarios in one go, for `harness-learn bench reliability`: the figures
-(cases tried and contained per category, kills, resumes that matched, records lost, infra
-errors scored wrong) and a table of them."""
+(cases tried and contained per category and per sandbox backend, kills, resumes that matched,
+records lost, infra errors scored wrong) and a table of them. The hostile catalogue runs on
+every backend that can start here (`ranked_backends`); the other scenarios on the default."""
 
 from __future__ import annotations
 
@@ -13,16 +14,20 @@ from typing import Any
 
 def run_all(root: Path, *, kills: int = 5, seed: int = 0, log: Any = None) -> dict[str, Any]:
     from harness_learning.harnesses.llm import SimServer
+    from harness_learning.harnesses.sandbox.backend import get_backend, ranked_backends
     from harness_learning_lab.reliability import baddata, crashes, faults, hostile, proposals
 
     root = Path(root)
     t0 = time.perf_counter()
-    server = SimServer(latency_s=0.01)
-    server.start()
-    try:
-        hostile_rows = asyncio.run(hostile.run_catalogue(root / "hostile", server, log=log))
-    finally:
-        server.stop()
+    hostile_rows: list[dict] = []
+    for name, _count in ranked_backends():
+        server = SimServer(latency_s=0.01)
+        server.start()
+        try:
+            hostile_rows += asyncio.run(hostile.run_catalogue(
+                root / f"hostile-{name}", server, log=log, backend=get_backend(name)))
+        finally:
+            server.stop()
     proposal_rows = asyncio.run(proposals.run_bad_proposals(root / "proposals"))
     fault_rows = faults.run_faults(root / "faults", log=log)
     crash = crashes.run_crashes(root / "crashes", kills=kills, seed=seed, log=log)
@@ -46,12 +51,20 @@ def summarise(hostile_rows: list[dict], proposal_rows: list[dict], fault_rows: l
         c["tried"] += 1
         c["contained"] += bool(row["ok"])
     resumed = [r for r in fault_rows if r["resumed"]]
+    by_backend: dict[str, Counter] = {}
+    for row in tried:
+        if row.get("backend"):
+            c = by_backend.setdefault(row["backend"], Counter())
+            c["tried"] += 1
+            c["contained"] += bool(row["contained"] and row["recorded"])
     return {
         "hostile_cases": sum(c["tried"] for c in by_cat.values()),
         "hostile_contained": sum(c["contained"] for c in by_cat.values()),
         "hostile_skipped": len(hostile_rows) - len(tried),
         "hostile_by_category": {k: dict(v) for k, v in sorted(by_cat.items())},
-        "not_contained": [r["case"] for r in tried if not (r["contained"] and r["recorded"])]
+        "hostile_by_backend": {k: dict(v) for k, v in sorted(by_backend.items())},
+        "not_contained": [":".join(filter(None, (r.get("backend"), r["case"]))) for r in tried
+                          if not (r["contained"] and r["recorded"])]
         + [r["case"] for r in hacks if not r["ok"]],
         "bad_proposals": sum(r["kind"] == "malformed" for r in proposal_rows),
         "bad_proposals_named": sum(r["ok"] for r in proposal_rows if r["kind"] == "malformed"),
@@ -80,6 +93,8 @@ def table(f: dict[str, Any]) -> str:
     """The figures as an aligned text table."""
     rows = [(f"hostile: {cat}", f"{c['contained']}/{c['tried']} contained")
             for cat, c in f["hostile_by_category"].items()]
+    rows += [(f"hostile on {name}", f"{c['contained']}/{c['tried']} contained")
+             for name, c in f.get("hostile_by_backend", {}).items()]
     rows += [
         ("hostile: total", f"{f['hostile_contained']}/{f['hostile_cases']} contained"
          + (f", {f['hostile_skipped']} skipped (no bubblewrap)" if f["hostile_skipped"] else "")),

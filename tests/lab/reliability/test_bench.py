@@ -56,3 +56,20 @@ def test_summary_reports_each_class_on_its_own():
                                         "memorisation": {"tried": 1, "contained": 1}}
     assert f["not_contained"] == ["n"]
     assert "hostile: memorisation" in table(f) and "0/1 contained" in table(f)
+
+
+def test_summary_reports_the_hostile_catalogue_per_backend():
+    hostile = [{"case": "a", "category": "escape", "contained": True, "recorded": True,
+                "backend": "local"},
+               {"case": "a", "category": "escape", "contained": True, "recorded": True,
+                "backend": "docker"},
+               {"case": "b", "category": "escape", "contained": False, "recorded": True,
+                "backend": "docker"}]
+    crash = {"kills": 0, "resumes_tried": 0, "resumes_matched": 0, "records_lost": 0,
+             "unsound_after_kill": []}
+    f = summarise(hostile, [], [], crash, {"worker_kills": 0, "completed": True}, [], 1.0)
+    assert f["hostile_by_backend"] == {"docker": {"tried": 2, "contained": 1},
+                                       "local": {"tried": 1, "contained": 1}}
+    assert f["not_contained"] == ["docker:b"]
+    lines = {" ".join(line.split()) for line in table(f).splitlines()}
+    assert {"hostile on docker 1/2 contained", "hostile on local 1/1 contained"} <= lines
