@@ -91,7 +91,7 @@ def test_python_args_are_capped_by_the_time_left():
 def test_solver_waits_are_off_the_clock_but_bounded(sandbox):
     """One 2.5 s Solver call under a 2 s limit is answered (a slow endpoint is not the
     harness's fault); a loop of them stops once the waits pass `problem_wait_s`."""
-    limits = replace(TEST_LIMITS, problem_timeout_s=2.0, problem_wait_factor=1.0)
+    limits = replace(TEST_LIMITS, problem_timeout_s=2.0, problem_wait_factor=2.0)
     toolbox = ScriptedToolbox("Answer: 4", delay_s=2.5)
     loop = node_harness("""
 n = 0
