@@ -4,6 +4,7 @@ has (no engine needed), and live runs where an engine with the sandbox image ans
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import json
 import os
@@ -366,3 +367,55 @@ def test_a_container_the_oom_killer_ended_reads_as_memory(oom_killed):
     kind, error = death_verdict(137, DockerProcess(proc).usage(), Limits(memory_mb=512), "")
     assert (kind == "memory") is oom_killed, error
     assert ("Limits.memory_mb (512 MB)" in error) is oom_killed, error
+
+
+def test_live_container_keeps_no_log_sits_in_its_candidates_cgroup_and_leaves_nothing():
+    require_engine()
+    import docker.errors
+
+    from harness_learning.harnesses.sandbox import docker_care
+
+    backend = DockerBackend()
+
+    async def go():
+        process = await backend.spawn(["-c", "import time; time.sleep(60)"], Limits(), {})
+        container = process.proc.container
+        try:
+            await asyncio.to_thread(container.reload)
+            nested = process.group is not None and docker_care.nested(process.group, container.id)
+        finally:
+            await process.cleanup()
+        return process, container, nested
+
+    process, container, nested = asyncio.run(go())
+    host = container.attrs["HostConfig"]
+    assert host["LogConfig"]["Type"] == "none" and host["AutoRemove"] is True
+    assert container.attrs["Config"]["Labels"]["harness-learning.parent"] == str(os.getpid())
+    with pytest.raises(docker.errors.NotFound):
+        backend.client.containers.get(container.id)
+    if backend.protections()["cgroup_per_candidate"]:  # cgroupfs on v1, as here
+        assert host["CgroupParent"] == docker_care.parent_path(process.group) and nested
+        assert not any(d.exists() for d in process.group.dirs)
+
+
+def test_live_sweep_removes_only_the_containers_of_dead_parents():
+    require_engine()
+    import docker.errors
+
+    from harness_learning.harnesses.sandbox import docker_care
+    from harness_learning.harnesses.sandbox.docker_backend import DEFAULT_IMAGE
+
+    client = DockerBackend().client
+    config = container_config(["-c", "pass"], Limits(), {}, DEFAULT_IMAGE)
+    dead = {**config, "labels": {**config["labels"], docker_care.PARENT_LABEL: str(2 ** 22 + 7)}}
+    orphan, ours = client.containers.create(**dead), client.containers.create(**config)
+    try:
+        removed = docker_care.sweep_orphans(client)
+        assert orphan.id in removed and ours.id not in removed
+        with pytest.raises(docker.errors.NotFound):
+            client.containers.get(orphan.id)
+        assert client.containers.get(ours.id).status == "created"
+    finally:
+        for container in (orphan, ours):
+            with contextlib.suppress(docker.errors.NotFound):
+                container.remove(force=True)
