@@ -47,7 +47,8 @@ def sft_stage(train: Any, folder: Path, collected: dict[str, Any]) -> dict[str, 
                             teacher=[r["run_dir"] for r in collected["tasks"].values()],
                             num_epochs=train.sft_epochs, max_steps=-1, batch_size=1,
                             learning_rate=train.sft_learning_rate,
-                            max_length=train.sft_max_length, keep_ties=train.sft_keep_ties)
+                            max_length=train.sft_max_length, keep_ties=train.sft_keep_ties,
+                            save_steps=train.sft_save_steps)
     try:
         result = train_sft([], config, progress=False)
     except LogError as err:  # nothing to learn: say so, and the SFT arm is the base student
@@ -82,20 +83,20 @@ def grpo_stage(spec: Any, train: Any, folder: Path, collected: dict[str, Any],
 
 def export_stage(train: Any, folder: Path, checkpoints: dict[str, str | None]
                  ) -> dict[str, Any]:
-    """Each student arm as a GGUF; the base is the bundled model rebuilt and re-exported, so
-    every student arm is served at the same precision (Q8_0)."""
+    """Each student arm as a GGUF of the student's own architecture, with the student's GGUF
+    as the reference; the base is that GGUF rebuilt and re-exported, so every student arm is
+    served at the same precision (Q8_0)."""
     from harness_learning.training.export import export_checkpoint, write_gguf
-    from harness_learning.training.models import load_model, smollm2_gguf_path
+    from harness_learning.training.models import gguf_path, load_model
 
-    if train.student != "smollm2":
-        raise ValueError("[training] student: only 'smollm2' exports to GGUF (the export copies "
-                         "the bundled SmolLM2 GGUF's metadata)")
-    reference = smollm2_gguf_path()
+    reference = gguf_path(train.student)
+    if reference is None:
+        raise ValueError(f"[training] student {train.student!r} is not a GGUF model: give "
+                         "'smollm2', 'qwen2.5-coder-1.5b' or a .gguf path (the export copies its "
+                         "tokenizer and chat template)")
     files = {"base": str(write_gguf(load_model(train.student), reference,
                                     folder / "base.gguf", name="base"))}
     for arm, ckpt in checkpoints.items():
         files[arm] = (str(export_checkpoint(Path(ckpt), reference, folder / f"{arm}.gguf"))
                       if ckpt else files["base"])
     return {"gguf": files}
-
-

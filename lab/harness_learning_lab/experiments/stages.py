@@ -35,7 +35,8 @@ STAGE_FILE = "stage.json"
 class TrainingSpec:
     teacher: str = "local:qwen2.5-coder-1.5b"
     student: str = "smollm2"
-    """Trained model (`TrainConfig.model`); exported against the bundled SmolLM2 GGUF."""
+    """Trained model (`TrainConfig.model`: 'smollm2', 'qwen2.5-coder-1.5b' or a .gguf);
+    exported with that GGUF as the reference."""
     lora: bool = True
     per_task: int = 8
     """Teacher proposals per training type (one group: they answer the same prompt)."""
@@ -45,6 +46,9 @@ class TrainingSpec:
     sft_max_length: int = 4096
     sft_keep_ties: bool = False
     """SFT also on the teacher's valid edits that tie the seed (`train sft --keep-ties`)."""
+    sft_save_steps: int = 4
+    """A resumable SFT checkpoint every this many steps (`train sft --save-steps`): a killed
+    stage resumes from the last one on the same batches and loss curve."""
     grpo_steps: int = 10
     group_size: int = 8
     grpo_learning_rate: float = 2e-5
@@ -140,8 +144,10 @@ async def train_proposers(spec: Any, out: Path, options: Callable[[str], dict],
                  "temperature": spec.proposer_temperature}
     collected = await run_stage(root / "collect", p_collect, lambda: work.collect(
         spec, train, root / "collect", options), log)
+    # how often SFT saves does not change what it learns: not a parameter of the stage
     p_sft = {"after": p_collect, **{k: v for k, v in asdict(train).items()
-                                    if k.startswith("sft") or k in ("student", "lora")}}
+                                    if (k.startswith("sft") and k != "sft_save_steps")
+                                    or k in ("student", "lora")}}
     sft = await run_stage(root / "sft", p_sft, lambda: work.sft(train, root / "sft",
                                                                   collected), log)
     p_grpo = {"after": p_sft, **{k: v for k, v in asdict(train).items() if k.startswith(

@@ -35,9 +35,11 @@ class TrainConfig:
 
     model: str = field(
         default="smollm2",
-        metadata={"help": "Model to train: 'smollm2' (the bundled GGUF, rebuilt as a plain "
-                  "Llama), a .gguf path, a local Hugging Face directory, or 'tiny' (a random "
-                  "2-layer Llama with SmolLM2's tokenizer, for smoke runs)."},
+        metadata={"help": "Model to train: 'smollm2' (the bundled GGUF), "
+                  "'qwen2.5-coder-1.5b' (the fetched Proposer GGUF), a .gguf path (llama or "
+                  "qwen2 architecture; rebuilt as a plain trainable model), a local Hugging Face "
+                  "directory, or 'tiny' (a random 2-layer Llama with SmolLM2's tokenizer, for "
+                  "smoke runs)."},
     )
     out: str = field(default="runs/train", metadata={"help": "Output directory."})
     learning_rate: float = field(default=1e-5, metadata={"help": "AdamW learning rate."})
@@ -83,6 +85,14 @@ class SFTTrainConfig(TrainConfig):
         metadata={"help": "Also learn valid edits that score as high as their parent: on a few "
                   "selection problems a teacher's edits often tie the seed, and a small student "
                   "needs the edit format first."},
+    )
+    save_steps: int = field(
+        default=0,
+        metadata={"help": "Save a resumable checkpoint (the LoRA adapter, optimiser, random "
+                  "states and data position) every this many steps under OUT/trainer, keeping "
+                  "the last two; rerun with the same OUT to resume a killed run from the last "
+                  "whole one, with the same batches and loss curve. 0: none (a killed run "
+                  "starts over)."},
     )
 
 

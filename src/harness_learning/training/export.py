@@ -1,104 +1,91 @@
 """A trained student as a GGUF the local llama.cpp server loads, so `--proposer PATH.gguf` uses it.
 
 llama.cpp's converter (convert_hf_to_gguf.py) does not ship with llama-cpp-python's wheel, but
-the `gguf` package can write the file. A student is a fine-tune of the bundled SmolLM2 GGUF, so
-its architecture, tokenizer and chat template are exactly the reference file's: the export copies
-every metadata key from that reference and writes the trained weights under llama.cpp's tensor
-names. Two details make it right: llama.cpp stores the query and key projections with each
-head's rotary halves interleaved (transformers undoes that when it loads a GGUF, so the export
-redoes it), and tied embeddings have no `output.weight`. `max_difference` compares an export
-of the untrained model with the reference file's dequantised tensors.
+the `gguf` package can write the file. A student is a fine-tune of a GGUF (the bundled SmolLM2,
+the shipped Qwen2.5-Coder Proposer, or any GGUF of a supported architecture), so its tokenizer
+and chat template are exactly that reference file's: the export copies every metadata key from
+the reference, takes the shape keys (`{arch}.block_count`, ...) from the model's own config, and
+writes the trained weights under llama.cpp's tensor names for the reference's architecture
+(`gguf_arch`: qwen2 keeps its q/k/v biases; llama's q/k rows are rotary-interleaved again).
+Tied embeddings have no `output.weight`. `max_difference` compares an export of the untrained
+model with the reference file's dequantised tensors.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from harness_learning.training.gguf_arch import (
+    check_architecture,
+    hyperparameters,
+    tensors_to_gguf,
+)
+from harness_learning.training.gguf_arch import gguf_name as gguf_name
+from harness_learning.training.gguf_arch import interleave_rotary as interleave_rotary
+
 QUANT = "Q8_0"
-"""Matrices are written Q8_0 (near-lossless, half of F16); 1-D norms stay F32 as llama.cpp
-expects."""
+"""Matrices are written Q8_0 (near-lossless, half of F16); 1-D norms and biases stay F32 as
+llama.cpp expects."""
 
-_LAYER = {
-    "self_attn.q_proj.weight": "attn_q.weight",
-    "self_attn.k_proj.weight": "attn_k.weight",
-    "self_attn.v_proj.weight": "attn_v.weight",
-    "self_attn.o_proj.weight": "attn_output.weight",
-    "mlp.gate_proj.weight": "ffn_gate.weight",
-    "mlp.up_proj.weight": "ffn_up.weight",
-    "mlp.down_proj.weight": "ffn_down.weight",
-    "input_layernorm.weight": "attn_norm.weight",
-    "post_attention_layernorm.weight": "ffn_norm.weight",
-}
-_TOP = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
-        "lm_head.weight": "output.weight"}
+_MODEL_TYPES = {"llama": ("llama",), "qwen2": ("qwen2",)}
+"""The transformers `model_type`s a reference architecture can hold."""
 
 
-def gguf_name(hf_name: str) -> str | None:
-    """llama.cpp's tensor name for a transformers Llama weight (None: not a weight we write)."""
-    if hf_name in _TOP:
-        return _TOP[hf_name]
-    parts = hf_name.split(".", 3)
-    if len(parts) == 4 and parts[:2] == ["model", "layers"] and parts[3] in _LAYER:
-        return f"blk.{parts[2]}.{_LAYER[parts[3]]}"
-    return None
+def gguf_tensors(model: Any, arch: str = "llama") -> Iterator[tuple[str, np.ndarray]]:
+    """(llama.cpp name, float32 array) for every weight of a plain (LoRA-merged) model."""
+    return tensors_to_gguf(model, arch)
 
 
-def interleave_rotary(weight: np.ndarray, n_head: int) -> np.ndarray:
-    """transformers' rotary layout (halves) -> llama.cpp's (pairs), per head: the inverse of
-    the permutation transformers applies when it reads a llama GGUF."""
-    rows = weight.shape[0]
-    return (weight.reshape(n_head, 2, rows // n_head // 2, *weight.shape[1:])
-            .swapaxes(1, 2).reshape(weight.shape))
+def _metadata(file: Any, model: Any, arch: str, name: str) -> Iterator[tuple[str, Any, Any, Any]]:
+    """(key, value, type, array sub-type) of the export: the reference's keys with the file
+    type, the name and the shape keys replaced, then shape keys the reference lacks."""
+    import gguf
 
-
-def gguf_tensors(model: Any) -> Iterator[tuple[str, np.ndarray]]:
-    """(llama.cpp name, float32 array) for every weight of a plain (LoRA-merged) Llama."""
-    config = model.config
-    n_head, n_kv = config.num_attention_heads, config.num_key_value_heads
-    tied = bool(getattr(config, "tie_word_embeddings", False))
-    for name, tensor in model.state_dict().items():
-        target = gguf_name(name)
-        if target is None or (tied and target == "output.weight"):
+    shape = hyperparameters(model.config, arch)
+    for key, (vtype, sub, value) in file.fields.items():
+        if key in (gguf.Keys.General.ARCHITECTURE, gguf.Keys.General.ALIGNMENT):
             continue
-        array = tensor.detach().float().cpu().numpy()
-        if target.endswith("attn_q.weight"):
-            array = interleave_rotary(array, n_head)
-        elif target.endswith("attn_k.weight"):
-            array = interleave_rotary(array, n_kv)
-        yield target, array
+        value = shape.pop(key, value)
+        if key == gguf.Keys.General.FILE_TYPE:
+            value = int(gguf.LlamaFileType.MOSTLY_Q8_0)
+        elif key == gguf.Keys.General.NAME and name:
+            value = name
+        yield (key, value, gguf.GGUFValueType(vtype),
+               None if sub is None else gguf.GGUFValueType(sub))
+    for key, value in shape.items():
+        vtype = (gguf.GGUFValueType.FLOAT32 if isinstance(value, float)
+                 else gguf.GGUFValueType.UINT32)
+        yield key, value, vtype, None
 
 
 def write_gguf(model: Any, reference: Path, out: Path, name: str = "") -> Path:
     """Write `model`'s weights as `out` with `reference`'s metadata (architecture, tokenizer,
-    chat template); the reference must be the GGUF the model was fine-tuned from."""
+    chat template); the reference must be the GGUF the model was fine-tuned from, or one of
+    the same architecture and tokenizer."""
     import gguf
+
+    from harness_learning.training.gguf_read import read_gguf
 
     if hasattr(model, "merge_and_unload"):
         model = model.merge_and_unload()
-    reader = gguf.GGUFReader(str(reference))
-    arch = str(reader.fields[gguf.Keys.General.ARCHITECTURE].contents())
-    if arch != "llama":
-        raise ValueError(f"{reference}: architecture {arch!r}, only llama students export")
+    file = read_gguf(reference)
+    arch = check_architecture(file.architecture, reference)
+    model_type = getattr(model.config, "model_type", "")
+    if model_type not in _MODEL_TYPES[arch]:
+        raise ValueError(f"the model is a {model_type!r} but {reference} is a {arch!r} GGUF: "
+                         "give the GGUF the model was trained from as the reference")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".part")
     writer = gguf.GGUFWriter(str(tmp), arch)
     qtype = gguf.GGMLQuantizationType[QUANT]
-    for field in reader.fields.values():
-        if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
-            continue
-        value = field.contents()
-        if field.name == gguf.Keys.General.FILE_TYPE:
-            value = int(gguf.LlamaFileType.MOSTLY_Q8_0)
-        elif field.name == gguf.Keys.General.NAME and name:
-            value = name
-        vtype = field.types[0]
-        sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
-        writer.add_key_value(field.name, value, vtype, sub_type=sub)
-    for target, array in gguf_tensors(model):
+    for key, value, vtype, sub in _metadata(file, model, arch, name):
+        writer.add_key_value(key, value, vtype, sub_type=sub)
+    for target, array in tensors_to_gguf(model, arch):
         if array.ndim == 1 or array.shape[-1] % gguf.GGML_QUANT_SIZES[qtype][0]:
             writer.add_tensor(target, array.astype(np.float32))
         else:
@@ -112,10 +99,35 @@ def write_gguf(model: Any, reference: Path, out: Path, name: str = "") -> Path:
     return out
 
 
-def export_checkpoint(checkpoint: Path, reference: Path, out: Path) -> Path:
-    """A saved checkpoint directory (`save_checkpoint`'s) as a GGUF at `out`."""
+def reference_gguf(checkpoint: Path) -> Path | None:
+    """The GGUF a checkpoint was trained from: the `model` of the training run's config.json
+    (OUT/config.json beside OUT/checkpoint), followed through checkpoints trained from
+    checkpoints (SFT, then GRPO from the SFT student); None when it does not lead to a GGUF."""
+    from harness_learning.training.models import gguf_path
+
+    for _ in range(8):  # a chain of runs; a cycle would be a hand-edited config
+        config = Path(checkpoint).parent / "config.json"
+        if not config.is_file():
+            return None
+        model = str(json.loads(config.read_text()).get("model", ""))
+        gguf = gguf_path(model)
+        if gguf is not None:
+            return gguf
+        if not (Path(model) / "config.json").is_file():
+            return None
+        checkpoint = Path(model)
+    return None
+
+
+def export_checkpoint(checkpoint: Path, reference: Path | None, out: Path) -> Path:
+    """A saved checkpoint directory (`save_checkpoint`'s) as a GGUF at `out`; `reference`
+    None: the GGUF it was trained from (`reference_gguf`)."""
     from transformers import AutoModelForCausalLM
 
+    reference = reference or reference_gguf(Path(checkpoint))
+    if reference is None:
+        raise ValueError(f"{checkpoint} was not trained from a GGUF (its run's config.json names "
+                         "no .gguf model): give the reference GGUF it was trained from")
     model = AutoModelForCausalLM.from_pretrained(str(checkpoint))
     return write_gguf(model, reference, out, name=Path(checkpoint).parent.name or "student")
 

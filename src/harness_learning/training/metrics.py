@@ -20,12 +20,17 @@ TRL_KEYS = {"reward": "reward_mean", "reward_std": "reward_std", "loss": "loss",
 class MetricsLog:
     """Append-only metrics of one run under `out`."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, keep_through: int = 0) -> None:
+        """`keep_through`: a run resumed from that step keeps the rows logged up to it (the
+        rows after it, from the killed attempt, are logged again by the resumed one)."""
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.path = self.out / "metrics.jsonl"
-        self.path.write_text("")
         self.rows: list[dict[str, float]] = []
+        if keep_through > 0 and self.path.is_file():
+            self.rows = [row for row in map(json.loads, self.path.read_text().splitlines())
+                         if row.get("step", 0) <= keep_through]
+        self.path.write_text("".join(json.dumps(row) + "\n" for row in self.rows))
 
     def log(self, step: int, **values: float | None) -> dict[str, float]:
         row = {"step": step}

@@ -1,10 +1,11 @@
-"""Loading the Proposer for training: the bundled SmolLM2 GGUF rebuilt as a plain Llama, any
-Hugging Face checkpoint, or a tiny random Llama for tests; LoRA through peft; saving a
-checkpoint that `vllm serve` and transformers both load.
+"""Loading the Proposer for training: a GGUF (the bundled SmolLM2, the shipped Qwen2.5-Coder
+Proposer, or a path) rebuilt as a plain transformers model of its own architecture, any Hugging
+Face checkpoint, or a tiny random model for tests; LoRA through peft; saving a checkpoint that
+`vllm serve` and transformers both load.
 
-A GGUF-loaded transformers model is dequantised but keeps a `quantization_config` that blocks
-training and saving, so `load_model` rebuilds a plain `LlamaForCausalLM` from its config and
-state dict.
+transformers' own GGUF loading keeps a `quantization_config` that blocks training and saving,
+and builds the model in float32 before copying (14 GB at the peak for the 1.5B), so
+`rebuild_from_gguf` builds the model on the meta device and assigns the dequantised tensors.
 """
 
 from __future__ import annotations
@@ -35,9 +36,17 @@ def smollm2_gguf_path() -> Path:
     return path
 
 
-def _gguf(model: str) -> Path | None:
+def gguf_path(model: str) -> Path | None:
+    """The GGUF file `model` names: 'smollm2' (and 'tiny', for its tokenizer), a local model
+    of `harnesses.llm.models` ('qwen2.5-coder-1.5b', with or without 'local:'), or a .gguf
+    path; None for anything else (a Hugging Face directory)."""
+    from harness_learning.harnesses.llm.models import MODELS
+
     if model in ("smollm2", "tiny"):
         return smollm2_gguf_path()
+    name = model.removeprefix("local:")
+    if name in MODELS:
+        return MODELS[name].path()
     if model.endswith(".gguf"):
         path = Path(model)
         if not path.is_file():
@@ -46,13 +55,29 @@ def _gguf(model: str) -> Path | None:
     return None
 
 
+
+
+_GGUF_TOKENIZERS: dict[str, Any] = {}
+"""Tokenizers read from GGUFs in this process, by a hash of the tokenizer metadata: reading a
+Qwen GGUF's took ~20 s, and a run reads it for the tokenizer, the student and the export."""
+
+
 def load_tokenizer(model: str) -> Any:
-    """The tokenizer of `model` (GGUF tokenizers are read from the GGUF's metadata)."""
+    """The tokenizer of `model` (GGUF tokenizers are read from the GGUF's metadata, once per
+    process for each distinct tokenizer)."""
+    import copy
+
     from transformers import AutoTokenizer
 
-    gguf = _gguf(model)
+    from harness_learning.training.gguf_read import read_gguf
+
+    gguf = gguf_path(model)
     if gguf is not None:
-        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        digest = read_gguf(gguf).tokenizer_digest()
+        if digest not in _GGUF_TOKENIZERS:
+            _GGUF_TOKENIZERS[digest] = AutoTokenizer.from_pretrained(str(gguf.parent),
+                                                                     gguf_file=gguf.name)
+        tok = copy.deepcopy(_GGUF_TOKENIZERS[digest])
     else:
         tok = AutoTokenizer.from_pretrained(model)
     if tok.pad_token is None:
@@ -61,25 +86,36 @@ def load_tokenizer(model: str) -> Any:
 
 
 def rebuild_from_gguf(path: Path, dtype: torch.dtype = torch.float32) -> Any:
-    """Dequantise a GGUF through transformers, then copy it into a plain, trainable Llama."""
-    from transformers import AutoModelForCausalLM, LlamaForCausalLM
+    """A plain, trainable transformers model of the GGUF's own architecture (`general.
+    architecture`; `gguf_arch.SUPPORTED`, anything else refused in one line): built on the meta
+    device, then each dequantised tensor assigned, so no second copy of the weights exists."""
+    from accelerate import init_empty_weights
+    from transformers import AutoModelForCausalLM
 
-    loaded = AutoModelForCausalLM.from_pretrained(
-        str(path.parent), gguf_file=path.name, dtype=dtype
+    from harness_learning.training.gguf_arch import (
+        check_architecture,
+        config_from_gguf,
+        tensors_from_gguf,
     )
-    config = loaded.config
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    plain = LlamaForCausalLM(config).to(dtype)
-    missing, unexpected = plain.load_state_dict(loaded.state_dict(), strict=False)
-    missing = [k for k in missing if k != "lm_head.weight"]  # tied to the embeddings
+    from harness_learning.training.gguf_read import read_gguf
+
+    file = read_gguf(path)
+    arch = check_architecture(file.architecture, path)
+    config = config_from_gguf(file, arch)
+    state = tensors_from_gguf(file, arch, config, dtype)
+    with init_empty_weights(include_buffers=False):  # rotary buffers are computed, not loaded
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
+    missing = [k for k in missing if not (k == "lm_head.weight" and config.tie_word_embeddings)]
     if missing or unexpected:
         raise RuntimeError(f"GGUF {path}: weights missing {missing[:5]}, unexpected "
                            f"{unexpected[:5]}")
     if config.tie_word_embeddings:
-        plain.tie_weights()
-    del loaded
-    return plain
+        model.tie_weights()
+    still_meta = [n for n, p in (*model.named_parameters(), *model.named_buffers()) if p.is_meta]
+    if still_meta:
+        raise RuntimeError(f"GGUF {path}: no value for {still_meta[:5]}")
+    return model
 
 
 def tiny_llama(tokenizer: Any, hidden: int = 32, layers: int = 2, seed: int = 0) -> Any:
@@ -97,6 +133,25 @@ def tiny_llama(tokenizer: Any, hidden: int = 32, layers: int = 2, seed: int = 0)
     return LlamaForCausalLM(config)
 
 
+def tiny_qwen2(vocab_size: int, hidden: int = 64, layers: int = 2, seed: int = 0,
+               tokenizer: Any = None) -> Any:
+    """A random Qwen2 (q/k/v biases, tied embeddings) of `vocab_size` tokens, the shipped
+    Proposer's architecture at a size whose step takes a fraction of a second: the plumbing
+    test writes it as a GGUF with the Qwen tokenizer and trains it through the real path."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(seed)
+    ids = {} if tokenizer is None else {
+        "bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id}
+    config = Qwen2Config(
+        vocab_size=vocab_size, hidden_size=hidden, intermediate_size=2 * hidden,
+        num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=4096, tie_word_embeddings=True, rms_norm_eps=1e-6, **ids,
+    )
+    return Qwen2ForCausalLM(config)
+
+
 def load_model(model: str, tokenizer: Any = None, seed: int = 0) -> Any:
     """A trainable causal LM for `model` (see `TrainConfig.model`), in float32 on CPU and
     bfloat16 on GPU."""
@@ -105,7 +160,7 @@ def load_model(model: str, tokenizer: Any = None, seed: int = 0) -> Any:
     dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
     if model == "tiny":
         return tiny_llama(tokenizer if tokenizer is not None else load_tokenizer(model), seed=seed)
-    gguf = _gguf(model)
+    gguf = gguf_path(model)
     if gguf is not None:
         return rebuild_from_gguf(gguf, dtype)
     return AutoModelForCausalLM.from_pretrained(model, dtype=dtype)

@@ -26,6 +26,11 @@ from harness_learning.training.models import (  # noqa: E402
     lora_config,
     save_checkpoint,
 )
+from harness_learning.training.resume import (  # noqa: E402
+    check_same_run,
+    checkpoint_step,
+    resume_point,
+)
 from harness_learning.training.teacher import run_dirs_under, sft_dataset  # noqa: E402
 
 
@@ -51,10 +56,19 @@ def train_sft(run_dirs: Sequence[str | Path], config: SFTTrainConfig,
     return fit_sft(dataset, config, run_dirs, report, "SFT", progress)
 
 
+def checkpointing(config: Any) -> dict:
+    """The trainer's save arguments: every `save_steps` steps, the last two kept, or none."""
+    steps = int(getattr(config, "save_steps", 0) or 0)
+    if steps <= 0:
+        return {"save_strategy": "no"}
+    return {"save_strategy": "steps", "save_steps": steps, "save_total_limit": 2}
+
+
 def fit_sft(dataset: Any, config: Any, run_dirs: Sequence[Path], report: Any, title: str,
-            progress: bool = True) -> TrainResult:
+            progress: bool = True, callbacks: Sequence[Any] = ()) -> TrainResult:
     """TRL's SFTTrainer on a conversational prompt-completion set (`config`: a TrainConfig
-    with num_epochs); the loss falls on the completions."""
+    with num_epochs); the loss falls on the completions. With `save_steps`, a rerun on the same
+    OUT resumes from the last whole checkpoint (`training.resume`)."""
     from trl import SFTConfig, SFTTrainer
 
     out = Path(config.out)
@@ -66,21 +80,26 @@ def fit_sft(dataset: Any, config: Any, run_dirs: Sequence[Path], report: Any, ti
         raise ValueError(f"every SFT example is longer than --max-length {config.max_length} "
                          "tokens; TRL truncates on the right, which would cut off every "
                          "completion: raise --max-length")
+    run_config = {**as_dict(config), "logs": list(map(str, run_dirs))}
+    resume = None
+    if checkpointing(config)["save_strategy"] != "no" and any(
+            (out / "trainer").glob("checkpoint-*")):
+        check_same_run(out, run_config)
+        resume = resume_point(out / "trainer")
     model = load_model(config.model, tokenizer, config.seed)
     args = SFTConfig(
-        **trl_common(config, out), num_train_epochs=config.num_epochs,
+        **{**trl_common(config, out), **checkpointing(config)}, num_train_epochs=config.num_epochs,
         max_length=config.max_length, disable_tqdm=not progress, dataset_num_proc=None,
     )
-    log = MetricsLog(out)
-    (out / "config.json").write_text(json.dumps({**as_dict(config), "logs": list(map(
-        str, run_dirs))}, indent=1))
+    log = MetricsLog(out, keep_through=checkpoint_step(resume))
+    (out / "config.json").write_text(json.dumps(run_config, indent=1))
     trainer = SFTTrainer(
         model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
         peft_config=lora_config(config.lora_r, config.lora_alpha, config.lora_dropout)
         if config.lora else None,
-        callbacks=[metrics_callback(log)],
+        callbacks=[metrics_callback(log), *callbacks],
     )
-    trainer.train()
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     png = log.plot(f"{title}: {config.model}")
     ckpt = (save_checkpoint(trainer.model, tokenizer, out / "checkpoint")
             if config.save else None)

@@ -126,11 +126,16 @@ def serve(
 @train_app.command("export")
 def export(
     checkpoint: Annotated[Path, typer.Argument(help="A checkpoint written by a train command "
-                                               "(OUT/checkpoint) from the bundled SmolLM2.")],
+                                               "(OUT/checkpoint) from a GGUF model.")],
     out: Annotated[Path, typer.Option("--out", help="The .gguf file to write.")],
+    reference: Annotated[Path | None, typer.Option(
+        help="The GGUF the checkpoint was trained from (its tokenizer, chat template and "
+             "architecture are copied); default: the `model` its run's config.json names.")
+    ] = None,
 ) -> None:
-    """Export a trained SmolLM2 student as a GGUF (Q8_0) that the local llama.cpp server loads:
-    then `--proposer OUT.gguf` (or, for `train solver-sft`'s, `--solver local:OUT.gguf`) uses it."""
+    """Export a trained student (llama or qwen2, e.g. SmolLM2 or the Qwen2.5-Coder Proposer) as
+    a GGUF (Q8_0) that the local llama.cpp server loads: then `--proposer OUT.gguf` (or, for
+    `train solver-sft`'s, `--solver local:OUT.gguf`) uses it."""
     from harness_learning.graphs.cli._common import user_errors
 
     with user_errors("give a checkpoint folder written by `harness-learn train ...`"):
@@ -139,9 +144,8 @@ def export(
         if not (checkpoint / "config.json").is_file():
             raise FileNotFoundError(f"{checkpoint} holds no config.json: not a checkpoint")
         from harness_learning.training.export import export_checkpoint
-        from harness_learning.training.models import smollm2_gguf_path
 
-        path = export_checkpoint(checkpoint, smollm2_gguf_path(), out)
+        path = export_checkpoint(checkpoint, reference, out)
     typer.echo(f"wrote {path} ({path.stat().st_size / 1e6:.0f} MB): use it with "
                f"--proposer {path} (or --solver local:{path})")
 
