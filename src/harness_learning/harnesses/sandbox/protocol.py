@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from harness_learning.harnesses.text_safety import for_storage
+
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 """A line longer than this is a protocol violation (the worker is killed)."""
 
@@ -29,8 +31,14 @@ TOOL, INFRA, BUDGET, CANCELLED = "tool", "infra", "budget", "cancelled"
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    """One message as one line. Objects JSON cannot hold are written as their `str`."""
-    return (json.dumps(message, default=str, ensure_ascii=False) + "\n").encode("utf-8")
+    """One message as one line. Objects JSON cannot hold are written as their `str`; a lone
+    surrogate (an answer or a Solver reply may hold one) as U+FFFD, so the line is UTF-8 and
+    the message arrives rather than failing its sender."""
+    line = json.dumps(message, default=str, ensure_ascii=False) + "\n"
+    try:
+        return line.encode("utf-8")
+    except UnicodeEncodeError:
+        return for_storage(line).encode("utf-8")
 
 
 def decode(line: bytes) -> dict[str, Any]:
