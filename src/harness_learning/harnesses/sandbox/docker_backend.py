@@ -293,7 +293,6 @@ class DockerBackend(SandboxBackend):
         self.image = image
         self._client = client
         self._use_cgroup = use_cgroup
-        self._swept = False
 
     @property
     def client(self) -> Any:
@@ -337,9 +336,7 @@ class DockerBackend(SandboxBackend):
                 within: Group | None) -> tuple[Any, Group | None]:
         """(container, its group), created but not started. Blocking: engine calls and file
         work (the binds resolved on disk, cgroup files), so it runs in a thread."""
-        if not self._swept:
-            self._swept = True
-            docker_care.sweep_orphans(self.client)
+        docker_care.sweep_once(self.client)
         group = self._group(limits, within)
         parent = docker_care.parent_path(group) if group is not None else None
         try:

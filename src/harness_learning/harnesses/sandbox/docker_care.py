@@ -20,7 +20,6 @@ those directories as well.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import socket
 from pathlib import Path
@@ -64,21 +63,44 @@ def sweep_orphans(client: Any) -> list[str]:
     return removed
 
 
-@functools.cache
+_SWEPT: set[str] = set()
+"""The engines (by address) this process has swept already: once each is enough."""
+
+
+def sweep_once(client: Any) -> None:
+    """`sweep_orphans` at a process's first container on an engine. Blocking."""
+    where = str(getattr(getattr(client, "api", None), "base_url", id(client)))
+    if where not in _SWEPT:
+        _SWEPT.add(where)
+        sweep_orphans(client)
+
+
 def engine_cgroups(client: Any) -> Cgroups | None:
     """The hierarchy candidate groups are made in, where the engine nests containers under a
     `cgroup_parent` path of it (cgroupfs driver, cgroup v1 on both sides); else None.
-    Blocking (asks the engine once per client)."""
+    Blocking (asks the engine once per address)."""
     cgroups = Cgroups.probe()
     if cgroups is None or cgroups.version != 1:
         return None
-    try:
-        info = client.info()
-    except Exception:
-        return None
+    where = getattr(getattr(client, "api", None), "base_url", None)
+    if where is None:
+        info = _ask_info(client)
+    else:
+        info = _INFO[where] = _INFO.get(where) or _ask_info(client)
     if info.get("CgroupDriver") != "cgroupfs" or str(info.get("CgroupVersion", "1")) != "1":
         return None
     return cgroups
+
+
+_INFO: dict[str, dict[str, Any]] = {}
+"""The engines' answers to `info`, by address (asked again only where one did not answer)."""
+
+
+def _ask_info(client: Any) -> dict[str, Any]:
+    try:
+        return dict(client.info())
+    except Exception:
+        return {}
 
 
 def parent_path(group: Group) -> str:
