@@ -19,7 +19,12 @@ from harness_learning.harnesses.mcptools import (
     close_servers,
     mcp_tools,
 )
-from harness_learning.harnesses.usertools import ToolArgumentError, ToolSetupError, build_user_tools
+from harness_learning.harnesses.usertools import (
+    ToolArgumentError,
+    ToolSetupError,
+    UserToolError,
+    build_user_tools,
+)
 
 SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_sums" / "server.py"
 REF = f"mcp:{shlex.join([sys.executable, str(SERVER)])}"  # quoted: a clone path may hold spaces
@@ -50,11 +55,12 @@ def test_calls_run_on_the_servers_session_from_any_loop(sums) -> None:
     assert McpServer.shared(REF) is McpServer.shared(REF)  # one session per reference
 
 
-def test_a_wrong_call_and_a_failing_tool_are_the_harnesss_errors(sums) -> None:
+def test_a_wrong_call_is_the_harnesss_error_and_a_failing_tool_the_tools(sums) -> None:
     with pytest.raises(ToolArgumentError, match="missing argument 'b'"):
         asyncio.run(sums.call("add", {"a": 1}))
-    with pytest.raises(McpToolError, match="no price for 'kiwi'"):
+    with pytest.raises(UserToolError, match="no price for 'kiwi'") as failed:
         asyncio.run(sums.call("unit_price", {"item": "kiwi"}))
+    assert isinstance(failed.value.__cause__, McpToolError), "the server's error, as the cause"
 
 
 def test_a_server_over_streamable_http(tmp_path) -> None:

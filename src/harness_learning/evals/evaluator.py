@@ -105,7 +105,9 @@ def evaluate_sync(source: str, problems: Sequence[Problem], task: Task, toolbox:
 
 def to_result(problem: Problem, outcome: ProblemResult, task: Task) -> ProblemResult:
     """Score a run: answers are scored, harness faults and timeouts score 0, infra and
-    budget stops stay unscored (None). The sandbox's record comes back with its score."""
+    budget stops stay unscored (None). A metric that fails on an answer scores it 0 as
+    `metric_error`, the answer kept: counted and shown, never the run's end. The sandbox's
+    record comes back with its score."""
     score: float | None
     error = outcome.error
     if outcome.error_kind in UNSCORED:
@@ -114,8 +116,9 @@ def to_result(problem: Problem, outcome: ProblemResult, task: Task) -> ProblemRe
         score = 0.0
     else:
         score, scorer_error, feedback = graded_score(task, problem, outcome.answer)
-        error = error or scorer_error
-        return dataclasses.replace(outcome, problem_id=problem.id, score=score, error=error,
+        kind = ErrorKind.METRIC if scorer_error is not None else None
+        return dataclasses.replace(outcome, problem_id=problem.id, score=score,
+                                   error=error or scorer_error, error_kind=kind,
                                    feedback=feedback)
     return dataclasses.replace(outcome, problem_id=problem.id, score=score, error=error)
 

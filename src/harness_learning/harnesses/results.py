@@ -37,6 +37,11 @@ class ErrorKind(StrEnum):
     """A model endpoint or the sandbox itself failed: never scored as a wrong answer."""
     BUDGET = "budget"
     """A spending limit stopped the run (not scored)."""
+    METRIC = "metric_error"
+    """The harness answered but the task's metric raised (or left [0, 1]) on that answer:
+    scored 0 with the answer kept, counted and shown, so a user's metric that fails on an odd
+    answer is seen without letting that answer end the run. Only the parent's evaluator sets
+    it (the metric runs there)."""
 
     @classmethod
     def coerce(cls, value: str | None) -> ErrorKind | None:
@@ -95,8 +100,8 @@ class ProblemResult:
 
     @property
     def completed(self) -> bool:
-        """The harness ran to the end and produced an answer."""
-        return self.error_kind is None and self.answer is not None
+        """The harness ran to the end and produced an answer (one its metric failed on too)."""
+        return self.error_kind in (None, ErrorKind.METRIC) and self.answer is not None
 
     @property
     def unscored(self) -> bool:

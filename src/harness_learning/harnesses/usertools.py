@@ -32,6 +32,12 @@ class ToolArgumentError(ValueError):
     """A harness called a tool wrongly (unknown tool, wrong arguments): the harness's fault."""
 
 
+class UserToolError(RuntimeError):
+    """A user's tool raised on a well-formed call: the user's code failed. The harness still
+    gets a ToolError (it may recover), and the traced call is marked `user_tool`
+    (`sandbox.records.failure_kind`), so runs count and show it instead of hiding it."""
+
+
 @dataclass
 class UserTool:
     """One tool as the bridge serves it."""
@@ -74,7 +80,10 @@ class UserTools:
         key = json.dumps([name, checked], sort_keys=True, default=str)
         if tool.deterministic and key in self.cache:
             return ToolReply(self.cache[key], cached=True, meta={"tool": name})
-        output = await tool.tool.ainvoke(checked)
+        try:
+            output = await tool.tool.ainvoke(checked)
+        except Exception as exc:
+            raise UserToolError(f"tool {name!r} raised {last_line(exc)}") from exc
         result, meta = jsonable_capped(output)
         if tool.deterministic:
             self.cache[key] = result
@@ -90,6 +99,12 @@ class UserTools:
                          f"        {t.description}\n        args: {params}; required: "
                          f"{required}" + ("; deterministic (cached)" if t.deterministic else ""))
         return "\n".join(lines)
+
+
+def last_line(exc: BaseException) -> str:
+    """`Type: message` of an exception, its last line only (what a traceback ends with)."""
+    lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
+    return f"{type(exc).__name__}: {lines[-1].strip()}" if lines else type(exc).__name__
 
 
 def validate_args(tool: UserTool, args: dict[str, Any]) -> dict[str, Any]:

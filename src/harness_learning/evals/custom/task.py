@@ -8,6 +8,7 @@ A problem's `inputs` are the example's public fields (`question` and any other f
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from harness_learning.evals.answers import strip_answer
 from harness_learning.evals.custom.datafile import PRIVATE_FIELDS, load_examples
 from harness_learning.evals.custom.metrics import Metric, MetricError, parse_metric
 from harness_learning.evals.problem import Problem
+from harness_learning.harnesses.usertools import last_line
 
 DEV_FRACTION = 0.6
 TRACKS = ("reasoning", "qa")
@@ -75,6 +77,31 @@ class DataTask:
         except Exception as exc:
             raise self._failed(exc) from exc
 
+    def check_metric(self, problems: list[Problem] | None = None) -> None:
+        """Score each problem's gold answer against itself (the dev pool by default) before any
+        harness runs: a metric that raises there, or gives the gold less than its maximum (1),
+        would score every answer wrongly and the run would optimise against it. Raises
+        `MetricCheckFailed`, one line naming the metric, the problem and what went wrong.
+
+        An LLM judge (`judge:`) is not checked: it would cost a model call per problem, and its
+        own reply parsing already fails loudly. A `regex` metric's gold is a pattern, not an
+        answer, so it is only checked not to raise (an invalid pattern)."""
+        if self.metric.judge is not None:
+            return
+        exact_max = not self.metric.spec.startswith("regex")
+        for problem in self.dev() if problems is None else problems:
+            gold = problem.meta.get("answer", problem.gold)
+            text = gold if isinstance(gold, str) else json.dumps(gold, ensure_ascii=False)
+            try:
+                value = float(self.metric.score(strip_answer(text), problem.gold,
+                                                problem.meta["example"]))
+            except Exception as exc:
+                raise MetricCheckFailed(self.metric.spec, problem.id,
+                                        f"raised {last_line(exc)}") from exc
+            if exact_max and not value >= 1.0 - 1e-9:
+                raise MetricCheckFailed(self.metric.spec, problem.id,
+                                        f"gave {value:g}, below its maximum 1")
+
     def _failed(self, exc: Exception) -> MetricError:
         text = str(exc) if isinstance(exc, MetricError) else (
             f"metric {self.metric.spec!r} raised {type(exc).__name__}: {exc}")
@@ -103,6 +130,17 @@ class DataTask:
             lines.append(f"Example question: {example.question}")
             lines.append(f"Its gold answer: {example.meta['answer']}")
         return "\n".join(lines)
+
+
+class MetricCheckFailed(MetricError):
+    """The metric failed on a gold answer scored against itself (`DataTask.check_metric`):
+    bad input, said as one line with a hint before anything runs (exit 2 on the command line)."""
+
+    def __init__(self, spec: str, problem_id: str, what: str) -> None:
+        super().__init__(f"metric {spec!r} {what} on problem {problem_id!r}, scoring its gold "
+                         "answer against itself")
+        self.hint = ("a metric must give a gold answer its maximum, 1: fix the metric (or that "
+                     "problem's answer in the data file) and rerun")
 
 
 def split_sizes(available: int, n_dev: int | None, n_test: int | None,

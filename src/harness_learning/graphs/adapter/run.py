@@ -11,6 +11,7 @@ from typing import Any
 
 from langgraph.types import Command
 
+from harness_learning.evals.failures import check_metric
 from harness_learning.evals.registry import track_of
 from harness_learning.graphs.adapter.budget import BudgetStop, check_priced
 from harness_learning.graphs.adapter.checkpoints import open_checkpointer
@@ -40,7 +41,8 @@ def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptCon
     the run dir and write config.json; refuse to reuse a run dir for another config. A built-in
     task's track is known from its name, so it is not loaded here (the context loads it once);
     a task of one's own is opened here, to learn its track and to fail before anything is
-    written. A reasoning-gym run gets its split secret here (`with_split_secret`)."""
+    written; its metric is checked on the gold answers here (`evals.failures.check_metric`).
+    A reasoning-gym run gets its split secret here (`with_split_secret`)."""
     config, harness_source = resolve_inputs(config)
     run = RunDir(config.path)
     stored = load_config(run) if run.is_run() else None
@@ -48,7 +50,9 @@ def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptCon
     live = dict(live or {})
     track = track_of(config.task, config.task_options)
     if track is None:
-        track = open_task(config, live).track
+        task = open_task(config, live)
+        track = task.track
+        check_metric(task)  # a metric that fails on a gold answer fails now, not every round
     full = config.with_track_defaults(track)
     resolve_operators(full.operators)  # an unknown operator fails now, with the known names
     check_priced(full)  # a $ budget with an unpriced model fails now, before anything is written

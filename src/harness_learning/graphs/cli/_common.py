@@ -71,8 +71,10 @@ def user_errors(hint: str = "check the values given on the command line (--help 
 
     try:
         yield
-    except USER_ERRORS as exc:
-        raise CliError(str(exc), hint, EXIT_USAGE) from exc
+    except USER_ERRORS as exc:  # an error that knows its own fix says it (`exc.hint`)
+        own = getattr(exc, "hint", None)
+        raise CliError(str(exc), own if isinstance(own, str) and own else hint,
+                       EXIT_USAGE) from exc
 
 
 def short(text: Any, width: int = 40) -> str:

@@ -41,6 +41,7 @@ def run(
     sandbox: Annotated[str, typer.Option(help=SANDBOX_HELP)] = "",
 ) -> None:
     """Run a harness on N problems of a task and print per-problem results and the mean."""
+    from harness_learning.evals.failures import UserCodeFailures, check_metric
     from harness_learning.evals.registry import get_task
     from harness_learning.graphs.cli.models_cmd import require_local_models
 
@@ -59,12 +60,16 @@ def run(
     source = read_harness(harness or the_task.seed)
     problems = the_task.dev() if split == "feedback" else the_task.test()
     problems = problems[:n] if n else problems
+    with user_errors():  # a metric that fails on a gold answer: one line before any run
+        check_metric(the_task, problems)
     choose_sandbox(sandbox)
     summary, rows = run_async(_evaluate(the_task, source, problems, model, concurrency,
                                         user_tools))
     out.print(results_table(f"{task} · {split} · {len(rows)} problems", rows,
                             ["id", "question", "answer", "gold", "score", "error"]))
     out.print(score_line(summary))
+    for line in UserCodeFailures.from_json(summary).lines():
+        out.print(line, style="yellow", markup=False, highlight=False)
     if as_json:
         print_json_last(summary)
     check_evaluation(summary, model)
@@ -72,6 +77,7 @@ def run(
 
 async def _evaluate(task, source, problems, model, concurrency, user_tools=None):
     from harness_learning.evals.evaluator import evaluate
+    from harness_learning.evals.failures import UserCodeFailures
     from harness_learning.graphs.adapter.report import gold_answer
     from harness_learning.harnesses.llm import get_client
     from harness_learning.harnesses.toolbox import Toolbox
@@ -87,7 +93,7 @@ async def _evaluate(task, source, problems, model, concurrency, user_tools=None)
         problem = by_id[r.problem_id]
         row = {"id": r.problem_id, "question": problem.question, "answer": r.answer,
                "gold": gold_answer(problem), "score": "-" if r.score is None else f"{r.score:.2f}",
-               "error": r.error_kind or ""}
+               "error": r.error_kind or ("user tool raised" if UserCodeFailures.of([r]) else "")}
         metrics = getattr(task, "metrics", None)
         if metrics is not None and r.answer is not None:
             for key, value in metrics(problem, r.answer).items():
@@ -99,7 +105,8 @@ async def _evaluate(task, source, problems, model, concurrency, user_tools=None)
                "first_error": next((f"{r.error_kind}: {r.error}" for r in result.results
                                     if r.error_kind), None),
                "completed_fraction": result.completed_fraction,
-               "infra_errors": result.infra_errors, "tokens": result.tokens}
+               "infra_errors": result.infra_errors, "tokens": result.tokens,
+               **UserCodeFailures.of(result.results).to_json()}
     summary.update({k: v / max(1, len(result.results)) for k, v in metric_sums.items()})
     return summary, rows
 

@@ -67,6 +67,7 @@ def _header(run: RunRecord) -> str:
                                       f"{_f(last.selection_score if last else None)}"),
              ("tokens", f"{run.spent.get('tokens', 0):,}"),
              ("cost", spend_cell("cost_usd", run.spent))]
+    facts += [tuple(line.split(": ", 1)) for line in run.failures.lines()]  # metric, tool errors
     if run.flags:
         facts.append(("flagged problems", run.flag_line().removeprefix("flagged problems: ")))
     cells = "".join(f'<div class="fact">{escape(k)}<b>{escape(str(v))}</b></div>' for k, v in facts)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness_learning.evals.failures import UserCodeFailures
 from harness_learning.harnesses.edits import parse_and_apply
 from harness_learning.harnesses.edits.candidate import unified_diff
 from harness_learning.harnesses.rundir import RunDir
@@ -126,6 +127,9 @@ class RunRecord:
     test_results: dict[str, list[Evaluation]]
     spent: dict[str, Any]
     stop_reason: str | None
+    failures: UserCodeFailures = field(default_factory=UserCodeFailures)
+    """What the user's own code did wrong over the run's evaluations: problems its metric
+    failed on (`metric_error`) and calls to its tools that raised, each with its first message."""
     flags: dict[str, int] = field(default_factory=dict)
     """Evaluated problems per flag the parent's checks set (`harnesses.results.Flag`), e.g.
     `judge_injection`: answers the LLM judge's decoy control caught."""
@@ -222,6 +226,7 @@ def read_run(store: LogStore, run_dir: Path) -> RunRecord:
         lineage=store.lineage(), rounds=rounds,
         test_scores={sha: s for sha, evs in tests.items() if (s := mean_score(evs)) is not None},
         test_results=tests, spent=store.spent(),
+        failures=UserCodeFailures.of(ev.result for ev in evaluations),
         stop_reason=finished[-1].get("reason") if finished else None,
         flags=flag_counts(evaluations))
 

@@ -33,8 +33,14 @@ def run_summary(run: RunRecord) -> RenderableType:
     current = (run.current_sha or "")[:12]
     flagged = [Text(run.flag_line(), style="bold red")] if run.flags else []
     return Group(head, Text(f"{stop} · current version {current} · log {run.log}"), *flagged,
-                 Text(""), lineage_tree(run), Text(""), rounds_table(run), Text(""),
+                 *failure_lines(run), Text(""), lineage_tree(run), Text(""), rounds_table(run), Text(""),
                  spend_table(run))
+
+
+def failure_lines(run: RunRecord) -> list[Text]:
+    """One line each for the problems the user's metric failed on and the user's tools' raised
+    calls (count and first message), so neither passes silently; none when nothing failed."""
+    return [Text(line, style="yellow") for line in run.failures.lines()]
 
 
 def lineage_tree(run: RunRecord) -> Tree:

@@ -27,18 +27,23 @@ class ToolHandler(Protocol):
     async def call(self, tool: str, args: dict[str, Any]) -> ToolReply: ...
 
 
+USER_TOOL = "user_tool"
+"""`meta["kind"]` of a traced call whose user tool itself raised (`UserToolError`): the user's
+code failed, not the harness's call; counted and shown apart (`evals.failures`)."""
+
+
 def failure_kind(exc: BaseException) -> str:
-    """`infra`, `budget` or `tool` for an exception a toolbox raised. Matched by class name
-    so the sandbox needs no import of the model layer."""
+    """`infra`, `budget`, `user_tool` or `tool` for an exception a toolbox raised. Matched by
+    class name so the sandbox needs no import of the model layer or of the user tools."""
     names = {c.__name__ for c in type(exc).__mro__}
     if "InfraError" in names:
         return ErrorKind.BUDGET if getattr(exc, "kind", None) == "budget" else ErrorKind.INFRA
-    return "tool"
+    return USER_TOOL if "UserToolError" in names else "tool"
 
 
-WORKER_KINDS = frozenset(ErrorKind) - {ErrorKind.INVALID}
+WORKER_KINDS = frozenset(ErrorKind) - {ErrorKind.INVALID, ErrorKind.METRIC}
 """The error kinds a worker's result may carry (only the parent's check declares a source
-invalid); any other value is the harness's fault."""
+invalid, only its metric fails on an answer); any other value is the harness's fault."""
 
 
 @dataclass(frozen=True)
