@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from harness_learning.graphs.adapter.proposer import DATA_NOTE
 from harness_learning_lab.bench.local_models import proposer_prompt, table
 
 
@@ -10,7 +11,7 @@ def test_the_benchmark_prompt_is_a_real_proposer_prompt_of_demo_size() -> None:
     assert system["role"] == "system" and "def build_graph(tools)" in user["content"]
     assert "<<<<<<< SEARCH" in user["content"]
     report = user["content"].split("## Report on feedback problems\n")[1].split("\n\n## ")[0]
-    assert len(report) == 2500
+    assert report.startswith(DATA_NOTE) and len(report.removeprefix(DATA_NOTE + "\n")) == 2500
 
 
 def test_table_shows_each_candidates_first_token_time_and_the_round_total() -> None:

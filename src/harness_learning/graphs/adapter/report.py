@@ -19,6 +19,7 @@ from typing import Any
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult
 from harness_learning.harnesses.results import HARNESS_FAULTS, ErrorKind, ProblemResult
+from harness_learning.harnesses.text_safety import data_block
 
 ORDER = ("error", "wrong", "partial", "correct", "unscored")
 
@@ -253,14 +254,19 @@ def trim_traceback(tb: str, frames: int) -> list[str]:
     return ([f"  ... {skipped} earlier frames"] if skipped else []) + kept + tail
 
 
-def _qgp(item: Item, d: Detail) -> list[str]:
-    r, p = item.result, item.problem
-    pred = "(no answer)" if r.answer is None else repr(trim(r.answer, d.field_chars))
+def _question(item: Item, d: Detail) -> list[str]:
+    p = item.problem
     lines = [f"Question: {trim(p.question, d.field_chars)}", f"Gold: {trim(gold_text(p), d.field_chars)}"]
     titles = gold_titles(p)
     if titles:
         lines.append(f"Gold supporting titles: {trim('; '.join(titles), d.field_chars)}")
-    lines.append(f"Prediction: {pred}")
+    return lines
+
+
+def _prediction(item: Item, d: Detail) -> list[str]:
+    r = item.result
+    pred = "(no answer)" if r.answer is None else repr(trim(r.answer, d.field_chars))
+    lines = [f"Prediction: {pred}"]
     if r.feedback:  # quoted like the prediction: a metric's text (maybe a model's) is data
         lines.append(f"Metric feedback: {trim(r.feedback, max(d.field_chars, 200))!r}")
     return lines
@@ -286,7 +292,7 @@ def _render_group(group: list[Item], d: Detail, labels: bool) -> list[str]:
     head = group[0]
     r = head.result
     full = head.status != "correct" or d.correct_traces
-    lines = [_header(head, len(group), labels), *_qgp(head, d)]
+    lines = _prediction(head, d)  # what the run produced: quoted below as one data block
     if full:
         if r.error and not r.traceback:
             lines.append(f"Error: {trim(r.error, max(d.result_chars, 200))}")
@@ -302,7 +308,7 @@ def _render_group(group: list[Item], d: Detail, labels: bool) -> list[str]:
     if len(group) > 1:
         lines.append(f"Same failure on {len(group) - 1} more problem(s):")
         lines += [_one_line(item, d) for item in group[1:]]
-    return lines
+    return [_header(head, len(group), labels), *_question(head, d), *data_block(lines)]
 
 
 def _summary(items: list[Item], result: EvalResult, title: str) -> list[str]:
@@ -329,8 +335,9 @@ def _render(items: list[Item], groups: list[list[Item]], result: EvalResult, d: 
         lines += ["", f"Correct: {', '.join(correct_ids)}"]
     unscored = [i for i in items if i.status == "unscored"]
     if unscored:
-        lines += ["", "Not scored (infrastructure or budget, not the harness's doing): " + "; ".join(
-            f"{i.problem.id} ({i.result.error_kind}: {trim(i.result.error or '', 80)})" for i in unscored)]
+        lines += ["", "Not scored (infrastructure or budget, not the harness's doing):", *data_block(
+            ["; ".join(f"{i.problem.id} ({i.result.error_kind}: {trim(i.result.error or '', 80)})"
+                       for i in unscored)])]
     if feedback:
         lines += ["", "## Reviewer notes", *(f"- {trim(f, 1000)}" for f in feedback)]
     return "\n".join(lines) + "\n"
