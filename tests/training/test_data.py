@@ -96,3 +96,22 @@ def test_logged_logprobs_accept_openai_layout():
     rec["logprobs"] = json.dumps([0.3])
     with pytest.raises(LogError, match="log-probs"):
         _proposal(rec, "r")
+
+
+def test_rows_from_a_log_hold_only_text_a_dataset_file_can_write():
+    # a logged JSON prompt (ASCII, so `\ud800` stays an escape) decodes to a lone surrogate
+    prompt = json.dumps([{"role": "user", "content": "report: answer 'x\ud800'"}])
+    rec = {"id": 1, "group_id": "g", "prompt": prompt, "completion": "edit \ud800\x1b[2K",
+           "reward": 0.5, "valid": True, "selection_score": 0.9, "parent_score": 0.1,
+           "logprobs": json.dumps([{"token": "\udc80", "logprob": -0.1}])}
+    p = _proposal(rec, "runs/x")
+    other = _p("2", "g", "other", 0.1)
+    other.prompt = prompt
+    rows = sft_rows([p]) + grpo_rows(group_proposals([p, other]))
+    assert rows[0]["prompt"] == [{"role": "user", "content": "report: answer 'x\ufffd'"}]
+    assert rows[0]["completion"][0]["content"] == "edit \ufffd\x1b[2K"  # what the model wrote
+    assert rows[1]["old_tokens"] == ["\ufffd"]
+    json.dumps(rows, ensure_ascii=False).encode("utf-8")
+    from datasets import Dataset
+
+    assert len(Dataset.from_list(rows[1:])) == 2

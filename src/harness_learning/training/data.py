@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_learning.evals.rewards import group_advantages
+from harness_learning.harnesses.text_safety import for_storage
 from harness_learning.training.config import DataConfig
 
 
@@ -116,13 +117,16 @@ def _proposal(record: Any, run: str) -> Proposal | None:
     if not isinstance(_get(record, "prompt"), str | list):
         raise LogError(f"{where}: prompt is neither text nor a list of chat messages")
     logprobs, tokens = _logprobs(_get(record, "logprobs"), where)
+    # Text a dataset file will hold is `for_storage`d (a prompt by `as_messages`): JSON from the
+    # log may decode to a lone surrogate, which no UTF-8 writer takes.
     return Proposal(
         id=pid, run=run, group_id=_get(record, "group_id"), prompt=_get(record, "prompt"),
-        completion=_get(record, "completion"), reward=float(reward),
+        completion=for_storage(_get(record, "completion")), reward=float(reward),
         valid=bool(_get(record, "valid", False)), finish_reason=_get(record, "finish_reason"),
         selection_score=_get(record, "selection_score"),
         parent_score=_get(record, "parent_score"),
-        logprobs=logprobs, logprob_tokens=tokens, model=_get(record, "model"),
+        logprobs=logprobs, model=_get(record, "model"),
+        logprob_tokens=None if tokens is None else [for_storage(t) for t in tokens],
     )
 
 
@@ -242,9 +246,11 @@ def drop_notes(small: Counter[int], flat: Counter[float], report: FilterReport,
 
 def as_messages(prompt: Any) -> list[dict[str, str]]:
     """A logged prompt as chat messages: a list (or JSON list) of {role, content} is used as
-    is, any other text becomes one user message."""
+    is, any other text becomes one user message. Text is `for_storage`d: JSON's `\\ud800`
+    decodes to a lone surrogate, which no dataset file can hold."""
     if isinstance(prompt, list):
-        return [{"role": str(m["role"]), "content": str(m["content"])} for m in prompt]
+        return [{"role": for_storage(m["role"]), "content": for_storage(m["content"])}
+                for m in prompt]
     text = prompt.strip()
     if text.startswith("["):
         try:
@@ -254,8 +260,8 @@ def as_messages(prompt: Any) -> list[dict[str, str]]:
         if isinstance(messages, list) and all(
             isinstance(m, dict) and {"role", "content"} <= m.keys() for m in messages
         ):
-            return [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
-    return [{"role": "user", "content": prompt}]
+            return as_messages(messages)
+    return [{"role": "user", "content": for_storage(prompt)}]
 
 
 def grpo_rows(groups: list[Group], scale_by_std: bool = False) -> list[dict[str, Any]]:
