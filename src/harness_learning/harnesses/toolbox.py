@@ -3,8 +3,13 @@ the user's own tools (`harnesses.usertools`) and the Solver as a chat model with
 
 Harness code in a worker calls `tools.llm/search/python/call` (and `tools.chat_model()`); each
 call arrives here as `Toolbox.call(tool, args)`. Results are returned whole (reports trim later) but one result's
-size is capped, and the parameters a harness may pass to the Solver are a fixed list, so a
-harness cannot point the parent's model client somewhere else.
+size is capped, and the parameters a harness may pass to the Solver are a fixed list with
+checked values (`harnesses.solver_params`), so a harness cannot point the parent's model
+client somewhere else, nor send a value an endpoint refuses as if the endpoint had failed.
+
+Every Solver call of a harness (`tools.llm`, `tools.chat_model()`) passes through `llm`: with a
+run's `ledger` (`harnesses.llm.ledger`), it reserves its share of the run's budgets there
+before it is sent, so no budget is passed with problems in flight.
 """
 
 from __future__ import annotations
@@ -13,16 +18,22 @@ import asyncio
 from typing import Any, Protocol
 
 from harness_learning.harnesses.contract import ToolInputError
+from harness_learning.harnesses.llm.ledger import (
+    DEFAULT_COMPLETION_TOKENS,
+    SpendLedger,
+    Use,
+    prompt_bound,
+)
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.python_exec import run_python
 from harness_learning.harnesses.sandbox.records import ToolReply
+from harness_learning.harnesses.solver_params import LLM_PARAMS, check_params
 
 MAX_TEXT_CHARS = 100_000
 """Longest Solver reply passed back to a harness."""
 MAX_PASSAGE_CHARS = 20_000
 MAX_K = 50
-LLM_PARAMS = frozenset({"temperature", "top_p", "max_tokens", "stop", "seed",
-                        "presence_penalty", "frequency_penalty"})
+__all__ = ["LLM_PARAMS", "MAX_K", "MAX_TEXT_CHARS", "SolverClient", "ToolInputError", "Toolbox"]
 
 
 class SolverClient(Protocol):
@@ -49,6 +60,11 @@ class Toolbox:
         """Defaults of every Solver call (the run's configuration); a harness may override
         the ones in `LLM_PARAMS`."""
         self.retriever = retriever
+        self.ledger: SpendLedger | None = None
+        """The run's budgets (`harnesses.llm.ledger`), set by the adapter: each Solver call
+        reserves its share there before it is sent. None: calls are not budgeted."""
+        self.solver_price: Any = None
+        """The Solver's `prices.Price`, for the $ share of a reservation (None: free)."""
         self.python_limits = python_limits or Limits()
         self.backend = backend
 
@@ -102,26 +118,45 @@ class Toolbox:
         if self.solver is None:
             raise ToolInputError("no Solver model is configured")
         check_messages(messages)
-        unknown = set(params) - LLM_PARAMS
-        if unknown:
-            raise ToolInputError(f"tools.llm does not take {sorted(unknown)}; allowed: "
-                                 f"{sorted(LLM_PARAMS)}")
+        params = check_params(params)
         # An empty reply is an answer the harness gets: its own stop sequences or token limit
         # can produce one from a healthy endpoint, and only the parent's failures go unscored.
         empty_ok = {"allow_empty": True} if getattr(self.solver, "accepts_empty", False) else {}
         merged = {**self.solver_params, **params}
-        if self.tracer is None:
-            completion = await self.solver.acomplete(messages, **empty_ok, **merged)
+        if self.ledger is None:
+            completion = await self._ask(messages, empty_ok, merged)
         else:
-            completion = await self._traced_llm(messages, empty_ok, merged)
-        tokens = int(getattr(completion, "prompt_tokens", 0) or 0) + int(
-            getattr(completion, "completion_tokens", 0) or 0)
+            completion = await self._budgeted(messages, empty_ok, merged)
+        tokens = _tokens(completion)
         text = str(getattr(completion, "text", completion) or "")
         meta = {k: getattr(completion, k, None) for k in
                 ("model", "prompt_tokens", "completion_tokens", "finish_reason", "latency_s", "cost")}
         if len(text) > MAX_TEXT_CHARS:
             text, meta["truncated_from"] = text[:MAX_TEXT_CHARS], len(text)
         return ToolReply(text, tokens, bool(getattr(completion, "cached", False)), meta)
+
+    async def _ask(self, messages: Any, empty_ok: dict[str, Any], params: dict[str, Any]) -> Any:
+        if self.tracer is None:
+            return await self.solver.acomplete(messages, **empty_ok, **params)
+        return await self._traced_llm(messages, empty_ok, params)
+
+    async def _budgeted(self, messages: Any, empty_ok: dict[str, Any],
+                        params: dict[str, Any]) -> Any:
+        """One call inside its reservation: at most its prompt bound plus its `max_tokens`
+        (the run's, the model's default, else `DEFAULT_COMPLETION_TOKENS`, then sent
+        explicitly so the bound holds), priced at the Solver's price."""
+        configured = getattr(getattr(self.solver, "config", None), "params", None) or {}
+        completion_cap = params.get("max_tokens") or configured.get("max_tokens")
+        if not completion_cap:
+            completion_cap = params["max_tokens"] = DEFAULT_COMPLETION_TOKENS
+        prompt = prompt_bound(messages)
+        price = self.solver_price
+        cost = price.cost(prompt, completion_cap) if price is not None else 0.0
+        assert self.ledger is not None
+        async with self.ledger.reserve(prompt + int(completion_cap), cost) as use:
+            completion = await self._ask(messages, empty_ok, params)
+            _used(use, completion)
+        return completion
 
     async def _traced_llm(self, messages: Any, empty_ok: dict[str, Any],
                           params: dict[str, Any]) -> Any:
@@ -153,6 +188,18 @@ class Toolbox:
         wall = float(timeout) if isinstance(timeout, int | float) and timeout > 0 else None
         result = await run_python(code, wall, self.python_limits, backend=self.backend)
         return ToolReply({"stdout": result.stdout, "error": result.error})
+
+
+def _tokens(completion: Any) -> int:
+    return int(getattr(completion, "prompt_tokens", 0) or 0) + int(
+        getattr(completion, "completion_tokens", 0) or 0)
+
+
+def _used(use: Use, completion: Any) -> None:
+    """What a call used, as the run's log will count it (a cached answer costs nothing)."""
+    use.tokens = _tokens(completion)
+    cost = getattr(completion, "cost", None)
+    use.cost_usd = float(cost) if isinstance(cost, int | float) and cost > 0 else 0.0
 
 
 def check_messages(messages: Any) -> None:

@@ -30,11 +30,18 @@ from .conftest import TEST_LIMITS, node_harness
 pytestmark = pytest.mark.reliability
 
 STOP_AT_ONCE = node_harness("""
-stops = [str(d) for d in range(10)] + [" ", "\\n"]
-answer = tools.llm(state["question"], stop=stops, max_tokens=8)
+first = tools.llm(state["question"], max_tokens=1)
+answer = tools.llm(state["question"], stop=[first[:1] or "\\n", "\\n", " "], max_tokens=8)
 """)
-"""Every digit, the space and the newline are stop sequences: the Solver's reply to a sum
-ends before it starts."""
+"""The Solver's greedy reply's first character, then the same question with it as a stop
+sequence (a list of at most 4, as the toolbox allows): the reply ends before it starts."""
+
+HOT = node_harness("""
+answer = tools.llm(state["question"], temperature="hot", max_tokens=8)
+""")
+"""A value the endpoint would refuse (llama-cpp-python answers it with a 500 that litellm
+would report as a server fault): a harness sending it on the problems it expects to fail
+would choose which of them go unscored."""
 
 
 @pytest.mark.slow
@@ -45,8 +52,22 @@ def test_an_empty_reply_the_harness_provoked_scores_zero_with_the_real_solver(lo
     result = asyncio.run(evaluate(STOP_AT_ONCE, task.dev(), task, toolbox, limits=TEST_LIMITS))
     assert [(r.error_kind, r.score) for r in result.results] == [(None, 0.0), (None, 0.0)], \
         [r.error for r in result.results]
-    llm = [c for r in result.results for c in r.calls if c.tool == "llm"]
+    llm = [c for r in result.results for c in r.calls if c.tool == "llm"][1::2]
     assert len(llm) == 2 and all(c.error is None and c.result == "" for c in llm), llm
+
+
+@pytest.mark.slow
+def test_a_solver_value_the_endpoint_would_refuse_is_the_harnesss_fault(local_model_url):
+    solver = ModelClient("local?max_retries=1")
+    toolbox = Toolbox(solver=solver, solver_params={"temperature": 0.0, "max_tokens": 24})
+    task = SumTask(2)
+    result = asyncio.run(evaluate(HOT, task.dev(), task, toolbox, limits=TEST_LIMITS))
+    assert [(r.error_kind, r.score) for r in result.results] == [("harness", 0.0)] * 2
+    assert result.mean_score == 0.0 and not any(r.unscored for r in result.results)
+    llm = [c for r in result.results for c in r.calls if c.tool == "llm"]
+    assert len(llm) == 2 and all(c.meta.get("kind") == "tool" and
+                                 "temperature takes a number from 0 to 2" in c.error for c in llm)
+    assert solver.stats.requests == 0, "refused in the parent, before the endpoint"
 
 
 FLOOD = node_harness("""
