@@ -61,6 +61,9 @@ def test_show_reads_a_run_logged_in_postgres(sim_url, postgres_url, tmp_path):
     assert "Traceback" not in failed.stderr
     again = cli("show", run_dir, "--store", secret_url, env=env)  # nothing was lost
     assert again.returncode == 0 and again.stdout == shown.stdout
+    exported = cli("export", run_dir, "--out", tmp_path / "h.py", "--store", secret_url, env=env)
+    assert exported.returncode == 0 and "def build_graph" in (tmp_path / "h.py").read_text(), \
+        exported.stderr[-2000:]
 
     locked = asyncio.run(_resume_while_locked(run_dir, secret_url, env))
     assert locked.returncode == 2, locked.stderr[-2000:]

@@ -144,6 +144,27 @@ def test_a_password_is_used_never_written_and_only_the_urls_is_sent(postgres_url
         assert store.get_run().config == {"k": 1}
 
 
+def test_a_stored_url_is_connected_to_only_as_the_user_gave_it():
+    given = pgurl.give("postgresql://u:pw@h9:5/db?passfile=/p")
+    assert given == "postgresql://u@h9:5/db?passfile=/p"
+    assert pgurl.given_url("postgresql://u@h9:5/db", "config.json") == given  # its options
+    assert pgurl.connect_params(given) == {"password": "pw"}
+    for other in ("postgresql://u@h9:5/db2", "postgresql://v@h9:5/db", "postgresql://u@h8:5/db"):
+        with pytest.raises(pgurl.StoreNotGiven, match=f"^config.json names .*{other}"):
+            pgurl.given_url(other, "config.json")
+    assert pgurl.connect_params("postgresql://u@h7/db") == {"password": "",
+                                                            "passfile": pgurl.NO_PASSFILE}
+    assert pgurl.connect_params("postgresql://u@h7/db?passfile=/p") == {"password": ""}
+
+
+def test_a_store_record_naming_no_plain_schema_is_refused(tmp_path):
+    run = RunDir.create(tmp_path / "run")
+    run.store_pointer.write_text(json.dumps({"url": "postgresql://u@h6/db",
+                                             "schema": "x -c log_statement=all"}))
+    with pytest.raises(LogStoreError, match="unreadable store record: schema 'x -c log_st"):
+        PostgresLogStore(run.path)
+
+
 def test_the_password_is_cut_from_either_place_in_a_url():
     assert pgurl.split_password("postgresql://u:p%40ss@h:5432/db?sslmode=require") == (
         "postgresql://u@h:5432/db?sslmode=require", "p@ss")

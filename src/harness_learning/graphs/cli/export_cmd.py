@@ -18,6 +18,7 @@ import typer
 from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import console
 from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+from harness_learning.graphs.cli.show_cmd import StoreOption
 
 if TYPE_CHECKING:
     from harness_learning.graphs.serving.harness_source import HarnessSource
@@ -31,6 +32,7 @@ def export(
                                               "adopted chain's highest selection score) or a "
                                               "version sha prefix (`show` lists them).")] = "current",
     force: Annotated[bool, typer.Option(help="Overwrite an existing --out file.")] = False,
+    store: StoreOption = "",  # given (its callback), the run's PostgreSQL log is opened
 ) -> None:
     """Write one version of a run as a harness file with a header saying where it came from."""
     from harness_learning.graphs.serving.harness_source import resolve_harness

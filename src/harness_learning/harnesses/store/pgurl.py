@@ -90,12 +90,25 @@ def give(url: str) -> str:
     return safe
 
 
-def check_given(safe_url: str, where: str) -> None:
-    """`StoreNotGiven`, naming `where` the URL was found, unless the user gave `safe_url`."""
-    if safe_url not in _GIVEN:
-        raise StoreNotGiven(f"{where} names the PostgreSQL log store {safe_url}, which was not "
-                            "given on the command line: a store named only by a run directory "
-                            "is never connected to")
+def given_url(safe_url: str, where: str) -> str:
+    """The URL to connect with for `safe_url`, found in `where`: the one the user gave for the
+    same user, server and database (it may add options, such as ?passfile=, and its own are
+    the ones used); `StoreNotGiven` if the user gave none."""
+    if safe_url in _GIVEN:
+        return safe_url
+    key = _server_of(safe_url)
+    for url in sorted(_GIVEN):
+        if _server_of(url) == key:
+            return url
+    raise StoreNotGiven(f"{where} names the PostgreSQL log store {safe_url}, which was not "
+                        "given on the command line: a store named only by a run directory is "
+                        "never connected to")
+
+
+def _server_of(url: str) -> tuple[str, str]:
+    """(user@host:port, database) of a URL, its query left out: what `given_url` matches."""
+    parts = urlsplit(url)
+    return parts.netloc, parts.path.strip("/")
 
 
 def connect_params(safe_url: str) -> dict[str, str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 import uuid
@@ -31,8 +32,8 @@ from harness_learning.harnesses.store.base import (
 )
 from harness_learning.harnesses.store.pgurl import (
     INSTALL_HINT,
-    check_given,
     connect_params,
+    given_url,
     remember_password,
     unreachable,
 )
@@ -55,6 +56,9 @@ from harness_learning.harnesses.store.sql import SQLLogStore, decode, encode
 POINTER = "store.json"
 """The run directory's record of where its PostgreSQL log is: {"url", "schema"}."""
 CONNECT_TIMEOUT_S = 10
+SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+"""A run's schema as this backend names them (`hl_run_<hex>`): nothing a handed store.json
+could use to add options to the connection (checkpoints.conninfo's search_path)."""
 
 
 def psycopg_module() -> ModuleType:
@@ -90,7 +94,7 @@ class PostgresLogStore(SQLLogStore):
         self.url = given or stored.get("url") or ""
         if not self.url:
             raise LogStoreError(f"{self.pointer} not found and no PostgreSQL URL given")
-        check_given(self.url, self._named_in())
+        self.url = given_url(self.url, self._named_in())
         self.schema = stored.get("schema") or f"hl_run_{uuid.uuid4().hex[:24]}"
         self.where = f"{self.url} (schema {self.schema})"
         self._pg = psycopg_module()
@@ -118,9 +122,13 @@ class PostgresLogStore(SQLLogStore):
             return {}
         try:
             data = json.loads(self.pointer.read_text(encoding="utf-8"))
-            return {"url": str(data["url"]), "schema": str(data["schema"])}
+            record = {"url": str(data["url"]), "schema": str(data["schema"])}
         except (ValueError, KeyError, TypeError) as exc:
             raise LogStoreError(f"{self.pointer}: unreadable store record: {exc}") from exc
+        if not SCHEMA_NAME.fullmatch(record["schema"]):  # it goes into the connection options
+            raise LogStoreError(f"{self.pointer}: unreadable store record: schema "
+                                f"{record['schema'][:80]!r} is not a plain schema name")
+        return record
 
     def _write_pointer(self) -> None:
         """Once, atomically: of two processes making a run's log at once, the first one's
@@ -257,7 +265,7 @@ class PostgresLogStore(SQLLogStore):
                             "VALUES (%s, %s, %s, %s)", (meta.run_id, _encode_pg("config", config),
                                                         meta.created_at, SCHEMA_VERSION))
                 return meta
-        meta = decode(RunMeta, row)
+        meta = decode(RunMeta, row, self.where)
         if run_id is not None and run_id != meta.run_id:
             raise LogStoreError(f"{self.where} belongs to run {meta.run_id!r}, not {run_id!r}")
         return meta

@@ -16,7 +16,7 @@ from abc import abstractmethod
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar, TypeVar
 
-from harness_learning.harnesses.store.base import LogStore
+from harness_learning.harnesses.store.base import LogStore, LogStoreError
 from harness_learning.harnesses.store.records import (
     Decision,
     Evaluation,
@@ -49,13 +49,18 @@ def encode(name: str, value: Any) -> Any:
     return value
 
 
-def decode_row(names: Iterable[str], row: Any) -> dict[str, Any]:
-    """The fields `names` of a stored row (anything indexable by column name), as put."""
+def decode_row(names: Iterable[str], row: Any, where: str = "the log") -> dict[str, Any]:
+    """The fields `names` of a stored row (anything indexable by column name), as put. A JSON
+    field that is not JSON (a damaged or crafted log) is `LogStoreError` naming `where`."""
     out = {}
     for name in names:
         value = row[name]
         if name in JSON_FIELDS and value is not None:
-            value = json.loads(value)
+            try:
+                value = json.loads(value)
+            except (ValueError, TypeError, RecursionError) as exc:
+                raise LogStoreError(f"{where}: a stored {name} is not JSON "
+                                    f"({type(exc).__name__}: {str(exc)[:80]})") from exc
         elif name in BOOL_FIELDS:
             value = bool(value)
         out[name] = value
@@ -66,8 +71,8 @@ def columns(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls)]
 
 
-def decode(cls: type[R], row: Any) -> R:
-    return cls(**decode_row(columns(cls), row))
+def decode(cls: type[R], row: Any, where: str = "the log") -> R:
+    return cls(**decode_row(columns(cls), row, where))
 
 
 class SQLLogStore(LogStore):
@@ -115,15 +120,15 @@ class SQLLogStore(LogStore):
     # -- run and versions --------------------------------------------------------------------
     def get_run(self) -> RunMeta | None:
         rows = self._rows("SELECT * FROM runs LIMIT 1")
-        return decode(RunMeta, rows[0]) if rows else None
+        return decode(RunMeta, rows[0], self.where) if rows else None
 
     def get_version(self, sha: str) -> Version | None:
         rows = self._rows("SELECT * FROM versions WHERE sha=?", (sha,))
-        return decode(Version, rows[0]) if rows else None
+        return decode(Version, rows[0], self.where) if rows else None
 
     def iter_versions(self) -> Iterator[Version]:
         for row in self._rows("SELECT * FROM versions ORDER BY {order}"):
-            yield decode(Version, row)
+            yield decode(Version, row, self.where)
 
     # -- evaluations -------------------------------------------------------------------------
     def put_evaluations(self, evaluations: Iterable[Evaluation]) -> None:
@@ -143,7 +148,7 @@ class SQLLogStore(LogStore):
                 params.append(value)
         sql = "SELECT * FROM evaluations" + (f" WHERE {' AND '.join(where)}" if where else "")
         for row in self._rows(sql + " ORDER BY {order}", params):
-            yield Evaluation.from_row(decode_row(Evaluation.COLUMNS, row))
+            yield Evaluation.from_row(decode_row(Evaluation.COLUMNS, row, self.where))
 
     # -- proposals ---------------------------------------------------------------------------
     def put_proposal(self, proposal: Proposal) -> str:
@@ -169,7 +174,7 @@ class SQLLogStore(LogStore):
 
     def get_proposal(self, proposal_id: str) -> Proposal | None:
         rows = self._rows("SELECT * FROM proposals WHERE id=?", (proposal_id,))
-        return decode(Proposal, rows[0]) if rows else None
+        return decode(Proposal, rows[0], self.where) if rows else None
 
     def iter_proposals(self, round: int | None = None) -> Iterator[Proposal]:
         if round is None:
@@ -177,7 +182,7 @@ class SQLLogStore(LogStore):
         else:
             rows = self._rows("SELECT * FROM proposals WHERE round=? ORDER BY {order}", (round,))
         for row in rows:
-            yield decode(Proposal, row)
+            yield decode(Proposal, row, self.where)
 
     # -- decisions and events ----------------------------------------------------------------
     def _put_decision(self, decision: Decision) -> None:
@@ -188,11 +193,11 @@ class SQLLogStore(LogStore):
 
     def iter_decisions(self) -> Iterator[Decision]:
         for row in self._rows("SELECT * FROM decisions ORDER BY round"):
-            yield decode(Decision, row)
+            yield decode(Decision, row, self.where)
 
     def iter_events(self, after_seq: int = 0, kinds: Iterable[str] | None = None) -> Iterator[Event]:
         rows = self._rows("SELECT * FROM events WHERE seq>? ORDER BY seq", (after_seq,))
         wanted = set(kinds) if kinds is not None else None
         for row in rows:
             if wanted is None or row["kind"] in wanted:
-                yield decode(Event, row)
+                yield decode(Event, row, self.where)

@@ -134,7 +134,7 @@ class SQLiteLogStore(SQLLogStore):
                     (meta.run_id, encode("config", config), meta.created_at, SCHEMA_VERSION),
                 )
                 return meta
-        meta = decode(RunMeta, row)
+        meta = decode(RunMeta, row, self.where)
         if run_id is not None and run_id != meta.run_id:
             raise LogStoreError(f"{self.path} belongs to run {meta.run_id!r}, not {run_id!r}")
         return meta
