@@ -36,6 +36,9 @@ def test_the_config_round_trips_and_a_broken_one_is_named(tmp_path):
     run.config.write_text(json.dumps([1, 2]), encoding="utf-8")
     with pytest.raises(ValueError, match="not a JSON object"):
         run.read_config()
+    run.config.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")  # past the stack
+    with pytest.raises(ValueError, match=r"config\.json: unreadable run config"):
+        run.read_config()
 
 
 def test_the_store_it_opens_is_the_log_file_it_names(tmp_path):

@@ -129,7 +129,7 @@ class RunDir:
         if self.store_pointer.is_file():
             try:
                 return str(json.loads(self.store_pointer.read_text(encoding="utf-8"))["url"])
-            except (ValueError, KeyError, TypeError) as exc:
+            except (ValueError, KeyError, TypeError, RecursionError) as exc:
                 raise LogStoreError(f"{self.store_pointer}: unreadable store record: {exc}") from exc
         return ""
 
@@ -141,8 +141,9 @@ class RunDir:
                                   "(start one with `harness-learn adapt`)")
         try:
             data = json.loads(self.config.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{self.config}: unreadable run config: {exc}") from exc
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # nested past the stack
+            raise ValueError(f"{self.config}: unreadable run config: "
+                             f"{str(exc)[:200] or type(exc).__name__}") from exc
         if not isinstance(data, dict):
             raise ValueError(f"{self.config}: unreadable run config: not a JSON object")
         return data

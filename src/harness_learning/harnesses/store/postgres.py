@@ -123,7 +123,7 @@ class PostgresLogStore(SQLLogStore):
         try:
             data = json.loads(self.pointer.read_text(encoding="utf-8"))
             record = {"url": str(data["url"]), "schema": str(data["schema"])}
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise LogStoreError(f"{self.pointer}: unreadable store record: {exc}") from exc
         if not SCHEMA_NAME.fullmatch(record["schema"]):  # it goes into the connection options
             raise LogStoreError(f"{self.pointer}: unreadable store record: schema "
