@@ -63,3 +63,13 @@ def test_an_unknown_sandbox_is_one_error_line():
     line = error_line(result)
     assert result.returncode == 2, result.stderr[-2000:]
     assert "unknown sandbox backend 'vm'" in line and " · hint: " in line, line
+
+
+def test_adapt_refuses_an_unknown_sandbox_before_writing_anything(tmp_path):
+    from cli_run import cli, error_line
+
+    dead = "openai/x@http://127.0.0.1:9/v1"
+    result = cli("adapt", "--task", "rg:basic_arithmetic", "--run-dir", tmp_path / "run",
+                 "--solver", dead, "--proposer", dead, "--sandbox", "vm")
+    assert result.returncode == 2 and "unknown sandbox backend 'vm'" in error_line(result)
+    assert not (tmp_path / "run").exists()

@@ -119,17 +119,16 @@ SANDBOX_HELP = ("Where harness code runs: auto (the available backend applying t
                 "else auto.")
 
 
-def choose_sandbox(name: str) -> None:
+def check_sandbox(name: str) -> None:
     """Apply `--sandbox` (it sets HARNESS_SANDBOX for this process, which the workers' backend
-    is read from) and say on stderr, in one line, which backend runs the harness. A backend
-    that is unknown or cannot start here is the command line's one error line (exit 2)."""
+    is read from), before anything is written: a backend that is unknown or cannot start here
+    is the command line's one error line (exit 2)."""
     import os
 
     from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
     from harness_learning.harnesses.sandbox.backend import (
         SANDBOX_ENV,
         backend_class,
-        choice_line,
         requested_backend,
     )
 
@@ -143,4 +142,11 @@ def choose_sandbox(name: str) -> None:
             raise CliError(f"the {requested} sandbox backend cannot start here",
                            "for docker, `make sandbox-image` starts an engine and builds its "
                            "image; or use --sandbox auto", EXIT_USAGE)
-    console.print(choice_line(requested), markup=False, highlight=False)
+
+
+def choose_sandbox(name: str) -> None:
+    """`check_sandbox`, then say on stderr, in one line, which backend runs the harness."""
+    from harness_learning.harnesses.sandbox.backend import choice_line
+
+    check_sandbox(name)
+    console.print(choice_line(), markup=False, highlight=False)

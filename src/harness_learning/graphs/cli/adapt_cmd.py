@@ -13,6 +13,7 @@ from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import (
     SANDBOX_HELP,
+    check_sandbox,
     choose_sandbox,
     console,
     out,
@@ -45,9 +46,10 @@ def adapt(**options: Any) -> None:
     config = _config_of(options.pop("ctx"), options.pop("config_file"), options)
     give_store(config.store)  # typed or in the user's settings file: the user's own word
     require_local_models(config.solver, resolve_role(config.proposer, "proposer"))
+    check_sandbox(sandbox)  # before `prepare` writes the run directory
     with user_errors():
         config = prepare(config)
-    _run(config, resume=False, as_json=as_json, sandbox=sandbox)
+    _run(config, resume=False, as_json=as_json)
 
 
 def _config_of(ctx: typer.Context, config_file: Path | None, options: dict[str, Any]) -> AdaptConfig:
@@ -163,14 +165,14 @@ def _check_agrees(values: dict[str, Any], config: AdaptConfig, config_file: Path
                        EXIT_USAGE)
 
 
-def _run(config, *, resume: bool, as_json: bool, sandbox: str = "") -> dict:
+def _run(config, *, resume: bool, as_json: bool) -> dict:
     """Check the inputs, say which sandbox backend runs the harness, run with the live view;
     returns the final state."""
     from harness_learning.graphs.cli.steer_cmd import drive
 
     with user_errors():
         task = check_inputs(config)
-    choose_sandbox(sandbox)
+    choose_sandbox("")  # as --sandbox or HARNESS_SANDBOX set it
     return drive(config, resume=resume, as_json=as_json, task=task)
 
 
