@@ -184,6 +184,7 @@ class Worker:
             return ProblemResult(problem_id, error=self._death[1], error_kind=self._death[0])
         self._runs[rid] = run
         before = await self._usage()
+        run.started = time.perf_counter()  # its clock, as the worker's, starts with the run
         try:
             await self._send({"op": "run", "run": rid, "inputs": inputs, "timeout": timeout,
                               "wait_s": wait_s, **served})
