@@ -246,16 +246,14 @@ class LocalBackend(SandboxBackend):
         self.use_cgroup = self.cgroups is not None
 
     def protections(self) -> dict[str, bool]:
-        """What is applied here (`auto_remove`: bubblewrap's --die-with-parent)."""
         controls = self.cgroups.controls() if self.cgroups else []
         return {"rlimits": True, "bwrap": self.use_bwrap, "network_isolated": self.use_bwrap,
                 "read_only_root": self.use_bwrap, "import_allowlist": self.use_bwrap,
                 "seccomp": self.use_seccomp, "userns_disabled": self.disable_userns,
                 "shm_bounded": self.use_bwrap, "cgroup_pids": "pids" in controls,
                 "cgroup_memory": "memory" in controls, "cgroup_cpu": "cpu" in controls,
-                "cgroup_per_candidate": self.use_cgroup, "scrubbed_env": True,
-                "bounded_logs": True, "line_limit": True, "auto_remove": self.use_bwrap,
-                "orphan_sweep": True, "docker": False}
+                "cgroup_per_candidate": self.use_cgroup, "scrubbed_env": True, "bounded_logs": True,
+                "line_limit": True, "auto_remove": self.use_bwrap, "orphan_sweep": True}
 
     def _group(self, limits: Limits, within: Group | None) -> Group | None:
         """The process's cgroup: a child of `within` (a `tools.python` call's candidate), else
