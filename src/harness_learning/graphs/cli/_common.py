@@ -13,6 +13,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from harness_learning.harnesses.text_safety import for_rich, for_terminal
+
 # Piped output (CI logs, `| tee`) gets 140 columns rather than rich's 80, so tables stay readable.
 console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 out = Console(width=None if sys.stdout.isatty() else 140)
@@ -78,16 +80,18 @@ def user_errors(hint: str = "check the values given on the command line (--help 
 
 
 def short(text: Any, width: int = 40) -> str:
-    text = " ".join(str(text).split())
+    """One line of at most `width` characters, safe for a terminal (`for_terminal`)."""
+    text = " ".join(for_terminal(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def results_table(title: str, rows: list[dict[str, Any]], columns: list[str]) -> Table:
+    """Cells are a harness's answers and errors: data, shown as written (escaped for rich)."""
     table = Table(title=title, show_lines=False)
     for col in columns:
         table.add_column(col, overflow="fold")
     for row in rows:
-        table.add_row(*[short(row.get(c, ""), 48) for c in columns])
+        table.add_row(*[for_rich(short(row.get(c, ""), 48)) for c in columns])
     return table
 
 

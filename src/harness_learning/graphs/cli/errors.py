@@ -28,7 +28,10 @@ class CliError(Exception):
 
 
 def one_line(text: Any, limit: int = LINE_CHARS) -> str:
-    text = " ".join(str(text).split())
+    """One line a terminal may show (an error may quote a harness's escape codes)."""
+    from harness_learning.harnesses.text_safety import for_terminal
+
+    text = " ".join(for_terminal(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -19,6 +19,7 @@ from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import console
 from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
 from harness_learning.graphs.cli.show_cmd import StoreOption
+from harness_learning.harnesses.text_safety import for_rich, for_storage, for_terminal
 
 if TYPE_CHECKING:
     from harness_learning.graphs.serving.harness_source import HarnessSource
@@ -53,8 +54,9 @@ def export(
     if limit is not None and len(header) + len(found.source.splitlines()) > limit:
         header = header[:1]  # a harness near the run's line limit stays loadable
     out_file.parent.mkdir(parents=True, exist_ok=True)
-    out_file.write_text("\n".join(header) + "\n" + found.source, encoding="utf-8")
-    console.print(f"exported version {found.sha[:12]} of {run_dir} to {out_file}")
+    out_file.write_text(for_storage("\n".join(header) + "\n" + found.source), encoding="utf-8")
+    console.print(f"exported version {for_rich(found.sha[:12])} of {for_rich(run_dir)} to "
+                  f"{for_rich(out_file)}")
 
 
 def export_header(run_dir: Path, found: HarnessSource, asked: str,
@@ -68,7 +70,7 @@ def export_header(run_dir: Path, found: HarnessSource, asked: str,
              if rounds else "never adopted")
     scores = [f"{name} {value:.3f}" for name, value in
               (("selection", facts["selection"]), ("test", facts["test"])) if value is not None]
-    return [
+    lines = [
         f"# Exported by `harness-learn export` from run {run_dir}, version {found.sha} ({asked})",
         f"# task {config.task} · Solver {config.solver} · proposed in round {facts['round']}, "
         f"{where}",
@@ -76,6 +78,9 @@ def export_header(run_dir: Path, found: HarnessSource, asked: str,
         "selection problems; test: held out, `harness-learn eval`)",
         f"# run it: harness-learn run --task {config.task} --harness {out_file}",
     ]
+    # Each stays one comment line, whatever a run directory's config.json holds: a line break
+    # in a task name would start a line of code in the exported harness.
+    return [for_terminal(line, newlines=False) for line in lines]
 
 
 def _version_facts(run_dir: Path, sha: str) -> dict[str, Any]:

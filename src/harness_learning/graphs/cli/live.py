@@ -12,6 +12,13 @@ from rich.text import Text
 
 from harness_learning.graphs.cli._common import console
 from harness_learning.graphs.cli.candidate_outcomes import count_outcomes, describe_counts, outcome
+from harness_learning.harnesses.text_safety import for_rich, for_terminal
+
+
+def _cell(text: str, width: int) -> str:
+    """A table cell of a run's own text (a reason may quote a harness's error): one line of
+    at most `width` characters, shown as written (rich markup escaped, escape codes gone)."""
+    return for_rich(for_terminal(text, newlines=False)[:width])
 
 
 class LiveView:
@@ -54,8 +61,8 @@ class LiveView:
         elif node == "select":
             for r in update.get("rounds", []):
                 counts = describe_counts(count_outcomes(r.get("candidates", [])))
-                console.print(Text(f"round {r['round']}: {r['decision']} (candidates: {counts})",
-                                   style="bold"))
+                console.print(Text(for_terminal(f"round {r['round']}: {r['decision']} "
+                                                f"(candidates: {counts})"), style="bold"))
         self._live.update(self._render())
 
     def _render(self) -> Group:
@@ -70,7 +77,7 @@ class LiveView:
             score = c.get("selection_score")
             table.add_row(str(c["index"]), outcome(c),
                           "-" if score is None else f"{score:.3f}", f"{c['reward']:.3f}",
-                          (c.get("invalid_reason") or "")[:60])
+                          _cell(c.get("invalid_reason") or "", 60))
         return Group(head, table)
 
     def rounds_table(self, final: dict) -> Table:
@@ -87,5 +94,6 @@ class LiveView:
                           "-" if cur is None else f"{cur:.3f}", f"{len(valid)}/{len(cands)}",
                           describe_counts(count_outcomes(cands)),
                           "-" if best is None else f"{best:.3f}",
-                          "yes" if r.get("adopted") else "no", r.get("decision", "")[:50])
+                          "yes" if r.get("adopted") else "no",
+                          _cell(r.get("decision", ""), 50))
         return table

@@ -21,6 +21,7 @@ from harness_learning.graphs.cli._common import (
     user_errors,
 )
 from harness_learning.graphs.cli.exit_checks import check_evaluation, score_line
+from harness_learning.harnesses.text_safety import for_terminal
 
 
 @app.command()
@@ -69,7 +70,7 @@ def run(
                             ["id", "question", "answer", "gold", "score", "error"]))
     out.print(score_line(summary))
     for line in UserCodeFailures.from_json(summary).lines():
-        out.print(line, style="yellow", markup=False, highlight=False)
+        out.print(for_terminal(line), style="yellow", markup=False, highlight=False)
     if as_json:
         print_json_last(summary)
     check_evaluation(summary, model)

@@ -57,9 +57,11 @@ def report(
     """Write one self-contained HTML report of the run (opens from disk, needs no network)."""
     from harness_learning.graphs.runreport import load_run
     from harness_learning.graphs.runreport.html import render_html
+    from harness_learning.harnesses.text_safety import for_rich, for_storage
 
     run = load_run(run_dir, store or None)
     path = out_file or Path(run_dir) / "report.html"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(run), encoding="utf-8")
-    console.print(f"report: {path} ({path.stat().st_size:,} bytes)")
+    # a logged prompt read back from JSON may hold a lone surrogate, which UTF-8 cannot write
+    path.write_text(for_storage(render_html(run)), encoding="utf-8")
+    console.print(f"report: {for_rich(path)} ({path.stat().st_size:,} bytes)")

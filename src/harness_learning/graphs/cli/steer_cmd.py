@@ -15,6 +15,7 @@ from harness_learning.graphs.cli._common import console, out, print_json_last, r
 from harness_learning.graphs.cli.errors import EXIT_USAGE, EXIT_WAITING, CliError, unreachable
 from harness_learning.graphs.cli.exit_checks import check_stop
 from harness_learning.graphs.cli.show_cmd import StoreOption
+from harness_learning.harnesses.text_safety import for_rich, for_terminal
 
 
 def drive(config: Any, *, resume: bool, as_json: bool, answer: dict | None = None,
@@ -36,7 +37,7 @@ def drive(config: Any, *, resume: bool, as_json: bool, answer: dict | None = Non
             break
         answer, resume = ask_approval(config, pending), True
     out.print(view.rounds_table(final))
-    out.print(f"stopped: {final.get('stop_reason', '?')} · current version "
+    out.print(f"stopped: {for_rich(final.get('stop_reason', '?'))} · current version "
               f"{final.get('current_sha', '')[:12]}")
     if as_json:
         rounds = final.get("rounds", [])
@@ -81,7 +82,8 @@ def ask_approval(config: Any, pending: dict) -> dict:
                        f"{config.run_dir} --reject REASON` rejects it; `harness-learn show "
                        f"{config.run_dir} --candidate r{round_}-c{index}` shows its diff",
                        EXIT_WAITING)
-    console.print(Syntax(pending.get("diff") or "(empty diff)", "diff", word_wrap=True))
+    console.print(Syntax(for_terminal(pending.get("diff") or "(empty diff)"), "diff",
+                         word_wrap=True))
     if typer.confirm(f"Adopt candidate {index} of round {round_}?", default=True):
         return {"approve": True}
     reason = typer.prompt("Why not? (the Proposer reads this next round)", default="",
@@ -130,7 +132,7 @@ def rollback(
     from harness_learning.graphs.adapter.steer import rollback as do_rollback
 
     decision = do_rollback(run_dir, version, reason, store=store)
-    out.print(f"round {decision.round}: {decision.reason} · current version "
+    out.print(f"round {decision.round}: {for_rich(decision.reason)} · current version "
               f"{decision.chosen_sha[:12]} (was {decision.current_sha[:12]})")
 
 

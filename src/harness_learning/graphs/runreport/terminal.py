@@ -17,6 +17,7 @@ from harness_learning.graphs.runreport.model import (
     RunRecord,
     spend_cell,
 )
+from harness_learning.harnesses.text_safety import for_rich, for_terminal
 
 STYLES = {"adopted": "bold green", "rejected": "yellow", "valid": "cyan", "raced out": "magenta",
           "invalid": "red", ROLLBACK_POLICY: "bold blue", "kept": "dim"}
@@ -28,11 +29,12 @@ def fmt(value: float | None) -> str:
 
 def run_summary(run: RunRecord) -> RenderableType:
     """Heading, lineage tree, round table, spend."""
-    head = Text(run.title, style="bold")
+    head = Text(for_terminal(run.title), style="bold")
     stop = f"stopped: {run.stop_reason}" if run.stop_reason else "not finished (or still running)"
     current = (run.current_sha or "")[:12]
     flagged = [Text(run.flag_line(), style="bold red")] if run.flags else []
-    return Group(head, Text(f"{stop} · current version {current} · log {run.log}"), *flagged,
+    facts = Text(for_terminal(f"{stop} · current version {current} · log {run.log}"))
+    return Group(head, facts, *flagged,
                  *failure_lines(run), Text(""), lineage_tree(run), Text(""), rounds_table(run), Text(""),
                  spend_table(run))
 
@@ -40,7 +42,7 @@ def run_summary(run: RunRecord) -> RenderableType:
 def failure_lines(run: RunRecord) -> list[Text]:
     """One line each for the problems the user's metric failed on and the user's tools' raised
     calls (count and first message), so neither passes silently; none when nothing failed."""
-    return [Text(line, style="yellow") for line in run.failures.lines()]
+    return [Text(for_terminal(line), style="yellow") for line in run.failures.lines()]
 
 
 def lineage_tree(run: RunRecord) -> Tree:
@@ -53,10 +55,10 @@ def lineage_tree(run: RunRecord) -> Tree:
         decided = rnd.decision
         if rnd.kind == ROLLBACK_POLICY and decided is not None:
             node = node.add(Text(f"round {rnd.round}: rollback to {decided.chosen_sha[:12]} · "
-                                 f"{decided.reason}", style=STYLES[ROLLBACK_POLICY]))
+                                 f"{for_terminal(decided.reason)}", style=STYLES[ROLLBACK_POLICY]))
             continue
         branch = node.add(Text(f"round {rnd.round}: "
-                               f"{decided.reason if decided else 'in progress'}"))
+                               f"{for_terminal(decided.reason) if decided else 'in progress'}"))
         # The adopted candidate last: the chain goes on below it, after its round's others.
         for c in sorted(rnd.candidates, key=lambda c: c.outcome == "adopted"):
             label = f"{c.id} {c.outcome}"
@@ -82,7 +84,7 @@ def rounds_table(run: RunRecord) -> Table:
         if rnd.kind == ROLLBACK_POLICY and rnd.decision is not None:
             table.add_row(str(rnd.round), "-", "-", Text("rollback", STYLES[ROLLBACK_POLICY]),
                           fmt((rnd.decision.scores or {}).get("chosen")), "-", "0",
-                          _short(rnd.decision.reason, 60))
+                          _cell(rnd.decision.reason, 60))
             continue
         table.add_row(str(rnd.round), "current", "-", Text("in force", "dim"),
                       fmt(rnd.current_score),
@@ -90,7 +92,7 @@ def rounds_table(run: RunRecord) -> Table:
         for c in rnd.candidates:
             table.add_row("", c.id, c.proposal.origin, Text(c.outcome, STYLES.get(c.outcome, "")),
                           fmt(c.proposal.selection_score), fmt(c.proposal.reward),
-                          f"{c.tokens:,}", _short(c.reason, 60))
+                          f"{c.tokens:,}", _cell(c.reason, 60))
     return table
 
 
@@ -110,20 +112,20 @@ def spend_table(run: RunRecord) -> Table:
 def candidate_detail(run: RunRecord, c: CandidateRecord) -> RenderableType:
     """`show --candidate ID`: outcome, diff, the Proposer's report, per-problem results."""
     p = c.proposal
-    head = Text(f"{c.id} (round {p.round}, candidate {c.index}, from {p.origin}) · {c.outcome} · "
-                f"{c.reason}",
+    head = Text(for_terminal(f"{c.id} (round {p.round}, candidate {c.index}, from {p.origin}) · "
+                             f"{c.outcome} · {c.reason}"),
                 style=STYLES.get(c.outcome, "bold"))
     facts = Text(f"parent {(p.parent_sha or '')[:12]} · version {(c.sha or 'none')[:12]} · "
                  f"selection {fmt(p.selection_score)} · reward {fmt(p.reward)} · "
                  f"{p.prompt_tokens:,}+{p.completion_tokens:,} tokens · {p.latency_s:.1f}s · "
-                 f"finish {p.finish_reason}")
-    diff: RenderableType = (Syntax(c.diff, "diff", word_wrap=True) if c.diff
+                 f"finish {for_terminal(p.finish_reason, newlines=False)}")
+    diff: RenderableType = (Syntax(for_terminal(c.diff), "diff", word_wrap=True) if c.diff
                             else Text("(no diff: the edit did not apply)", style="dim"))
     parts: list[RenderableType] = [head, facts, Text("\ndiff", style="bold"), diff,
                                    Text("\nreport the Proposer saw", style="bold"),
-                                   Text(c.report or "(none logged)")]
+                                   Text(for_terminal(c.report or "(none logged)"))]
     if not c.diff:
-        parts += [Text("\nProposer reply", style="bold"), Text(p.completion)]
+        parts += [Text("\nProposer reply", style="bold"), Text(for_terminal(p.completion))]
     parts += [Text(""), results_table(f"per-problem selection results of {c.id}", c.results)]
     return Group(*parts)
 
@@ -133,8 +135,8 @@ def results_table(title: str, results: list[Any]) -> Table:
     for col in ("problem", "answer", "score", "error", "tool calls", "tokens"):
         table.add_column(col, overflow="fold")
     for e in (ev.result for ev in results):
-        table.add_row(e.problem_id, _short(e.answer, 40), fmt(e.score),
-                      _short(f"{e.error_kind}: {e.error}" if e.error_kind else "", 50),
+        table.add_row(_cell(e.problem_id, 80), _cell(e.answer, 40), fmt(e.score),
+                      _cell(f"{e.error_kind}: {e.error}" if e.error_kind else "", 50),
                       str(len(e.calls)), f"{e.tokens:,}")
     if not results:
         table.add_row("(none: never evaluated)", "", "", "", "", "")
@@ -147,5 +149,12 @@ def _test(run: RunRecord, sha: str) -> str:
 
 
 def _short(text: Any, width: int) -> str:
-    text = " ".join(str(text or "").split())
+    """One line of at most `width` characters a terminal may show as is (`for_terminal`)."""
+    text = " ".join(for_terminal(text or "").split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _cell(text: Any, width: int) -> str:
+    """`_short` for a table cell, which rich reads as markup: a harness's `[/]` is shown, not
+    parsed."""
+    return for_rich(_short(text, width))
