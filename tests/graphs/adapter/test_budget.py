@@ -14,6 +14,7 @@ from cli_run import cli, error_line
 from harness_learning.graphs.adapter.budget import budget_reason
 from harness_learning.graphs.adapter.config import AdaptConfig, Budget
 from harness_learning.graphs.adapter.estimate import estimate_budget
+from harness_learning.harnesses.seeds import seed_source
 from harness_learning.harnesses.store import SQLiteLogStore
 
 PRICE = "?price_in=100&price_out=200"
@@ -90,7 +91,7 @@ def test_the_estimate_prices_both_roles() -> None:
 
 
 @pytest.mark.parametrize(("flag", "value", "kind"), [
-    ("--max-cost-usd", "0.05", "cost budget $0.05"),
+    ("--max-cost-usd", "0.15", "cost budget $0.15"),  # a Solver call reserves up to ~$0.1
     ("--max-solver-calls", "5", "solver-call budget 5"),
     ("--max-tokens", "1000", "token budget 1000"),
 ])
@@ -103,7 +104,7 @@ def test_a_budget_stops_the_run_before_a_candidate_is_evaluated(
     assert f"stopped: {kind} reached" in result.stdout
     stop, notes = stopped_before(run_dir)
     # round 1's version in force ran its 2 + 3 problems (5 Solver calls, ~300 tokens, $0.03),
-    # a Proposer sample was drawn (~800 tokens, $0.08): its candidate would start past it
+    # two Proposer samples were drawn (~900 tokens, $0.1 each): a candidate would start past it
     assert notes and all(n.startswith("candidate") for n in notes), stop["before"]
     assert stop["spent"]["solver_calls"] == 5 and stop["spent"]["proposer_calls"] >= 1
     assert_priced(run_dir)
@@ -133,6 +134,9 @@ def test_a_cost_budget_without_a_price_is_refused_before_the_run(sim_url: str,
 ])
 def test_a_budget_stops_a_run_of_the_real_local_model(
         local_model_url: str, tmp_path: Path, flag: str, value: str, kind: str) -> None:
+    """Two Solver calls fit a budget of 2: the version in force runs its feedback problems and
+    the selection evaluation never starts. No call fits 50 tokens (a call reserves its prompt's
+    bytes and its 256 max_tokens): the first is refused, the run stops having spent nothing."""
     run_dir = tmp_path / "run"
     result = cli("adapt", "--task", "rg:basic_arithmetic", "--run-dir", run_dir,
                  "--solver", "local", "--proposer", "local", "--rounds", "2", "--candidates",
@@ -147,8 +151,54 @@ def test_a_budget_stops_a_run_of_the_real_local_model(
         spent = store.spent()
         evaluated = {(e.purpose, e.sha) for e in store.iter_evaluations()}
         proposals = list(store.iter_proposals())
-    # the version in force ran its 2 feedback problems (2 Solver calls, > 50 tokens); its
-    # selection evaluation would start past the budget: it never ran, nor did the Proposer
-    assert stop["before"].startswith("selection evaluation of ")
-    assert [p for p, _ in evaluated] == ["feedback"] and not proposals
-    assert spent["solver_calls"] == 2 and spent["tokens"] > 50 and spent["cost_usd"] == 0.0
+    assert not proposals and spent["cost_usd"] == 0.0
+    if flag == "--max-tokens":  # cut: the feedback evaluation's calls were refused, not sent
+        assert stop["before"].startswith("feedback evaluation of ") and stop["cut"]
+        assert not evaluated and spent["tokens"] == stop["spent"]["tokens"] == 0
+        return
+    # the version in force ran its 2 feedback problems (2 Solver calls); its selection
+    # evaluation would start past the budget: it never ran, nor did the Proposer
+    assert stop["before"].startswith("selection evaluation of ") and "cut" not in stop
+    assert [p for p, _ in evaluated] == ["feedback"]
+    assert spent["solver_calls"] == stop["spent"]["solver_calls"] == 2
+
+
+MANY_CALLS = seed_source("reasoning_direct").replace(
+    "        reply = tools.llm([*EXAMPLE, ask])\n",
+    "        for _ in range(3):  # three one-token calls before the answer\n"
+    "            tools.llm(state[\"question\"], max_tokens=1)\n"
+    "        reply = tools.llm([*EXAMPLE, ask], max_tokens=12)\n")
+
+
+def test_a_call_budget_binds_per_call_and_the_cut_candidate_is_not_judged(
+        local_model_url: str, sim_url: str, tmp_path: Path) -> None:
+    """The real local Solver, a harness making 4 calls a problem, 2 problems at once and a
+    budget of 20 calls: the version in force spends 16; the candidate (the sim Proposer's
+    edit) starts within the budget and its third call past 20 is refused before it is sent.
+    The count never passes 20 (the log's and the ledger's), and the cut evaluation is neither
+    judged nor adopted."""
+    assert MANY_CALLS.count("tools.llm(") == 2, "the seed's Solver call was found"
+    harness = tmp_path / "many_calls.py"
+    harness.write_text(MANY_CALLS, encoding="utf-8")
+    run_dir = tmp_path / "run"
+    args = sim_adapt.adapt_args(sim_url, str(run_dir), "--harness", str(harness),
+                                "--selection", "2", "--concurrency", "2",
+                                "--max-solver-calls", "20")
+    args[args.index("--solver") + 1] = "local"
+    result = cli(*args)
+    assert result.returncode == 5, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "the run stopped early: solver-call budget 20 reached" in error_line(result)
+    with SQLiteLogStore(run_dir) as store:
+        (stop,) = [e.payload for e in store.iter_events(kinds=["budget_stop"])]
+        spent = store.spent()
+        candidates = [v.sha for v in store.iter_versions() if v.note.startswith("candidate")]
+        proposals = list(store.iter_proposals())
+        lineage = store.lineage()
+    assert spent["solver_calls"] <= 20 and stop["spent"]["solver_calls"] <= 20, (spent, stop)
+    assert spent["solver_calls"] >= 16, "the version in force ran all its problems"
+    (sha,) = candidates
+    assert stop["before"] == f"selection evaluation of {sha[:12]} (round 1)" and stop["cut"]
+    (edited,) = [p for p in proposals if "MARK-A" in p.completion]
+    assert edited.selection_score is None and edited.reward is None, \
+        "the cut evaluation was not judged"
+    assert [s for _, s, _ in lineage] == [lineage[0][1]], "nothing was adopted"

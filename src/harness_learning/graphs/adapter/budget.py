@@ -1,18 +1,24 @@
-"""The run's budgets (`AdaptConfig.budget`), checked on one ledger: the store's `spent()`.
+"""The run's budgets (`AdaptConfig.budget`), held at two grains.
 
-Between rounds, `stop_reason` reads the ledger the `select` node put in the state; before each
-evaluation starts (the current version's, each candidate's, each racing stage's, each
-memorisation probe), `check_budget` reads the store itself and raises `BudgetStop` once a
-limit is reached, so no evaluation starts past a budget. Evaluations already running finish:
-a round's candidates run side by side, so a run may end a little past its limit, by what the
-evaluations in flight at that moment spend."""
+Per Solver call: the toolbox reserves each call's share on the run's `SpendLedger`
+(`harnesses.llm.ledger`) before it is sent, with every call in flight counted, so no budget
+is passed however many problems run at once. A refused call leaves its problem unscored as
+`budget`; the evaluation it belonged to is cut short, and `budget_cut` stops the run there:
+that evaluation is never judged, so its version is never adopted.
+
+Per evaluation: between rounds, `stop_reason` reads the spend the `select` node put in the
+state (the store's `spent()`); before each evaluation starts (the current version's, each
+candidate's, each racing stage's, each memorisation probe), `check_budget` reads the store and
+the ledger and raises `BudgetStop` once a limit is reached, so no evaluation starts past one."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from harness_learning.graphs.adapter.config import AdaptConfig, Budget
+from harness_learning.harnesses.llm.ledger import Caps, SpendLedger
 
 if TYPE_CHECKING:
     from harness_learning.graphs.adapter.context import AdapterContext
@@ -42,13 +48,62 @@ def limited(budget: Budget) -> bool:
     return any(v is not None for v in (budget.solver_calls, budget.tokens, budget.cost_usd))
 
 
+def make_ledger(ctx: AdapterContext) -> SpendLedger | None:
+    """The run's per-call ledger (None without a budget), starting from what its log says
+    was spent (`spent_before`)."""
+    budget = ctx.config.budget
+    if not limited(budget):
+        return None
+    return SpendLedger(Caps(budget.solver_calls, budget.tokens, budget.cost_usd),
+                       base=lambda: spent_before(ctx))
+
+
+async def spent_before(ctx: AdapterContext) -> dict[str, Any]:
+    """What the run spent before this process: the store's ledger, or more where a budget stop
+    logged more (the calls of problems an earlier cut left unstored were paid for too)."""
+    spent = dict(await ctx.store.aspent())
+    stops = await asyncio.to_thread(
+        lambda: [e.payload for e in ctx.store.iter_events(kinds=["budget_stop"])])
+    for stop in stops:
+        logged = stop.get("spent") if isinstance(stop, Mapping) else None
+        for key in ("solver_calls", "tokens", "cost_usd"):
+            value = logged.get(key) if isinstance(logged, Mapping) else None
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                spent[key] = max(spent.get(key, 0) or 0, value)
+    return spent
+
+
+async def committed(ctx: AdapterContext) -> dict[str, Any]:
+    """The store's spend, raised to what the ledger has committed (spent and in flight)."""
+    spent = dict(await ctx.store.aspent())
+    ledger = getattr(ctx, "ledger", None)
+    if ledger is not None:
+        await ledger.load()
+        for key, value in ledger.totals().items():
+            spent[key] = max(spent.get(key, 0) or 0, value)
+    return spent
+
+
+async def budget_cut(ctx: AdapterContext, what: str, unscored: list[str]) -> None:
+    """Stop the run: a budget refused Solver calls of `what` (an evaluation), so problems
+    `unscored` never finished and the evaluation may not be judged."""
+    ledger = getattr(ctx, "ledger", None)
+    reason = (ledger.refused if ledger is not None else None) or "budget reached"
+    spent = await committed(ctx)
+    await ctx.store.aappend_event("budget_stop", {"reason": reason, "before": what,
+                                                  "cut": sorted(unscored), "spent": spent})
+    raise BudgetStop(reason, f" (spent {spent_line(spent)}; {what} cut short after "
+                             f"{len(unscored)} problem(s) were refused a Solver call; "
+                             "it is not judged)")
+
+
 async def check_budget(ctx: AdapterContext, what: str) -> None:
     """Raise `BudgetStop` if the run has reached a budget; `what` names the evaluation that
     would start (for the run's log)."""
     budget = ctx.config.budget
     if not limited(budget):
         return
-    spent = await ctx.store.aspent()
+    spent = await committed(ctx)
     reason = budget_reason(budget, spent)
     if reason is not None:
         await ctx.store.aappend_event("budget_stop", {"reason": reason, "before": what,

@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from harness_learning.evals.task import Task
+from harness_learning.graphs.adapter.budget import make_ledger
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.inputs import open_task, open_tools
 from harness_learning.harnesses.llm import ModelClient, ModelConfig, get_client
+from harness_learning.harnesses.llm.ledger import SpendLedger
 from harness_learning.harnesses.llm.models import resolve_role
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.sandbox import Limits, WorkerPool
@@ -54,6 +56,8 @@ class AdapterContext:
         given = {"task": task, "store": store, "solver": solver, "proposer": proposer,
                  "toolbox": toolbox, "pool": pool, "user_tools": user_tools}
         self._made: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        if toolbox is not None:
+            self._budgeted(toolbox)
         self._problems: dict[str, Any] | None = None
         self._evaluating: dict[tuple[str, str, int], asyncio.Lock] = {}
         self._closed = False
@@ -153,10 +157,29 @@ class AdapterContext:
 
     @property
     def toolbox(self) -> Toolbox:
-        return self._get("toolbox", lambda: Toolbox(
+        """Serves the harnesses' tool calls; with a budget, every Solver call it makes
+        reserves its share on `ledger` first (a toolbox given to the context too)."""
+        return self._get("toolbox", lambda: self._budgeted(Toolbox(
             solver=self.solver, retriever=self.task.retriever(),
             solver_params=self.config.solver_params, user_tools=self.user_tools,
-            tracer=self.tracer))
+            tracer=self.tracer)))
+
+    @property
+    def ledger(self) -> SpendLedger | None:
+        """The run's budgets held per Solver call (`harnesses.llm.ledger`); None without one."""
+        return self._get("ledger", lambda: make_ledger(self))
+
+    def _budgeted(self, toolbox: Any) -> Any:
+        """`toolbox` bound to this run's ledger, and to the Solver's price for a $ budget."""
+        if not hasattr(toolbox, "ledger"):
+            return toolbox
+        toolbox.ledger = self.ledger
+        solver_config = getattr(toolbox.solver, "config", None)
+        if self.config.budget.cost_usd is not None and isinstance(solver_config, ModelConfig):
+            from harness_learning.harnesses.llm.prices import price_of
+
+            toolbox.solver_price = price_of(solver_config)
+        return toolbox
 
     @property
     def tracer(self) -> Tracer | CallbackTracer | None:

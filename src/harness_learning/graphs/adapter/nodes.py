@@ -4,6 +4,7 @@ after a crash finds finished evaluations and proposals in the store and redoes n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import warnings
 from typing import Any
@@ -17,7 +18,7 @@ from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult
 from harness_learning.evals.splits import held_out_round, sample_round
 from harness_learning.evals.task import Task
-from harness_learning.graphs.adapter.budget import budget_reason, check_budget
+from harness_learning.graphs.adapter.budget import budget_cut, budget_reason, check_budget
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.demonstrations import (
@@ -33,7 +34,7 @@ from harness_learning.graphs.adapter.report import build_report
 from harness_learning.graphs.adapter.result_writer import ResultWriter
 from harness_learning.graphs.adapter.state import AdapterState, CandidateView, RoundView
 from harness_learning.harnesses.edits.operators import apply_operator, fitting, resolve_operators
-from harness_learning.harnesses.results import ProblemResult
+from harness_learning.harnesses.results import ErrorKind, ProblemResult
 from harness_learning.harnesses.sandbox import sandbox_choice, sandbox_fallbacks
 from harness_learning.harnesses.store import LogStore, proposal_id, source_sha
 
@@ -52,11 +53,18 @@ async def evaluate_cached(ctx: AdapterContext, sha: str, problems: list[Problem]
     Results with infrastructure errors are never stored: they are retried, and if they still
     fail the run stops with `InfraStop` (a resumed run retries them again). An evaluation with
     anything left to run first checks the run's budgets (`budget.check_budget`, unless not
-    `budgeted`: the held-out test after the run) and raises `BudgetStop` past one. An
-    evaluation of the same version, purpose and round already running is waited for, and
-    its results reused (`AdapterContext.evaluation_lock`)."""
+    `budgeted`: the held-out test after the run) and raises `BudgetStop` past one; a budget
+    that refuses a Solver call while it runs cuts it short (`budget.budget_cut`): the run
+    stops and the evaluation is never judged. An evaluation of the same version, purpose and
+    round already running is waited for, and its results reused
+    (`AdapterContext.evaluation_lock`)."""
     async with ctx.evaluation_lock(sha, purpose, round_):
-        return await _evaluate_missing(ctx, sha, problems, purpose, round_, attempts, budgeted)
+        ledger = getattr(ctx, "ledger", None)
+        scope = ledger.unbounded() if ledger is not None and not budgeted \
+            else contextlib.nullcontext()
+        with scope:
+            return await _evaluate_missing(ctx, sha, problems, purpose, round_, attempts,
+                                           budgeted)
 
 
 async def _evaluate_missing(ctx: AdapterContext, sha: str, problems: list[Problem], purpose: str,
@@ -64,10 +72,14 @@ async def _evaluate_missing(ctx: AdapterContext, sha: str, problems: list[Proble
     store = ctx.store
     ids = [p.id for p in problems]
     infra: list[str] = []
+    refused: list[str] = []
+    what = f"{purpose} evaluation of {sha[:12]} (round {round_})"
 
     writer = ResultWriter(store, sha, purpose, round_)
 
     async def keep(result: ProblemResult) -> None:
+        if result.error_kind == ErrorKind.BUDGET:
+            refused.append(result.problem_id)
         if result.unscored:
             infra.append(f"{result.problem_id}: {result.error}")
             return
@@ -77,7 +89,7 @@ async def _evaluate_missing(ctx: AdapterContext, sha: str, problems: list[Proble
 
     done = await store.aget_results(sha, ids, purpose)
     if budgeted and len(done) < len(set(ids)):
-        await check_budget(ctx, f"{purpose} evaluation of {sha[:12]} (round {round_})")
+        await check_budget(ctx, what)
     for _ in range(attempts):
         todo = [p for p in problems if p.id not in done]
         if not todo:
@@ -89,6 +101,8 @@ async def _evaluate_missing(ctx: AdapterContext, sha: str, problems: list[Proble
                            line_limit=ctx.config.line_limit)
         finally:
             await writer.flush()  # what finished is kept, even if the evaluation failed
+        if refused:
+            await budget_cut(ctx, what, refused)
         done = await store.aget_results(sha, ids, purpose)
     missing = [i for i in ids if i not in done]
     if missing:

@@ -118,6 +118,10 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
             async with tracer.model_call("proposer", model, params, messages) as call:
                 call.result = await proposer.acomplete(messages, **params)
             sampled.append(call.result)
+        ledger = getattr(ctx, "ledger", None)
+        if ledger is not None:  # the run's budgets count every Proposer call as it returns
+            done = sampled[-1]
+            ledger.charge(done.prompt_tokens + done.completion_tokens, done.cost or 0.0)
         return sampled[-1]
 
     async def judged(completion: Completion, attempt: str) -> Outcome:
