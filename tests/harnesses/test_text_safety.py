@@ -15,6 +15,7 @@ from harness_learning.harnesses.text_safety import (
     for_rich,
     for_storage,
     for_terminal,
+    storable,
 )
 
 HOSTILE = ("[/]\x1b[1A\x1b[2K\x1b[8mhidden\ud800 [bold]x\r\x08\x07\x1b]0;title\x07"
@@ -54,3 +55,16 @@ def test_the_bridge_carries_a_lone_surrogate_as_a_replacement():
     line = encode({"op": "result", "run": "r", "answer": "a\ud800b"})
     assert decode(line)["answer"] == "a\ufffdb"
     assert encode({"op": "x", "text": "ü😀"}).decode("utf-8").startswith('{"op": "x", "text": "ü😀"')
+
+
+def test_a_line_written_with_surrogate_escapes_decodes_to_storable_text():
+    line = (b'{"op": "result", "answer": "a\\ud800b", "x": {"\\udc00": ["\\ud83d\\ude00", 1]},'
+            b' "ok": "\\u00fc"}')
+    message = decode(line)
+    assert message["answer"] == "a\ufffdb" and message["ok"] == "\u00fc"
+    assert message["x"] == {"\ufffd": ["\U0001f600", 1]}  # a pair is one character, kept
+    deep = json.loads("[" * 500 + '"\\ud800"' + "]" * 500)
+    inner = storable(deep)
+    for _ in range(500):
+        inner = inner[0]
+    assert inner == "\ufffd"

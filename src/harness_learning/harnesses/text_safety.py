@@ -37,6 +37,30 @@ def for_storage(text: Any) -> str:
     return _SURROGATE.sub(REPLACEMENT, text)
 
 
+def storable(value: Any) -> Any:
+    """`value` (JSON data: dicts, lists, strings, numbers) with every string in it, keys too,
+    `for_storage`d. Containers are changed in place; walked without recursion, so nesting as
+    deep as a JSON parser allows cannot overflow the stack here."""
+    if isinstance(value, str):
+        return for_storage(value)
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            items = list(node.items())
+            node.clear()
+            node.update((for_storage(k) if isinstance(k, str) else k,
+                         for_storage(v) if isinstance(v, str) else v) for k, v in items)
+            stack.extend(v for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                if isinstance(item, str):
+                    node[i] = for_storage(item)
+                elif isinstance(item, dict | list):
+                    stack.append(item)
+    return value
+
+
 def for_terminal(text: Any, newlines: bool = True) -> str:
     """`text` as a terminal may show it: escape sequences and control characters removed
     (tab and newline kept, or made spaces when `newlines` is False), line breaks as newlines,

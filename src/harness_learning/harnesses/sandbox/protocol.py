@@ -11,9 +11,10 @@ Every tool call carries an id and a run id: the parent answers calls in any orde
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-from harness_learning.harnesses.text_safety import for_storage
+from harness_learning.harnesses.text_safety import for_storage, storable
 
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 """A line longer than this is a protocol violation (the worker is killed)."""
@@ -30,6 +31,10 @@ harness's own work and counts."""
 TOOL, INFRA, BUDGET, CANCELLED = "tool", "infra", "budget", "cancelled"
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A JSON escape of a surrogate: only a line holding one is walked for lone ones."""
+
+
 def encode(message: dict[str, Any]) -> bytes:
     """One message as one line. Objects JSON cannot hold are written as their `str`; a lone
     surrogate (an answer or a Solver reply may hold one) as U+FFFD, so the line is UTF-8 and
@@ -42,10 +47,13 @@ def encode(message: dict[str, Any]) -> bytes:
 
 
 def decode(line: bytes) -> dict[str, Any]:
+    """One message. A `\\ud800`-style escape (harness code may write the bridge's lines itself)
+    decodes to a lone surrogate, which the parent could neither log nor print: it becomes
+    U+FFFD here."""
     message = json.loads(line)
     if not isinstance(message, dict) or "op" not in message:
         raise ValueError(f"not a bridge message: {line[:200]!r}")
-    return message
+    return storable(message) if _SURROGATE_ESCAPE.search(line) else message
 
 
 class ToolError(Exception):
