@@ -68,3 +68,11 @@ def test_a_line_written_with_surrogate_escapes_decodes_to_storable_text():
     for _ in range(500):
         inner = inner[0]
     assert inner == "\ufffd"
+
+
+def test_a_model_reply_holds_no_lone_surrogate():
+    from harness_learning.harnesses.llm.completion import Completion
+
+    reply = Completion("x\ud800 [/]", 1, 2, 0.1, "stop", False, "m")
+    assert reply.text == "x\ufffd [/]"
+    assert Completion.from_dict(reply.to_dict()) == reply

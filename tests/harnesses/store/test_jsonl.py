@@ -56,3 +56,15 @@ def test_a_bad_line_is_named_and_nothing_is_written(tmp_path):
         with pytest.raises(ValueError, match=r"bad\.jsonl:5: .*surprise"):
             import_run(b, tmp_path / "bad.jsonl")
         assert b.get_run() is None and list(b.iter_versions()) == []
+
+
+def test_a_logged_lone_surrogate_exports_as_a_replacement(tmp_path):
+    import sqlite3
+
+    with SQLiteLogStore(tmp_path / "a") as a:
+        _fill(a)
+    with sqlite3.connect(tmp_path / "a" / "log.sqlite") as db:  # as a log written elsewhere
+        db.execute("UPDATE proposals SET prompt = ?", ('[{"role": "user", "content": "x\\ud800"}]',))
+    with SQLiteLogStore(tmp_path / "a") as a:
+        export_run(a, tmp_path / "run.jsonl")
+    assert '"content": "x\ufffd"' in (tmp_path / "run.jsonl").read_text(encoding="utf-8")

@@ -6,6 +6,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness_learning.harnesses.text_safety import for_storage
+
 
 @dataclass(frozen=True, slots=True)
 class Completion:
@@ -23,6 +25,12 @@ class Completion:
     logprobs: tuple[TokenLogprob, ...] | None = None
     """The sampled tokens with their log-probs, when the request asked for them and the
     endpoint returned them (llama.cpp and vLLM do): what offline GRPO's importance ratio needs."""
+
+    def __post_init__(self) -> None:
+        # A reply arrives as JSON, whose `\ud800` decodes to a lone surrogate: text that no log,
+        # trace, bridge line or terminal could take. It is U+FFFD from here on.
+        if isinstance(self.text, str):
+            object.__setattr__(self, "text", for_storage(self.text))
 
     def to_dict(self) -> dict[str, Any]:
         # Scalars, plus log-probs as JSON-ready dicts (asdict would deep-copy everything).

@@ -22,6 +22,7 @@ from harness_learning.harnesses.store.records import (
     to_jsonable,
 )
 from harness_learning.harnesses.store.schema import SCHEMA_VERSION
+from harness_learning.harnesses.text_safety import for_storage
 
 FORMAT = "harness-learning-log"
 KINDS: dict[str, type] = {
@@ -47,7 +48,8 @@ def export_run(store: LogStore, path: str | Path) -> int:
     lines += [{"kind": "event", "data": to_jsonable(e)} for e in store.iter_events()]
     with open(path, "w", encoding="utf-8") as f:
         for line in lines:
-            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+            # a JSON field of a log written elsewhere may decode to a lone surrogate
+            f.write(for_storage(json.dumps(line, ensure_ascii=False)) + "\n")
     return len(lines)
 
 
