@@ -31,8 +31,9 @@ _LINE_BREAKS = re.compile("\r\n|[\r\u2028\u2029]")
 
 
 def for_storage(text: Any) -> str:
-    """`text` as a string any UTF-8 writer takes (JSON files, SQLite, PostgreSQL, Arrow): each
-    lone surrogate becomes U+FFFD. Everything else is kept as it was."""
+    """`text` as a string any UTF-8 writer takes (a file, SQLite, Arrow): each lone surrogate
+    becomes U+FFFD. Everything else is kept as it was (PostgreSQL's refusal of NUL is its
+    store's own to handle, `store.postgres`)."""
     text = text if isinstance(text, str) else str(text)
     return _SURROGATE.sub(REPLACEMENT, text)
 
