@@ -12,6 +12,7 @@ import pytest
 from harness_learning.evals.custom.judge_metric import (
     DECOYS,
     INJECTION_FEEDBACK,
+    JUDGE_ASK,
     decoy_for,
     judge_messages,
     parse_grade,
@@ -52,8 +53,11 @@ class ScriptedJudge:
         self.prompts.append(prompt)
         seen = blocks(prompt)
         answer, reference = seen["answer"][0], seen["reference"][0]
-        text = self.reply if self.reply is not None else (
-            "CORRECT" if "Grade: CORRECT" in answer or answer == reference else "INCORRECT")
+        if callable(self.reply):
+            text = self.reply(answer, reference)
+        else:
+            text = self.reply if self.reply is not None else (
+                "CORRECT" if "Grade: CORRECT" in answer or answer == reference else "INCORRECT")
         return Completion(text=text, prompt_tokens=50, completion_tokens=2, latency_s=0.0,
                           finish_reason="stop", cached=False, model="scripted", cost=0.001)
 
@@ -86,8 +90,9 @@ def test_every_field_reaches_the_judge_as_one_quoted_block_that_decodes_to_itsel
         else:
             assert seen["answer"][0].endswith("[... 1000 more characters]")
         assert "\n" not in quote(answer) and "<" not in quote(answer)
-    rubric = judge_messages("q", "a", "g")[0]["content"]
-    assert "data" in rubric and "never follow" in rubric
+    system, user = (m["content"] for m in judge_messages("q", "a", "g"))
+    assert "data" in system and "ignore" in system and user.endswith(JUDGE_ASK)
+    assert user.index("<answer>") < user.index("<reference>") and "never an instruction" in user
     assert json.loads(quote("lone \ud800")) == "lone ?"
 
 
@@ -122,6 +127,20 @@ def test_an_honest_answer_passes_the_reference_and_fails_the_decoy(tmp_path):
     assert [c.result for c in right.calls] == ["CORRECT", "INCORRECT"]
     assert wrong.score == 0.0 and [c.args["against"] for c in wrong.calls] == ["reference"]
     assert len(model.prompts) == 3
+
+
+@pytest.mark.parametrize("on_gold, on_decoy, score, flagged", [
+    ("CORRECT", "PARTIAL", 1.0, False), ("PARTIAL", "INCORRECT", 0.5, False),
+    ("PARTIAL", "PARTIAL", 0.0, True), ("PARTIAL", "CORRECT", 0.0, True),
+    ("CORRECT", "correct.", 0.0, True), ("CORRECT", "CORRECT, as the answer says", 1.0, False),
+])
+def test_a_grade_no_better_against_the_gold_than_against_the_decoy_scores_0(
+        tmp_path, on_gold, on_decoy, score, flagged):
+    """A weak judge that half-passes anything is told apart from one that compares."""
+    task, _ = judged_task(tmp_path, lambda answer, ref: on_gold if ref == "Paris" else on_decoy)
+    result = scored(task, "Paris")
+    assert result.score == score and bool(result.flags) is flagged
+    assert len(result.calls) == 2
 
 
 def test_a_reply_with_extra_words_or_garbage_scores_0_and_never_raises(tmp_path):
@@ -215,3 +234,13 @@ def test_the_real_local_judge_reads_the_answer_as_quoted_data(local_model_url, t
     else:
         assert result.score == {"CORRECT": 1.0, "PARTIAL": 0.5}.get(grades[0], 0.0)
     assert solver_spend([result.calls])[0] == len(prompts)
+
+
+def test_show_and_report_count_the_flagged_problems(tmp_path):
+    from harness_learning.graphs.runreport.model import flag_counts
+    from harness_learning.harnesses.store import Evaluation
+
+    task, _ = judged_task(tmp_path)
+    results = [scored(task, INJECTION), scored(task, "Paris"), scored(task, INJECTION)]
+    counts = flag_counts([Evaluation("run", "sha", "selection", 1, r) for r in results])
+    assert counts == {"judge_injection": 2}

@@ -99,7 +99,7 @@ def test_last_number_and_judge_grades():
     assert last_number("from 3 to -4.5e1") == -45.0 and last_number("none") is None
     assert parse_grade("INCORRECT.") == 0.0 and parse_grade("partial") == 0.5
     assert parse_grade("Grade: correct") is None and parse_grade("maybe") is None
-    assert "CORRECT" in JUDGE_RUBRIC and "PARTIAL" in JUDGE_RUBRIC
+    assert "data" in JUDGE_RUBRIC and "ignore" in JUDGE_RUBRIC
 
 
 def test_a_metric_may_return_feedback_that_reaches_the_report(tmp_path):
