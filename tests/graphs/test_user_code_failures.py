@@ -118,6 +118,10 @@ def test_a_metric_below_its_maximum_on_gold_is_refused_and_a_sound_one_passes(sh
         _task(shop, "half.py").check_metric()
     _task(shop, "metric.py").check_metric()  # int(gold) == int(gold) on every problem
     DataTask(shop / "tasks.jsonl", metric="regex", n_dev=5, n_test=0).check_metric()
+    nobody = f"openai/m@http://127.0.0.1:{free_port()}/v1"
+    judged = DataTask(shop / "tasks.jsonl", metric=f"judge:{nobody}", n_dev=5, n_test=0)
+    judged.check_metric()  # a judge is not self-checked: no model call (none could answer)
+    assert judged.metric.judge is not None and judged.metric.judge.calls == 0
 
 
 def test_run_counts_metric_and_tool_errors_and_still_exits_0(shop: Path) -> None:
