@@ -200,3 +200,16 @@ def test_checkpoints_of_another_configuration_are_not_resumed(tmp_path):
     check_same_run(tmp_path, {"max_steps": 4, "save_steps": 1})  # saving more often: fine
     with pytest.raises(ValueError, match=r"max_steps: 4 -> 6\): give a new --out"):
         check_same_run(tmp_path, {"max_steps": 6, "save_steps": 2})
+
+
+def test_export_refuses_a_reference_of_another_architecture_or_vocabulary(tmp_path):
+    from harness_learning.harnesses.llm.models import MODELS, QWEN_CODER
+    from harness_learning.training.export import write_gguf
+    from harness_learning.training.models import smollm2_gguf_path, tiny_qwen2
+
+    model = tiny_qwen2(1000)
+    with pytest.raises(ValueError, match=r"model is a 'qwen2' but .* is a 'llama' GGUF"):
+        write_gguf(model, smollm2_gguf_path(), tmp_path / "a.gguf")
+    with pytest.raises(ValueError, match=r"model has 1000 tokens but .* tokenizer 151936"):
+        write_gguf(model, MODELS[QWEN_CODER].path(), tmp_path / "b.gguf")
+    assert not list(tmp_path.iterdir())  # nothing half-written

@@ -79,6 +79,11 @@ def write_gguf(model: Any, reference: Path, out: Path, name: str = "") -> Path:
     if model_type not in _MODEL_TYPES[arch]:
         raise ValueError(f"the model is a {model_type!r} but {reference} is a {arch!r} GGUF: "
                          "give the GGUF the model was trained from as the reference")
+    tokens = len(file.get("tokenizer.ggml.tokens") or [])
+    if tokens and tokens != model.config.vocab_size:
+        raise ValueError(f"the model has {model.config.vocab_size} tokens but {reference}'s "
+                         f"tokenizer {tokens}: give the GGUF the model was trained from as the "
+                         "reference")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".part")
     writer = gguf.GGUFWriter(str(tmp), arch)
