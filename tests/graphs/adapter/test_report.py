@@ -95,6 +95,15 @@ def test_a_killed_run_is_labelled_by_the_limit_it_passed(kind, cause):
     assert f"likely cause: {cause}" in build_report(None, [p], EvalResult([r]))
 
 
+def test_an_answer_the_metric_failed_on_is_blamed_on_its_form_not_a_raise():
+    p = Problem("r1", {"question": "2+2?"}, {"answer": "4"}, {"answer": "4"})
+    r = ProblemResult("r1", "four-ish", 0.0, error="metric 'm.py:score' raised ValueError: bad",
+                      error_kind="metric_error", calls=[llm("Answer: four-ish")])
+    report = build_report(None, [p], EvalResult([r]))
+    assert "likely cause: prompt (the metric could not score the answer" in report
+    assert "four-ish" in report and "ValueError: bad" in report
+
+
 def test_solver_said_it_but_extraction_lost_it():
     p = Problem("r1", {"question": "2+2?"}, {"answer": "4"}, {"answer": "4"})
     r = ProblemResult("r1", "four", 0.0, calls=[llm("The sum is 4. Answer: four")])

@@ -142,6 +142,8 @@ def likely_cause(item: Item) -> str:
         return "memory/context"
     if r.error_kind in KILLED:
         return KILLED[r.error_kind]
+    if r.error_kind == ErrorKind.METRIC:  # the harness answered; the task's metric could not read it
+        return "prompt (the metric could not score the answer: not in the expected form)"
     if any(c.error for c in r.calls):
         return "tool use (a tool call failed)"
     if r.error_kind in HARNESS_FAULTS:
