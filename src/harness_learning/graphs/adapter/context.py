@@ -56,11 +56,11 @@ class AdapterContext:
         given = {"task": task, "store": store, "solver": solver, "proposer": proposer,
                  "toolbox": toolbox, "pool": pool, "user_tools": user_tools}
         self._made: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
-        if toolbox is not None:
-            self._budgeted(toolbox)
         self._problems: dict[str, Any] | None = None
         self._evaluating: dict[tuple[str, str, int], asyncio.Lock] = {}
         self._closed = False
+        if toolbox is not None:
+            self._budgeted(toolbox)
 
     def evaluation_lock(self, sha: str, purpose: str, round_: int) -> asyncio.Lock:
         """One lock per (version, purpose, round), the key of the log's results. Two identical
@@ -85,6 +85,9 @@ class AdapterContext:
         """Close what was started: the worker pool, then the store. Resources are not
         rebuilt afterwards: a closed context refuses to hand them out."""
         self._closed = True
+        toolbox = self._made.get("toolbox")
+        if toolbox is not None and getattr(toolbox, "ledger", None) is self._made.get("ledger"):
+            toolbox.ledger = None  # a toolbox given to the run outlives it, its budgets do not
         pool, store = self._made.pop("pool", None), self._made.pop("store", None)
         try:
             if pool is not None:
