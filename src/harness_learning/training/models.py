@@ -69,11 +69,14 @@ def load_tokenizer(model: str) -> Any:
 
     from transformers import AutoTokenizer
 
+    from harness_learning.training.gguf_arch import check_architecture
     from harness_learning.training.gguf_read import read_gguf
 
     gguf = gguf_path(model)
     if gguf is not None:
-        digest = read_gguf(gguf).tokenizer_digest()
+        file = read_gguf(gguf)
+        check_architecture(file.architecture, gguf)  # refused here, before a tokenizer error
+        digest = file.tokenizer_digest()
         if digest not in _GGUF_TOKENIZERS:
             _GGUF_TOKENIZERS[digest] = AutoTokenizer.from_pretrained(str(gguf.parent),
                                                                      gguf_file=gguf.name)
