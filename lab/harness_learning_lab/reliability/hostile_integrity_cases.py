@@ -11,7 +11,7 @@ per class of escape (see `hostile_cases` for the shape of a case):
   reader;
 - `infra_claims`: only the parent decides that a problem failed for infrastructure reasons,
   and only its own failures count: an empty reply the harness's stop sequences provoke is an
-  answer;
+  answer, and a Solver parameter value the endpoint would refuse is the harness's error;
 - `no_gold_inside`: no dataset generator, task or evals code is importable in a worker or its
   `tools.python` calls, and no second path to a package directory (a symlinked environment's
   real path, /lib on a merged /usr) shows more than the allowlisted view;
@@ -204,6 +204,9 @@ answer = "forged"
 """, solo=True),
     _c("provoke_empty_replies", "infra_claims", "harness_fault", """
 answer = tools.llm("What is 2 + 2?", stop=["A", "4"])
+"""),
+    _c("solver_value_the_endpoint_refuses", "infra_claims", "harness_fault", """
+answer = tools.llm("What is 2 + 2?", temperature="hot")
 """),
     _c("worker_exits_mid_problem", "infra_claims", "harness_fault", """
 sys.stdout.flush()

@@ -6,6 +6,7 @@ the caller's fault; 401, 403, 404, 408 and 429 stay infrastructure; an unreadabl
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx
 import pytest
@@ -124,3 +125,13 @@ def test_the_real_local_server_refusing_a_value_is_not_retried_as_infrastructure
         client.complete("What is 2 + 2?", temperature="hot", max_tokens=4)
     assert not isinstance(info.value, InfraError)
     assert client.stats.requests == 1 and client.stats.retries == 0
+
+
+def test_the_simulated_server_refuses_a_value_as_llama_cpp_does(sim: Any, sim_config: Any) -> None:
+    """The SimServer answers a value llama-cpp-python's schema refuses the same way (a 500
+    with a validation body), so the hostile suite's sim sees what a real server would do."""
+    client = ModelClient(sim_config(sim))
+    with pytest.raises(ModelRequestError, match="'loc': \\('body', 'top_p'\\)"):
+        client.complete("What is 2 + 2?", top_p=3)
+    assert sim.stats.requests == 1 and client.stats.retries == 0
+    assert client.complete("What is 2 + 2?", temperature=0.5).text == "Answer: 4"

@@ -113,6 +113,17 @@ class SimStats:
         return sum(self.errors.values())
 
 
+def _invalid_params(body: dict[str, Any]) -> str | None:
+    """llama-cpp-python's validation error for a temperature or top_p its schema refuses."""
+    for name, high in (("temperature", 2.0), ("top_p", 1.0)):
+        value = body.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not 0.0 <= value <= high):
+            return (f"1 validation error:\n  {{'type': 'value_error', 'loc': ('body', '{name}'), "
+                    f"'msg': 'Input should be a number from 0 to {high:g}', 'input': {value!r}}}")
+    return None
+
+
 def _words(text: str) -> list[str]:
     return text.split()
 
@@ -251,6 +262,9 @@ class SimServer:
 
     async def _answer(self, body: dict[str, Any], error: str | None) -> web.StreamResponse:
         cfg = self.config
+        invalid = _invalid_params(body)
+        if invalid:  # as llama-cpp-python's server answers a value its schema refuses
+            return web.json_response({"error": {"message": invalid}}, status=500)
         if error == "429":
             headers = {"Retry-After": f"{cfg.retry_after_s:g}"}
             return web.json_response(
