@@ -13,12 +13,10 @@ the ledger and raises `BudgetStop` once a limit is reached, so no evaluation sta
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from harness_learning.graphs.adapter.config import AdaptConfig, Budget
-from harness_learning.harnesses.llm.ledger import Caps, SpendLedger
 
 if TYPE_CHECKING:
     from harness_learning.graphs.adapter.context import AdapterContext
@@ -46,31 +44,6 @@ def budget_reason(budget: Budget, spent: Mapping[str, Any]) -> str | None:
 
 def limited(budget: Budget) -> bool:
     return any(v is not None for v in (budget.solver_calls, budget.tokens, budget.cost_usd))
-
-
-def make_ledger(ctx: AdapterContext) -> SpendLedger | None:
-    """The run's per-call ledger (None without a budget), starting from what its log says
-    was spent (`spent_before`)."""
-    budget = ctx.config.budget
-    if not limited(budget):
-        return None
-    return SpendLedger(Caps(budget.solver_calls, budget.tokens, budget.cost_usd),
-                       base=lambda: spent_before(ctx))
-
-
-async def spent_before(ctx: AdapterContext) -> dict[str, Any]:
-    """What the run spent before this process: the store's ledger, or more where a budget stop
-    logged more (the calls of problems an earlier cut left unstored were paid for too)."""
-    spent = dict(await ctx.store.aspent())
-    stops = await asyncio.to_thread(
-        lambda: [e.payload for e in ctx.store.iter_events(kinds=["budget_stop"])])
-    for stop in stops:
-        logged = stop.get("spent") if isinstance(stop, Mapping) else None
-        for key in ("solver_calls", "tokens", "cost_usd"):
-            value = logged.get(key) if isinstance(logged, Mapping) else None
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                spent[key] = max(spent.get(key, 0) or 0, value)
-    return spent
 
 
 async def committed(ctx: AdapterContext) -> dict[str, Any]:

@@ -14,16 +14,15 @@ See docs/ARCHITECTURE.md, "Wiring".
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from harness_learning.evals.task import Task
-from harness_learning.graphs.adapter.budget import make_ledger
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.inputs import open_task, open_tools
 from harness_learning.harnesses.llm import ModelClient, ModelConfig, get_client
-from harness_learning.harnesses.llm.ledger import SpendLedger
+from harness_learning.harnesses.llm.ledger import Caps, SpendLedger
 from harness_learning.harnesses.llm.models import resolve_role
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.sandbox import Limits, WorkerPool
@@ -169,8 +168,27 @@ class AdapterContext:
 
     @property
     def ledger(self) -> SpendLedger | None:
-        """The run's budgets held per Solver call (`harnesses.llm.ledger`); None without one."""
-        return self._get("ledger", lambda: make_ledger(self))
+        """The run's budgets held per Solver call (`harnesses.llm.ledger`, checked per
+        evaluation by `budget`); None without one. It starts from what the log says was spent."""
+        def make() -> SpendLedger | None:
+            budget = self.config.budget
+            caps = Caps(budget.solver_calls, budget.tokens, budget.cost_usd)
+            return SpendLedger(caps, base=self._spent_before) if caps.limited else None
+        return self._get("ledger", make)
+
+    async def _spent_before(self) -> dict[str, Any]:
+        """What the run spent before this process: the store's ledger, or more where a budget
+        stop logged more (the calls of problems a cut left unstored were paid for too)."""
+        spent = dict(await self.store.aspent())
+        stops = await asyncio.to_thread(
+            lambda: [e.payload for e in self.store.iter_events(kinds=["budget_stop"])])
+        for stop in stops:
+            logged = stop.get("spent") if isinstance(stop, Mapping) else None
+            for key in ("solver_calls", "tokens", "cost_usd"):
+                value = logged.get(key) if isinstance(logged, Mapping) else None
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    spent[key] = max(spent.get(key, 0) or 0, value)
+        return spent
 
     def _budgeted(self, toolbox: Any) -> Any:
         """`toolbox` bound to this run's ledger, and to the Solver's price for a $ budget."""
