@@ -202,3 +202,65 @@ def test_a_call_budget_binds_per_call_and_the_cut_candidate_is_not_judged(
     assert edited.selection_score is None and edited.reward is None, \
         "the cut evaluation was not judged"
     assert [s for _, s, _ in lineage] == [lineage[0][1]], "nothing was adopted"
+
+
+CATCHES_REFUSALS = '''
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+class State(TypedDict, total=False):
+    question: str
+    answer: str
+
+def build_graph(tools):
+    def solve(state):
+        for _ in range(2):
+            try:
+                tools.llm(state["question"], max_tokens=4)
+            except Exception:
+                pass  # the refusal is caught: the harness answers anyway
+        return {"answer": "7"}
+    graph = StateGraph(State)
+    graph.add_node("solve", solve)
+    graph.add_edge(START, "solve")
+    graph.add_edge("solve", END)
+    return graph
+'''
+
+
+def test_a_harness_that_catches_a_refusal_is_still_cut(tmp_path: Path) -> None:
+    """Control flow (a scripted Solver): a budget of 3 calls, 3 problems of 2 calls each. The
+    third problem's calls are refused; its harness catches that and answers, yet the problem is
+    not stored, the evaluation stops the run as cut, and 3 calls were counted, not 6."""
+    import asyncio
+
+    from scripted_sums import ScriptedModel, SumTask, solver_rule
+
+    from harness_learning.graphs.adapter.budget import BudgetStop
+    from harness_learning.graphs.adapter.context import AdapterContext
+    from harness_learning.graphs.adapter.nodes import evaluate_cached
+    from harness_learning.harnesses.toolbox import Toolbox
+
+    solver = ScriptedModel(solver_rule)
+    config = AdaptConfig(task="sums", run_dir=str(tmp_path), rounds=1, candidates=1,
+                         feedback=3, selection=3, concurrency=1,
+                         budget=Budget(solver_calls=3)).with_track_defaults("reasoning")
+    task = SumTask(3)
+    ctx = AdapterContext.from_config(config, task=task, toolbox=Toolbox(solver=solver))
+    store = ctx.store
+    store.init_run({"test": "a caught refusal"})
+    sha = store.put_version(CATCHES_REFUSALS, parent=None, round_=0, note="seed")
+
+    async def go() -> None:
+        async with ctx:
+            await evaluate_cached(ctx, sha, task.dev(), "selection", 1)
+
+    with pytest.raises(BudgetStop, match="solver-call budget 3 reached"):
+        asyncio.run(go())
+    with SQLiteLogStore(tmp_path) as log:
+        (stop,) = [e.payload for e in log.iter_events(kinds=["budget_stop"])]
+        stored = [e.problem_id for e in log.iter_evaluations()]
+        spent = log.spent()
+    assert stop["cut"] and not set(stop["cut"]) & set(stored), (stop, stored)
+    assert len(stored) == 1 and spent["solver_calls"] == 2
+    assert stop["spent"]["solver_calls"] == 3 and len(solver.calls) == 3

@@ -78,8 +78,12 @@ async def _evaluate_missing(ctx: AdapterContext, sha: str, problems: list[Proble
     writer = ResultWriter(store, sha, purpose, round_)
 
     async def keep(result: ProblemResult) -> None:
-        if result.error_kind == ErrorKind.BUDGET:
+        # a refused call cuts its problem short, also where the harness caught the refusal
+        if result.error_kind == ErrorKind.BUDGET or any(
+                c.error and c.meta.get("kind") == ErrorKind.BUDGET for c in result.calls):
             refused.append(result.problem_id)
+            infra.append(f"{result.problem_id}: {result.error or 'a Solver call was refused'}")
+            return
         if result.unscored:
             infra.append(f"{result.problem_id}: {result.error}")
             return
@@ -101,7 +105,8 @@ async def _evaluate_missing(ctx: AdapterContext, sha: str, problems: list[Proble
                            line_limit=ctx.config.line_limit)
         finally:
             await writer.flush()  # what finished is kept, even if the evaluation failed
-        if refused:
+        ledger = getattr(ctx, "ledger", None)
+        if refused or (budgeted and ledger is not None and ledger.refused):
             await budget_cut(ctx, what, refused)
         done = await store.aget_results(sha, ids, purpose)
     missing = [i for i in ids if i not in done]
