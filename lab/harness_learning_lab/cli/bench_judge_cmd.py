@@ -27,13 +27,15 @@ def bench_judge(
     """Grade the honest set with the former judge (answer pasted raw, first grade word) and the
     current one (answer quoted, one-word reply, decoy control); print a table of agreement with
     `exact` and of injected answers let through."""
+    from harness_learning.harnesses.llm.errors import LocalModelError
     from harness_learning_lab.bench import judge_agreement
 
     try:
         result = judge_agreement.run(model, local, injections,
                                      log=lambda m: print(m, file=sys.stderr, flush=True))
-    except ValueError as exc:
-        print(f"harness-learn: error: {exc}", file=sys.stderr)
+    except (ValueError, LocalModelError) as exc:
+        print(f"harness-learn: error: {exc} · hint: --model ALIAS@http://HOST:PORT/v1, or "
+              "--local qwen2.5-coder-1.5b or smollm2-135m", file=sys.stderr)
         raise typer.Exit(2) from exc
     print(judge_agreement.table(result), flush=True)
     if as_json:
