@@ -244,3 +244,22 @@ def test_show_and_report_count_the_flagged_problems(tmp_path):
     results = [scored(task, INJECTION), scored(task, "Paris"), scored(task, INJECTION)]
     counts = flag_counts([Evaluation("run", "sha", "selection", 1, r) for r in results])
     assert counts == {"judge_injection": 2}
+
+
+def test_the_proposers_report_tells_the_judges_calls_from_the_harnesss(tmp_path):
+    """A wrong answer after one Solver call is still 'one unchecked Solver call' with the judge's
+    entries in its trace; the entries are listed with the grade read, never the prompt."""
+    import dataclasses
+
+    from harness_learning.evals.result import EvalResult
+    from harness_learning.graphs.adapter.report import Item, build_report, likely_cause
+    from harness_learning.harnesses.contract import ToolCall
+
+    task, _ = judged_task(tmp_path)
+    problem = task.dev()[0]
+    result = scored(task, "Lyon")
+    result = dataclasses.replace(result, calls=(ToolCall("llm", {"prompt": "q"}, "Lyon"),
+                                                *result.calls))
+    assert likely_cause(Item(problem, result, "wrong")) == "missing skill (one unchecked Solver call)"
+    report = build_report(task, [problem], EvalResult([result]), budget_chars=20_000)
+    assert "judge(model='scripted', against='reference')" in report and "<answer>" not in report

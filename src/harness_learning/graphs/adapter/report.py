@@ -18,6 +18,7 @@ from typing import Any
 
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult
+from harness_learning.harnesses.contract import JUDGE_OP
 from harness_learning.harnesses.results import HARNESS_FAULTS, ErrorKind, ProblemResult
 from harness_learning.harnesses.text_safety import data_block
 
@@ -159,7 +160,8 @@ def likely_cause(item: Item) -> str:
         return "control flow (the Solver said it, the answer extraction lost it)"
     if len(answer) > 3 * len(gold) + 20:
         return "prompt (answer not in the expected short form)"
-    if not r.calls or (len(r.calls) == 1 and r.calls[0].tool == "llm"):
+    own = harness_calls(r)
+    if not own or (len(own) == 1 and own[0].tool == "llm"):
         return "missing skill (one unchecked Solver call)"
     return "solver (its own error)"
 
@@ -171,8 +173,13 @@ def _signature(item: Item) -> tuple | None:
         tail = (r.traceback or r.error or "").strip().splitlines()
         return ("error", r.error_kind, tail[-1] if tail else "")
     if item.status == "wrong" and not (r.answer or "").strip():
-        return ("empty", tuple(c.tool for c in r.calls))
+        return ("empty", tuple(c.tool for c in harness_calls(r)))
     return None
+
+
+def harness_calls(r: ProblemResult) -> list[Any]:
+    """The calls the harness made: its trace without the judge metric's own calls."""
+    return [c for c in r.calls if c.tool != JUDGE_OP]
 
 
 def _fold(items: list[Item]) -> list[list[Item]]:
