@@ -237,13 +237,22 @@ def test_the_real_local_judge_reads_the_answer_as_quoted_data(local_model_url, t
 
 
 def test_show_and_report_count_the_flagged_problems(tmp_path):
-    from harness_learning.graphs.runreport.model import flag_counts
+    from rich.console import Console
+
+    from harness_learning.graphs.runreport.html import render_html
+    from harness_learning.graphs.runreport.model import RunRecord, flag_counts
+    from harness_learning.graphs.runreport.terminal import run_summary
     from harness_learning.harnesses.store import Evaluation
 
     task, _ = judged_task(tmp_path)
     results = [scored(task, INJECTION), scored(task, "Paris"), scored(task, INJECTION)]
     counts = flag_counts([Evaluation("run", "sha", "selection", 1, r) for r in results])
     assert counts == {"judge_injection": 2}
+    run = RunRecord(tmp_path, "run", {}, [], [], {}, {}, {}, None, flags=counts)
+    console = Console(record=True, width=120)
+    console.print(run_summary(run))
+    assert "flagged problems: judge_injection 2" in console.export_text()
+    assert "judge_injection 2" in render_html(run)
 
 
 def test_the_proposers_report_tells_the_judges_calls_from_the_harnesss(tmp_path):
