@@ -264,3 +264,23 @@ def test_a_harness_that_catches_a_refusal_is_still_cut(tmp_path: Path) -> None:
     assert stop["cut"] and not set(stop["cut"]) & set(stored), (stop, stored)
     assert len(stored) == 1 and spent["solver_calls"] == 2
     assert stop["spent"]["solver_calls"] == 3 and len(solver.calls) == 3
+
+
+def test_a_judge_metrics_calls_are_counted_on_the_ledger_as_they_finish() -> None:
+    """The judge metric's calls are Solver calls to every budget; made by the metric in the
+    parent, they are not reserved, but each finished problem's are counted before the next
+    Solver call reserves."""
+    from types import SimpleNamespace
+
+    from harness_learning.graphs.adapter.budget import charge_judged
+    from harness_learning.harnesses.contract import JUDGE_OP, ToolCall
+    from harness_learning.harnesses.llm.ledger import Caps, SpendLedger
+    from harness_learning.harnesses.results import ProblemResult
+
+    ledger = SpendLedger(Caps(solver_calls=10))
+    calls = (ToolCall("llm", {}, "7", None, 0.1, 30, meta={"cost": 0.5}),
+             ToolCall(JUDGE_OP, {}, "CORRECT", None, 0.1, 40, meta={"cost": 0.25}),
+             ToolCall(JUDGE_OP, {}, "WRONG", None, 0.1, 45, meta={"cost": 0.25}))
+    charge_judged(SimpleNamespace(ledger=ledger), ProblemResult("p", answer="7", calls=calls))
+    assert ledger.settled == {"solver_calls": 2, "tokens": 85, "cost_usd": 0.5}
+    charge_judged(SimpleNamespace(ledger=None), ProblemResult("p", calls=calls))  # no budget

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from harness_learning.graphs.adapter.config import AdaptConfig, Budget
+from harness_learning.harnesses.contract import JUDGE_OP
+from harness_learning.harnesses.store.spend import call_cost
 
 if TYPE_CHECKING:
     from harness_learning.graphs.adapter.context import AdapterContext
@@ -44,6 +46,16 @@ def budget_reason(budget: Budget, spent: Mapping[str, Any]) -> str | None:
 
 def limited(budget: Budget) -> bool:
     return any(v is not None for v in (budget.solver_calls, budget.tokens, budget.cost_usd))
+
+
+def charge_judged(ctx: AdapterContext, result: Any) -> None:
+    """Count a finished problem's judge-metric calls (Solver calls to every budget, made by
+    the metric in the parent, not reserved) on the run's ledger, before the next call's."""
+    ledger = getattr(ctx, "ledger", None)
+    judged = [c for c in result.calls if c.tool == JUDGE_OP]
+    if ledger is not None and judged:
+        ledger.charge(sum(c.tokens for c in judged), sum(call_cost(c) for c in judged),
+                      solver_calls=len(judged))
 
 
 async def committed(ctx: AdapterContext) -> dict[str, Any]:

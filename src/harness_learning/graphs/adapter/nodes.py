@@ -18,7 +18,12 @@ from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult
 from harness_learning.evals.splits import held_out_round, sample_round
 from harness_learning.evals.task import Task
-from harness_learning.graphs.adapter.budget import budget_cut, budget_reason, check_budget
+from harness_learning.graphs.adapter.budget import (
+    budget_cut,
+    budget_reason,
+    charge_judged,
+    check_budget,
+)
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.demonstrations import (
@@ -84,6 +89,7 @@ async def _evaluate_missing(ctx: AdapterContext, sha: str, problems: list[Proble
             refused.append(result.problem_id)
             infra.append(f"{result.problem_id}: {result.error or 'a Solver call was refused'}")
             return
+        charge_judged(ctx, result)
         if result.unscored:
             infra.append(f"{result.problem_id}: {result.error}")
             return

@@ -14,7 +14,8 @@ stops the run with the evaluation that was cut neither judged nor adopted.
 
 The ledger starts from what the run's log says was spent (`base`, read once), and counts
 everything sent since, also the calls of problems whose results are never stored. Proposer
-calls are not reserved (they are not the Solver's), but `charge` adds what they used.
+calls and a judge metric's calls are not reserved (they are not the harness's), but `charge`
+adds what they used as soon as they are known.
 """
 
 from __future__ import annotations
@@ -112,8 +113,10 @@ class SpendLedger:
         finally:
             self._unbounded -= 1
 
-    def charge(self, tokens: int = 0, cost_usd: float = 0.0) -> None:
-        """Count a call made without a reservation (the Proposer's)."""
+    def charge(self, tokens: int = 0, cost_usd: float = 0.0, solver_calls: int = 0) -> None:
+        """Count calls made without a reservation (the Proposer's; a judge metric's, which
+        the budgets count as Solver calls)."""
+        self.settled["solver_calls"] += int(solver_calls)
         self.settled["tokens"] += int(tokens)
         self.settled["cost_usd"] += float(cost_usd)
 
