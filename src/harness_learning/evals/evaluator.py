@@ -160,8 +160,9 @@ def graded_score(task: Task, problem: Problem, answer: str
     try:
         raw = task.score(problem, answer)
         value = float(raw)
-    except Exception as exc:
-        return 0.0, f"the scorer raised {type(exc).__name__}: {exc}", None
+    except Exception as exc:  # a task's MetricError already says which metric did what
+        said = type(exc).__name__ == "MetricError"
+        return 0.0, str(exc) if said else f"the scorer raised {type(exc).__name__}: {exc}", None
     if math.isnan(value):
         return 0.0, "the scorer returned NaN", None
     feedback = raw.feedback if isinstance(raw, Graded) else None
