@@ -173,3 +173,19 @@ def _lookup(shop: Path):
     from harness_learning.evals.custom.imports import resolve
 
     return resolve(f"{shop}/shop_tools.py:lookup", "tool")
+
+
+def test_adapt_ends_by_counting_them(shop: Path, sim_url: str) -> None:
+    """A whole (short) adaptation on the simulated endpoint: the candidates' metric and tool
+    errors never end it, and its last lines and JSON summary count them from the log."""
+    model = f"openai/sim@{sim_url}"
+    result = cli("adapt", "--task", shop / "tasks.jsonl", "--metric", f"{shop}/metric.py:score",
+                 "--harness", shop / "harness.py", "--tools", f"{shop}/shop_tools.py:lookup",
+                 "--run-dir", shop / "run", "--solver", model, "--proposer", model,
+                 "--rounds", "1", "--candidates", "1", "--feedback", "2", "--selection", "2",
+                 "--json", cwd=shop)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["metric_errors"] >= 1 and summary["tool_errors"] >= 1, summary
+    assert "LookupError: no price for" in summary["first_tool_error"]
+    assert "metric errors:" in result.stdout and "tool errors:" in result.stdout

@@ -39,13 +39,27 @@ def drive(config: Any, *, resume: bool, as_json: bool, answer: dict | None = Non
     out.print(view.rounds_table(final))
     out.print(f"stopped: {for_rich(final.get('stop_reason', '?'))} · current version "
               f"{final.get('current_sha', '')[:12]}")
+    failures = user_code_failures(config)
+    for line in failures.lines():
+        out.print(for_terminal(line), style="yellow", markup=False, highlight=False)
     if as_json:
         rounds = final.get("rounds", [])
         print_json_last({"rounds": len(rounds), "current_sha": final.get("current_sha"),
                          "best_score": final.get("best_score"),
-                         "stop_reason": final.get("stop_reason"), "spent": final.get("spent")})
+                         "stop_reason": final.get("stop_reason"), "spent": final.get("spent"),
+                         **failures.to_json()})
     check_stop(final.get("stop_reason"), config.run_dir)
     return final
+
+
+def user_code_failures(config: Any) -> Any:
+    """What the user's metric and tools did wrong over the run's evaluations, read from its log
+    (`evals.failures`): a run ends with them said, as `run`, `show` and `report` say them."""
+    from harness_learning.evals.failures import UserCodeFailures
+    from harness_learning.graphs.runreport.model import open_store
+
+    with open_store(config.run_dir, config.store or None) as store:
+        return UserCodeFailures.of(ev.result for ev in store.iter_evaluations())
 
 
 def _run_once(config: Any, task: Any, *, resume: bool, answer: dict | None
