@@ -1,6 +1,6 @@
 """A log read back from a run directory is data someone may have damaged or crafted: a JSON
-column that is not JSON is one line naming the log (`LogStoreError`), from the store and from
-`harness-learn show`, never a traceback."""
+column that is not JSON, or a value its record's field cannot hold, is one line naming the log
+(`LogStoreError`), from the store and from `harness-learn show`, never a traceback."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from cli_run import cli, error_line
 
 from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.store import LogStoreError, SQLiteLogStore
 
@@ -24,11 +25,14 @@ def damaged_run(tmp_path) -> RunDir:
     run.write_config(config)
     with SQLiteLogStore(run.path) as store:
         store.init_run(config)
-        store.put_version("def build_graph(tools):\n    pass\n")
+        sha = store.put_version("def build_graph(tools):\n    pass\n")
+        store.put_results(sha, "selection", 0, [ProblemResult("p1", "4", 1.0)])
         store.append_event("run_started", {"round": 0})
     with sqlite3.connect(run.log) as conn:
         conn.execute("UPDATE events SET payload = '{\"round\": 0'")
         conn.execute("UPDATE runs SET config = '{\"task\": '")
+        conn.execute("UPDATE evaluations SET score = 'high'")
+        conn.execute("UPDATE versions SET round = '[1]'")
     return run
 
 
@@ -38,6 +42,17 @@ def test_a_json_column_that_is_not_json_is_one_line_naming_the_log(tmp_path):
         list(store.iter_events())
     message = str(refused.value)
     assert message.startswith(f"{run.log}: a stored payload is not JSON (") and "\n" not in message
+
+
+def test_a_value_its_field_cannot_hold_is_one_line_naming_the_log(tmp_path):
+    run = damaged_run(tmp_path)
+    with SQLiteLogStore(run.path) as store:
+        with pytest.raises(LogStoreError, match="a stored ProblemResult record is unreadable: "
+                                                "score is 'high', not a number or null"):
+            list(store.iter_evaluations())
+        with pytest.raises(LogStoreError, match=f"^{run.log}: a stored Version record is "
+                                                "unreadable: round is '\\[1\\]', not an integer"):
+            list(store.iter_versions())
 
 
 def test_show_of_a_damaged_log_is_one_line(tmp_path):

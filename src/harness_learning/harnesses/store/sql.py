@@ -16,7 +16,9 @@ from abc import abstractmethod
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar, TypeVar
 
+from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.store.base import LogStore, LogStoreError
+from harness_learning.harnesses.store.fields import wrong_field
 from harness_learning.harnesses.store.records import (
     Decision,
     Evaluation,
@@ -72,7 +74,25 @@ def columns(cls: type) -> list[str]:
 
 
 def decode(cls: type[R], row: Any, where: str = "the log") -> R:
-    return cls(**decode_row(columns(cls), row, where))
+    """The record `cls` of a stored row; a value its field cannot hold (a damaged or crafted
+    log: text for a number, a list for a mapping) is `LogStoreError` naming `where`."""
+    values = decode_row(columns(cls), row, where)
+    checked(cls, values, where)
+    return cls(**values)
+
+
+def decode_evaluation(row: Any, where: str = "the log") -> Evaluation:
+    """An `Evaluation` from its flat row, its columns checked as `decode` checks a record's."""
+    values = decode_row(Evaluation.COLUMNS, row, where)
+    checked(Evaluation, values, where)
+    checked(ProblemResult, values, where)
+    return Evaluation.from_row(values)
+
+
+def checked(cls: type, values: dict[str, Any], where: str) -> None:
+    wrong = wrong_field(cls, values)
+    if wrong:
+        raise LogStoreError(f"{where}: a stored {cls.__name__} record is unreadable: {wrong}")
 
 
 class SQLLogStore(LogStore):
@@ -148,7 +168,7 @@ class SQLLogStore(LogStore):
                 params.append(value)
         sql = "SELECT * FROM evaluations" + (f" WHERE {' AND '.join(where)}" if where else "")
         for row in self._rows(sql + " ORDER BY {order}", params):
-            yield Evaluation.from_row(decode_row(Evaluation.COLUMNS, row, self.where))
+            yield decode_evaluation(row, self.where)
 
     # -- proposals ---------------------------------------------------------------------------
     def put_proposal(self, proposal: Proposal) -> str:
