@@ -85,11 +85,19 @@ def student(model_name: str, dtype: str, lora_r: int, checkpointing: bool) -> tu
     """(LoRA model, tokenizer) as `train sft` builds them, in `dtype` (bf16 or fp32)."""
     import torch
 
-    from harness_learning.training.models import load_model, load_tokenizer, with_lora
+    from harness_learning.training.models import (
+        gguf_path,
+        load_model,
+        load_tokenizer,
+        rebuild_from_gguf,
+        with_lora,
+    )
 
     tokenizer = load_tokenizer(model_name)
-    model = load_model(model_name, tokenizer).to(
-        torch.bfloat16 if dtype == "bf16" else torch.float32)
+    torch_dtype = torch.bfloat16 if dtype == "bf16" else torch.float32
+    gguf = gguf_path(model_name) if model_name != "tiny" else None
+    model = (rebuild_from_gguf(gguf, torch_dtype) if gguf is not None  # never whole in fp32
+             else load_model(model_name, tokenizer).to(torch_dtype))
     if checkpointing:
         model.activation_checkpointing_enable({"use_reentrant": False})
         model.enable_input_require_grads()
