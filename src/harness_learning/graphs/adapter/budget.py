@@ -13,11 +13,13 @@ the ledger and raises `BudgetStop` once a limit is reached, so no evaluation sta
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from harness_learning.graphs.adapter.config import AdaptConfig, Budget
 from harness_learning.harnesses.contract import JUDGE_OP
+from harness_learning.harnesses.results import ErrorKind
 from harness_learning.harnesses.store.spend import call_cost
 
 if TYPE_CHECKING:
@@ -46,6 +48,20 @@ def budget_reason(budget: Budget, spent: Mapping[str, Any]) -> str | None:
 
 def limited(budget: Budget) -> bool:
     return any(v is not None for v in (budget.solver_calls, budget.tokens, budget.cost_usd))
+
+
+def spending(ctx: AdapterContext, budgeted: bool) -> contextlib.AbstractContextManager[Any]:
+    """The scope of an evaluation's Solver calls: those of an unbudgeted one (the held-out
+    test after a run) are counted on the ledger, never refused."""
+    ledger = getattr(ctx, "ledger", None)
+    return ledger.unbounded() if ledger is not None and not budgeted else contextlib.nullcontext()
+
+
+def cut_short(result: Any) -> bool:
+    """A budget refused one of the problem's Solver calls: it did not finish, also where its
+    harness caught the refusal and answered anyway."""
+    return result.error_kind == ErrorKind.BUDGET or any(
+        c.error and c.meta.get("kind") == ErrorKind.BUDGET for c in result.calls)
 
 
 def charge_judged(ctx: AdapterContext, result: Any) -> None:

@@ -4,7 +4,6 @@ after a crash finds finished evaluations and proposals in the store and redoes n
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import warnings
 from typing import Any
@@ -23,6 +22,8 @@ from harness_learning.graphs.adapter.budget import (
     budget_reason,
     charge_judged,
     check_budget,
+    cut_short,
+    spending,
 )
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
@@ -39,7 +40,7 @@ from harness_learning.graphs.adapter.report import build_report
 from harness_learning.graphs.adapter.result_writer import ResultWriter
 from harness_learning.graphs.adapter.state import AdapterState, CandidateView, RoundView
 from harness_learning.harnesses.edits.operators import apply_operator, fitting, resolve_operators
-from harness_learning.harnesses.results import ErrorKind, ProblemResult
+from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.sandbox import sandbox_choice, sandbox_fallbacks
 from harness_learning.harnesses.store import LogStore, proposal_id, source_sha
 
@@ -64,10 +65,7 @@ async def evaluate_cached(ctx: AdapterContext, sha: str, problems: list[Problem]
     round already running is waited for, and its results reused
     (`AdapterContext.evaluation_lock`)."""
     async with ctx.evaluation_lock(sha, purpose, round_):
-        ledger = getattr(ctx, "ledger", None)
-        scope = ledger.unbounded() if ledger is not None and not budgeted \
-            else contextlib.nullcontext()
-        with scope:
+        with spending(ctx, budgeted):
             return await _evaluate_missing(ctx, sha, problems, purpose, round_, attempts,
                                            budgeted)
 
@@ -83,9 +81,7 @@ async def _evaluate_missing(ctx: AdapterContext, sha: str, problems: list[Proble
     writer = ResultWriter(store, sha, purpose, round_)
 
     async def keep(result: ProblemResult) -> None:
-        # a refused call cuts its problem short, also where the harness caught the refusal
-        if result.error_kind == ErrorKind.BUDGET or any(
-                c.error and c.meta.get("kind") == ErrorKind.BUDGET for c in result.calls):
+        if cut_short(result):
             refused.append(result.problem_id)
             infra.append(f"{result.problem_id}: {result.error or 'a Solver call was refused'}")
             return
