@@ -64,6 +64,9 @@ def test_show_reads_a_run_logged_in_postgres(sim_url, postgres_url, tmp_path):
     exported = cli("export", run_dir, "--out", tmp_path / "h.py", "--store", secret_url, env=env)
     assert exported.returncode == 0 and "def build_graph" in (tmp_path / "h.py").read_text(), \
         exported.stderr[-2000:]
+    ran = cli("run", "--task", "rg:basic_arithmetic", "--harness", run_dir, "--n", "1", "--model",
+              f"openai/sim@{sim_url}", "--store", secret_url, env=env)
+    assert ran.returncode == 0, ran.stderr[-2000:]
 
     locked = asyncio.run(_resume_while_locked(run_dir, secret_url, env))
     assert locked.returncode == 2, locked.stderr[-2000:]

@@ -21,6 +21,7 @@ from harness_learning.graphs.cli._common import (
     user_errors,
 )
 from harness_learning.graphs.cli.exit_checks import check_evaluation, score_line
+from harness_learning.graphs.cli.show_cmd import StoreOption
 from harness_learning.harnesses.text_safety import for_terminal
 
 
@@ -40,6 +41,7 @@ def run(
     concurrency: Annotated[int, typer.Option(help="Problems in flight.")] = 4,
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
     sandbox: Annotated[str, typer.Option(help=SANDBOX_HELP)] = "",
+    store: StoreOption = "",  # given (its callback), a --harness run's PostgreSQL log is read
 ) -> None:
     """Run a harness on N problems of a task and print per-problem results and the mean."""
     from harness_learning.evals.failures import UserCodeFailures, check_metric
