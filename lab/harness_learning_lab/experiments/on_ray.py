@@ -27,10 +27,8 @@ def _execute_one(plan: Any, info: dict[str, Any]) -> str:
     import asyncio
 
     from harness_learning.graphs.adapter.context import AdapterContext
-    from harness_learning.harnesses.store.pgurl import give
     from harness_learning_lab.experiments.runner import execute
 
-    give(plan.config.store)  # the experiment's store, sent by the parent that was given it
     asyncio.run(execute(plan, info, AdapterContext, lambda msg: print(msg, flush=True)))
     return plan.config.run_dir
 

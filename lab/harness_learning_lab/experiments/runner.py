@@ -36,6 +36,7 @@ from harness_learning.graphs.adapter.run import load_config, run_adaptation
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning.harnesses.store import LogStore
+from harness_learning.harnesses.store.pgurl import give
 from harness_learning_lab.experiments.config import ExperimentSpec
 
 RUN_EVENT = "experiment_run"
@@ -157,6 +158,7 @@ def finished(store: LogStore) -> bool:
 
 async def execute(plan: RunPlan, info: dict[str, Any], make_context: ContextFactory, log: Log) -> None:
     """Run (or resume) one plan, test its adopted chain, record the experiment_run event."""
+    give(plan.config.store)  # the experiment file's store (here or on a Ray worker): given
     write_config(plan.config)
     async with make_context(plan.config) as ctx:
         if finished(ctx.store):
