@@ -20,7 +20,9 @@ programs (dynamic attribute access, `exec`, state keys built at run time); the r
 - `code_loop`: `tools.python` runs Solver-derived code, and the call sits in a loop: a
   `for`/`while` of its function, or a graph node on a cycle of the LangGraph graph (edges from
   `add_edge` and `add_conditional_edges`, whose targets are the path map or the string constants
-  the router returns).
+  the router returns); or the program calls the interpreter block (`with_interpreter`,
+  `interpreter_loop`), which runs such a loop. Which form a loop takes, and whether the
+  error goes back to the Solver, is `code_loop.code_loop_form`.
 """
 
 from __future__ import annotations
@@ -276,8 +278,28 @@ def analyze(source: str) -> Structure | None:
     hops = len(searches) + int(any(looped(c) for c in searches))
     code = any(tool_name(c) == "python" and looped(c)
                and any(solver.derived(a, scope_of[c]) for a in [*c.args, *c.keywords])
-               for c in calls)
+               for c in calls) or calls_interpreter_block(tree)
     return Structure(raw, hops, _researches(tree, passages, scope_of), code)
+
+
+INTERPRETER_BLOCKS = frozenset({"with_interpreter", "interpreter_loop"})
+BLOCKS_MODULE = "harness_learning.harnesses.blocks"
+
+
+def imports_blocks(tree: ast.Module) -> bool:
+    """Whether the source imports anything from the blocks package."""
+    return any(isinstance(n, ast.ImportFrom) and (n.module or "").startswith(BLOCKS_MODULE)
+               or isinstance(n, ast.Import) and any(a.name.startswith(BLOCKS_MODULE)
+                                                    for a in n.names)
+               for n in ast.walk(tree))
+
+
+def calls_interpreter_block(tree: ast.Module) -> bool:
+    """Whether the source imports from the blocks package and calls its interpreter."""
+    return imports_blocks(tree) and any(isinstance(n, ast.Call) and (
+        isinstance(n.func, ast.Name) and n.func.id in INTERPRETER_BLOCKS
+        or isinstance(n.func, ast.Attribute) and n.func.attr in INTERPRETER_BLOCKS)
+        for n in ast.walk(tree))
 
 
 def _researches(tree: ast.Module, passages: Flow, scope_of: dict) -> bool:
