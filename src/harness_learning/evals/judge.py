@@ -52,11 +52,14 @@ MAX_UNSCORED_SHARE = 0.25
 """The largest share of a candidate's problems that may go unscored while its score still
 counts. A candidate that answers the problems it can and makes the rest fail as
 infrastructure would otherwise be scored on the first kind alone (1.000 on 4 of 12)."""
+DUPLICATE = "duplicate"
+"""The new source is, up to comments and layout, a version the run already judged
+(`harnesses.edits.normalise`): refused before any evaluation, nothing new to learn, reward 0."""
 JUDGE_KINDS: tuple[str, ...] = (UNCHANGED, REWARD_HACKING, INCOMPLETE, EVAL_TIMEOUT,
-                                UNSCORED_SHARE)
+                                UNSCORED_SHARE, DUPLICATE)
 INVALID_KINDS: tuple[str, ...] = (*EDIT_ERROR_KINDS, *CHECK_KINDS, *JUDGE_KINDS)
 """Every value `Outcome.invalid_kind` takes: what logs record and tables count."""
-ZEROED = frozenset({UNCHANGED, REWARD_HACKING})
+ZEROED = frozenset({UNCHANGED, REWARD_HACKING, DUPLICATE})
 """Invalid kinds whose reward is 0 whatever the bonuses would say."""
 REASON_CHARS = 500
 
@@ -156,6 +159,15 @@ async def settle_candidate(outcome: Outcome, evaluation: EvalResult, *, exposure
             settled = dataclasses.replace(settled, **invalid(REWARD_HACKING, detail), valid=False,
                                           selection_score=0.0)
     return _rewarded(settled, track, line_limit)
+
+
+def repeated(outcome: Outcome, detail: str, *, track: str, line_limit: int) -> Outcome:
+    """Refuse a checked candidate that repeats a judged version (kind `duplicate`): it is
+    never evaluated."""
+    if not outcome.needs_evaluation:
+        return outcome
+    return _rewarded(dataclasses.replace(outcome, **invalid(DUPLICATE, detail)), track,
+                     line_limit)
 
 
 def timed_out(outcome: Outcome, detail: str, *, track: str, line_limit: int) -> Outcome:

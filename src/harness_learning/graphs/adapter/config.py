@@ -156,6 +156,11 @@ class AdaptConfig:
              "1], \"keep\": [0.5]}' (see `bench racing --curve`).")
     concurrency: int = _opt(8, help="Problems in flight per evaluation.")
     report_chars: int = _opt(12_000, help="Size budget of the Proposer's report, in characters.")
+    memory_tokens: int = _opt(300, help=(
+        "Run memory: the Proposer's prompt lists this run's earlier candidates (change, origin, "
+        "outcome, score against the parent), most informative first, within about this many "
+        "tokens (estimated as characters / 4; the default suits a 1.5B Proposer). 0 turns it "
+        "off."))
     approval: bool = _opt(False, help="Ask before adopting a candidate.")
     trace: Trace = _opt("none", help=(
         "otel: the adaptation's own OpenTelemetry spans (a span per round, per node run, per "

@@ -33,6 +33,7 @@ from harness_learning.graphs.adapter.demonstrations import (
     held_out_in_force,
 )
 from harness_learning.graphs.adapter.inputs import start_source
+from harness_learning.graphs.adapter.memory import judged_versions, refuse_repeats
 from harness_learning.graphs.adapter.parents import parent_draw, selection_archive
 from harness_learning.graphs.adapter.policies import Scored, decide
 from harness_learning.graphs.adapter.propose import PROPOSER, propose
@@ -191,10 +192,13 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
     parent_source = await store.aget_version_source(parent_sha)
     rules = {"track": ctx.task.track, "line_limit": cfg.line_limit}
     exposure = await round_exposure(ctx, payload)
+    judged = await asyncio.to_thread(judged_versions, store, round_)
 
     def check(text: str, finish_reason: str | None, edit_format: str) -> Outcome:
-        return check_candidate(parent_source, text, edit_format, finish_reason,
-                               exposure=exposure, **rules)
+        """The judge's checks, then the refusal of a repeat of a judged version (whatever
+        proposed it), so a repeat never reaches the Solver."""
+        return refuse_repeats(check_candidate(parent_source, text, edit_format, finish_reason,
+                                              exposure=exposure, **rules), judged, **rules)
 
     proposal = await store.aget_proposal(proposal_id(round_, index))
     if proposal is None:

@@ -11,19 +11,18 @@ attribute each gain to its origin.
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from harness_learning.evals.judge import Outcome
 from harness_learning.graphs.adapter.demonstrations import demonstrations
+from harness_learning.graphs.adapter.memory import run_memory
 from harness_learning.graphs.adapter.proposer import build_focused_messages, build_proposer_messages
 from harness_learning.graphs.adapter.repair import second_chances
 from harness_learning.harnesses.edits.function_edit import node_functions
 from harness_learning.harnesses.edits.operators import OPERATORS, Demonstrations, apply_operator
 from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS, Completion
-from harness_learning.harnesses.store import source_sha
 from harness_learning.harnesses.store.records import proposal_id
 from harness_learning.harnesses.store.spend import PROPOSER_COST_EVENT
 
@@ -85,17 +84,20 @@ def propose_operator(name: str, parent_source: str,
                              program_completion(source, operator_origin(name)), "whole_program")
 
 
-def proposer_messages(ctx: Any, payload: dict, parent_source: str) -> list[dict[str, str]]:
-    """The prompt of one LLM candidate. Format `function` asks for one node function, taken in
-    turn over the graph's nodes (round and candidate index), as GEPA mutates one component."""
+def proposer_messages(ctx: Any, payload: dict, parent_source: str,
+                      memory: Sequence[str] = ()) -> list[dict[str, str]]:
+    """The prompt of one LLM candidate, with the run's `memory` (`memory.run_memory`). Format
+    `function` asks for one node function, taken in turn over the graph's nodes (round and
+    candidate index), as GEPA mutates one component."""
     cfg = ctx.config
     if cfg.edit_format == "function":
         nodes = node_functions(parent_source) or ["build_graph"]
         target = nodes[(payload["round"] - 1 + payload["index"]) % len(nodes)]
         return build_focused_messages(ctx.task.description, parent_source, payload["report"],
-                                      target, user_tools=ctx.user_tools)
+                                      target, user_tools=ctx.user_tools, memory=memory)
     return build_proposer_messages(ctx.task.description, parent_source, payload["report"],
-                                   cfg.edit_format, cfg.line_limit, user_tools=ctx.user_tools)
+                                   cfg.edit_format, cfg.line_limit, user_tools=ctx.user_tools,
+                                   memory=memory)
 
 
 async def propose_llm(ctx: Any, payload: dict, parent_source: str,
@@ -133,9 +135,11 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
         return outcome
 
     seed = cfg.seed * 100_003 + payload["round"] * 1_009 + payload["index"]
+    memory = await asyncio.to_thread(run_memory, ctx.store, payload["round"],
+                                     getattr(cfg, "memory_tokens", 0))
     messages, completion, outcome = await second_chances(
-        proposer_messages(ctx, payload, parent_source), seed, parent_source, sample, judged,
-        functools.partial(_duplicate, ctx, payload["round"]), turns=cfg.second_chance_turns)
+        proposer_messages(ctx, payload, parent_source, memory), seed, parent_source, sample,
+        judged, turns=cfg.second_chance_turns)
     for replaced in sampled[:-1]:  # paid for too; the last is priced with its proposal
         if replaced.cost:
             await ctx.store.aappend_event(PROPOSER_COST_EVENT, {
@@ -143,12 +147,3 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
                 "round": payload["round"], "cost_usd": float(replaced.cost)})
     return CandidateProposal(PROPOSER, messages, completion, cfg.edit_format, outcome)
 
-
-async def _duplicate(ctx: Any, round_: int, outcome: Outcome) -> bool:
-    """The candidate's source is a version an earlier round already judged (nothing new to
-    judge). Siblings of this round are not looked at: they are proposed concurrently, and which
-    of two equal ones lands first would decide how often the Proposer is called."""
-    if outcome.new_source is None or outcome.invalid_kind is not None:
-        return False
-    held = await asyncio.to_thread(ctx.store.get_version, source_sha(outcome.new_source))
-    return held is not None and held.round < round_

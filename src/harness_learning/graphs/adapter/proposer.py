@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Sequence
 from typing import Any, Protocol
 
+from harness_learning.graphs.adapter.memory import memory_section
 from harness_learning.harnesses.contract import TOOL_NAMES, Tools
 from harness_learning.harnesses.edits import format_instructions
 from harness_learning.harnesses.edits.edit import check_format
@@ -100,19 +102,21 @@ def constraints(line_limit: int, user_tools: Any = None) -> str:
 
 def build_proposer_messages(
     task_description: str, source: str, report: str, fmt: str, line_limit: int,
-    user_tools: Any = None,
+    user_tools: Any = None, memory: Sequence[str] = (),
 ) -> list[dict[str, str]]:
     """Chat messages asking for one edit of `source` in edit format `fmt`; `user_tools` (a
-    `harnesses.usertools.UserTools`) adds each of the user's tools with its schema."""
+    `harnesses.usertools.UserTools`) adds each of the user's tools with its schema, `memory`
+    the run's earlier candidates (`graphs.adapter.memory`, a quoted block after the report)."""
     check_format(fmt)
     n_lines = len(source.splitlines())
-    user = "\n\n".join([
+    user = "\n\n".join(part for part in [
         f"## Task\n{task_description.strip()}",
         f"## Current program ({n_lines} lines)\n{program_block(source)}",
         f"## Report on feedback problems\n{DATA_NOTE}\n{report.strip()}",
+        memory_section(memory),
         f"## Constraints\n{constraints(line_limit, user_tools)}",
         f"## How to answer\n{format_instructions(fmt)}",
-    ])
+    ] if part)
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -144,20 +148,23 @@ NODE_BLOCKS = (
 
 
 def build_focused_messages(task_description: str, source: str, report: str, function: str,
-                           user_tools: Any = None) -> list[dict[str, str]]:
+                           user_tools: Any = None,
+                           memory: Sequence[str] = ()) -> list[dict[str, str]]:
     """A short prompt asking for a new version of one node `function` (a focused edit, format
-    `function`): the program, the report, the tools and the blocks as a menu."""
+    `function`): the program, the report, the run's earlier candidates (`memory`), the tools
+    and the blocks as a menu."""
     own = ("\n" + user_tools.describe()) if user_tools is not None and getattr(
         user_tools, "tools", None) else ""
-    user = "\n\n".join([
+    user = "\n\n".join(part for part in [
         f"## Task\n{task_description.strip()}",
         f"## Program\n{program_block(source)}",
         f"## Report on feedback problems\n{DATA_NOTE}\n{report.strip()}",
+        memory_section(memory),
         f"## Tools\n{tools_api()}{own}",
         f"## Building blocks (`from {BLOCKS_MODULE} import ...`)\n{block_functions()}",
         f"## Your job\nRewrite the function `{function}` so the Solver gets more problems "
         f"right.\n{format_instructions('function')}",
-    ])
+    ] if part)
     return [{"role": "system", "content": FOCUSED_SYSTEM}, {"role": "user", "content": user}]
 
 

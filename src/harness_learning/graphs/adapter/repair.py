@@ -14,15 +14,16 @@ from __future__ import annotations
 import difflib
 from collections.abc import Awaitable, Callable
 
-from harness_learning.evals.judge import UNCHANGED, Outcome
+from harness_learning.evals.judge import DUPLICATE, UNCHANGED, Outcome
 from harness_learning.harnesses.edits import EDIT_ERROR_KINDS
 from harness_learning.harnesses.llm.completion import Completion
 
 REPAIRABLE = frozenset(EDIT_ERROR_KINDS) - {"truncated"} | {"syntax", "too_long",
                                                              "no_build_graph"}
 """Invalid kinds a repair turn can fix (a truncated answer needs a shorter one, not a fix)."""
-RESAMPLED = frozenset({UNCHANGED})
-"""Invalid kinds answered by a fresh sample (duplicates of judged versions are too)."""
+RESAMPLED = frozenset({UNCHANGED, DUPLICATE})
+"""Invalid kinds answered by a fresh sample: a no-op, and a repeat of a version the run already
+judged (`graphs.adapter.memory.refuse_repeats`)."""
 NO_OP_NOTE = (
     "\n\n(An earlier answer to this request left the program exactly as it was and was "
     "refused. Change what the program does: how the Solver is asked, how its reply is read "
@@ -84,18 +85,18 @@ Judged = Callable[[Completion, str], Awaitable[Outcome]]
 
 
 async def second_chances(messages: list[dict[str, str]], seed: int, parent_source: str,
-                         sample: Sample, judged: Judged,
-                         known: Callable[[Outcome], Awaitable[bool]], *, turns: int
+                         sample: Sample, judged: Judged, *, turns: int
                          ) -> tuple[list[dict[str, str]], Completion, Outcome]:
     """A sample, then up to `turns` second chances: a fresh sample when it changes nothing
-    (with `NO_OP_NOTE`) or repeats a version already judged (`known`), one repair turn when it
-    cannot be used. Returns the prompt the last completion answered, it, and its outcome.
-    `judged` checks (and may log) each attempt by name: sample, resample, repair."""
+    (with `NO_OP_NOTE`) or repeats a version already judged (kind `duplicate`: the prompt's
+    run memory already says a repeat is refused), one repair turn when it cannot be used.
+    Returns the prompt the last completion answered, it, and its outcome. `judged` checks
+    (and may log) each attempt by name: sample, resample, repair."""
     completion = await sample(messages, seed)
     outcome = await judged(completion, "sample")
     for turn in range(turns):
-        if outcome.invalid_kind in RESAMPLED or await known(outcome):
-            if outcome.invalid_kind in RESAMPLED:
+        if outcome.invalid_kind in RESAMPLED:
+            if outcome.invalid_kind == UNCHANGED:
                 messages = with_no_op_note(messages)
             completion = await sample(messages, seed + RESAMPLE_SEED * (turn + 1))
             outcome = await judged(completion, "resample")
