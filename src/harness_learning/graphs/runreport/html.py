@@ -99,6 +99,9 @@ def _round(run: RunRecord, rnd: RoundRecord) -> str:
     feedback = _details(f"feedback problems of the version in force ({len(rnd.feedback)})",
                         _results(rnd.feedback))
     report = _details("the report the Proposer saw", f"<pre>{escape(_report(rnd))}</pre>")
+    if rnd.memory:
+        report += _details(f"the run memory the Proposer was given ({len(rnd.memory)} earlier "
+                           "candidates)", f"<pre>{escape(chr(10).join(rnd.memory))}</pre>")
     report += _details("the Proposer's whole prompt", _prompt(rnd))
     cands = "".join(_candidate(c) for c in rnd.candidates)
     return f'<div class="card" {anchor}>{head}{table}{report}{feedback}{cands}</div>'

@@ -111,6 +111,15 @@ class RoundRecord:
         return mean_score(self.feedback)
 
     @property
+    def memory(self) -> list[str]:
+        """The run memory the round's Proposer was given (`graphs.adapter.memory`), read back
+        from its logged prompt: every Proposer sample of a round shares it."""
+        from harness_learning.graphs.adapter.memory import shown_memory
+
+        asked = next((c for c in self.candidates if c.proposal.origin == "proposer"), None)
+        return shown_memory(asked.proposal.prompt) if asked else []
+
+    @property
     def current_score(self) -> float | None:
         logged = (self.decision.scores or {}).get("current") if self.decision else None
         return logged if isinstance(logged, int | float) else mean_score(self.current_selection)

@@ -36,7 +36,19 @@ def run_summary(run: RunRecord) -> RenderableType:
     facts = Text(for_terminal(f"{stop} · current version {current} · log {run.log}"))
     return Group(head, facts, *flagged,
                  *failure_lines(run), Text(""), lineage_tree(run), Text(""), rounds_table(run), Text(""),
-                 spend_table(run))
+                 *memory_lines(run), spend_table(run))
+
+
+def memory_lines(run: RunRecord) -> list[Text]:
+    """Per round, the run memory its Proposer was given (earlier candidates, most informative
+    first); nothing for rounds that had none."""
+    out: list[Text] = []
+    for rnd in run.rounds:
+        if rnd.memory:
+            out.append(Text(f"round {rnd.round}: the Proposer was shown {len(rnd.memory)} "
+                            "earlier candidate(s)", style="bold"))
+            out += [Text("  " + for_terminal(line, newlines=False)) for line in rnd.memory]
+    return [*out, Text("")] if out else []
 
 
 def failure_lines(run: RunRecord) -> list[Text]:
