@@ -28,7 +28,7 @@ from harness_learning.harnesses.toolbox import Toolbox
 
 REASONING_TASKS = ("rg:products", "rg:chain_sum", "rg:basic_arithmetic", "rg:letter_counting")
 REASONING_BLOCKS = ("interpreter", "plan", "verify", "vote")
-QA_BLOCKS = ("rewrite_query", "extra_hop", "check")
+QA_BLOCKS = ("rewrite_query", "extra_hop", "check", "passages", "short_answer")
 SEED = "seed"
 BOOTSTRAP = 2000
 

@@ -66,6 +66,8 @@ SEARCHING = {"multihop_two_hop", "renamed"}
 BLOCK_NODES = {"interpreter": {"write_and_run", "fallback"}, "vote": {"sample", "vote"},
                "verify": {"solve", "check"}, "plan": {"plan", "solve_with_plan"},
                "check": {"draft", "check_draft"}, "few_shot": {"solve_with_examples"}}
+# passages and short_answer run in the sandbox in tests/harnesses/blocks/test_blocks.py.
+RETRIEVAL = sorted(name for name, op in OPERATORS.items() if "search" in op.needs)
 DEMOS = (("What is 12 * 3?", "36"), ('A "quoted"\nquestion?', "it's"))
 
 
@@ -101,10 +103,25 @@ def test_few_shot_writes_its_demonstrations_and_needs_some() -> None:
 
 @pytest.mark.parametrize("harness", sorted(set(HARNESSES) - SEARCHING))
 def test_retrieval_blocks_do_not_fit_a_harness_that_never_searches(harness: str) -> None:
-    with pytest.raises(OperatorError, match="never calls tools.search"):
-        apply_operator(OPERATORS["extra_hop"], HARNESSES[harness])
-    assert "extra_hop" not in [op.name for op in fitting(list(OPERATORS.values()),
-                                                          HARNESSES[harness])]
+    assert {"rewrite_query", "extra_hop", "check", "passages", "short_answer"} <= set(RETRIEVAL)
+    for name in RETRIEVAL:
+        with pytest.raises(OperatorError, match=f"operator '{name}' does not fit this harness: "
+                                                "the harness never calls tools.search"):
+            apply_operator(OPERATORS[name], HARNESSES[harness])
+    fit = {op.name for op in fitting(list(OPERATORS.values()), HARNESSES[harness])}
+    assert not fit & set(RETRIEVAL)
+
+
+def test_passages_and_short_answer_wrap_the_qa_seed_and_stack() -> None:
+    seed = HARNESSES["multihop_two_hop"]
+    both = apply_operator(OPERATORS["short_answer"], apply_operator(OPERATORS["passages"], seed))
+    check_source(both)
+    assert "from harness_learning.harnesses.blocks import with_answer_from_passages" in both
+    assert "return with_answer_from_passages(tools, build_graph_before_passages)" in both
+    assert "return with_short_answer(tools, build_graph_before_short_answer)" in both
+    assert both.count("def build_graph(tools):") == 1
+    renamed = apply_operator(OPERATORS["passages"], HARNESSES["renamed"])
+    assert "def build_graph_before_passages(t):" in renamed  # its own name for the tools kept
 
 
 def test_blocks_stack_and_each_wrapped_builder_keeps_its_own_name() -> None:

@@ -203,3 +203,59 @@ def with_check(tools: Any, build: Build) -> StateGraph:
         return {"answer": qa.draft_and_check(tools, state["question"], state["draft"])}
 
     return linear(state_of(inner, draft=str), ("draft", draft), ("check_draft", check))
+
+
+class Recording:
+    """`tools` that keep every passage its searches return, in order (one problem's worth)."""
+
+    def __init__(self, tools: Any, seen: list[Any]):
+        self._tools, self._seen = tools, seen
+
+    def search(self, query: str, k: int = 5) -> list[Any]:
+        found = list(self._tools.search(query, k))
+        self._seen.extend(found)
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tools, name)
+
+
+def with_answer_from_passages(tools: Any, build: Build, *,
+                              tokens: int = qa.PASSAGE_TOKENS) -> StateGraph:
+    """The wrapped harness runs its hops (its summaries write the next query), and the answer
+    is then read from the passages every hop retrieved, at most `tokens` of them, in place of
+    the harness's own answer from its notes (kept only when the Solver gives no answer).
+    One Solver call more than the harness: its own answer call still runs, as no wrapper can
+    tell which of its calls is the answer."""
+    inner = build(tools)
+
+    def hops(state: dict) -> dict:
+        seen: list[Any] = []
+        # Built per problem: the passages recorded are this problem's only.
+        own = answer_of(build(Recording(tools, seen)).compile(), inner, state)
+        return {"passages": [{"title": p.title, "text": p.text} for p in seen],
+                "notes_answer": own}
+
+    def answer(state: dict) -> dict:
+        passages = [qa.Shown(p["title"], p["text"]) for p in state["passages"]]
+        said = qa.answer_from_passages(tools, state["question"], passages, tokens=tokens)
+        return {"answer": said or state["notes_answer"]}
+
+    return linear(state_of(inner, passages=list, notes_answer=str), ("hops", hops),
+                  ("answer_from_passages", answer))
+
+
+def with_short_answer(tools: Any, build: Build) -> StateGraph:
+    """Span extraction: the wrapped harness answers, the Solver cuts that answer to its
+    shortest span or a yes/no, and the result is normalised by rule."""
+    inner = build(tools)
+    compiled = inner.compile()
+
+    def draft(state: dict) -> dict:
+        return {"long_answer": answer_of(compiled, inner, state)}
+
+    def shorten(state: dict) -> dict:
+        return {"answer": qa.short_answer(tools, state["question"], state["long_answer"])}
+
+    return linear(state_of(inner, long_answer=str), ("long_answer", draft),
+                  ("short_answer", shorten))

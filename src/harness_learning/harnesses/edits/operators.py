@@ -81,6 +81,12 @@ for _op in (
              "fact", needs=frozenset({"search"}), cost="+1 call per search"),
     Operator("check", "with_check", "draft and check: a second search with the draft answer, "
              "which is kept only if supported", needs=frozenset({"search"}), cost="+1 call"),
+    Operator("passages", "with_answer_from_passages", "the answer reads the passages every "
+             "search retrieved (bounded in tokens), not the harness's notes; its summaries only "
+             "steer the next query", needs=frozenset({"search"}), cost="+1 call"),
+    Operator("short_answer", "with_short_answer", "the Solver cuts the answer to its shortest "
+             "span or yes/no, then it is normalised (articles, punctuation)",
+             needs=frozenset({"search"}), cost="+1 call"),
 ):
     register_operator(_op)
 
