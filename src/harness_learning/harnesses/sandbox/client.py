@@ -22,17 +22,16 @@ from contextvars import Context, copy_context
 from typing import Any
 
 from harness_learning.harnesses.compiler import HarnessInvalid, check_source
-from harness_learning.harnesses.contract import BRIDGE_OPS, LINE_LIMIT, SOLVER_OPS, ToolCall
+from harness_learning.harnesses.contract import LINE_LIMIT
 from harness_learning.harnesses.results import ErrorKind, ProblemResult
 from harness_learning.harnesses.sandbox.backend import SandboxBackend, SandboxProcess
-from harness_learning.harnesses.sandbox.cgroups import CANDIDATE_GROUP, Usage
+from harness_learning.harnesses.sandbox.cgroups import Usage
 from harness_learning.harnesses.sandbox.kills import death_verdict, named_limit
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.problem_run import ProblemRun, RunObserver
 from harness_learning.harnesses.sandbox.protocol import (
     BRIDGE_FD_ENV,
     LIMITS_ENV,
-    WAIT_OPS,
     decode,
     encode,
 )
@@ -40,9 +39,9 @@ from harness_learning.harnesses.sandbox.records import (
     CappedOutput,
     ToolHandler,
     Verdict,
-    failure_kind,
     judged_outcome,
 )
+from harness_learning.harnesses.sandbox.served_calls import ServedCalls
 from harness_learning.harnesses.sandbox.trace import TraceBounds
 
 START_TIMEOUT_S = 60.0
@@ -50,11 +49,9 @@ LOAD_TIMEOUT_S = 60.0
 GRACE_S = 5.0
 DRAIN_ABOVE_BYTES = 256 * 1024
 """Replies are written at once; the writer waits for the worker to read only past this."""
-CALL_ENVELOPE_BYTES = 4096
-"""What a call line carries besides its arguments (op, ids, tool name)."""
 
 
-class Worker:
+class Worker(ServedCalls):
     """An async handle on one sandbox worker process. Use as `async with Worker(...) as w`."""
 
     def __init__(self, toolbox: ToolHandler | None = None, limits: Limits | None = None,
@@ -282,100 +279,6 @@ class Worker:
             self._ready.set_result(message)
         elif op == "loaded" and self._loaded is not None and not self._loaded.done():
             self._loaded.set_result(message)
-
-    async def _serve_call(self, message: dict[str, Any], size: int) -> None:
-        call_id, tool = message.get("id"), str(message.get("tool"))
-        if not isinstance(call_id, int):
-            return
-        args = message.get("args") if isinstance(message.get("args"), dict) else {}
-        rid = str(message.get("run"))
-        run = self._runs.get(rid)
-        if run is not None and not run.done:
-            self._count_call(rid, run, tool)
-            self._check_time(rid, run)
-        if run is None or run.done or run.future.done():
-            over = "no such run" if run is None else "the run is over"
-            reply: dict[str, Any] = {"ok": False, "kind": "cancelled", "error": over}
-        elif tool not in BRIDGE_OPS or self.toolbox is None:
-            reply = {"ok": False, "kind": "tool", "error": f"no tool {tool!r} is available"}
-        elif size - CALL_ENVELOPE_BYTES > self.limits.tool_arg_bytes:
-            reply = {"ok": False, "kind": "tool",
-                     "error": f"ToolError: the arguments of tools.{tool} take about {size} bytes, "
-                              f"over the {self.limits.tool_arg_bytes} allowed "
-                              "(Limits.tool_arg_bytes); the call was not made"}
-            self._record(run, tool, args, None, reply["error"], 0.0, meta={"kind": "tool"})
-        else:
-            reply = await self._call_tool(run, tool, args, message)
-            if self._check_time(rid, run):
-                reply = {"ok": False, "kind": "cancelled", "error": "the run is over"}
-        with contextlib.suppress(Exception):
-            await self._send({"op": "reply", "id": call_id, **reply})
-
-    async def _call_tool(self, run: ProblemRun, tool: str, args: dict[str, Any],
-                         message: dict[str, Any]) -> dict[str, Any]:
-        """Make the call (a `tools.python` call waits for one of the candidate's
-        `python_concurrency` slots and lands in its cgroup), check its result's size, record."""
-        CANDIDATE_GROUP.set(getattr(self.process, "group", None))
-        gate = self._python_gate if tool == "python" else contextlib.nullcontext()
-        t0 = time.perf_counter()
-        off_clock = tool in WAIT_OPS
-        if off_clock:
-            run.pause()
-        try:
-            async with gate:
-                default = getattr(self.toolbox, "python_limits", self.limits).python_timeout_s
-                call = self.toolbox.call(tool, run.python_args(args, default)
-                                         if tool == "python" else args)  # capped by its time
-                if run.observer is not None:  # a served run: the caller's callbacks see it
-                    call = run.observer.tool_call(tool, args, message.get("node"), call)
-                out = await call
-            result_bytes = len(encode({"result": out.result}))
-            if result_bytes > self.limits.tool_result_bytes:
-                error = (f"ToolError: the result of tools.{tool} took {result_bytes} bytes, over "
-                         f"the {self.limits.tool_result_bytes} allowed (Limits.tool_result_bytes)")
-                self._record(run, tool, args, None, error, time.perf_counter() - t0,
-                             out.tokens, meta={**out.meta, "kind": "tool",
-                                               "result_bytes": result_bytes})
-                return {"ok": False, "kind": "tool", "error": error}
-            self._record(run, tool, args, out.result, None, time.perf_counter() - t0,
-                         out.tokens, out.cached, out.meta)
-            return {"ok": True, "result": out.result}
-        except Exception as exc:
-            kind = failure_kind(exc)
-            error = f"{type(exc).__name__}: {exc}"
-            self._record(run, tool, args, None, error, time.perf_counter() - t0, meta={"kind": kind})
-            return {"ok": False, "kind": kind, "error": error}
-        finally:
-            if off_clock:
-                run.unpause()
-
-    def _record(self, run: ProblemRun, tool: str, args: dict[str, Any], result: Any, error: str | None,
-                latency: float, tokens: int = 0, cached: bool = False,
-                meta: dict[str, Any] | None = None) -> None:
-        """Trace the call, cut to the trace's bounds as it arrives (see `Limits`)."""
-        if not run.done:
-            run.calls.append(self._trace.store(ToolCall(tool, args, result, error, latency,
-                                                        tokens, cached, dict(meta or {})), run))
-
-    def _count_call(self, rid: str, run: ProblemRun, tool: str) -> None:
-        """Stop the run past its Solver-call or tool-call cap (see `Limits`)."""
-        over = run.count_call(tool in SOLVER_OPS, self.limits)
-        if over is not None:
-            self._stop_run(rid, run, over)
-
-    def _check_time(self, rid: str, run: ProblemRun) -> bool:
-        """Whether the run is over; a call made or ended past the problem's time ends it
-        as a timeout, whatever it answers next (the worker's clock may lag a moment)."""
-        if not run.done and run.left_s() <= 0:
-            self._stop_run(rid, run, run.late_text(), "timeout")
-        return run.future.done()
-
-    def _stop_run(self, rid: str, run: ProblemRun, reason: str, kind: str = "harness") -> None:
-        """End a run as the harness's fault, whatever its code does next: the parent records
-        the reason now and the worker is told to drop the run."""
-        if not run.future.done():
-            run.future.set_result(Verdict(kind, reason))
-        self._spawn(self._send_quietly({"op": "cancel", "run": rid}))
 
     async def _send_quietly(self, message: dict[str, Any]) -> None:
         with contextlib.suppress(Exception):
