@@ -195,3 +195,33 @@ def collect_edits(
         print_json_last({"out": str(out), "successful": total, "tasks": [
             {"task": r.task, "run_dir": str(r.run_dir), "proposals": r.proposals,
              "valid": r.valid, "successful": r.successful} for r in results]})
+
+
+@train_app.command("demonstrations")
+def demonstrations(
+    logs: Annotated[list[Path], typer.Option("--logs", help=LOGS_HELP + " A folder of run "
+                                             "directories counts as each of them.")],
+    out: Annotated[Path, typer.Option("--out", help="The JSONL file to write (its summary goes "
+                                      "beside it as .summary.json).")],
+) -> None:
+    """SFT demonstrations in the Proposer's focused format from logged successes: Proposer
+    function edits and interpreter-operator adoptions (inlined) that are valid and beat their
+    parent on selection, with provenance and the prompt format's hash."""
+    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+    from harness_learning.training.data import LogError
+    from harness_learning.training.demonstrations import demonstrations as build
+    from harness_learning.training.teacher import run_dirs_under
+
+    try:
+        rows, summary = build(run_dirs_under(logs))
+    except LogError as err:
+        raise CliError(str(err), "give runs of `adapt --edit-format function` (with operators "
+                       "on) whose log holds valid candidates that beat their parent",
+                       EXIT_USAGE) from err
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out.with_suffix(".summary.json").write_text(json.dumps(summary.to_dict(), indent=1),
+                                                encoding="utf-8")
+    for line in summary.lines():
+        typer.echo(f"data: {line}")
+    typer.echo(f"wrote {len(rows)} demonstrations to {out}")

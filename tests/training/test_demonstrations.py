@@ -1,0 +1,123 @@
+"""Demonstrations from a log written through the store's API: operator adoptions become the
+inlined node function, Proposer function edits that beat their parent are kept as written, and
+every other candidate is counted out with its reason; no selection or test problem leaks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_run import cli, error_line
+from typer.testing import CliRunner
+
+from harness_learning.evals.registry import get_task
+from harness_learning.graphs.adapter.proposer import build_focused_messages
+from harness_learning.graphs.cli import app
+from harness_learning.harnesses.edits.function_edit import apply_function
+from harness_learning.harnesses.edits.operators import OPERATORS, apply_operator
+from harness_learning.harnesses.results import ProblemResult
+from harness_learning.harnesses.seeds import seed_source
+from harness_learning.harnesses.store import Evaluation, Proposal, SQLiteLogStore, prompt_group_id
+from harness_learning.training.data import LogError
+from harness_learning.training.demonstrations import demonstrations, prompt_format
+
+SEED = seed_source("reasoning_direct")
+TASK = {"task": "rg:basic_arithmetic", "task_options": {"n_dev": 8, "n_test": 2}}
+EDIT = '''```python
+def solve(state: State) -> dict:
+    ask = {"role": "user", "content": PROMPT.format(question=state["question"])}
+    reply = tools.llm([*EXAMPLE, ask])
+    answer = reply.rsplit("Answer:", 1)[-1].strip().rstrip(".") if "Answer:" in reply else reply
+    return {"answer": answer.strip()}
+```'''
+
+
+def leaking(question: str) -> str:
+    return EDIT.replace("def solve(state: State) -> dict:\n",
+                        f"def solve(state: State) -> dict:\n    # {question}\n")
+
+
+def write_run(run_dir, usable: bool = True) -> list[str]:
+    """One round: a focused prompt, Proposer edits and two operator candidates; returns the
+    selection questions."""
+    task = get_task(TASK["task"], **TASK["task_options"])
+    dev, test = task.dev(), task.test()
+    selection, feedback = dev[:4], dev[4:]
+    store = SQLiteLogStore(run_dir)
+    run_id = store.init_run(TASK).run_id
+    seed = store.put_version(SEED, None, 0, "seed")
+    report = "\n".join(f"- {p.question} -> wrong" for p in feedback)
+    messages = build_focused_messages("Arithmetic.", SEED, report, "solve")
+    store.put_evaluations([Evaluation(run_id, seed, purpose, 1, ProblemResult(p.id, score=0.0))
+                           for purpose, ps in (("selection", selection), ("test", test))
+                           for p in ps])
+
+    def put(i, completion, origin="proposer", score=0.5, valid=True, source=None, fmt="function"):
+        sha = store.put_version(source or apply_function(SEED, completion.strip("`\npython")),
+                                seed, 1) if valid else None
+        store.put_proposal(Proposal(
+            id=f"r1-{i}", round=1, group_id=prompt_group_id(messages), prompt=messages,
+            completion=completion, model="qwen" if origin == "proposer" else origin,
+            edit_format=fmt, candidate_sha=sha, parent_sha=seed, parsed=True, applied=valid,
+            valid=valid, selection_score=score, parent_score=0.25, reward=score, origin=origin))
+
+    if usable:
+        put(0, EDIT)                                        # kept: beats its parent
+    put(1, EDIT.replace(".rstrip(\".\")", ".rstrip(\"!\")"), score=0.25)   # a tie
+    put(2, "no edit", valid=False, score=None)              # invalid
+    put(3, leaking(selection[0].question))                  # shows a selection problem
+    put(4, EDIT, fmt="whole_program")                       # another format
+    if not usable:
+        store.close()
+        return []
+    wrapped = apply_operator(OPERATORS["interpreter"], SEED)
+    put(5, wrapped, origin="operator:interpreter", score=1.0, source=wrapped)   # kept, inlined
+    voted = apply_operator(OPERATORS["vote"], SEED)
+    put(6, voted, origin="operator:vote", score=0.75, source=voted)            # no inliner
+    store.close()
+    return [p.question for p in [*selection, *test]]
+
+
+def test_successes_become_focused_demonstrations(tmp_path):
+    held = write_run(tmp_path / "run")
+    rows, summary = demonstrations([tmp_path / "run"])
+    assert summary.kept == {"proposer": 1, "operator:interpreter": 1}
+    assert summary.left_out == {
+        "invalid": 1, "not above its parent on selection": 1, "no inliner for operator:vote": 1, "shows a selection or test problem": 1,
+        "not a focused (function-format) prompt": 1}
+    assert (summary.distinct_completions, summary.distinct_parents) == (2, 1)
+    operator = next(r for r in rows if r["source"] == "operator:interpreter")
+    text = operator["completion"][0]["content"]
+    assert "tools.python(" in text and "harness_learning.harnesses.blocks" not in text
+    assert operator["provenance"]["prompt_from"] == "r1-0" and operator["judged"] == "log"
+    assert {r["prompt_format"] for r in rows} == {prompt_format(operator["prompt"])}
+    for row in rows:  # held-out problems never appear, and each beat its parent
+        shown = json.dumps(row["prompt"]) + row["completion"][0]["content"]
+        assert not any(q in shown for q in held)
+        assert row["selection_score"] > row["parent_score"]
+
+
+def test_the_prompt_format_hash_ignores_the_round_but_not_the_format():
+    a = build_focused_messages("Arithmetic.", SEED, "- one wrong", "solve")
+    b = build_focused_messages("Counting.", SEED + "\n# v2\n", "- two wrong", "other")
+    assert prompt_format(a) == prompt_format(b)
+    changed = [a[0], {"role": "user", "content": a[1]["content"].replace("## Tools", "## Kit")}]
+    assert prompt_format(changed) != prompt_format(a)
+
+
+def test_a_log_without_a_usable_demonstration_is_one_line_and_fails(tmp_path):
+    write_run(tmp_path / "bad", usable=False)
+    with pytest.raises(LogError, match="no usable demonstration.*1 invalid"):
+        demonstrations([tmp_path / "bad"])
+    bad = cli("train", "demonstrations", "--logs", tmp_path / "bad", "--out", tmp_path / "d.jsonl")
+    assert bad.returncode != 0 and "no usable demonstration in 1 run(s)" in error_line(bad)
+    assert "4 candidates read: 1 invalid;" in error_line(bad)
+    assert not (tmp_path / "d.jsonl").exists()
+    write_run(tmp_path / "run")
+    result = CliRunner().invoke(app, ["train", "demonstrations", "--logs", str(tmp_path / "run"),
+                                      "--out", str(tmp_path / "d.jsonl")])
+    assert result.exit_code == 0, result.output
+    assert len((tmp_path / "d.jsonl").read_text().splitlines()) == 2
+    assert "left out 1: invalid" in result.output
+    summary = json.loads((tmp_path / "d.summary.json").read_text())
+    assert summary["kept"] == {"proposer": 1, "operator:interpreter": 1}
