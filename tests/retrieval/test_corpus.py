@@ -85,3 +85,21 @@ def test_jsonl_records_and_their_errors(tmp_path):
         list(iter_corpus("jsonl", bad))
     with pytest.raises(ValueError, match="unknown corpus kind"):
         iter_corpus("wikipedia", good)
+
+
+@pytest.mark.parametrize(("kind", "record", "says"), [
+    ("jsonl", {"title": "B"}, r"record lacks 'text'; each passage is \{\"title\""),
+    ("jsonl", {"title": "B", "text": None}, r"'text' must be a string or a list of sentences, "
+                                             r"got null; each passage is"),
+    ("jsonl", {"title": "B", "text": "  "}, r"record 'B' has an empty 'text'; give its passage "
+                                             r"text or drop the record"),
+    ("musique", {"paragraphs": [{"title": "B"}]},
+     r"paragraph 0: record lacks 'paragraph_text'; a MuSiQue record holds \"paragraphs\""),
+])
+def test_a_record_without_text_gets_one_line_naming_it_and_the_shape(tmp_path, kind, record,
+                                                                      says):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"title": "A", "text": "alpha"}) + "\n" + json.dumps(record) + "\n")
+    with pytest.raises(CorpusError, match=r"bad\.jsonl:2: " + says) as err:
+        list(iter_corpus(kind, bad))
+    assert "\n" not in str(err.value)

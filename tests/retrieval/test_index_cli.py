@@ -32,5 +32,11 @@ def test_bad_input_exits_with_a_named_error(tmp_path):
                               "--out", str(tmp_path / "ix")])
     assert res.exit_code == 2
     assert "bad.jsonl:2: malformed JSON" in res.output
+    bad.write_text('{"title": "A", "text": "x"}\n{"title": "B"}\n')  # a record without text
+    res = runner.invoke(app, ["index", "build", "--corpus", "jsonl", "--input", str(bad),
+                              "--out", str(tmp_path / "ix")])
+    assert res.exit_code == 2 and not (tmp_path / "ix").exists()
+    (line,) = [x for x in res.output.splitlines() if "error" in x]  # beside the progress bar
+    assert line.startswith("error: ") and "bad.jsonl:2: record lacks 'text'; each passage" in line
     res = runner.invoke(app, ["index", "search", str(tmp_path / "nothing"), "q"])
     assert res.exit_code == 2 and "not an index directory" in res.output

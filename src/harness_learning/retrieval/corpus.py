@@ -31,32 +31,48 @@ def _sentences(value: object) -> str:
     return " ".join(s.strip() for s in value if isinstance(s, str) and s.strip())
 
 
-def _require(rec: object, keys: Iterable[str], where: str) -> dict:
+PASSAGE_SHAPE = 'each passage is {"title": "...", "text": "..."} (text may be a list of sentences)'
+
+
+def _require(rec: object, keys: Iterable[str], where: str, shape: str = PASSAGE_SHAPE) -> dict:
+    """`rec` as a dict holding `keys`; else one line naming the place, the key and the shape."""
     if not isinstance(rec, dict):
-        raise CorpusError(f"{where}: expected a JSON object, got {type(rec).__name__}")
+        raise CorpusError(f"{where}: expected a JSON object, got {type(rec).__name__}; {shape}")
     for key in keys:
         if key not in rec:
-            raise CorpusError(f"{where}: record lacks {key!r}")
+            raise CorpusError(f"{where}: record lacks {key!r}; {shape}")
     return rec
 
 
-def _plain(rec: object, where: str) -> dict:
+def _plain(rec: object, where: str, *, blank_ok: bool = True) -> dict:
+    """A `{title, text}` record; `blank_ok=False` (a user's own corpus) refuses an empty text,
+    which would index a passage no query can find by its content."""
     rec = _require(rec, ("title", "text"), where)
     title, text = rec["title"], rec["text"]
     if not isinstance(title, str):
-        raise CorpusError(f"{where}: 'title' must be a string")
+        raise CorpusError(f"{where}: 'title' must be a string; {PASSAGE_SHAPE}")
     if not isinstance(text, str | list):
-        raise CorpusError(f"{where}: 'text' must be a string or a list of sentences")
-    return {"title": title.strip(), "text": _sentences(text)}
+        got = "null" if text is None else type(text).__name__
+        raise CorpusError(f"{where}: 'text' must be a string or a list of sentences, got {got}; "
+                          f"{PASSAGE_SHAPE}")
+    passage = {"title": title.strip(), "text": _sentences(text)}
+    if not blank_ok and not passage["text"]:
+        raise CorpusError(f"{where}: record {passage['title']!r} has an empty 'text'; give its "
+                          "passage text or drop the record")
+    return passage
+
+
+MUSIQUE_SHAPE = ('a MuSiQue record holds "paragraphs": [{"title", "paragraph_text"}, ...], or '
+                 'is a {"title", "text"} passage')
 
 
 def _musique(rec: object, where: str) -> Iterator[dict]:
     if isinstance(rec, dict) and "paragraphs" not in rec and "title" in rec:
         yield _plain(rec, where)
         return
-    rec = _require(rec, ("paragraphs",), where)
+    rec = _require(rec, ("paragraphs",), where, MUSIQUE_SHAPE)
     for i, p in enumerate(rec["paragraphs"]):
-        p = _require(p, ("title", "paragraph_text"), f"{where}: paragraph {i}")
+        p = _require(p, ("title", "paragraph_text"), f"{where}: paragraph {i}", MUSIQUE_SHAPE)
         yield {"title": str(p["title"]).strip(), "text": str(p["paragraph_text"]).strip()}
 
 
@@ -64,7 +80,8 @@ def _twowiki(rec: object, where: str) -> Iterator[dict]:
     if isinstance(rec, dict) and "context" not in rec and "title" in rec:
         yield _plain(rec, where)
         return
-    rec = _require(rec, ("context",), where)
+    rec = _require(rec, ("context",), where, 'a 2Wiki record holds "context": [[title, '
+                   '[sentences]], ...], or is a {"title", "text"} passage')
     ctx = rec["context"]
     if isinstance(ctx, dict):  # the Hugging Face layout: {title: [...], sentences: [[...]]}
         ctx = list(zip(ctx.get("title", []), ctx.get("sentences", []), strict=False))
@@ -160,5 +177,5 @@ def iter_corpus(kind: str, path: str | Path) -> Iterator[dict]:
     if kind == "2wiki":
         return _dedup(_from_records(path, _twowiki))
     if kind == "jsonl":
-        return _from_records(path, lambda rec, where: iter([_plain(rec, where)]))
+        return _from_records(path, lambda rec, where: iter([_plain(rec, where, blank_ok=False)]))
     raise ValueError(f"unknown corpus kind {kind!r}; choose from {', '.join(CORPUS_KINDS)}")
