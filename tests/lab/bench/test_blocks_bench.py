@@ -25,6 +25,15 @@ def test_a_block_that_does_not_fit_the_tasks_seed_is_refused() -> None:
         blocks.arm_source(task, "extra_hop")
 
 
+def test_every_qa_arm_applies_to_the_qa_seed(data_dir, monkeypatch) -> None:
+    monkeypatch.setenv("HARNESS_LEARNING_DATA", str(data_dir))
+    task = get_task("musique", n_dev=2, n_test=2, seed=0)
+    assert {"passages", "short_answer"} <= set(blocks.QA_BLOCKS)
+    for arm in blocks.QA_BLOCKS:
+        block = blocks.OPERATORS[arm].block
+        assert f"return {block}(tools, build_graph_before_{arm})" in blocks.arm_source(task, arm)
+
+
 @pytest.mark.slow
 def test_one_real_arm_is_kept_and_resumed(tmp_path, local_model_url) -> None:
     params = {"temperature": 0.0, "max_tokens": 64}
