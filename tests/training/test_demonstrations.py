@@ -67,6 +67,7 @@ def write_run(run_dir, usable: bool = True) -> list[str]:
     put(2, "no edit", valid=False, score=None)              # invalid
     put(3, leaking(selection[0].question))                  # shows a selection problem
     put(4, EDIT, fmt="whole_program")                       # another format
+    put(7, f"```python\n{SEED.replace('Think briefly', 'Think')}```")  # a whole program
     if not usable:
         store.close()
         return []
@@ -84,7 +85,8 @@ def test_successes_become_focused_demonstrations(tmp_path):
     assert summary.kept == {"proposer": 1, "operator:interpreter": 1}
     assert summary.left_out == {
         "invalid": 1, "not above its parent on selection": 1, "no inliner for operator:vote": 1, "shows a selection or test problem": 1,
-        "not a focused (function-format) prompt": 1}
+        "not a focused (function-format) prompt": 1,
+        "completion is a whole program, not the node function": 1}
     assert (summary.distinct_completions, summary.distinct_parents) == (2, 1)
     operator = next(r for r in rows if r["source"] == "operator:interpreter")
     text = operator["completion"][0]["content"]
@@ -111,7 +113,7 @@ def test_a_log_without_a_usable_demonstration_is_one_line_and_fails(tmp_path):
         demonstrations([tmp_path / "bad"])
     bad = cli("train", "demonstrations", "--logs", tmp_path / "bad", "--out", tmp_path / "d.jsonl")
     assert bad.returncode != 0 and "no usable demonstration in 1 run(s)" in error_line(bad)
-    assert "4 candidates read: 1 invalid;" in error_line(bad)
+    assert "5 candidates read: 1 completion is a whole program" in error_line(bad)
     assert not (tmp_path / "d.jsonl").exists()
     write_run(tmp_path / "run")
     result = CliRunner().invoke(app, ["train", "demonstrations", "--logs", str(tmp_path / "run"),

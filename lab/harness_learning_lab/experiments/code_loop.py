@@ -147,3 +147,9 @@ def working_inline_loop(source: str, selection_results: Iterable[Any]) -> bool:
     found = code_loop_form(source)
     return (found is not None and found.form == "inline"
             and any(_solver_program_answered(r) for r in selection_results))
+
+
+def working_inline_loop_in_log(store: Any, sha: str) -> bool:
+    """`working_inline_loop` for a version of a run, from its logged selection traces."""
+    return working_inline_loop(store.get_version_source(sha),
+                               [e.result for e in store.iter_evaluations(sha, "selection")])

@@ -28,7 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from harness_learning.harnesses.edits.errors import EditError
-from harness_learning.harnesses.edits.function_edit import apply_function, parse_function
+from harness_learning.harnesses.edits.function_edit import (
+    apply_function,
+    is_program,
+    parse_function,
+    parsed_block,
+)
 from harness_learning.harnesses.edits.inline import INLINERS, inline_block, inlined_function
 from harness_learning.harnesses.edits.operators import OperatorError
 from harness_learning.training.data import LogError, as_messages, open_log
@@ -163,6 +168,8 @@ def _demonstration(p: Any, store: Any, prompts: dict) -> tuple[dict | None, str 
         completion, parent = p.completion, store.get_version_source(p.parent_sha)
         try:
             code = parse_function(completion)
+            if is_program(parsed_block(code)):
+                return None, "completion is a whole program, not the node function"
         except EditError:
             return None, "completion holds no function"
     name = focused_function(messages)

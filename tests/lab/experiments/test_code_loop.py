@@ -8,7 +8,13 @@ from harness_learning.harnesses.edits.inline import inline_block
 from harness_learning.harnesses.edits.operators import OPERATORS, apply_operator
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.seeds import seed_source
-from harness_learning_lab.experiments.code_loop import CodeLoop, code_loop_form, working_inline_loop
+from harness_learning.harnesses.store import Evaluation, SQLiteLogStore
+from harness_learning_lab.experiments.code_loop import (
+    CodeLoop,
+    code_loop_form,
+    working_inline_loop,
+    working_inline_loop_in_log,
+)
 from harness_learning_lab.experiments.structure import analyze
 
 SEED = seed_source("reasoning_direct")
@@ -96,3 +102,18 @@ def test_a_working_inline_loop_needs_the_solvers_program_to_give_the_answer():
     assert not working_inline_loop(INLINE, [other, not_solvers])
     assert not working_inline_loop(BLOCK, [ran])  # the block's loop is not written inline
     assert not working_inline_loop(BLIND_RETRY, [ran])
+
+
+def test_the_traces_are_read_back_from_the_log(tmp_path):
+    store = SQLiteLogStore(tmp_path)
+    run_id = store.init_run({"task": "rg:basic_arithmetic"}).run_id
+    sha = store.put_version(INLINE, None, 0, "inlined")
+    code = "print(2 + 2)"
+    store.put_evaluations([Evaluation(run_id, sha, "selection", 1,
+                                      solved("4", code, f"```python\n{code}\n```", "4\n"))])
+    assert working_inline_loop_in_log(store, sha)
+    other = store.put_version(INLINE + "\n# v2\n", None, 0, "feedback traces only")
+    store.put_evaluations([Evaluation(run_id, other, "feedback", 1,
+                                      solved("4", code, f"```python\n{code}\n```", "4\n"))])
+    assert not working_inline_loop_in_log(store, other)  # only selection problems count
+    store.close()
