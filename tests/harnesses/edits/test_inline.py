@@ -80,6 +80,17 @@ def test_the_loop_goes_into_the_node_that_answers_under_its_own_names():
     assert code.index('"""The final answer."""') < code.index("messages = ")
 
 
+def test_the_plan_is_inlined_where_one_node_reads_the_question():
+    from harness_learning.harnesses.blocks.reasoning import PLAN_STEPS
+
+    new = inline_block(apply_operator(OPERATORS["plan"], SEED), "plan")
+    check_source(new)
+    assert BLOCKS_MODULE not in new and repr(PLAN_STEPS) in new and "max_tokens=160" in new
+    assert "Steps to follow:" in new
+    with pytest.raises(OperatorError, match="one node reads the question"):
+        inline_block(apply_operator(OPERATORS["plan"], RENAMED), "plan")
+
+
 def test_a_source_without_the_operator_is_refused():
     with pytest.raises(OperatorError, match="not a harness with operator 'interpreter'"):
         inline_block(SEED, "interpreter")

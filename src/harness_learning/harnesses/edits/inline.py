@@ -8,6 +8,8 @@ a program, runs it with `tools.python`, and sends the error back in the next pro
 block's own prompts, retry count and limits; when no attempt prints an answer the node's old
 body answers, as the block falls back to the wrapped harness. Nothing in the result imports
 from the blocks package, so it reads as code a Proposer could write in the `function` format.
+`plan` inlines too (the Solver's steps appended to the question the node solves), where one
+node alone reads the question; other operators raise `OperatorError`.
 
 The node that receives the loop is the last node function whose returned dict sets `answer`
 (the seed's only node): the wrapped harness's answer there is the block's fallback answer.
@@ -136,8 +138,37 @@ def _defaults(fn: Callable) -> dict:
             if p.default is not inspect.Parameter.empty}
 
 
+_PLAN_BODY = '''\
+steps = {tools}.llm({plan}.format(question={state}["question"]), max_tokens={max_tokens}).strip()
+if steps:
+    {state} = {{**{state}, "question": f"{{{state}['question']}}\\n\\nSteps to follow:\\n{{steps}}"}}
+'''
+
+
+def _plan(source: str, node: ast.FunctionDef) -> tuple[list[str], str]:
+    """`plan`: the Solver writes numbered steps, and the node solves the question with them
+    appended. Only where that node alone reads the question (the block changes the question
+    every node sees)."""
+    from harness_learning.harnesses.blocks import reasoning
+
+    tree = ast.parse(source)
+    defined = {f.name: f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)}
+    readers = [n for n in node_functions(source) if any(
+        isinstance(s, ast.Subscript) and isinstance(s.slice, ast.Constant)
+        and s.slice.value == "question" for s in ast.walk(defined[n]))]
+    if readers != [node.name]:
+        raise OperatorError(f"plan inlines only where one node reads the question "
+                            f"(here: {', '.join(readers) or 'none'})")
+    plan = _free("PLAN_STEPS", shape_of(source).names)
+    state = node.args.args[0].arg if node.args.args else "state"
+    body = _PLAN_BODY.format(tools=_tools_name(source), plan=plan, state=state,
+                             max_tokens=_defaults(reasoning.plan_steps)["max_tokens"])
+    return [f"{plan} = {reasoning.PLAN_STEPS!r}"], body
+
+
 INLINERS: dict[str, Callable[[str, ast.FunctionDef], tuple[list[str], str]]] = {
     "interpreter": _interpreter,
+    "plan": _plan,
 }
 """Operator name -> what writes its strategy into a node (module lines, body lines)."""
 
