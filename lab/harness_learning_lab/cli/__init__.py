@@ -8,5 +8,6 @@ from harness_learning_lab.cli import (  # noqa: F401  (each module registers its
     bench_cmd,
     bench_judge_cmd,
     bench_sft_cmd,
+    bench_task_types_cmd,
     experiment_cmd,
 )
