@@ -50,7 +50,12 @@ from harness_learning.harnesses.store.schema import (
     TABLES,
     to_postgres,
 )
-from harness_learning.harnesses.store.spend import PROPOSER_COST_EVENT, spend
+from harness_learning.harnesses.store.spend import (
+    PROPOSER_ATTEMPT_EVENT,
+    PROPOSER_COST_EVENT,
+    PROPOSER_ORIGIN,
+    spend,
+)
 from harness_learning.harnesses.store.sql import SQLLogStore, decode, encode
 
 POINTER = "store.json"
@@ -294,14 +299,18 @@ class PostgresLogStore(SQLLogStore):
             f"COALESCE(SUM((SELECT COUNT(*) {calls})), 0) AS calls, "
             f"COALESCE(SUM((SELECT SUM({cost}) {calls})), 0) AS cost FROM evaluations")[0]
         proposer = self._query(
-            "SELECT COUNT(*) AS calls, COALESCE(SUM(prompt_tokens + completion_tokens), 0) "
-            "AS tokens FROM proposals")[0]
+            "SELECT COUNT(*) FILTER (WHERE origin = %s) AS calls, "
+            "COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS tokens FROM proposals",
+            (PROPOSER_ORIGIN,))[0]
+        second = self._query(
+            "SELECT COUNT(*) AS calls FROM events WHERE kind=%s AND "
+            "payload::json->>'attempt' <> 'sample'", (PROPOSER_ATTEMPT_EVENT,))[0]
         paid = self._query(
             "SELECT COALESCE(SUM(CASE WHEN json_typeof(payload::json->'cost_usd') = 'number' "
             "THEN (payload::json->>'cost_usd')::float8 END), 0) AS cost FROM events "
             "WHERE kind=%s", (PROPOSER_COST_EVENT,))[0]
         return spend(solver_calls=solver["calls"], solver_tokens=solver["tokens"],
-                     solver_cost_usd=solver["cost"], proposer_calls=proposer["calls"],
+                     solver_cost_usd=solver["cost"], proposer_calls=proposer["calls"] + second["calls"],
                      proposer_tokens=proposer["tokens"], proposer_cost_usd=paid["cost"])
 
     # -- events ----------------------------------------------------------------------------

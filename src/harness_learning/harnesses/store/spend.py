@@ -14,6 +14,13 @@ from typing import Any
 
 from harness_learning.harnesses.contract import SOLVER_OPS
 
+PROPOSER_ATTEMPT_EVENT = "proposer_attempt"
+"""Event kind: one Proposer call of a candidate ({"attempt": "sample" | "resample" | "repair",
+...}). A candidate's proposal keeps its last completion only, so its second chances are counted
+as Proposer calls from these events: those whose attempt is not the first "sample"."""
+PROPOSER_ORIGIN = "proposer"
+"""The `origin` of a proposal the Proposer model wrote (operators and the merge call no model,
+so their proposals are no Proposer calls)."""
 PROPOSER_COST_EVENT = "proposer_cost"
 """Event kind: {"proposal_id", "round", "cost_usd"} of one priced Proposer call."""
 KEYS = ("solver_calls", "solver_tokens", "solver_cost_usd", "proposer_calls",

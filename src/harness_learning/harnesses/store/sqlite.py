@@ -35,7 +35,12 @@ from harness_learning.harnesses.store.schema import (
     SCHEMA_VERSION,
     TABLES,
 )
-from harness_learning.harnesses.store.spend import PROPOSER_COST_EVENT, spend
+from harness_learning.harnesses.store.spend import (
+    PROPOSER_ATTEMPT_EVENT,
+    PROPOSER_COST_EVENT,
+    PROPOSER_ORIGIN,
+    spend,
+)
 from harness_learning.harnesses.store.sql import SQLLogStore, decode, encode
 
 FILENAME = "log.sqlite"
@@ -160,13 +165,16 @@ class SQLiteLogStore(SQLLogStore):
             f"TOTAL((SELECT TOTAL(json_extract(value, '$.meta.cost')) {calls})) FROM evaluations"
         )[0]
         proposer = self._query(
-            "SELECT COUNT(*), COALESCE(SUM(prompt_tokens + completion_tokens), 0) FROM proposals"
-        )[0]
+            "SELECT COALESCE(SUM(origin = ?), 0), COALESCE(SUM(prompt_tokens + completion_tokens), 0) "
+            "FROM proposals", (PROPOSER_ORIGIN,))[0]
+        second = self._query(
+            "SELECT COUNT(*) FROM events WHERE kind=? AND json_extract(payload, '$.attempt') != "
+            "'sample'", (PROPOSER_ATTEMPT_EVENT,))[0][0]
         proposer_cost = self._query(
             "SELECT TOTAL(json_extract(payload, '$.cost_usd')) FROM events WHERE kind=?",
             (PROPOSER_COST_EVENT,))[0][0]
         return spend(solver_calls=solver[1], solver_tokens=solver[0], solver_cost_usd=solver[2],
-                     proposer_calls=proposer[0], proposer_tokens=proposer[1],
+                     proposer_calls=proposer[0] + second, proposer_tokens=proposer[1],
                      proposer_cost_usd=proposer_cost)
 
     # -- events ----------------------------------------------------------------------------
