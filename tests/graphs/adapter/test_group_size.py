@@ -115,7 +115,11 @@ def test_estimate_counts_the_training_samples():
     assert five.solver_calls - one.solver_calls == 2 * 4 * 5  # 4 more samples x 5 problems
     ops = estimate_budget(AdaptConfig(**base, operators="auto", operators_per_round=2),
                           seed_source_text="tools.llm(q)")
-    assert ops.solver_calls - one.solver_calls == 2 * 2 * 5 and ops.operators == 2
+    # round 1 tries interpreter (up to 3 + 1 calls a problem) and plan (1 + 1) on 5 problems;
+    # round 2 may start from the interpreter's version (4 calls a problem: 9 problems and 5 for
+    # its sample) and reach vote (5 x 4) and verify (3 x 4 + 3)
+    assert ops.solver_calls - one.solver_calls == 5 * (4 + 2) + (9 + 5) * (4 - 1) + 5 * (20 + 15)
+    assert ops.operators == 2
     assert "+ 2 operator candidates" in ops.describe()
 
 

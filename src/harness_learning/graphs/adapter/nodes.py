@@ -44,6 +44,7 @@ from harness_learning.harnesses.edits.operators import apply_operator, fitting, 
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.sandbox import sandbox_choice, sandbox_fallbacks
 from harness_learning.harnesses.store import LogStore, proposal_id, source_sha
+from harness_learning.harnesses.store.spend import is_solver_call
 
 DIFF_CHARS = 4000
 
@@ -92,7 +93,8 @@ async def _evaluate_missing(ctx: AdapterContext, sha: str, problems: list[Proble
             return
         writer.add(result)
         ctx.progress("problem", {"sha": sha, "purpose": purpose, "score": result.score,
-                                 "tokens": result.tokens, "calls": len(result.calls)})
+                                 "tokens": result.tokens, "calls": len(result.calls),
+                                 "solver_calls": sum(map(is_solver_call, result.calls))})
 
     done = await store.aget_results(sha, ids, purpose)
     if budgeted and len(done) < len(set(ids)):
@@ -224,7 +226,8 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
         outcome = await settle_candidate(outcome, result, exposure=exposure,
                                          probe=probe_of(ctx, sha, round_), **rules)
     view = candidate_view(round_, index, proposal.id, sha, outcome, proposal.origin)
-    ctx.progress("candidate", dict(view))
+    ctx.progress("candidate", {**view, "parent_score": payload["parent_score"],
+                               "spent": await store.aspent()})
     await record_outcome(store, proposal.id, sha, outcome, payload["parent_score"])
     return view
 

@@ -76,7 +76,8 @@ async def race_candidates(ctx: AdapterContext, drafts: list[CandidateView],
                              draft.get("origin", "proposer")),
             "pending": False, "raced_out": standing.raced_out,
             "evaluated": len(standing.scores)}
-        ctx.progress("candidate", dict(view))
+        ctx.progress("candidate", {**view, "parent_score": parent_score,
+                                   "spent": await ctx.store.aspent()})
         await record_outcome(ctx.store, draft["proposal_id"], draft["sha"], judged, parent_score,
                              evaluated=view["evaluated"], raced_out=view["raced_out"],
                              race=standing.reason)

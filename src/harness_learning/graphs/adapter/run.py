@@ -17,6 +17,7 @@ from harness_learning.graphs.adapter.budget import BudgetStop, check_priced
 from harness_learning.graphs.adapter.checkpoints import open_checkpointer
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.extend import reopen
 from harness_learning.graphs.adapter.graph import build_adapter_graph
 from harness_learning.graphs.adapter.inputs import (
     open_task,
@@ -135,6 +136,8 @@ async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
                 raise ValueError(f"{config.path} already holds a started run: resume it instead")
             payload = Command(resume=answer) if answer is not None else (
                 None if started else {})
+            if started and answer is None:  # extended past its end (`extend`): a next round
+                payload = reopen(config, snapshot) or payload
             try:
                 async for chunk in run_spans(ctx, app.astream(payload, THREAD,
                                                               stream_mode="updates")):

@@ -105,28 +105,74 @@ def _register_adapt() -> None:
 _register_adapt()
 
 
-@app.command()
-def resume(
-    run_dir: Annotated[Path | None, typer.Argument(
-        help="A run directory written by `adapt` (default: the --config file's run_dir).")] = None,
-    config_file: Annotated[Path | None, typer.Option(
-        "--config", help="The settings file the run was started with: its run_dir is the run to "
-                         "continue, and a setting it holds otherwise than the run is refused "
-                         "(a run keeps its settings).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
-    store: StoreOption = "",
-) -> None:
-    """Continue a run that was stopped or killed; nothing finished is redone."""
+RESUME_OWN = ("run_dir", "store")
+"""AdaptConfig fields `resume` does not take as setting flags: the run directory is its
+argument, and --store names where this process finds the log."""
+
+
+def resume(**options: Any) -> None:
+    """Continue a run that was stopped or killed; nothing finished is redone. --rounds N and
+    larger budgets (--max-solver-calls ...) extend a run, a finished one too; any other
+    setting given must be the run's own (a run keeps its settings)."""
     from harness_learning.graphs.adapter.run import load_config
 
+    ctx, config_file = options.pop("ctx"), options.pop("config_file")
+    as_json, store, run_dir = options.pop("as_json"), options.pop("store"), options.pop("run_dir")
     values = _read_settings(config_file) if config_file is not None else {}
     with user_errors():
         config = load_config(_run_dir_of(run_dir, values, config_file))
-    if values:
-        _check_agrees(values, config, config_file)
+    config = _extended(config, {**values, **_typed_settings(ctx, options)}, config_file, store)
     if store:  # for this process only: config.json keeps the store the run was started on
         config = dataclasses.replace(config, store=store)
     _run(config, resume=True, as_json=as_json)
+
+
+def _typed_settings(ctx: typer.Context, options: dict[str, Any]) -> dict[str, Any]:
+    """The settings typed on `resume`'s command line, as a settings file's values (a part
+    such as --max-solver-calls as its key of the field's table)."""
+    typed = given_options(ctx, options)
+    settings: dict[str, Any] = {}
+    values = field_values(AdaptConfig, {**options, **dict.fromkeys(RESUME_OWN)})
+    for f in dataclasses.fields(AdaptConfig):
+        parts = f.metadata.get("parts") or ()
+        if parts:
+            given = {p.key: _plain(options[p.option]) for p in parts if p.option in typed}
+            if given:
+                settings[f.name] = given
+        elif f.name in typed:
+            settings[f.name] = values[f.name]
+    return settings
+
+
+def _plain(value: Any) -> Any:
+    return str(value) if isinstance(value, Path) else value
+
+
+def _extended(config: AdaptConfig, wanted: dict[str, Any], config_file: Path | None,
+              store: str) -> AdaptConfig:
+    """The run's config with the rounds and budgets `wanted` raised (`adapter.extend`, logged);
+    any other setting `wanted` holds otherwise than the run is refused, each one named."""
+    from harness_learning.graphs.adapter.extend import EXTENDABLE, extend_run, extension
+
+    wanted = {k: v for k, v in wanted.items() if k not in RESUME_OWN or k == "run_dir"}
+    others = {k: v for k, v in wanted.items() if k not in EXTENDABLE and k != "run_dir"}
+    if config_file is not None and "run_dir" in wanted:
+        others["run_dir"] = wanted["run_dir"]
+    _check_agrees(others, config, config_file)
+    budget = wanted.get("budget") or {}
+    if not isinstance(budget, dict):
+        budget = dataclasses.asdict(budget)
+    with user_errors("resume raises --rounds and the budgets (--max-solver-calls, "
+                     "--max-tokens, --max-cost-usd); lower ones are refused"):
+        changes = extension(config, wanted.get("rounds"), budget)
+        if not changes:
+            return config
+        how = " ".join(["resume", *(f"{k}={new}" for k, (_, new) in changes.items())])
+        config = extend_run(config, changes, how, store)
+    said = ", ".join(f"{name} {old} -> {new}" for name, (old, new) in changes.items())
+    console.print(f"extending the run: {said} (logged as a decision in the run's log)",
+                  markup=False, highlight=False)
+    return config
 
 
 def _read_settings(config_file: Path) -> dict[str, Any]:
@@ -152,28 +198,60 @@ def _run_dir_of(run_dir: Path | None, values: dict[str, Any], config_file: Path 
 
 
 def _check_agrees(values: dict[str, Any], config: AdaptConfig, config_file: Path | None) -> None:
-    """A settings file edited since the run started is refused, not silently ignored."""
+    """A setting given to `resume` (typed, or in a settings file edited since the run started)
+    that the run holds otherwise is refused, not silently ignored: each one is named."""
     from harness_learning.graphs.adapter.config_file import disagreements
     from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
 
+    if not values:
+        return
     with user_errors():
         clash = disagreements(values, config)
     if clash:
-        raise CliError(f"{config_file}: the run in {config.run_dir} has other settings: "
-                       f"{'; '.join(clash)}", f"a run keeps its settings: `harness-learn resume "
-                       f"{config.run_dir}` continues it as it is; a new run_dir starts another",
-                       EXIT_USAGE)
+        where = f"{config_file}: " if config_file is not None else ""
+        raise CliError(f"{where}the run in {config.run_dir} has other settings: "
+                       f"{'; '.join(clash)}", f"a run keeps its settings (only --rounds and the "
+                       f"budgets may be raised): `harness-learn resume {config.run_dir}` "
+                       "continues it as it is; a new --run-dir starts another", EXIT_USAGE)
 
 
-def _run(config, *, resume: bool, as_json: bool) -> dict:
+def _register_resume() -> None:
+    """`resume`'s options: the run directory, its own --config, --json and --store, and
+    AdaptConfig's fields (graphs.cli.options), of which only the typed ones are compared."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    fields = [p for p in field_parameters(AdaptConfig, required=False)
+              if p.name not in RESUME_OWN]
+    params = [
+        inspect.Parameter("ctx", keyword, annotation=typer.Context),
+        inspect.Parameter("run_dir", keyword, annotation=Path | None, default=typer.Argument(
+            None, help="A run directory written by `adapt` (default: the --config file's "
+                       "run_dir).")),
+        *fields,
+        inspect.Parameter("config_file", keyword, annotation=Path | None, default=typer.Option(
+            None, "--config", help="The settings file the run was started with: its run_dir "
+            "is the run to continue; rounds and budgets it raises extend the run, any other "
+            "setting it holds otherwise than the run is refused.")),
+        inspect.Parameter("as_json", keyword, annotation=bool, default=typer.Option(
+            False, "--json", help="End with a JSON summary line.")),
+        inspect.Parameter("store", keyword, annotation=StoreOption, default="")]
+    resume.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    resume.__annotations__ = {p.name: p.annotation for p in params}
+    app.command()(resume)
+
+
+_register_resume()
+
+
+def _run(config, *, resume: bool, as_json: bool, test_problems: int = 0) -> dict:
     """Check the inputs, say which sandbox backend runs the harness, run with the live view;
-    returns the final state."""
+    returns the final state. `test_problems`: held-out problems the caller tests on after the
+    run (the demo), counted in the estimate."""
     from harness_learning.graphs.cli.steer_cmd import drive
 
     with user_errors():
         task = check_inputs(config)
     choose_sandbox("")  # as --sandbox or HARNESS_SANDBOX set it
-    return drive(config, resume=resume, as_json=as_json, task=task)
+    return drive(config, resume=resume, as_json=as_json, task=task, test_problems=test_problems)
 
 
 @app.command("eval")

@@ -75,7 +75,7 @@ def demo(
                                  parse_json_option(task_config, "--task-config"), proposer, test))
     console.print(f"[bold]demo[/bold]: {DEMO_TASK} (multiplications), Solver {solver}, "
                   f"Proposer {proposer}, operators auto")
-    final = _run(config, resume=False, as_json=False)
+    final = _run(config, resume=False, as_json=False, test_problems=test)  # the seed and final
     out.print(_candidates_table(final))
     summary = run_async(final_evaluation(run_dir, console=console, ends_only=True))
     diff = summary.diffs_path.read_text(encoding="utf-8").strip()

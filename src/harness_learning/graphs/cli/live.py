@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Group
 from rich.live import Live
+from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
@@ -22,13 +23,22 @@ def _cell(text: str, width: int) -> str:
 
 
 class LiveView:
-    def __init__(self, config) -> None:
+    """The run's live display: a header, this round's candidates and, on a terminal, a bar of
+    the Solver calls spent against the estimate's bound; and, unless `lines` is off (`--json`),
+    one line per judged candidate printed above it, which stays in a log or a pipe."""
+
+    def __init__(self, config, *, bound: int = 0, spent_before: int = 0,
+                 lines: bool = True) -> None:
         self.config = config
         self.round = 0
         self.stage = "starting"
         self.problems_done = 0
         self.tokens = 0
         self.calls = 0
+        self.solver_calls = spent_before
+        """Solver calls the run has made, this process's added to what the log held."""
+        self.bound = bound
+        self.lines = lines
         self.scores: list[float] = []
         self.candidates: list[dict[str, Any]] = []
         self.started = time.monotonic()
@@ -46,10 +56,15 @@ class LiveView:
             self.problems_done += 1
             self.tokens += data.get("tokens", 0)
             self.calls += data.get("calls", 0)
+            self.solver_calls += data.get("solver_calls", 0)
             if data.get("score") is not None:
                 self.scores.append(data["score"])
         elif kind == "candidate":
             self.candidates.append(data)
+            spent = data.get("spent") or {}
+            self.solver_calls = max(self.solver_calls, spent.get("solver_calls", 0))
+            if self.lines:
+                console.print(candidate_line(data), markup=False, highlight=False)
         self._live.update(self._render())
 
     def on_update(self, node: str, update: dict) -> None:
@@ -72,13 +87,19 @@ class LiveView:
                     f"tokens {self.tokens:,} · {time.monotonic() - self.started:.0f}s")
         if self.candidates:
             head.append(f"\ncandidates so far: {describe_counts(count_outcomes(self.candidates))}")
+        parts: list[Any] = [head]
+        if self.bound and console.is_terminal:  # a bar draws nothing in a log or a pipe
+            parts += [Text(f"Solver calls {self.solver_calls:,} of at most ~{self.bound:,} "
+                           "(the estimate)"),
+                      ProgressBar(total=self.bound,
+                                  completed=min(self.solver_calls, self.bound), width=40)]
         table = Table("cand", "outcome", "selection", "reward", "reason", box=None)
         for c in self.candidates:
             score = c.get("selection_score")
             table.add_row(str(c["index"]), outcome(c),
                           "-" if score is None else f"{score:.3f}", f"{c['reward']:.3f}",
                           _cell(c.get("invalid_reason") or "", 60))
-        return Group(head, table)
+        return Group(*parts, table)
 
     def rounds_table(self, final: dict) -> Table:
         table = Table(title="adaptation rounds")
@@ -97,3 +118,23 @@ class LiveView:
                           "yes" if r.get("adopted") else "no",
                           _cell(r.get("decision", ""), 50))
         return table
+
+
+def candidate_line(data: dict[str, Any]) -> str:
+    """One judged candidate, for a log: `round 1 · candidate 2 · operator:interpreter · valid ·
+    selection 0.625 vs current 0.500 · spent: Solver calls 34, Proposer calls 3`. Its origin
+    and invalid kind are the run's own text: shown as written, safe for a terminal."""
+    verdict = outcome(data)
+    if verdict not in ("valid", "raced_out", "pending"):
+        verdict = f"invalid ({verdict})"
+    parts = [f"round {data.get('round')}", f"candidate {data.get('index')}",
+             str(data.get("origin") or "proposer"), verdict]
+    score, current = data.get("selection_score"), data.get("parent_score")
+    if score is not None:
+        parts.append(f"selection {score:.3f} vs current "
+                     + ("-" if current is None else f"{current:.3f}"))
+    spent = data.get("spent")
+    if spent:
+        parts.append(f"spent: Solver calls {spent.get('solver_calls', 0):,}, Proposer calls "
+                     f"{spent.get('proposer_calls', 0):,}")
+    return for_terminal(" · ".join(parts), newlines=False)

@@ -14,24 +14,29 @@ from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import console, out, print_json_last, run_async
 from harness_learning.graphs.cli.errors import EXIT_USAGE, EXIT_WAITING, CliError, unreachable
 from harness_learning.graphs.cli.exit_checks import check_stop
+from harness_learning.graphs.cli.live import LiveView
 from harness_learning.graphs.cli.show_cmd import StoreOption
 from harness_learning.harnesses.text_safety import for_rich, for_terminal
 
 
 def drive(config: Any, *, resume: bool, as_json: bool, answer: dict | None = None,
-          task: Any = None) -> dict:
+          task: Any = None, test_problems: int = 0) -> dict:
     """Run (or continue) an adaptation until it stops; in a terminal, answer the approval gate
     by asking, elsewhere stop with exit code 6 and say how to answer. Returns the final state.
     `task`: the run's task if the caller opened it already (it is opened once, and every run
-    below shares it)."""
+    below shares it). `test_problems`: held-out problems the caller tests on afterwards (the
+    demo), which the estimate includes."""
     from harness_learning.graphs.adapter.estimate import estimate_budget
     from harness_learning.graphs.adapter.inputs import open_task
     from harness_learning.graphs.adapter.run import PENDING
 
     task = task if task is not None else open_task(config)
-    console.print(estimate_budget(config, task=task).describe())
+    estimate = estimate_budget(config, task=task, test_problems=test_problems)
+    console.print(estimate.describe())
     while True:
-        final, view = _run_once(config, task, resume=resume, answer=answer)
+        view = LiveView(config, bound=estimate.solver_calls, spent_before=_solver_calls(config),
+                        lines=not as_json)
+        final = _run_once(config, task, view, resume=resume, answer=answer)
         pending = final.get(PENDING)
         if pending is None:
             break
@@ -62,16 +67,28 @@ def user_code_failures(config: Any) -> Any:
         return UserCodeFailures.of(ev.result for ev in store.iter_evaluations())
 
 
-def _run_once(config: Any, task: Any, *, resume: bool, answer: dict | None
-              ) -> tuple[dict, Any]:
+def _solver_calls(config: Any) -> int:
+    """The Solver calls the run's log holds already (0 for a run not started): where the live
+    view's bar starts. Display only: a log that cannot be read here counts 0, and the run
+    itself says what is wrong with it."""
+    from harness_learning.graphs.runreport.model import open_store
+
+    try:
+        with open_store(config.run_dir, config.store or None) as store:
+            return int(store.spent().get("solver_calls", 0))
+    except Exception:  # noqa: BLE001 - the bar's starting point only
+        return 0
+
+
+def _run_once(config: Any, task: Any, view: LiveView, *, resume: bool,
+              answer: dict | None) -> dict:
     from harness_learning.graphs.adapter.context import AdapterContext
     from harness_learning.graphs.adapter.nodes import InfraStop
     from harness_learning.graphs.adapter.run import run_adaptation
-    from harness_learning.graphs.cli.live import LiveView
     from harness_learning.harnesses.llm import InfraError
 
     try:
-        with LiveView(config) as view:
+        with view:
             context = AdapterContext.from_config(config, task=task, progress=view.on_progress)
             final = run_async(run_adaptation(config, resume=resume, on_update=view.on_update,
                                              context=context, answer=answer))
@@ -80,7 +97,7 @@ def _run_once(config: Any, task: Any, *, resume: bool, answer: dict | None
     except InfraError as exc:  # the Proposer's call failed (the Solver's become InfraStop)
         raise unreachable(config.proposer, "proposer", str(exc), "--proposer",
                           config.run_dir) from exc
-    return final, view
+    return final
 
 
 def ask_approval(config: Any, pending: dict) -> dict:
