@@ -17,7 +17,10 @@ from harness_learning.harnesses.mcptools import (
     McpToolError,
     close_server,
     close_servers,
+    kept_ref,
     mcp_tools,
+    server_files,
+    stdio_argv,
 )
 from harness_learning.harnesses.usertools import (
     ToolArgumentError,
@@ -111,3 +114,33 @@ def test_a_tool_a_harness_cannot_call_is_named() -> None:
     with pytest.raises(ToolSetupError, match=r"--bad-name: MCP tool 'get-time': its name is "
                                              r"not usable as tools.get-time"):
         mcp_tools(f"{REF} --bad-name")
+
+
+def test_python_in_a_command_is_this_environments_interpreter(monkeypatch, tmp_path) -> None:
+    """With nothing on PATH, `mcp:python3 server.py` still starts: `python3` is sys.executable
+    (the server imports `mcp`, which this environment has and a system python3 may lack)."""
+    assert stdio_argv(f"mcp:python {SERVER} --x")[0] == sys.executable
+    assert stdio_argv("mcp:node server.js")[0] == "node"
+    monkeypatch.setenv("PATH", str(tmp_path))
+    ref = f"mcp:python3 {shlex.quote(str(SERVER))}"
+    try:
+        tools = build_user_tools([mcp_tools(ref)], [ref])
+        assert asyncio.run(tools.call("add", {"a": 1, "b": 2})).result == 3
+    finally:
+        close_server(ref)
+
+
+def test_relative_server_files_are_named_and_their_kept_copies_used(monkeypatch, tmp_path) -> None:
+    (tmp_path / "srv").mkdir()
+    (tmp_path / "srv" / "server.py").write_text("# a server\n")
+    kept = tmp_path / "run" / "inputs"
+    kept.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    ref = f"mcp:python3 srv/server.py --port 3 {SERVER}"
+    assert server_files(ref) == [Path("srv/server.py")]  # relative and present; not options
+    assert server_files("mcp+http://127.0.0.1:9/mcp") == []
+    assert kept_ref(ref, kept) == ref  # nothing kept yet
+    (kept / "server.py").write_text("# a server\n")
+    assert kept_ref(ref, kept) == (f"mcp:python3 {shlex.quote(str(kept.resolve() / 'server.py'))}"
+                                   f" --port 3 {shlex.quote(str(SERVER))}")
+    assert kept_ref(ref, None) == ref

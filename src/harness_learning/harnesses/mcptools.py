@@ -10,6 +10,12 @@ its tools are called from the adapter's loop, a server's, or `harness-learn run`
 session per reference per process (`McpServer.shared`), so checking a run's inputs and then
 running it starts the server once; every session closes at exit (`close_servers`).
 
+A stdio command's `python`/`python3` is the running interpreter (`sys.executable`): a server
+written against this environment's `mcp` runs in it, not in whatever `python3` is first on PATH.
+Files a stdio command names by a relative path (`mcp:python3 server.py`) are kept with the run
+(`server_files`, copied by `graphs.adapter.inputs`) and the kept copy is what a run started,
+resumed or served from any directory uses (`kept_ref`).
+
 A server that does not start or answer, or a tool whose name or input schema a harness cannot
 call, is a `ToolSetupError`: one line naming the server and the tool.
 """
@@ -23,8 +29,10 @@ import contextlib
 import json
 import os
 import shlex
+import sys
 import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
 from harness_learning.harnesses.usertools import RESERVED_NAMES, ToolSetupError
@@ -36,6 +44,8 @@ START_TIMEOUT_S = 60.0
 CALL_TIMEOUT_S = 300.0
 CLOSE_TIMEOUT_S = 5.0
 STDERR_CHARS = 300
+PYTHON_NAMES = frozenset({"python", "python3"})
+"""Commands that mean "this environment's interpreter" in an `mcp:` reference."""
 
 
 class McpToolError(RuntimeError):
@@ -45,6 +55,42 @@ class McpToolError(RuntimeError):
 def is_mcp(ref: str) -> bool:
     """`ref` names an MCP server rather than Python code."""
     return ref.startswith(STDIO_PREFIX) or ref.startswith(HTTP_PREFIXES)
+
+
+def stdio_argv(ref: str) -> list[str]:
+    """The command line of a stdio reference, `python`/`python3` as the running interpreter."""
+    argv = shlex.split(ref[len(STDIO_PREFIX):])
+    if argv and argv[0] in PYTHON_NAMES:
+        argv[0] = sys.executable
+    return argv
+
+
+def server_files(ref: str) -> list[Path]:
+    """The files a stdio reference names by a relative path that exist here (the server's
+    script, say): what a run keeps in its inputs. Absolute paths and options are left alone."""
+    if not ref.startswith(STDIO_PREFIX):
+        return []
+    found = []
+    for arg in shlex.split(ref[len(STDIO_PREFIX):]):
+        path = Path(arg)
+        if not arg.startswith("-") and not path.is_absolute() and path.is_file():
+            found.append(path)
+    return found
+
+
+def kept_ref(ref: str, base: Path | None) -> str:
+    """`ref` with each relative file argument replaced by its kept copy in `base` (a run's
+    inputs folder) where one is there; `ref` itself when nothing is kept."""
+    if base is None or not ref.startswith(STDIO_PREFIX):
+        return ref
+    argv = shlex.split(ref[len(STDIO_PREFIX):])
+    changed = False
+    for i, arg in enumerate(argv):
+        path = Path(arg)
+        copy = base / path.name
+        if not arg.startswith("-") and not path.is_absolute() and path.name and copy.is_file():
+            argv[i], changed = str(copy.resolve()), True
+    return STDIO_PREFIX + shlex.join(argv) if changed else ref
 
 
 def mcp_tools(ref: str) -> list[Any]:
@@ -138,7 +184,7 @@ class McpServer:
             return streamable_http_client(self.ref[len("mcp+"):])
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        argv = shlex.split(self.ref[len(STDIO_PREFIX):])
+        argv = stdio_argv(self.ref)
         if not argv:
             raise ToolSetupError(f"tool {self.ref}: expected mcp:COMMAND ARGS...")
         # The user's own server, run like their module:attr tools: with their environment.

@@ -1,5 +1,6 @@
 """What a run needs from outside, kept inside its run directory: the start harness, the data
-file of a task of one's own, and the `.py` files its metric, task class or tools come from.
+file of a task of one's own, the `.py` files its metric, task class or tools come from, and the
+files an MCP server's command names by a relative path (`mcp:python3 server.py`).
 
 `store_inputs` copies them into `RUN_DIR/inputs/` when a run is prepared, so `resume`, `eval`,
 `show`, `load_harness(run_dir)` and Studio reopen any run with no extra arguments and without
@@ -19,6 +20,7 @@ from typing import Any
 from harness_learning.evals.custom.datafile import is_data_path
 from harness_learning.evals.custom.imports import file_of, resolve
 from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.harnesses.mcptools import server_files
 from harness_learning.harnesses.rundir import RunDir
 
 INPUTS_DIR = RunDir.INPUTS
@@ -57,6 +59,8 @@ def store_inputs(config: AdaptConfig, harness_source: str | None) -> None:
         name = file_of(ref)
         if name and Path(name).is_file():
             _copy(Path(name), folder)
+    for server_file in (f for ref in config.tools for f in server_files(ref)):
+        _copy(server_file, folder)  # an MCP server's script (`mcp:python3 server.py`)
     if harness_source is not None:
         (folder / START_HARNESS).write_text(harness_source, encoding="utf-8")
 
@@ -159,11 +163,11 @@ def open_tools(config: AdaptConfig, live: Mapping[str, Any] | None = None) -> An
 def tool_object(ref: str, base: Path | None = None) -> Any:
     """What a `--tools` reference names: an MCP server's tools (`mcp:COMMAND ARGS...` over
     stdio, `mcp+http://HOST:PORT/PATH`; `harnesses.mcptools`), else the `module:attr` or
-    `file.py:attr` object."""
-    from harness_learning.harnesses.mcptools import is_mcp, mcp_tools
+    `file.py:attr` object. A stdio server's relative files are the copies kept in `base`."""
+    from harness_learning.harnesses.mcptools import is_mcp, kept_ref, mcp_tools
 
     if is_mcp(ref):
-        return mcp_tools(ref)
+        return mcp_tools(kept_ref(ref, base))
     return resolve(ref, "tool", base=base)
 
 
