@@ -79,3 +79,70 @@ def test_a_server_that_does_not_start_is_one_line_and_exit_2(tmp_path, capsys) -
     [line] = capsys.readouterr().err.strip().splitlines()
     assert exit_info.value.code == EXIT_USAGE and "MCP tool 'get-time'" in line
     assert not (tmp_path / "run").exists()
+
+
+ADD_ONLY = """
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+
+class State(TypedDict, total=False):
+    question: str
+    answer: str
+
+
+def build_graph(tools):
+    def add(state):
+        a, b = (int(w) for w in state["question"].split(" + "))
+        return {"answer": str(tools.add(a=a, b=b))}
+
+    graph = StateGraph(State)
+    graph.add_node("add", add)
+    graph.add_edge(START, "add")
+    graph.add_edge("add", END)
+    return graph
+"""
+
+
+def test_load_harness_takes_an_mcp_reference_and_warns_or_refuses_without_it(tmp_path) -> None:
+    """`tools=["mcp:python3 server.py"]`, relative, as `--tools` takes it; a harness calling a
+    tool it is not given warns, or with strict_tools refuses, naming the tool."""
+    import os
+    import warnings
+
+    from harness_learning.graphs.serving.embed import load_harness
+    from harness_learning.harnesses.usertools import ToolSetupError
+
+    harness = tmp_path / "add_only.py"
+    harness.write_text(ADD_ONLY)
+    here = Path.cwd()
+    os.chdir(HERE)
+    try:
+        graph = load_harness(harness, tools=["mcp:python3 server.py"], strict_tools=True)
+        assert graph.invoke({"question": "2 + 40"})["answer"] == "42"
+    finally:
+        os.chdir(here)
+        close_servers()
+    with pytest.raises(ToolSetupError, match=r"add_only.py: the harness calls tools.add, which "
+                                             r"was not given \(tools given: none\)"):
+        load_harness(harness, strict_tools=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load_harness(harness)
+    assert [str(w.message).count("tools.add") for w in caught] == [1]
+    assert caught[0].filename == __file__  # pointed at the caller's line
+
+
+def test_a_harness_calling_a_tool_it_was_not_given_is_one_line_and_exit_2(tmp_path,
+                                                                          capsys) -> None:
+    from harness_learning.graphs.cli.errors import EXIT_USAGE
+    from harness_learning.graphs.cli.main import main
+
+    for command in (["run"], ["adapt", "--run-dir", str(tmp_path / "run")]):
+        with pytest.raises(SystemExit) as exit_info:
+            main([*command, "--task", str(HERE / "sums.jsonl"), "--metric", "exact",
+                  "--harness", str(HERE / "harness.py")])
+        [line] = capsys.readouterr().err.strip().splitlines()
+        assert exit_info.value.code == EXIT_USAGE, line
+        assert "the harness calls tools.add, tools.langchain_tools(), which were not given" in line
+    assert not (tmp_path / "run").exists()

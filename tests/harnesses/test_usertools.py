@@ -14,6 +14,9 @@ from harness_learning.harnesses.usertools import (
     ToolArgumentError,
     ToolSetupError,
     build_user_tools,
+    called_tools,
+    check_tools_given,
+    missing_tools,
 )
 
 CALLS: list[dict] = []
@@ -125,3 +128,36 @@ def test_the_prompt_section_lists_name_description_and_schema():
     text = build_user_tools([unit_price, shout]).describe()
     assert "tools.call('unit_price', **args)" in text and "Price of `quantity` units" in text
     assert '"quantity": {"default": 1, "type": "integer"}' in text and "deterministic" in text
+
+
+CALLER = """
+def build_graph(t):
+    def node(state):
+        price = t.unit_price(item="pear")
+        loud = t.call("shout", text="a", times=2)
+        note = t.llm("hi") + str(t.search("q")) + str(t.python("1"))
+        agent = make_agent(t.chat_model(), t.langchain_tools())
+        return {"answer": other.lookup(x=1)}
+    return node
+"""
+
+
+def test_the_tools_a_harness_calls_are_read_from_its_source():
+    # build_graph's own name for `tools`; built-ins and other objects' methods are not tools
+    assert called_tools(CALLER) == ["unit_price", "shout", "langchain_tools()"]
+    assert called_tools("def build_graph(:") == []  # the compiler reports a broken file
+
+
+def test_a_tool_called_but_not_given_is_one_line_naming_it():
+    given = build_user_tools([unit_price])
+    assert missing_tools(CALLER, given) == ["shout"]
+    assert missing_tools(CALLER, build_user_tools([unit_price, shout])) == []
+    # an agent handed tools.langchain_tools() with no tools given would run with none
+    assert missing_tools(CALLER, None) == ["unit_price", "shout", "langchain_tools()"]
+    with pytest.raises(ToolSetupError) as refused:
+        check_tools_given(CALLER, given)
+    message = str(refused.value)
+    assert message.startswith("the harness calls tools.shout, which was not given (tools "
+                              "given: unit_price); pass the tools it calls with --tools")
+    assert "\n" not in message
+    check_tools_given(None, None)  # a seed: nothing to check

@@ -210,3 +210,68 @@ def build_user_tools(items: Iterable[Any], origins: Iterable[str] | None = None)
                 raise ToolSetupError(f"tool {origin}: two tools are named {tool.name!r}")
             registry.tools[tool.name] = tool
     return registry
+
+
+BUILT_IN_TOOLS = frozenset({"llm", "search", "python", "chat_model"})
+"""Methods of a harness's `tools` that are not user tools (`call`, `langchain_tools` are read
+for the names they reach)."""
+LANGCHAIN_TOOLS = "langchain_tools()"
+
+
+def called_tools(source: str) -> list[str]:
+    """The user tools a harness source calls, read statically: `tools.NAME(...)`,
+    `tools.call("NAME", ...)` and `tools.langchain_tools()` (listed as `LANGCHAIN_TOOLS`: it
+    hands an agent every tool given, so none given means an agent with none). `tools` is
+    `build_graph`'s first parameter, whatever it is named. A name built at run time is not
+    seen; the bridge still refuses it when called."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []  # the compiler reports it, with its line
+    name = "tools"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "build_graph" and node.args.args:
+            name = node.args.args[0].arg
+            break
+    found: dict[str, None] = {}
+    for node in ast.walk(tree):
+        func = getattr(node, "func", None)
+        if not (isinstance(node, ast.Call) and isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name) and func.value.id == name):
+            continue
+        attr = func.attr
+        if attr == "call":
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                found[first.value] = None
+        elif attr == "langchain_tools":
+            found[LANGCHAIN_TOOLS] = None
+        elif attr not in BUILT_IN_TOOLS and not attr.startswith("_"):
+            found[attr] = None
+    return list(found)
+
+
+def missing_tools(source: str, user_tools: UserTools | None) -> list[str]:
+    """The tools `source` calls (`called_tools`) that `user_tools` does not hold."""
+    given = set(user_tools.names) if user_tools is not None else set()
+    return [n for n in called_tools(source)
+            if (not given if n == LANGCHAIN_TOOLS else n not in given)]
+
+
+def missing_tools_message(missing: list[str], user_tools: UserTools | None) -> str:
+    """One line naming the tools a harness calls but was not given, and what was given."""
+    named = ", ".join(f"tools.{n}" for n in missing)
+    given = ", ".join(user_tools.names) if user_tools is not None and user_tools.names else "none"
+    return (f"the harness calls {named}, which {'was' if len(missing) == 1 else 'were'} not "
+            f"given (tools given: {given}); pass the tools it calls with --tools (module:attr, "
+            "file.py:attr or 'mcp:COMMAND ARGS...')")
+
+
+def check_tools_given(source: str | None, user_tools: UserTools | None) -> None:
+    """Raise `ToolSetupError` when `source` calls a tool it was not given: run without it, the
+    harness would fail on every problem, or an agent would run with no tools at all."""
+    missing = missing_tools(source, user_tools) if source else []
+    if missing:
+        raise ToolSetupError(missing_tools_message(missing, user_tools))

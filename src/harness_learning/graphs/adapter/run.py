@@ -29,6 +29,7 @@ from harness_learning.graphs.adapter.stored_config import check_types
 from harness_learning.graphs.adapter.trace_spans import run_spans
 from harness_learning.harnesses.edits.operators import resolve_operators
 from harness_learning.harnesses.rundir import RunDir
+from harness_learning.harnesses.usertools import check_tools_given
 
 THREAD = {"configurable": {"thread_id": "adapt"}}
 PENDING = "pending_approval"
@@ -57,7 +58,9 @@ def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptCon
     full = config.with_track_defaults(track)
     resolve_operators(full.operators)  # an unknown operator fails now, with the known names
     check_priced(full)  # a $ budget with an unpriced model fails now, before anything is written
-    open_tools(config, live)  # a tool that does not import fails now, before anything is written
+    # a tool that does not import, or one the start harness calls but was not given, fails
+    # now, before anything is written
+    check_tools_given(harness_source, open_tools(config, live))
     if stored is not None:
         if stored.to_json() != full.to_json():
             raise ValueError(f"{full.path} already holds a run with another config; "

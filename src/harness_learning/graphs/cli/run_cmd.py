@@ -52,7 +52,7 @@ def run(
         raise typer.BadParameter("split must be feedback or test")
     require_local_models(model)
     from harness_learning.graphs.adapter.inputs import tool_object
-    from harness_learning.harnesses.usertools import build_user_tools
+    from harness_learning.harnesses.usertools import build_user_tools, check_tools_given
 
     extra = {"index_backend": index_backend, "aliases": str(aliases) if aliases else None,
              "metric": metric}
@@ -61,6 +61,8 @@ def run(
                             **{k: v for k, v in extra.items() if v is not None})
         user_tools = build_user_tools([tool_object(t) for t in tools], tools) if tools else None
     source = read_harness(harness or the_task.seed)
+    with user_errors("give the harness the tools it calls"):  # not a run of silent failures
+        check_tools_given(source, user_tools)
     problems = the_task.dev() if split == "feedback" else the_task.test()
     problems = problems[:n] if n else problems
     with user_errors():  # a metric that fails on a gold answer: one line before any run

@@ -280,15 +280,20 @@ def load_harness(harness: str | Path, *, sandboxed: bool = True, reviewed: bool 
                  model: str | None = None, task: Any = None, version: str = "current",
                  limits: Limits | None = None, line_limit: int = LINE_LIMIT,
                  solver_params: dict[str, Any] | None = None, name: str = "harness",
-                 tools: Any = None) -> Any:
+                 tools: Any = None, strict_tools: bool = False) -> Any:
     """A compiled graph running `harness` (a seed name, a .py file, or a run directory).
 
     `model`: the Solver (default: the run's Solver for a run directory, else `local`).
     `task`: a task name or `Task` whose retriever backs `tools.search` (default: the run's task
-    for a run directory, else none). `tools`: your tools for `tools.call` (default: a run
-    directory's own, re-imported). In process only with `sandboxed=False, reviewed=True`."""
+    for a run directory, else none). `tools`: your tools for `tools.call`: tool objects or
+    references as `--tools` takes them (`"mcp:python3 server.py"`, `"file.py:attr"`); default:
+    a run directory's own, re-imported. A harness calling a tool it is not given warns
+    (`UserWarning`), or with `strict_tools=True` raises `ToolSetupError`, naming the tool.
+    In process only with `sandboxed=False, reviewed=True`."""
     opened = open_harness(harness, model=model, task=task, version=version, tools=tools)
     found = opened.found
+    user_tools = opened.user_tools()
+    _check_tools(found, user_tools, strict_tools)
     if not sandboxed:
         if not reviewed:
             raise PermissionError(
@@ -299,14 +304,35 @@ def load_harness(harness: str | Path, *, sandboxed: bool = True, reviewed: bool 
         from harness_learning.harnesses.compiler import compile_harness
 
         in_process = InProcessTools(make_toolbox(opened.model, opened.task, solver_params,
-                                                 opened.user_tools()))
+                                                 user_tools))
         return compile_harness(found.source, in_process, line_limit, trusted=True,
                                filename=f"<harness {found.sha[:12]}>")
     runner = SandboxedHarness(found.source, model=opened.model, task=opened.task,
                               limits=limits, line_limit=line_limit, solver_params=solver_params,
-                              user_tools=opened.user_tools())
+                              user_tools=user_tools)
     return served_graph(runner, name=name, version=found.sha[:12],
                         with_fields=opened.with_fields)
+
+
+def _check_tools(found: HarnessSource, user_tools: Any, strict: bool) -> None:
+    """Warn (or, `strict`, refuse) when the harness calls tools it was not given: it would
+    otherwise fail on each call, or run an agent with no tools, without a word."""
+    import warnings
+
+    from harness_learning.harnesses.usertools import (
+        ToolSetupError,
+        missing_tools,
+        missing_tools_message,
+    )
+
+    missing = missing_tools(found.source, user_tools)
+    if not missing:
+        return
+    message = (f"{found.origin}: {missing_tools_message(missing, user_tools)}"
+               .replace("with --tools", "with tools=[...]"))
+    if strict:
+        raise ToolSetupError(message)
+    warnings.warn(message + " (strict_tools=True refuses it)", UserWarning, stacklevel=3)
 
 
 __all__ = ["HarnessInputError", "HarnessOutput", "HarnessRunError", "HarnessSource",

@@ -99,14 +99,20 @@ class OpenedHarness:
         return tuple(self.found.config.tools) if self.found.config is not None else ()
 
     def user_tools(self) -> Any:
-        """The given tools (tool objects, or a `UserTools`), else the run directory's own."""
+        """The given tools (tool objects, references as `--tools` takes them: `mcp:COMMAND
+        ARGS...`, `mcp+http://...`, `module:attr`, `file.py:attr`; or a `UserTools`), else the
+        run directory's own."""
+        from harness_learning.graphs.adapter.inputs import tool_object
         from harness_learning.harnesses.usertools import UserTools, build_user_tools
 
         tools = self.given_tools
         if isinstance(tools, UserTools):
             return tools
         if tools is not None:
-            return build_user_tools(tools if isinstance(tools, list | tuple) else [tools])
+            items = list(tools) if isinstance(tools, list | tuple) else [tools]
+            origins = [t if isinstance(t, str) else repr(t)[:60] for t in items]
+            return build_user_tools([tool_object(t) if isinstance(t, str) else t
+                                     for t in items], origins)
         if self.found.config is not None:
             from harness_learning.graphs.adapter.inputs import open_tools
 
