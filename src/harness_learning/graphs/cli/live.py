@@ -64,7 +64,8 @@ class LiveView:
             spent = data.get("spent") or {}
             self.solver_calls = max(self.solver_calls, spent.get("solver_calls", 0))
             if self.lines:
-                console.print(candidate_line(data), markup=False, highlight=False)
+                console.print(candidate_line(data), markup=False, highlight=False,
+                              soft_wrap=True)  # one line in a log, however long
         self._live.update(self._render())
 
     def on_update(self, node: str, update: dict) -> None:
