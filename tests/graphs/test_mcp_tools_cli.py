@@ -4,6 +4,7 @@ local Solver; a server that does not start is one line and exit code 2."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shlex
 import sys
@@ -35,16 +36,29 @@ def test_run_evaluates_a_harness_calling_an_mcp_tool(local_model_url) -> None:
 
 
 @pytest.mark.slow
-def test_adapt_a_harness_calling_an_mcp_tool(local_model_url, tmp_path) -> None:
+def test_adapt_a_harness_calling_an_mcp_tool(local_model_url, tmp_path, monkeypatch,
+                                             capsys) -> None:
     """One round with the real local models (SmolLM2-135M as Solver and Proposer): the start
-    harness's evaluations call the server's tool, and every problem is solved through it."""
+    harness's evaluations call the server's tool, and every problem is solved through it. The
+    server is named as a user would, `mcp:python3 server.py` from its folder: the run keeps
+    it, so from another directory, the original gone, the run's tools still open (as resume
+    and eval open them), and export's "run it" line carries the run's --metric and --tools."""
+    import shutil
+
+    from harness_learning.graphs.adapter.inputs import open_tools
+    from harness_learning.graphs.adapter.run import load_config
+    from harness_learning.graphs.cli.main import main
+    from harness_learning.harnesses.mcptools import McpServer
     from harness_learning.harnesses.rundir import RunDir
 
-    run_dir = tmp_path / "run"
+    work, elsewhere, run_dir = tmp_path / "work", tmp_path / "elsewhere", tmp_path / "run"
+    shutil.copytree(HERE, work)
+    elsewhere.mkdir()
+    monkeypatch.chdir(work)
     try:
         result = CliRunner().invoke(app, [
-            "adapt", "--task", str(HERE / "sums.jsonl"), "--metric", "exact",
-            "--harness", str(HERE / "harness.py"), "--tools", SERVER, "--run-dir", str(run_dir),
+            "adapt", "--task", "sums.jsonl", "--metric", "exact", "--harness", "harness.py",
+            "--tools", "mcp:python3 server.py", "--run-dir", str(run_dir),
             "--proposer", "local:smollm2-135m", "--proposer-max-tokens", "48", "--rounds", "1",
             "--candidates", "1", "--feedback", "2", "--selection", "2", "--concurrency", "2",
             "--report-chars", "2000", "--json"])
@@ -60,6 +74,24 @@ def test_adapt_a_harness_calling_an_mcp_tool(local_model_url, tmp_path) -> None:
     tools = [c for r in seed for c in r.calls if c.tool == "tool"]
     assert len(tools) == 2 * len(seed)  # tools.add, then the LangChain tool, per problem
     assert {c.args["name"] for c in tools} == {"add"} and all(c.error is None for c in tools)
+
+    kept = run_dir / "inputs" / "server.py"
+    assert kept.read_text() == (HERE / "server.py").read_text()
+    monkeypatch.chdir(elsewhere)
+    shutil.rmtree(work)
+    try:
+        reopened = open_tools(load_config(run_dir))
+        assert asyncio.run(reopened.call("add", {"a": 2, "b": 5})).result == 7
+        assert [str(kept.resolve()) in ref for ref in McpServer._shared] == [True]
+    finally:
+        close_servers()
+    with pytest.raises(SystemExit) as exited:
+        main(["export", str(run_dir), "--out", "exported.py"])
+    assert exited.value.code == 0
+    line = "harness-learn run --task sums.jsonl --harness exported.py --metric exact " \
+           "--tools 'mcp:python3 server.py'"
+    assert f"# run it: {line}\n" in (elsewhere / "exported.py").read_text()
+    assert f"run it: {line}" in capsys.readouterr().err  # the console: stderr
 
 
 def test_a_server_that_does_not_start_is_one_line_and_exit_2(tmp_path, capsys) -> None:

@@ -57,6 +57,9 @@ def export(
     out_file.write_text(for_storage("\n".join(header) + "\n" + found.source), encoding="utf-8")
     console.print(f"exported version {for_rich(found.sha[:12])} of {for_rich(run_dir)} to "
                   f"{for_rich(out_file)}")
+    if found.config is not None:
+        console.print(for_rich(f"run it: {for_terminal(run_line(found.config, out_file))}"),
+                      soft_wrap=True)
 
 
 def export_header(run_dir: Path, found: HarnessSource, asked: str,
@@ -76,11 +79,29 @@ def export_header(run_dir: Path, found: HarnessSource, asked: str,
         f"{where}",
         f"# scores: {', '.join(scores) or 'none measured'} (selection: mean over the round's "
         "selection problems; test: held out, `harness-learn eval`)",
-        f"# run it: harness-learn run --task {config.task} --harness {out_file}",
+        f"# run it: {run_line(config, out_file)}",
     ]
+    live = [ref for ref in [config.metric or "", *config.tools] if ref.startswith("live:")]
+    if live:
+        lines.append(f"# (add {', '.join(live)}: given to adapt() as Python objects)")
     # Each stays one comment line, whatever a run directory's config.json holds: a line break
     # in a task name would start a line of code in the exported harness.
     return [for_terminal(line, newlines=False) for line in lines]
+
+
+def run_line(config: Any, out_file: Path) -> str:
+    """The `harness-learn run` command for the exported file with the run's own task, metric
+    and tools (each quoted for a POSIX shell): without its tools a harness calling them is
+    refused, and without its metric it would be scored by the task's default."""
+    import shlex
+
+    words = ["harness-learn", "run", "--task", config.task, "--harness", str(out_file)]
+    if config.metric and not config.metric.startswith("live:"):
+        words += ["--metric", config.metric]
+    for ref in config.tools:
+        if not ref.startswith("live:"):
+            words += ["--tools", ref]
+    return shlex.join(words)
 
 
 def _version_facts(run_dir: Path, sha: str) -> dict[str, Any]:
