@@ -18,6 +18,18 @@ resumed or served from any directory uses (`kept_ref`).
 
 A server that does not start or answer, or a tool whose name or input schema a harness cannot
 call, is a `ToolSetupError`: one line naming the server and the tool.
+
+Why a client of our own on the `mcp` SDK, not `langchain-mcp-adapters` (0.3.2, measured on
+tests/support/mcp_sums/server.py, 2 cores under load): its `MultiServerMCPClient.get_tools()`
+tools open a session per call, starting the server each time: 1.4-2.7 s a call (median 2.0 s)
+against 5-38 ms (median 9 ms) on a held session. Its held session (`client.session()` with
+`load_mcp_tools`) is bound to the loop that opened it: the same tool awaited from another
+thread's loop, as the bridge serves a sandbox's calls, hung until a 10 s timeout and broke the
+session. Its stdio sessions take no `errlog`, so a server's stderr goes to ours (a failed start
+read "McpError: Connection closed", its reason printed apart, not in the one error line). Its
+tools return LangChain content blocks, the structured result only as a ToolCall's artifact,
+and by default an error result as ordinary content. Keeping the loop thread, the stderr file
+and the result conversion, it would have replaced only the listing and the tool wrapping.
 """
 
 from __future__ import annotations
