@@ -123,3 +123,16 @@ def test_a_log_without_a_usable_demonstration_is_one_line_and_fails(tmp_path):
     assert "left out 1: invalid" in result.output
     summary = json.loads((tmp_path / "d.summary.json").read_text())
     assert summary["kept"] == {"proposer": 1, "operator:interpreter": 1}
+
+
+def test_a_held_question_in_the_task_description_is_named_as_such():
+    from harness_learning.training.demonstrations import _shows
+
+    held = "Calculate 5 - 3 - 6."
+    asked = build_focused_messages(f"Arithmetic.\nExample question:\n{held}", SEED, "- x", "solve")
+    row = {"prompt": asked, "completion": [{"role": "assistant", "content": EDIT}]}
+    assert _shows(row, [held]) == ("shows a selection or test problem (the task "
+                                   "description's example question)")
+    row["completion"] = [{"role": "assistant", "content": leaking(held)}]
+    assert _shows(row, [held]) == "shows a selection or test problem"
+    assert _shows(row, ["Calculate 2 - -1."]) is None

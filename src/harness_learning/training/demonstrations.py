@@ -193,9 +193,18 @@ def _questions_or_reason(store: Any) -> list[str] | str:
         return "selection/test problems unknown (the run's task does not rebuild)"
 
 
-def _shows(row: dict, questions: list[str]) -> bool:
+def _shows(row: dict, questions: list[str]) -> str | None:
+    """Why the row is left out for showing a selection or test problem's question, or None.
+    The task description's example question is named apart: it is the adapter's prompt, not
+    the report, that shows it."""
     text = "\n".join([*(m["content"] for m in row["prompt"]), row["completion"][0]["content"]])
-    return any(q.strip() and q.strip() in text for q in questions)
+    shown = [q.strip() for q in questions if q.strip() and q.strip() in text]
+    if not shown:
+        return None
+    rest = re.sub(r"^## Task\n.*?(?=^## |\Z)", "", text, count=1, flags=re.M | re.S)
+    if not any(q in rest for q in shown):
+        return "shows a selection or test problem (the task description's example question)"
+    return "shows a selection or test problem"
 
 
 def demonstrations(run_dirs: Sequence[str | Path]) -> tuple[list[dict], DemoSummary]:
@@ -214,7 +223,7 @@ def demonstrations(run_dirs: Sequence[str | Path]) -> tuple[list[dict], DemoSumm
                 if row is not None and isinstance(questions, str):
                     row, why = None, questions
                 elif row is not None and _shows(row, questions):
-                    row, why = None, "shows a selection or test problem"
+                    row, why = None, _shows(row, questions)
                 key = row and (row["prompt_format"], str(row["prompt"]),
                                row["completion"][0]["content"].strip())
                 if row is not None and key in seen:

@@ -203,6 +203,9 @@ def demonstrations(
                                              "directories counts as each of them.")],
     out: Annotated[Path, typer.Option("--out", help="The JSONL file to write (its summary goes "
                                       "beside it as .summary.json).")],
+    more_logs: Annotated[list[Path] | None, typer.Argument(
+        help="More run directories (so that `--logs A B C` reads all three).",
+        show_default=False)] = None,
 ) -> None:
     """SFT demonstrations in the Proposer's focused format from logged successes: Proposer
     function edits and interpreter-operator adoptions (inlined) that are valid and beat their
@@ -213,7 +216,7 @@ def demonstrations(
     from harness_learning.training.teacher import run_dirs_under
 
     try:
-        rows, summary = build(run_dirs_under(logs))
+        rows, summary = build(run_dirs_under([*logs, *(more_logs or [])]))
     except LogError as err:
         raise CliError(str(err), "give runs of `adapt --edit-format function` (with operators "
                        "on) whose log holds valid candidates that beat their parent",
