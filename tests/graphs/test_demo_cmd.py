@@ -75,6 +75,34 @@ def test_demo_adapts_tests_and_eval_rereads_the_run(demo_run):
 
 
 @pytest.mark.slow
+def test_the_demos_estimate_bounds_what_it_spent(demo_run):
+    """The estimate the demo prints, its held-out test of the seed and the final version
+    included, is an upper bound within a factor of 3 of what the demo spent (a later `eval`
+    in this module tests more versions: those calls are left out)."""
+    from harness_learning.graphs.adapter.estimate import estimate_budget
+    from harness_learning.graphs.adapter.run import load_config
+    from harness_learning.harnesses.store import SQLiteLogStore
+    from harness_learning.harnesses.store.spend import is_solver_call
+
+    run_dir, result = demo_run
+    assert result.exit_code == 0, result.output
+    estimate = estimate_budget(load_config(run_dir), test_problems=TEST)
+    printed = " ".join(result.output.split())
+    assert f"at most ~{estimate.solver_calls:,} Solver calls, {estimate.proposer_calls} " \
+           "Proposer calls" in printed and f"then {TEST} held-out test problems" in printed
+    with SQLiteLogStore(run_dir) as store:
+        lineage = store.lineage()
+        ends = {lineage[0].sha, lineage[-1].sha}  # the seed and the final version
+        solver = sum(is_solver_call(call) for ev in store.iter_evaluations()
+                     if not ev.purpose.startswith("test") or (ev.purpose == "test"
+                                                              and ev.sha in ends)
+                     for call in ev.result.calls)
+        proposer = store.spent()["proposer_calls"]
+    assert estimate.solver_calls / 3 <= solver <= estimate.solver_calls, (estimate, solver)
+    assert estimate.proposer_calls / 3 <= proposer <= estimate.proposer_calls, (estimate, proposer)
+
+
+@pytest.mark.slow
 def test_the_solver_fine_tuned_on_the_runs_trajectories_is_tested_with_its_harness(demo_run, tmp_path):
     """`train solver-sft` on the demo's log (SmolLM2 itself, two LoRA steps), `train export`,
     then `eval --solver local:THAT.gguf`: the pair's held-out scores, kept apart from the run's."""
