@@ -38,11 +38,15 @@ def test_a_settings_file_drives_adapt_and_typed_flags_override_it(sim_url, tmp_p
     assert stored["budget"] == {"solver_calls": 900, "tokens": 90000, "cost_usd": None}
     assert json.loads(result.stdout.strip().splitlines()[-1])["rounds"] == 1
 
-    # resume --config: the file names the run; one that no longer matches it is refused
+    # resume --config: the file names the run; a setting it holds otherwise is refused, by
+    # name (its 2 rounds would extend the run: no refusal)
     with pytest.raises(SystemExit) as clash:
         main(["resume", "--config", str(path)])
     assert clash.value.code == 2
-    assert "has other settings: rounds: 2 != 1" in capsys.readouterr().err.strip().splitlines()[-1]
+    refused = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "has other settings: task_options: {'n_dev': 6" in refused
+    assert "rounds" not in refused.split(" · hint")[0]
+    assert json.loads((run_dir / "config.json").read_text())["rounds"] == 1  # nothing written
     path.write_text(settings(sim_url, run_dir).replace("rounds = 2", "rounds = 1")
                     .replace("n_dev = 6", "n_dev = 5"))
     again = cli("resume", "--config", path, "--json")
