@@ -62,10 +62,13 @@ def test_adapt_a_harness_calling_an_mcp_tool(local_model_url, tmp_path, monkeypa
             "--proposer", "local:smollm2-135m", "--proposer-max-tokens", "48", "--rounds", "1",
             "--candidates", "1", "--feedback", "2", "--selection", "2", "--concurrency", "2",
             "--report-chars", "2000", "--json"])
+        held = list(McpServer._shared)  # the session that checked the original was closed
     finally:
         close_servers()
     assert result.exit_code == 0, result.output
     assert json.loads(result.output.strip().splitlines()[-1])["rounds"] == 1
+    kept = run_dir / "inputs" / "server.py"
+    assert held == [f"mcp:{shlex.join(['python3', str(kept.resolve())])}"], held
     with RunDir(run_dir).open_store() as store:
         start = store.lineage()[0].sha
         seed = [e.result for e in store.iter_evaluations(sha=start)
@@ -75,7 +78,6 @@ def test_adapt_a_harness_calling_an_mcp_tool(local_model_url, tmp_path, monkeypa
     assert len(tools) == 2 * len(seed)  # tools.add, then the LangChain tool, per problem
     assert {c.args["name"] for c in tools} == {"add"} and all(c.error is None for c in tools)
 
-    kept = run_dir / "inputs" / "server.py"
     assert kept.read_text() == (HERE / "server.py").read_text()
     monkeypatch.chdir(elsewhere)
     shutil.rmtree(work)

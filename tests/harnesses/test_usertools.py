@@ -146,6 +146,8 @@ def test_the_tools_a_harness_calls_are_read_from_its_source():
     # build_graph's own name for `tools`; built-ins and other objects' methods are not tools
     assert called_tools(CALLER) == ["unit_price", "shout", "langchain_tools()"]
     assert called_tools("def build_graph(:") == []  # the compiler reports a broken file
+    # a compiled graph alone: its `tools` is its own list, not the harness's tools
+    assert called_tools("tools = [f]\ntools.append(g)\ngraph = make(tools)\n") == []
 
 
 def test_a_tool_called_but_not_given_is_one_line_naming_it():

@@ -222,19 +222,20 @@ def called_tools(source: str) -> list[str]:
     """The user tools a harness source calls, read statically: `tools.NAME(...)`,
     `tools.call("NAME", ...)` and `tools.langchain_tools()` (listed as `LANGCHAIN_TOOLS`: it
     hands an agent every tool given, so none given means an agent with none). `tools` is
-    `build_graph`'s first parameter, whatever it is named. A name built at run time is not
-    seen; the bridge still refuses it when called."""
+    `build_graph`'s first parameter, whatever it is named; a file without one (a compiled
+    graph alone) is not read, since a `tools` there is its own object. A name built at run
+    time is not seen; the bridge still refuses it when called."""
     import ast
 
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []  # the compiler reports it, with its line
-    name = "tools"
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name == "build_graph" and node.args.args:
-            name = node.args.args[0].arg
-            break
+    name = next((node.args.args[0].arg for node in ast.walk(tree)
+                 if isinstance(node, ast.FunctionDef) and node.name == "build_graph"
+                 and node.args.args), None)
+    if name is None:
+        return []
     found: dict[str, None] = {}
     for node in ast.walk(tree):
         func = getattr(node, "func", None)

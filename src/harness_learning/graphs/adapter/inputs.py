@@ -20,7 +20,7 @@ from typing import Any
 from harness_learning.evals.custom.datafile import is_data_path
 from harness_learning.evals.custom.imports import file_of, resolve
 from harness_learning.graphs.adapter.config import AdaptConfig
-from harness_learning.harnesses.mcptools import server_files
+from harness_learning.harnesses.mcptools import close_server, server_files
 from harness_learning.harnesses.rundir import RunDir
 
 INPUTS_DIR = RunDir.INPUTS
@@ -59,8 +59,12 @@ def store_inputs(config: AdaptConfig, harness_source: str | None) -> None:
         name = file_of(ref)
         if name and Path(name).is_file():
             _copy(Path(name), folder)
-    for server_file in (f for ref in config.tools for f in server_files(ref)):
-        _copy(server_file, folder)  # an MCP server's script (`mcp:python3 server.py`)
+    for ref in config.tools:  # an MCP server's files (`mcp:python3 server.py`)
+        kept = server_files(ref)
+        for server_file in kept:
+            _copy(server_file, folder)
+        if kept:  # the run starts the kept copy: the session that checked the original ends
+            close_server(ref)
     if harness_source is not None:
         (folder / START_HARNESS).write_text(harness_source, encoding="utf-8")
 
