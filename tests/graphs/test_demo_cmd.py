@@ -103,6 +103,25 @@ def test_the_demos_estimate_bounds_what_it_spent(demo_run):
 
 
 @pytest.mark.slow
+def test_round_twos_real_proposer_was_shown_round_ones_candidates(demo_run):
+    """The run memory on a real run: round 2's logged prompt (what the real Proposer read)
+    lists round 1's operator candidate, and `show` prints that history."""
+    from harness_learning.graphs.adapter.memory import shown_memory
+    from harness_learning.harnesses.store import SQLiteLogStore
+
+    run_dir, result = demo_run
+    assert result.exit_code == 0, result.output
+    with SQLiteLogStore(run_dir) as store:
+        asked = next(p for p in store.iter_proposals(round=2) if p.origin == "proposer")
+    memory = shown_memory(asked.prompt)
+    assert any(line.startswith("r1 c2 operator:interpreter: block interpreter -> ")
+               for line in memory), memory
+    shown = CliRunner().invoke(app, ["show", str(run_dir)])
+    assert shown.exit_code == 0 and "round 2: the Proposer was shown" in shown.output
+    assert memory[0][:50] in shown.output  # (rich wraps long lines at its width)
+
+
+@pytest.mark.slow
 def test_the_solver_fine_tuned_on_the_runs_trajectories_is_tested_with_its_harness(demo_run, tmp_path):
     """`train solver-sft` on the demo's log (SmolLM2 itself, two LoRA steps), `train export`,
     then `eval --solver local:THAT.gguf`: the pair's held-out scores, kept apart from the run's."""
