@@ -137,7 +137,8 @@ def test_the_live_view_shows_a_hostile_reason_and_decision(capsys):
 
 def test_an_exported_header_stays_comment_lines(sim_run, tmp_path):
     found = resolve_harness(sim_run, "best")
-    config = SimpleNamespace(task="rg:x\nimport os" + HOSTILE, solver="m\r\x1b[2Jn")
+    config = SimpleNamespace(task="rg:x\nimport os" + HOSTILE, solver="m\r\x1b[2Jn", metric=None,
+                             tools=[])
     lines = export_header(sim_run, SimpleNamespace(sha=found.sha, config=config), "best",
                           tmp_path / "out.py")
     assert all(line.startswith("# ") and "\n" not in line for line in lines), lines
