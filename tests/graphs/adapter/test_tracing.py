@@ -180,7 +180,7 @@ def test_a_user_tools_call_is_a_span_of_its_own(exporter) -> None:
     from harness_learning.harnesses.contract import ToolInputError
     from harness_learning.harnesses.toolbox import Toolbox
     from harness_learning.harnesses.tracing import Tracer
-    from harness_learning.harnesses.usertools import build_user_tools
+    from harness_learning.harnesses.usertools import UserToolError, build_user_tools
 
     def add(a: int, b: int) -> int:
         """The sum of two integers."""
@@ -192,7 +192,7 @@ def test_a_user_tools_call_is_a_span_of_its_own(exporter) -> None:
     toolbox = Toolbox(user_tools=build_user_tools([add]), tracer=Tracer(trace))
     reply = asyncio.run(toolbox.call("tool", {"name": "add", "args": {"a": 2, "b": 3}}))
     assert reply.result == 5
-    with pytest.raises(ValueError, match="negative"):
+    with pytest.raises(UserToolError, match="negative"):  # the user's tool raised
         asyncio.run(toolbox.call("tool", {"name": "add", "args": {"a": -1, "b": 3}}))
     with pytest.raises(ToolInputError, match="missing argument 'b'"):
         asyncio.run(toolbox.call("tool", {"name": "add", "args": {"a": 1}}))
