@@ -6,6 +6,7 @@ from importlib import resources
 
 SEEDS = {
     "reasoning_direct": "reasoning_direct.py",
+    "reasoning_respond": "reasoning_respond.py",
     "multihop_two_hop": "multihop_two_hop.py",
     "baseline_tool_loop": "baseline_tool_loop.py",
 }
