@@ -24,6 +24,7 @@ from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import ProblemResult
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.sandbox import Limits, WorkerPool
+from harness_learning.harnesses.text_safety import for_terminal
 from harness_learning_lab.reliability.common import (
     containers_left,
     file_hashes,
@@ -31,11 +32,18 @@ from harness_learning_lab.reliability.common import (
     sandbox_leftovers,
 )
 from harness_learning_lab.reliability.hostile_cases import ESCAPES, RESOURCES, Case
+from harness_learning_lab.reliability.hostile_edge_cases import (
+    EDGE_CHECKS,
+    EDGES,
+    GULLIBLE_JUDGE,
+    judged_task,
+    ledger_toolbox,
+)
 from harness_learning_lab.reliability.hostile_integrity_cases import INTEGRITY, checks
 from harness_learning_lab.reliability.hostile_reward_cases import REWARD_HACKING
 
 SECRET_ENV = "HL_RELIABILITY_API_KEY"
-CASES: list[Case] = ESCAPES + RESOURCES + REWARD_HACKING + INTEGRITY
+CASES: list[Case] = ESCAPES + RESOURCES + REWARD_HACKING + INTEGRITY + EDGES
 
 LIMITS = Limits(cpu_s=30, memory_mb=1536, file_size_mb=8, scratch_mb=32, pids=32,
                 problem_timeout_s=5.0, candidate_timeout_s=40.0)
@@ -248,6 +256,7 @@ CHECKS: dict[str, Any] = {
         "its tools.python runs counted: a timeout well before 40 runs of 1 s ended"),
     "no_persistence": lambda r, e, d: (d["next_sees"] is False, "the next candidate saw nothing"),
     **checks(LIMITS),
+    **EDGE_CHECKS,
 }
 
 
@@ -285,6 +294,15 @@ async def run_group(cases: list[Case], env: HostileEnv, plant: dict, pool: Worke
                     toolbox: Any, task: Any) -> list[dict[str, Any]]:
     """Evaluate `cases` in one worker (one problem each), then check each from the outside."""
     plant = {**plant, "marker": f"3600.{secrets.randbelow(10**6)}"}
+    data: dict[str, Any] = {}
+    settings = {c.setting for c in cases}
+    if "judge" in settings:
+        task = judged_task(env.server)
+        if GULLIBLE_JUDGE not in env.server.config.rules:
+            env.server.config.rules.insert(0, GULLIBLE_JUDGE)
+    if "ledger" in settings:
+        toolbox = ledger_toolbox(toolbox)
+        data["ledger"] = toolbox.ledger
     rss = _rss()
     t0 = time.perf_counter()
     source = harness(cases, plant)
@@ -292,8 +310,7 @@ async def run_group(cases: list[Case], env: HostileEnv, plant: dict, pool: Worke
                                 pool=pool, limits=group_limits(cases), concurrency=1,
                                 line_limit=5000)
     await asyncio.sleep(0.2)
-    data: dict[str, Any] = {"rss_growth": _rss() - rss, "bound": LIMITS.pids,
-                            "marker": plant["marker"]}
+    data.update({"rss_growth": _rss() - rss, "bound": LIMITS.pids, "marker": plant["marker"]})
     if any(c.check == "no_persistence" for c in cases):
         probe = Case("probe", "escape", "found = [p for p in ('/tmp/persist.txt', 'persist.txt') "
                      "if os.path.exists(p)]\nanswer = 'seen' if found else 'clean'", "none")
@@ -305,12 +322,16 @@ async def run_group(cases: list[Case], env: HostileEnv, plant: dict, pool: Worke
     for case, result in zip(cases, evaluation.results, strict=True):
         if case.name == "tmpfs_disk_fill":
             data["bound"] = 65  # MiB: the sandbox's /tmp is a 64 MiB tmpfs
-        ok, how = CHECKS[case.check](result, env, data)
-        reason = f"{result.error_kind or 'answered'}: {(result.error or result.answer or '')[:160]}"
+        try:
+            ok, how = CHECKS[case.check](result, env, data)
+        except Exception as exc:  # a surface that raises on what the harness produced
+            ok, how = False, f"the check raised {type(exc).__name__}: {str(exc)[:200]}"
+        reason = for_terminal(f"{result.error_kind or 'answered'}: "
+                              f"{(result.error or result.answer or '')[:160]}", newlines=False)
         rows.append({"case": case.name, "category": case.category, "contained": bool(ok),
                      "backend": getattr(pool.backend, "name", ""),
                      "recorded": bool(result.error or result.answer is not None), "check": how,
-                     "reason": reason.replace("\n", " "), "score": result.score,
+                     "reason": reason, "score": result.score,
                      "seconds": seconds})
     return rows
 

@@ -28,6 +28,7 @@ class Case:
     problem: str = "sum"  # "sum" (the Solver answers it) or "secret" (only the gold knows)
     solo: bool = False  # kills or taints its worker: runs in a worker of its own
     timeout_s: float | None = None  # its problem's wall-clock limit, when not the suite's
+    setting: str | None = None  # "judge" or "ledger": what `hostile.run_group` adds for it
 
 
 def _c(name: str, category: str, check: str, body: str, **kw: Any) -> Case:

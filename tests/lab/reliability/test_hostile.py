@@ -42,6 +42,8 @@ def test_catalogue_is_broad():
     for integrity_class in ("candidate_limits", "bridge_bounds", "infra_claims", "no_gold_inside",
                             "kernel_surface"):
         assert counts[integrity_class] >= 3, integrity_class
+    for edge_class in ("judge_metric", "handed_files", "printed_text", "budget"):
+        assert counts[edge_class] >= 1, edge_class
 
 
 def test_every_case_has_a_check_saying_what_contained_means():
