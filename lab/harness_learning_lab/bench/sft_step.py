@@ -2,9 +2,10 @@
 by sequence length and by how the loss is computed.
 
 Settings, each one optimizer step on one sequence (batch 1) of a real prompt and completion:
-- `full`: what TRL's SFTTrainer does: logits for every position (a 152k-token vocabulary makes
-  them the largest tensor of the step), the loss masked to the completion;
-- `completion`: the same loss, but the output layer runs on the completion's positions only;
+- `full`: logits for every position (a 152k-token vocabulary makes them the largest tensor of
+  the step), the loss masked to the completion: a plain trainer's step;
+- `completion`: the same loss, but the output layer runs on the completion's positions only:
+  what `training.sft.sft_trainer` does (TRL's fused LM head on the labelled positions);
 - `prompt_cached`: the prompt runs once without gradient and its key/value cache feeds the
   completion, which alone carries gradient (the loss then ignores how LoRA changes the prompt's
   keys and values: an approximation, measured for what it saves); the completion runs without

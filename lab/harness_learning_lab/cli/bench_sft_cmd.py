@@ -17,7 +17,7 @@ def bench_sft_step(
     model: Annotated[str, typer.Option(help="Student: 'qwen2.5-coder-1.5b' (the shipped Proposer), 'smollm2', a .gguf, or 'tiny'.")] = "qwen2.5-coder-1.5b",
     lengths: Annotated[str, typer.Option(help="Sequence lengths in tokens (prompt + completion), comma-separated.")] = "512,1024",
     completion: Annotated[int, typer.Option(help="Completion tokens of each sequence (at most half of it); the rest is prompt.")] = 300,
-    settings: Annotated[str, typer.Option(help="Loss settings, comma-separated: full (TRL's: logits everywhere), completion (logits on the completion only), prompt_cached (the prompt once without gradient).")] = "prompt_cached,completion,full",
+    settings: Annotated[str, typer.Option(help="Loss settings, comma-separated: full (logits everywhere), completion (logits on the completion only: what the SFT stage does), prompt_cached (the prompt once without gradient).")] = "prompt_cached,completion,full",
     steps: Annotated[int, typer.Option(help="Timed steps per row (their mean is reported).")] = 1,
     dtype: Annotated[str, typer.Option(help="bf16 or fp32 (fp32 at 1,024 tokens was killed at 15.8 GB on 2 cores / 24 GB).")] = "bf16",
     lora_r: Annotated[int, typer.Option(help="LoRA rank (on all 7 projections, alpha 2r).")] = 16,

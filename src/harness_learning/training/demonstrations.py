@@ -253,3 +253,30 @@ def _one_format(rows: list[dict], summary: DemoSummary) -> list[dict]:
         raise LogError(f"no usable demonstration in {summary.runs} run(s) ({summary.read} "
                        f"candidates read: {why})")
     return kept
+
+
+PROMPT_AIM = 900
+"""Tokens a demonstration's prompt should stay within: on 2 cores an SFT step's cost grows with
+the sequence (training/README.md), and ~30 demonstrations x 2 epochs fit in about 90 minutes
+only with a prompt this short."""
+
+
+def token_counts(rows: Sequence[dict], tokenizer: Any) -> dict[str, Any]:
+    """Prompt and completion tokens of each row under `tokenizer`'s chat template (what SFT
+    trains on), their means and maxima, and how many prompts exceed `PROMPT_AIM`."""
+    prompts, completions = [], []
+    for row in rows:
+        prompt = tokenizer.apply_chat_template(row["prompt"], tokenize=False,
+                                               add_generation_prompt=True)
+        whole = tokenizer.apply_chat_template(row["prompt"] + row["completion"], tokenize=False)
+        n_prompt = len(tokenizer(prompt)["input_ids"])
+        prompts.append(n_prompt)
+        completions.append(len(tokenizer(whole)["input_ids"]) - n_prompt)
+
+    def stats(values: list[int]) -> dict[str, float]:
+        return {"mean": round(sum(values) / len(values), 1) if values else 0.0,
+                "max": max(values, default=0)}
+
+    return {"rows": len(prompts), "prompt": stats(prompts), "completion": stats(completions),
+            "prompts_over_aim": sum(n > PROMPT_AIM for n in prompts), "aim": PROMPT_AIM,
+            "per_row": [[p, c] for p, c in zip(prompts, completions, strict=True)]}

@@ -64,13 +64,32 @@ def checkpointing(config: Any) -> dict:
     return {"save_strategy": "steps", "save_steps": steps, "save_total_limit": 2}
 
 
+def sft_trainer(dataset: Any, config: Any, tokenizer: Any, callbacks: Sequence[Any] = (),
+                progress: bool = False) -> Any:
+    """TRL's SFTTrainer as every SFT stage of ours builds it. On a prompt-completion set TRL
+    masks the prompt out of the labels (`completion_only_loss`) and runs the output layer only
+    on labelled positions (its fused LM head): with a 152k-token vocabulary the full logits
+    would be the step's largest tensor, and the prompt's were never used."""
+    from trl import SFTConfig, SFTTrainer
+
+    args = SFTConfig(
+        **{**trl_common(config, Path(config.out)), **checkpointing(config)},
+        num_train_epochs=config.num_epochs, max_length=config.max_length,
+        disable_tqdm=not progress, dataset_num_proc=None, completion_only_loss=True,
+    )
+    return SFTTrainer(
+        model=load_model(config.model, tokenizer, config.seed), args=args,
+        train_dataset=dataset, processing_class=tokenizer,
+        peft_config=lora_config(config.lora_r, config.lora_alpha, config.lora_dropout)
+        if config.lora else None, callbacks=list(callbacks),
+    )
+
+
 def fit_sft(dataset: Any, config: Any, run_dirs: Sequence[Path], report: Any, title: str,
             progress: bool = True, callbacks: Sequence[Any] = ()) -> TrainResult:
     """TRL's SFTTrainer on a conversational prompt-completion set (`config`: a TrainConfig
     with num_epochs); the loss falls on the completions. With `save_steps`, a rerun on the same
     OUT resumes from the last whole checkpoint (`training.resume`)."""
-    from trl import SFTConfig, SFTTrainer
-
     out = Path(config.out)
     tokenizer = load_tokenizer(config.model)
     lengths = [len(tokenizer(tokenizer.apply_chat_template(
@@ -86,19 +105,10 @@ def fit_sft(dataset: Any, config: Any, run_dirs: Sequence[Path], report: Any, ti
             (out / "trainer").glob("checkpoint-*")):
         check_same_run(out, run_config)
         resume = resume_point(out / "trainer")
-    model = load_model(config.model, tokenizer, config.seed)
-    args = SFTConfig(
-        **{**trl_common(config, out), **checkpointing(config)}, num_train_epochs=config.num_epochs,
-        max_length=config.max_length, disable_tqdm=not progress, dataset_num_proc=None,
-    )
     log = MetricsLog(out, keep_through=checkpoint_step(resume))
     (out / "config.json").write_text(json.dumps(run_config, indent=1))
-    trainer = SFTTrainer(
-        model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-        peft_config=lora_config(config.lora_r, config.lora_alpha, config.lora_dropout)
-        if config.lora else None,
-        callbacks=[metrics_callback(log), *callbacks],
-    )
+    trainer = sft_trainer(dataset, config, tokenizer, [metrics_callback(log), *callbacks],
+                          progress)
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     png = log.plot(f"{title}: {config.model}")
     ckpt = (save_checkpoint(trainer.model, tokenizer, out / "checkpoint")
