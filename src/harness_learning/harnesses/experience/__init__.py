@@ -1,0 +1,16 @@
+"""The experience library: judged changes kept across runs, with what each did where it was
+tried (`entry`), on disk (`library`), made safe to share (`redact`), and ranked for a new run by
+their measured effect on similar tasks (`choice`)."""
+
+from harness_learning.harnesses.experience.entry import (
+    EDIT,
+    OPERATOR,
+    SCHEMA_VERSION,
+    Entry,
+    Outcome,
+    Signature,
+)
+from harness_learning.harnesses.experience.library import Library, LibraryError, check_location
+
+__all__ = ["EDIT", "OPERATOR", "SCHEMA_VERSION", "Entry", "Library", "LibraryError", "Outcome",
+           "Signature", "check_location"]

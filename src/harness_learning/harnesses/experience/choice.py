@@ -1,0 +1,129 @@
+"""The learned choice: which operators and library changes a round tries, by their measured
+effect on similar tasks.
+
+Similarity is BM25 over each outcome's context (its task's description and the failure
+signature of the report that led to it) against the round's own, with the project's tokenizer
+and BM25's term-frequency scoring (`retrieval.bm25.METHOD`, ATIRE). The idf is Lucene's
+(log(1 + (N - df + 0.5) / (df + 0.5))), not the index's Robertson one: a library holds a few
+dozen outcomes, and Robertson gives every term found in half of them or more an idf of 0, so a
+library of one outcome would match nothing. Each outcome's weight is its score over the best
+one's (in [0, 1]).
+
+The estimate is Beta-Bernoulli Thompson sampling: an arm (an operator, or a library change)
+has the prior Beta(1, 1), each outcome adds its weight to alpha when it succeeded (valid, gain
+above 0: held-out where measured, else selection) and to beta otherwise; a round draws one
+sample per arm from a generator seeded by (seed, round) and tries the arms by draw, highest
+first. An arm with no evidence draws from the uniform prior, so an untried block still gets
+tried. When no arm has any evidence (an empty library, or nothing similar in it) the given
+order is kept as it is: an empty library reproduces `auto`'s order exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from harness_learning.harnesses.experience.entry import Entry, Outcome
+from harness_learning.retrieval.bm25 import METHOD
+from harness_learning.retrieval.tokenizer import Tokenizer
+
+K1, B = 1.5, 0.75
+
+
+@cache
+def _tokenizer() -> Tokenizer:
+    return Tokenizer()
+
+
+def similarity(query: str, docs: Sequence[str]) -> list[float]:
+    """BM25 score of each of `docs` for `query`, over the best score (0 for all when nothing
+    matches)."""
+    import numpy as np
+    from bm25s.scoring import _select_tfc_scorer
+
+    tok = _tokenizer()
+    terms = [tok.terms(d) for d in docs]
+    if not terms:
+        return []
+    n, avg = len(terms), max(sum(map(len, terms)) / len(terms), 1e-9)
+    df: dict[str, int] = {}
+    for doc in terms:
+        for t in set(doc):
+            df[t] = df.get(t, 0) + 1
+    tfc = _select_tfc_scorer(METHOD)
+    scores = []
+    wanted = set(tok.terms(query))
+    for doc in terms:
+        total = 0.0
+        for t in wanted & set(doc):
+            idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+            tf = np.float32(doc.count(t))
+            total += idf * float(tfc(tf_array=tf, l_d=np.float32(len(doc)), l_avg=np.float32(avg),
+                                     k1=np.float32(K1), b=np.float32(B)))
+        scores.append(total)
+    best = max(scores)
+    return [s / best if best > 0 else 0.0 for s in scores]
+
+
+@dataclass(frozen=True)
+class Posterior:
+    alpha: float = 1.0
+    beta: float = 1.0
+
+    @property
+    def evidence(self) -> float:
+        return self.alpha + self.beta - 2.0
+
+    @property
+    def mean(self) -> float:
+        return self.alpha / (self.alpha + self.beta)
+
+
+def weighted(entries: Sequence[Entry], context: str) -> dict[str, list[tuple[float, Outcome]]]:
+    """Entry id -> (similarity weight, outcome) for every outcome of `entries`."""
+    flat = [(e.id, o) for e in entries for o in e.outcomes]
+    weights = similarity(context, [o.context() for _, o in flat])
+    out: dict[str, list[tuple[float, Outcome]]] = {e.id: [] for e in entries}
+    for (entry_id, outcome), w in zip(flat, weights, strict=True):
+        out[entry_id].append((w, outcome))
+    return out
+
+
+def posterior(evidence: Sequence[tuple[float, Outcome]]) -> Posterior:
+    alpha = 1.0 + sum(w for w, o in evidence if o.success)
+    beta = 1.0 + sum(w for w, o in evidence if not o.success)
+    return Posterior(alpha, beta)
+
+
+def thompson_order(arms: Sequence[str], posteriors: Mapping[str, Posterior], seed: int,
+                   round_: int) -> list[str]:
+    """`arms` by one Beta draw each, highest first (ties keep the given order); the given
+    order when no arm has evidence. Draws are in `arms`' order from a generator seeded by
+    (seed, round), so a resumed round draws the same."""
+    prior = Posterior()
+    if not any(posteriors.get(a, prior).evidence > 0 for a in arms):
+        return list(arms)
+    rng = random.Random(f"experience:{seed}:{round_}")
+    draws = {}
+    for arm in arms:
+        p = posteriors.get(arm, prior)
+        draws[arm] = rng.betavariate(p.alpha, p.beta)
+    return sorted(arms, key=lambda a: -draws[a])
+
+
+def successes(entries: Sequence[Entry], context: str, k: int) -> list[tuple[Entry, float]]:
+    """The `k` most relevant past successes with code to show: entries with an outcome that
+    gained, by the similarity of their best-matching such outcome, then its gain; each with
+    that gain."""
+    wins = [(e, o) for e in entries if e.blocks for o in e.outcomes if o.success]
+    sims = similarity(context, [o.context() for _, o in wins])
+    best: dict[str, tuple[float, float, Entry]] = {}
+    for (entry, outcome), sim in zip(wins, sims, strict=True):
+        mine = (sim, outcome.gain or 0.0, entry)
+        if entry.id not in best or mine[:2] > best[entry.id][:2]:
+            best[entry.id] = mine
+    ranked = sorted(best.values(), key=lambda r: (-r[0], -r[1], r[2].id))
+    return [(entry, gain) for _, gain, entry in ranked[:k]]

@@ -1,0 +1,87 @@
+"""Redaction and the learned choice's maths (harnesses/experience/redact.py, choice.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness_learning.harnesses.experience import Entry, Outcome, Signature
+from harness_learning.harnesses.experience.choice import (
+    Posterior,
+    posterior,
+    similarity,
+    successes,
+    thompson_order,
+    weighted,
+)
+from harness_learning.harnesses.experience.entry import operator_id, texts
+from harness_learning.harnesses.experience.redact import MARK, Redactor, environment_secrets
+
+AUTO = ["interpreter", "plan", "verify", "vote", "few_shot"]
+
+
+def test_free_text_is_cleaned_and_leaking_code_withheld():
+    red = Redactor(["What is 17 * 23?", "391", "ed"])
+    dirty = Outcome("run", 1, 0, "t", "e.g. What is 17 * 23? gives 391, edited",
+                    Signature((("wrong_answer", 1),), ("reads 391",), ("expected 391",)))
+    entry = Entry("x", "edit", "proposer", "changed PROMPT", blocks=(("A", 'ANS = "391"'),),
+                  diff='+ANS = "391"', outcomes=(dirty,))
+    clean = red.entry(entry)
+    assert clean.blocks == () and clean.diff == ""
+    for text in texts(clean):
+        assert not any(h in text for h in red.held), text
+    assert MARK in clean.outcomes[0].description
+    kept = red.entry(Entry("y", "edit", "proposer", "s", blocks=(("A", "B"),), diff="-A\n+B"))
+    assert kept.blocks == (("A", "B"),)
+    demos = red.entry(Entry("z", "edit", "proposer", "s", blocks=(("A", "DEMONSTRATIONS = []"),)))
+    assert demos.blocks == ()
+
+
+def test_credentials_are_cut():
+    assert environment_secrets({"OPENAI_API_KEY": "sk-abcdefghijklmnop", "PORT": "8080",
+                                "MY_TOKEN": "short"}) == ["sk-abcdefghijklmnop"]
+    assert "sk-" not in Redactor([]).text("key sk-AAAAAAAAAAAAAAAAAAAA here")
+
+
+def test_similarity_prefers_shared_terms_even_in_a_library_of_one():
+    assert similarity("multiply two numbers", ["multiply large numbers"]) == [1.0]
+    sims = similarity("count letters in a word", ["multiply numbers", "count the letters r"])
+    assert sims[0] == 0.0 and sims[1] == 1.0
+    assert similarity("anything", []) == []
+
+
+def out(success: bool, desc="products multiply", gain=0.2) -> Outcome:
+    score = 0.5 + (gain if success else -gain)
+    return Outcome("r", 1, 0, "t", desc, Signature(), "kept", None, 0.5, score)
+
+
+def test_posterior_adds_weights():
+    p = posterior([(1.0, out(True)), (0.5, out(False)), (0.25, out(True))])
+    assert (p.alpha, p.beta) == (2.25, 1.5) and p.evidence == pytest.approx(1.75)
+    assert Posterior().mean == 0.5
+
+
+def test_no_evidence_keeps_the_given_order_exactly():
+    assert thompson_order(AUTO, {}, 0, 1) == AUTO
+    assert thompson_order(AUTO, {a: Posterior() for a in AUTO}, 7, 3) == AUTO
+
+
+def test_draws_are_seeded_by_seed_and_round_and_follow_the_evidence():
+    strong = {"vote": Posterior(400, 1), "plan": Posterior(1, 400)}
+    orders = {tuple(thompson_order(AUTO, strong, s, r)) for s in range(3) for r in range(1, 4)}
+    assert all(o[0] == "vote" and o[-1] == "plan" for o in orders)
+    assert thompson_order(AUTO, strong, 1, 2) == thompson_order(AUTO, strong, 1, 2)
+    weak = {"vote": Posterior(2, 1)}
+    assert len({tuple(thompson_order(AUTO, weak, s, 1)) for s in range(20)}) > 1  # explores
+
+
+def test_weighted_and_successes_rank_by_similar_task():
+    near = Entry(operator_id("a"), "edit", "proposer", "s", blocks=(("x", "y"),),
+                 outcomes=(out(True, "letters count word", 0.1),))
+    far = Entry(operator_id("b"), "edit", "proposer", "s", blocks=(("p", "q"),),
+                outcomes=(out(True, "multiply products", 0.5),))
+    lost = Entry(operator_id("c"), "edit", "proposer", "s", blocks=(("p", "q"),),
+                 outcomes=(out(False, "letters count word"),))
+    w = weighted([near, far, lost], "count the letters of a word")
+    assert w[near.id][0][0] == 1.0 and w[far.id][0][0] == 0.0
+    assert [e.id for e, _ in successes([far, near, lost], "count letters", 2)] == [near.id, far.id]
+    assert successes([near, far], "count letters", 1)[0][1] == pytest.approx(0.1)
