@@ -108,3 +108,37 @@ def test_studio_refuses_a_bad_settings_file_before_the_server_starts(tmp_path, c
     lines = capsys.readouterr().err.strip().splitlines()
     assert exited.value.code == 2 and len(lines) == 1
     assert f"{path}: unknown key 'candiates' · hint: did you mean 'candidates'?" in lines[0]
+
+
+def test_relative_paths_are_read_against_the_file_and_harness_is_seed_harness(
+        tmp_path, monkeypatch) -> None:
+    """A file's relative paths name files beside it, whatever the working directory (Studio
+    serves from elsewhere); seed names, registered tasks, `module:attr` and `mcp:` stay as
+    written; `harness` is the key `seed_harness`, and both at once is one line."""
+    from harness_learning.graphs.adapter.config_file import ConfigFileError, read_config_file
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    path = folder / "s.toml"
+    path.write_text('task = "data/qa.jsonl"\nrun_dir = "runs/a"\nharness = "agent.py"\n'
+                    'metric = "metrics.py:score"\ndescribe = "@notes.md"\n'
+                    'tools = ["tools.py:lookup", "mypkg.tools:search", "mcp:python3 srv.py"]\n'
+                    'task_options = { index_dir = "idx", n_dev = 4 }\n')
+    monkeypatch.chdir(tmp_path)  # not the file's folder
+    got = read_config_file(Path("project/s.toml"))
+    assert got["task"] == str(folder / "data/qa.jsonl")
+    assert got["run_dir"] == str(folder / "runs/a")
+    assert got["seed_harness"] == str(folder / "agent.py") and "harness" not in got
+    assert got["metric"] == f"{folder / 'metrics.py'}:score"
+    assert got["describe"] == f"@{folder / 'notes.md'}"
+    assert got["tools"] == [f"{folder / 'tools.py'}:lookup", "mypkg.tools:search",
+                            "mcp:python3 srv.py"]
+    assert got["task_options"] == {"index_dir": str(folder / "idx"), "n_dev": 4}
+    path.write_text('task = "rg:basic_arithmetic"\nseed_harness = "reasoning_direct"\n'
+                    'metric = "numeric:0.01"\nrun_dir = "/abs/run"\n')
+    assert read_config_file(path) == {"task": "rg:basic_arithmetic", "run_dir": "/abs/run",
+                                      "seed_harness": "reasoning_direct",
+                                      "metric": "numeric:0.01"}
+    path.write_text('harness = "a.py"\nseed_harness = "b.py"\n')
+    with pytest.raises(ConfigFileError, match="keys 'harness' and 'seed_harness' both set"):
+        read_config_file(path)

@@ -17,6 +17,7 @@ from harness_learning.graphs.adapter.server_threads import (
 )
 from harness_learning.graphs.adapter.settings import (
     AdapterSettings,
+    UnknownSetting,
     config_values,
     conflicts,
     given_settings,
@@ -40,15 +41,31 @@ def test_every_field_is_a_setting_with_its_help() -> None:
 def test_settings_become_config_values() -> None:
     given = given_settings(AdapterSettings(rounds=2, dev=4, data="q.jsonl", harness="h.py",
                                            max_solver_calls=9, race={"keep": [0.5, 0.75]},
-                                           policy=None, unrelated=1))
+                                           policy=None))
     assert given == {"rounds": 2, "dev": 4, "data": "q.jsonl", "harness": "h.py",
                      "max_solver_calls": 9, "race": {"keep": [0.5, 0.75]}}  # set, not None
     values = config_values(given)
     assert values["task_options"] == {"n_dev": 4, "path": "q.jsonl"}
     assert values["seed_harness"] == "h.py" and values["budget"].solver_calls == 9
     assert values["race"].keep == (0.5, 0.75) and values["race"].fractions == RaceRule().fractions
-    assert given_settings({"rounds": 1, "thread_id": "t", "model": "x"}) == {"rounds": 1}
+    assert given_settings({"rounds": 1, "thread_id": "t", "__pregel_x": 1}) == {"rounds": 1}
     assert given_settings(None) == {}
+
+
+def test_a_field_name_is_its_settings_alias_and_an_unknown_key_is_refused() -> None:
+    """`seed_harness` (the TOML key) is taken as `harness` (the form's name); a key the form
+    lacks is one line naming it and the closest setting, never silently dropped."""
+    assert given_settings(AdapterSettings(seed_harness="h.py")) == {"harness": "h.py"}
+    assert given_settings({"seed_harness": "h.py", "rounds": 1}) == {"harness": "h.py",
+                                                                     "rounds": 1}
+    with pytest.raises(UnknownSetting, match=r"^unknown setting 'roundz': did you mean "
+                                             r"'rounds'\?") as typo:
+        given_settings(AdapterSettings(roundz=2))
+    assert "\n" not in str(typo.value)
+    with pytest.raises(UnknownSetting, match="'model'"):
+        given_settings({"rounds": 1, "model": "x"})
+    with pytest.raises(UnknownSetting, match="given twice"):
+        given_settings({"harness": "a.py", "seed_harness": "b.py"})
 
 
 def test_settings_config_fills_defaults_per_thread(monkeypatch, tmp_path) -> None:

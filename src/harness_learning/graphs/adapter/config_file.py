@@ -12,8 +12,11 @@ field is a new key with nothing else to write:
 
 A key the dataclass does not have, or a value of the wrong type, is refused as one error that
 names the key and the file, with a hint (the closest key; a flag's field), before anything is
-written: a typo must not silently run the defaults. Paths in the file (`run_dir`, a data file,
-`seed_harness`) are read as the same flags' are, from the working directory.
+written: a typo must not silently run the defaults. A flag's name is taken for its field's key
+(`harness` for `seed_harness`). Relative paths in the file (`run_dir`, a data file, the harness,
+a `file.py:attr` metric or tool, `describe = "@notes.md"`, `aliases`, `task_options`' `path` and
+`index_dir`) are read against the file's folder, not the working directory: `studio` serves
+from elsewhere, and a file's meaning must not depend on where a command was started.
 """
 
 from __future__ import annotations
@@ -53,8 +56,67 @@ def read_config_file(path: str | Path, cls: type = AdaptConfig) -> dict[str, Any
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"{path}: not valid TOML: {exc}",
                               "see https://toml.io for the syntax") from exc
+    data = _aliased(data, cls, path)
     _check_table(data, cls, path, prefix="")
-    return data
+    return against_folder(data, path.resolve().parent)
+
+
+def _aliased(data: dict[str, Any], cls: type, path: Path) -> dict[str, Any]:
+    """The file's keys with a flag's name (`harness`) read as its field's (`seed_harness`);
+    both at once is refused, since one would silently lose."""
+    out = dict(data)
+    for f in dataclasses.fields(cls):
+        flag = f.metadata.get("flag")
+        if flag and flag != f.name and flag in out:
+            if f.name in out:
+                raise ConfigFileError(f"{path}: keys {flag!r} and {f.name!r} both set one "
+                                      "setting", f"keep one of them ({flag!r} is {f.name!r})")
+            out[f.name] = out.pop(flag)
+    return out
+
+
+PATH_KEYS = ("run_dir", "aliases")
+"""Keys whose value is always a path."""
+PATH_OPTIONS = ("path", "index_dir")
+"""`task_options` keys whose value is a path."""
+
+
+def against_folder(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """`data` with every relative path it names made absolute against `folder` (the settings
+    file's own): the harness file, a data-file task, `file.py:attr` references (task class,
+    metric, tools), `@file` descriptions, run_dir, aliases and the task's path options. Seed
+    names, registered tasks, `module:attr` and `mcp:` references are left as written."""
+    from harness_learning.evals.custom.datafile import is_data_path
+    from harness_learning.harnesses.seeds import SEEDS
+
+    def at(text: str) -> str:
+        path = Path(text).expanduser()
+        return text if path.is_absolute() else str(folder / path)
+
+    def ref(text: str) -> str:
+        module, colon, attr = text.rpartition(":")
+        if colon and module.endswith(".py"):
+            return f"{at(module)}:{attr}"
+        return at(text) if is_data_path(str(folder / text)) else text
+
+    out = dict(data)
+    for key in PATH_KEYS:
+        if isinstance(out.get(key), str):
+            out[key] = at(out[key])
+    harness = out.get("seed_harness")
+    if isinstance(harness, str) and harness not in SEEDS and "\n" not in harness:
+        out["seed_harness"] = at(harness)
+    for key in ("task", "metric"):
+        if isinstance(out.get(key), str):
+            out[key] = ref(out[key])
+    if isinstance(out.get("tools"), list):
+        out["tools"] = [ref(t) if isinstance(t, str) else t for t in out["tools"]]
+    if isinstance(out.get("describe"), str) and out["describe"].startswith("@"):
+        out["describe"] = "@" + at(out["describe"][1:])
+    if isinstance(out.get("task_options"), dict):
+        out["task_options"] = {k: at(v) if k in PATH_OPTIONS and isinstance(v, str) else v
+                               for k, v in out["task_options"].items()}
+    return out
 
 
 def _check_table(data: dict[str, Any], cls: type, path: Path, prefix: str) -> None:

@@ -113,8 +113,11 @@ class ThreadRun:
     thread's run on the first node that needs it, off the event loop, and closes it with
     `aclose` (the worker pool and the store)."""
 
-    def __init__(self, thread_id: str | None) -> None:
+    def __init__(self, thread_id: str | None, given: Mapping[str, Any] | None = None) -> None:
+        """`given`: the settings as the request gave them, where the server filtered the
+        graph's own context (see `graphs.serving.studio.adapter`)."""
         self.thread_id = thread_id
+        self.given = given
         self._ctx: AdapterContext | None = None
         self._lock = asyncio.Lock()
         self._held = AsyncExitStack()
@@ -123,7 +126,8 @@ class ThreadRun:
         if self._ctx is None:
             async with self._lock:
                 if self._ctx is None:
-                    settings = given_settings(getattr(runtime, "context", None))
+                    settings = given_settings(self.given if self.given is not None
+                                              else getattr(runtime, "context", None))
                     config = await asyncio.to_thread(thread_config, state.get("run_dir"),
                                                      settings, self.thread_id)
                     self._ctx = await self._open(AdapterContext.from_config(config))

@@ -77,24 +77,61 @@ def _setting_specs() -> dict[str, tuple[Any, Any]]:
 
 AdapterSettings: type[BaseModel] = create_model(
     "AdapterSettings",
-    __config__=ConfigDict(extra="ignore", title="Adaptation settings"),
+    # extra="allow": a key the form does not have is kept, so `given_settings` can refuse it
+    # by name (ignored, a typo would silently run the defaults).
+    __config__=ConfigDict(extra="allow", title="Adaptation settings"),
     __doc__="The settings of one adaptation run (AdaptConfig); unset ones keep their defaults.",
     **_setting_specs(),
 )
 """Studio's settings form of the adapter (and the type of `runtime.context`)."""
 
 
+SERVER_KEYS = frozenset({"thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map",
+                         "run_id", "assistant_id", "graph_id", "user_id", "cron_id"})
+"""Keys a LangGraph server (or its client) puts beside the settings in `configurable`."""
+
+
+class UnknownSetting(ValueError):
+    """A setting the adapter does not have: refused with its name and the closest one."""
+
+
 def given_settings(context: Any) -> dict[str, Any]:
     """The settings a run was given: the keys set and not None, from `runtime.context`
-    (an `AdapterSettings`), a mapping (`configurable`), or nothing."""
+    (an `AdapterSettings`), a mapping (`configurable`), or nothing. A field's own name is
+    taken for its form name (`seed_harness` for `harness`, as in a TOML file); a key that is
+    neither raises `UnknownSetting`."""
     if context is None:
         return {}
     if isinstance(context, BaseModel):
         values = {k: getattr(context, k) for k in context.model_fields_set}
+        values.update(context.model_extra or {})
     else:
         values = dict(context)
     known = AdapterSettings.model_fields
-    return {k: v for k, v in values.items() if k in known and v is not None}
+    aliases = {f.name: f.metadata["flag"] for f in dataclasses.fields(AdaptConfig)
+               if f.metadata.get("flag")}
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        name = aliases.get(key, key)
+        if name not in known:
+            if key in SERVER_KEYS or key.startswith(("__", "langgraph_", "x-")):
+                continue
+            raise UnknownSetting(_unknown(key, list(known)))
+        if value is not None:
+            if name in out and out[name] != value:
+                raise UnknownSetting(f"settings {key!r} and {name!r} are one setting, given "
+                                     "twice with different values: keep one")
+            out[name] = value
+    return out
+
+
+def _unknown(key: str, known: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else "the settings are the adapter's form"
+    return (f"unknown setting {key!r}: {hint} (the fields of Studio's form, as "
+            "`harness-learn adapt --help` names its flags)")
 
 
 def config_values(settings: dict[str, Any]) -> dict[str, Any]:
@@ -149,5 +186,5 @@ def _same(have: Any, value: Any) -> bool:
     return have == value or str(have) == str(value)
 
 
-__all__ = ["DEFAULT_TASK", "AdapterSettings", "config_values", "conflicts", "differences",
+__all__ = ["DEFAULT_TASK", "AdapterSettings", "UnknownSetting", "config_values", "conflicts", "differences",
            "given_settings"]

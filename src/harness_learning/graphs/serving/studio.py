@@ -28,13 +28,16 @@ import contextlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 
 from harness_learning.graphs.adapter.server_threads import RUNS_ENV, studio_runs_root
 from harness_learning.graphs.serving.embed import serve
 from harness_learning.harnesses.offline import set_offline_switches
+
+if TYPE_CHECKING:  # the server resolves the annotation itself, to pass its runtime
+    from langgraph_sdk.runtime import ServerRuntime
 
 set_offline_switches()
 
@@ -49,14 +52,20 @@ def _configurable(config: RunnableConfig | None) -> dict[str, Any]:
 # -- the adapter ------------------------------------------------------------------------------
 
 @contextlib.asynccontextmanager
-async def adapter(config: RunnableConfig) -> AsyncIterator[Any]:
+async def adapter(config: RunnableConfig, runtime: ServerRuntime) -> AsyncIterator[Any]:
     """The adapter graph. Its settings are its context schema (`AdapterSettings`: Studio's
     form); a thread keeps them (`graphs.adapter.server_threads`). The run's resources are opened by
-    its first node and closed when the run ends; a schema or state read opens nothing."""
+    its first node and closed when the run ends; a schema or state read opens nothing.
+
+    The settings are read from the server runtime's context as the request gave it: the server
+    drops keys its schema lacks before the graph sees them, which would silently run a
+    misspelt setting's default and lose `seed_harness` (the TOML name of `harness`)."""
     from harness_learning.graphs.adapter.graph import build_adapter_graph
     from harness_learning.graphs.adapter.server_threads import ThreadRun
 
-    async with ThreadRun(_configurable(config).get("thread_id")) as source:
+    given = getattr(runtime, "context", None)
+    async with ThreadRun(_configurable(config).get("thread_id"),
+                         given if isinstance(given, dict) else None) as source:
         yield build_adapter_graph(source).compile(name="adapter")
 
 
