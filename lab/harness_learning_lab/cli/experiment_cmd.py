@@ -33,6 +33,10 @@ def experiment(
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON line: per arm of a "
                                           "trained-Proposer experiment, mean, ci95, valid_rate.")
                        ] = False,
+    heldout_types: Annotated[str | None, typer.Option(
+        "--heldout-types", help="A Proposer-SFT experiment (kind = \"proposer_sft\"): test on "
+        "these types instead of the config's (rg:a,rg:b,...), with the same student: the "
+        "training stages are reused, not rerun.", show_default=False)] = None,
     ray: Annotated[str | None, typer.Option(
         "--ray", help="Run each (task, method, seed) as a Ray task: auto (the cluster `ray "
         "start` made here) or HOST:PORT. Needs the ray extra; OUT must be seen by every node.",
@@ -55,7 +59,16 @@ def experiment(
         raise typer.BadParameter("--out DIR is required")
     from harness_learning_lab.experiments.config import load_spec
     from harness_learning_lab.experiments.runner import run_experiment
+    from harness_learning_lab.experiments.sft_spec import is_sft_config
 
+    with user_errors(f"check {target}'s keys (experiments/README.md describes them)"):
+        sft = is_sft_config(target)
+    if sft:
+        _sft_experiment(target, out_dir, smoke, heldout_types, as_json)
+        return
+    if heldout_types is not None:
+        raise typer.BadParameter("--heldout-types is for a Proposer-SFT experiment "
+                                 "(experiments/proposer_sft.toml)")
     with user_errors(f"check {target}'s keys (experiments/README.md describes them)"):
         spec = load_spec(target, "smoke" if smoke else "paper")
         for key, value in {"trained_proposer": trained_proposer, "solver": solver,
@@ -74,6 +87,24 @@ def experiment(
     console.print(f"report: {path}")
     if as_json:
         _print_arms(out_dir)
+
+
+def _sft_experiment(target: str, out_dir: Path, smoke: bool, heldout_types: str | None,
+                    as_json: bool) -> None:
+    """`experiments/proposer_sft.toml`: collect, demonstrations, SFT, export, arms
+    (`experiments.sft_run`); each stage and run reused when done."""
+    from harness_learning_lab.experiments.sft_run import run_sft_experiment
+    from harness_learning_lab.experiments.sft_spec import load_sft_spec, parse_types
+
+    with user_errors("training, held-out and control types come from experiments/"
+                     "task_types.toml and must be disjoint"):
+        heldout = parse_types(heldout_types) if heldout_types is not None else None
+        spec = load_sft_spec(target, "smoke" if smoke else "paper", heldout)
+        result = run_async(run_sft_experiment(spec, out_dir, log=console.print))
+    typer.echo(result.pop("markdown"))
+    console.print(f"table: {out_dir / 'sft_table.md'}")
+    if as_json:
+        print_json_last({arm: groups.get("heldout") for arm, groups in result["arms"].items()})
 
 
 def _stage_work():

@@ -117,13 +117,15 @@ def held_questions(store: Any) -> list[str]:
     return [by_id[i] for i in sorted(ids)]
 
 
-def _judged(p: Any) -> str | None:
-    """Why a candidate is no success by the log's judging (None: valid and above its parent)."""
+def _judged(p: Any, keep_ties: bool = False) -> str | None:
+    """Why a candidate is no success by the log's judging (None: valid and above its parent,
+    or level with it under `keep_ties`)."""
     if not p.valid:
         return "invalid"
     if p.selection_score is None or p.parent_score is None:
         return "unscored on selection in the log"
-    if float(p.selection_score) <= float(p.parent_score):
+    if float(p.selection_score) < float(p.parent_score) or (
+            float(p.selection_score) == float(p.parent_score) and not keep_ties):
         return "not above its parent on selection"
     return None
 
@@ -137,11 +139,12 @@ def _focused_prompts(proposals: list[Any]) -> dict[tuple[int, str | None], Any]:
     return out
 
 
-def _demonstration(p: Any, store: Any, prompts: dict) -> tuple[dict | None, str | None]:
+def _demonstration(p: Any, store: Any, prompts: dict,
+                   keep_ties: bool = False) -> tuple[dict | None, str | None]:
     """(the row, None) for a success, or (None, why it is left out)."""
     if p.origin == "merge":
         return None, "merge candidate (no single parent prompt)"
-    why = _judged(p)
+    why = _judged(p, keep_ties)
     if why:
         return None, why
     if p.origin.startswith(OPERATOR):
@@ -207,9 +210,11 @@ def _shows(row: dict, questions: list[str]) -> str | None:
     return "shows a selection or test problem"
 
 
-def demonstrations(run_dirs: Sequence[str | Path]) -> tuple[list[dict], DemoSummary]:
+def demonstrations(run_dirs: Sequence[str | Path],
+                   keep_ties: bool = False) -> tuple[list[dict], DemoSummary]:
     """The demonstration rows of every run, and the summary; `LogError` when none is usable
-    (its message says what was left out and why)."""
+    (its message says what was left out and why). `keep_ties` also keeps valid candidates level
+    with their parent: only for a smoke run, whose tiny Solver rarely lets anything win."""
     summary, rows, seen = DemoSummary(runs=len(run_dirs)), [], set()
     for run_dir in map(Path, run_dirs):
         with open_log(run_dir) as store:
@@ -217,7 +222,7 @@ def demonstrations(run_dirs: Sequence[str | Path]) -> tuple[list[dict], DemoSumm
             prompts, questions = _focused_prompts(proposals), None
             for p in proposals:
                 summary.read += 1
-                row, why = _demonstration(p, store, prompts)
+                row, why = _demonstration(p, store, prompts, keep_ties)
                 if row is not None and questions is None:
                     questions = _questions_or_reason(store)
                 if row is not None and isinstance(questions, str):
