@@ -136,3 +136,12 @@ def test_a_held_question_in_the_task_description_is_named_as_such():
     row["completion"] = [{"role": "assistant", "content": leaking(held)}]
     assert _shows(row, [held]) == "shows a selection or test problem"
     assert _shows(row, ["Calculate 2 - -1."]) is None
+
+
+def test_ties_join_only_when_asked(tmp_path):
+    write_run(tmp_path / "run")
+    strict, _ = demonstrations([tmp_path / "run"])
+    rows, summary = demonstrations([tmp_path / "run"], keep_ties=True)
+    assert summary.kept == {"proposer": 2, "operator:interpreter": 1} and len(strict) == 2
+    assert "not above its parent on selection" not in summary.left_out
+    assert [r["selection_score"] for r in rows if r not in strict] == [0.25]  # level with 0.25
