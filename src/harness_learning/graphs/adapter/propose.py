@@ -106,7 +106,8 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
     a `proposer_attempt` event, so nothing the Proposer wrote is lost."""
     cfg = ctx.config
     proposer = await ctx.aget("proposer")
-    logprobs = LOGPROB_PARAMS if cfg.proposer_logprobs else {}
+    wanted = cfg.proposer_logprobs and proposer.config.returns_logprobs
+    logprobs = LOGPROB_PARAMS if wanted else {}
 
     sampled: list[Completion] = []
     tracer = getattr(ctx, "tracer", None)

@@ -111,6 +111,17 @@ class ModelConfig:
         return self.model[len(LOCAL_PREFIX):] if self.model.startswith(LOCAL_PREFIX) else None
 
     @property
+    def returns_logprobs(self) -> bool:
+        """Whether asking for log-probs is worth it: a local model only when it is served with
+        them (`LocalModel.logprobs`); a remote endpoint is assumed to return them."""
+        name = self.local_name
+        if name is None:
+            return True
+        from harness_learning.harnesses.llm.models import local_model
+
+        return local_model(name).logprobs
+
+    @property
     def endpoints(self) -> list[str]:
         """The configured base URLs (empty when litellm picks the provider's default)."""
         if self.api_base is None:

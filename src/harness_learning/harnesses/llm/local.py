@@ -109,18 +109,23 @@ class LocalServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self, timeout_s: float = 120.0) -> str:
-        _check_llama_cpp()
-        self.port = _free_port()
-        fd, log = tempfile.mkstemp(prefix="harness-learning-llama-", suffix=".log")
-        self.log_path = Path(log)
-        args = [
+    def server_args(self) -> list[str]:
+        """The llama-cpp-python server's command line (after the watcher's parent pid)."""
+        return [
             "--model", str(self.gguf), "--model_alias", self.model.alias,
             "--host", "127.0.0.1", "--port", str(self.port),
             "--n_threads", str(self.n_threads), "--n_threads_batch", str(self.n_threads),
             "--n_ctx", str(self.n_ctx),
             "--interrupt_requests", "False",  # a new request must not cut a streamed one short
+            "--logits_all", str(self.model.logprobs),  # see LocalModel.logprobs: GBs for Qwen
         ]  # fmt: skip
+
+    def start(self, timeout_s: float = 120.0) -> str:
+        _check_llama_cpp()
+        self.port = _free_port()
+        fd, log = tempfile.mkstemp(prefix="harness-learning-llama-", suffix=".log")
+        self.log_path = Path(log)
+        args = self.server_args()
         with os.fdopen(fd, "wb") as log_file:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", _CHILD, str(os.getpid()), *args],

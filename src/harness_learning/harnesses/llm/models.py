@@ -47,6 +47,12 @@ class LocalModel:
     """Where a fetched model comes from; None for one shipped inside a package."""
     file: Path | None = None
     """A GGUF named by its path (`local:<path>.gguf`) instead of a known model."""
+    logprobs: bool = False
+    """Served with every position's logits kept, so it can return log-probs. llama-cpp-python
+    keeps them as an n_ctx x vocabulary float32 array: 1.6 GB at most for SmolLM2 (49,152
+    tokens), but 5 GB for Qwen2.5 (151,936), measured at 6.4 GB resident after one 4,027-token
+    request, enough for three such servers to fill a 24 GB machine. Without them, logged
+    proposals carry no log-probs and offline GRPO recomputes them from the base model."""
 
     def path(self) -> Path:
         """The verified GGUF file; a clear error naming the fix when it is missing."""
@@ -69,7 +75,7 @@ class LocalModel:
 MODELS: dict[str, LocalModel] = {
     SMOLLM2: LocalModel(
         name=SMOLLM2, alias="smollm2", filename="SmolLM2-135M-Instruct.Q4_1.gguf",
-        n_threads=1, n_ctx=8192, url_env="HARNESS_LEARNING_LOCAL_URL",
+        n_threads=1, n_ctx=8192, url_env="HARNESS_LEARNING_LOCAL_URL", logprobs=True,
     ),
     QWEN_CODER: LocalModel(
         name=QWEN_CODER, alias="qwen2.5-coder-1.5b",
