@@ -20,6 +20,8 @@ from harness_learning.evals.result import EvalResult, Graded, with_metric_calls
 from harness_learning.evals.task import Task
 from harness_learning.harnesses.compiler import HarnessInvalid, check_source
 from harness_learning.harnesses.contract import LINE_LIMIT
+from harness_learning.harnesses.llm.errors import InfraError
+from harness_learning.harnesses.llm.ledger import SPEND
 from harness_learning.harnesses.results import UNSCORED, ErrorKind, ProblemResult
 from harness_learning.harnesses.sandbox import Limits, Worker, WorkerPool
 
@@ -87,7 +89,8 @@ async def evaluate(
                                                deadline=deadline)
                 else:
                     outcome = ProblemResult(problem.id, error=ROUND_OVER, error_kind=ErrorKind.TIMEOUT)
-            result = await ato_result(problem, outcome, task)
+            result = await ato_result(problem, outcome, task,
+                                      ledger=getattr(toolbox, "ledger", None))
             await _emit(on_result, result)
             return result
 
@@ -123,17 +126,38 @@ def to_result(problem: Problem, outcome: ProblemResult, task: Task) -> ProblemRe
     return dataclasses.replace(outcome, problem_id=problem.id, score=score, error=error)
 
 
-async def ato_result(problem: Problem, outcome: ProblemResult, task: Task) -> ProblemResult:
+async def ato_result(problem: Problem, outcome: ProblemResult, task: Task,
+                     ledger: Any = None) -> ProblemResult:
     """`to_result`, awaiting a task's `ascore` (an LLM judge) where it has one, so a scorer
-    that calls a model does not block the event loop the problems run on."""
+    that calls a model does not block the event loop the problems run on. `ledger`: the run's
+    budgets, on which a judge's calls reserve their share (`ledger.SPEND`); a refused one
+    leaves the problem unscored as `budget`, as a refused Solver call does."""
     ascore = getattr(task, "ascore", None)
     if ascore is None or outcome.error_kind is not None or outcome.answer is None:
         return to_result(problem, outcome, task)
+    token = SPEND.set(ledger)
     try:
         value = await ascore(problem, outcome.answer)
     except Exception as exc:
         value = exc
+    finally:
+        SPEND.reset(token)
+    refusal = budget_refusal(value)
+    if refusal is not None:
+        return dataclasses.replace(outcome, problem_id=problem.id, score=None,
+                                   error=f"the metric's model call was refused: {refusal}",
+                                   error_kind=ErrorKind.BUDGET)
     return with_metric_calls(to_result(problem, outcome, _Scored(value)), value)
+
+
+def budget_refusal(value: Any) -> InfraError | None:
+    """The budget's refusal behind `value` (an exception, perhaps a metric's wrapping one)."""
+    seen = 0
+    while isinstance(value, BaseException) and seen < 8:
+        if isinstance(value, InfraError) and value.kind == ErrorKind.BUDGET:
+            return value
+        value, seen = value.__cause__ or value.__context__, seen + 1
+    return None
 
 
 class _Scored:

@@ -16,6 +16,9 @@ judge reads of it must not be able to steer the grade:
 - Each judge call is an entry of the problem's trace (tool `judge`, one of `SOLVER_OPS`) with
   its tokens and price, so every budget of the run counts it as a Solver call. The entry holds
   which reference was used and the grade read, never the prompt (it carries the gold answer).
+  Where a budget binds the run, each call reserves its share on the run's ledger before it is
+  sent (`ledger.SPEND`, as a harness's Solver calls do); a refused call ends the grading with
+  `InfraError("budget")`, so the problem stays unscored and its evaluation is cut short.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 from harness_learning.evals.qa.metrics import normalize_answer
 from harness_learning.evals.result import Graded
 from harness_learning.harnesses.contract import JUDGE_OP, ToolCall
+from harness_learning.harnesses.llm.ledger import SPEND, reserved, used
 from harness_learning.harnesses.results import Flag
 
 JUDGE_RUBRIC = (
@@ -115,6 +119,13 @@ class Judge:
     def messages(self, question: Any, prediction: str, gold: Any) -> list[dict[str, str]]:
         return judge_messages(question, prediction, gold)
 
+    def price(self) -> Any:
+        """The judge model's price per token (None when nothing prices it)."""
+        from harness_learning.harnesses.llm.prices import price_of
+
+        config = getattr(self.client(), "config", None)
+        return price_of(config) if config is not None else None
+
     def client(self) -> Any:
         if self._client is None:
             from harness_learning.harnesses.llm import get_client
@@ -155,9 +166,12 @@ class Judge:
         client = self.client()
         empty_ok = {"allow_empty": True} if getattr(client, "accepts_empty", False) else {}
         started = time.perf_counter()
-        completion = await client.acomplete(
-            self.messages(question, prediction, reference), temperature=0.0,
-            max_tokens=JUDGE_MAX_TOKENS, **empty_ok)
+        messages = self.messages(question, prediction, reference)
+        ledger = SPEND.get()
+        async with reserved(ledger, messages, JUDGE_MAX_TOKENS, self.price()) as use:
+            completion = await client.acomplete(messages, temperature=0.0,
+                                                max_tokens=JUDGE_MAX_TOKENS, **empty_ok)
+            used(use, completion)
         reply = str(getattr(completion, "text", completion) or "")
         grade = parse_grade(reply)
         self.calls += 1
@@ -165,6 +179,8 @@ class Judge:
         self.cache_hits += cached
         calls.append(_trace_entry(completion, self.model, against, reply, grade, cached,
                                   time.perf_counter() - started))
+        if ledger is not None:  # settled by its reservation: not to be charged again
+            calls[-1].meta["reserved"] = True
         return 0.0 if grade is None else grade
 
 

@@ -22,9 +22,11 @@ best. A metric may raise or return anything: `check_score` turns that into one c
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,10 +36,12 @@ from harness_learning.evals.custom.judge_metric import (  # noqa: F401 (the metr
     JUDGE_GRADES,
     JUDGE_RUBRIC,
     Judge,
+    _trace_entry,
     parse_grade,
 )
 from harness_learning.evals.qa.metrics import f1_score, normalize_answer
 from harness_learning.evals.result import Graded
+from harness_learning.harnesses.llm.ledger import METERED
 
 METRIC_NAMES = ("exact", "f1", "contains", "numeric[:REL_TOL]", "regex", "json",
                 "module:function", "judge:MODEL")
@@ -72,9 +76,40 @@ class Metric:
         return max(check_score(self.fn(prediction, g, example), self.spec) for g in golds)
 
     async def ascore(self, prediction: str, golds: list[Any], example: dict[str, Any]) -> float:
-        if self.judge is None:
+        """`score` without blocking the event loop the problems run on: a judge's calls are
+        awaited, a user metric runs in a thread (`metered`), a built-in one at once."""
+        if self.judge is not None:
+            return await self.judge.agrade_all(example.get("question", ""), prediction, golds)
+        if self.per_gold:
             return self.score(prediction, golds, example)
-        return await self.judge.agrade_all(example.get("question", ""), prediction, golds)
+        return await metered(self.score, prediction, golds, example)
+
+
+_ONE_AT_A_TIME = threading.Lock()
+
+
+async def metered(score: Callable[..., float], *args: Any) -> float:
+    """A user metric's `score(*args)` in a thread of its own, one at a time (as it ran before,
+    on the loop), so it may call the model layer's blocking `complete`. Each model call it
+    makes through the model layer (`ledger.METERED`) comes back on the `Graded` score as a
+    `judge` entry of the problem's trace: a Solver call to every budget of the run."""
+    calls: list[Any] = []
+
+    def run() -> float:
+        METERED.set(calls)  # this thread's own copy of the context
+        with _ONE_AT_A_TIME:
+            return score(*args)
+
+    value = await asyncio.to_thread(run)
+    if not calls:
+        return value
+    entries = tuple(_trace_entry(c, str(getattr(c, "model", "") or "metric"), "metric",
+                                 str(getattr(c, "text", "")), None,
+                                 bool(getattr(c, "cached", False)),
+                                 float(getattr(c, "latency_s", 0.0) or 0.0)) for c in calls)
+    if isinstance(value, Graded):
+        return Graded(float(value), value.feedback, (*value.calls, *entries))
+    return Graded(float(value), None, entries)
 
 
 def check_score(value: Any, spec: str) -> float:

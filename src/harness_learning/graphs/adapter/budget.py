@@ -6,6 +6,10 @@ is passed however many problems run at once. A refused call leaves its problem u
 `budget`; the evaluation it belonged to is cut short, and `budget_cut` stops the run there:
 that evaluation is never judged, so its version is never adopted.
 
+The parent's own calls too: each Proposer call reserves its tokens and USD (`proposer_share`,
+a refusal stops the run before the call is sent), and a judge metric's calls reserve as Solver
+calls while the evaluator scores (`ledger.SPEND`).
+
 Per evaluation: between rounds, `stop_reason` reads the spend the `select` node put in the
 state (the store's `spent()`); before each evaluation starts (the current version's, each
 candidate's, each racing stage's, each memorisation probe), `check_budget` reads the store and
@@ -14,11 +18,13 @@ the ledger and raises `BudgetStop` once a limit is reached, so no evaluation sta
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from harness_learning.graphs.adapter.config import AdaptConfig, Budget
 from harness_learning.harnesses.contract import JUDGE_OP
+from harness_learning.harnesses.llm.errors import InfraError
+from harness_learning.harnesses.llm.ledger import Use, reserved
 from harness_learning.harnesses.results import ErrorKind
 from harness_learning.harnesses.store.spend import call_cost
 
@@ -65,13 +71,53 @@ def cut_short(result: Any) -> bool:
 
 
 def charge_judged(ctx: AdapterContext, result: Any) -> None:
-    """Count a finished problem's judge-metric calls (Solver calls to every budget, made by
-    the metric in the parent, not reserved) on the run's ledger, before the next call's."""
+    """Count a finished problem's metric calls that no reservation held (Solver calls to every
+    budget, made in the parent: a user metric's; a judge's reserve and settle on the ledger
+    themselves) on the run's ledger, before the next call's."""
     ledger = getattr(ctx, "ledger", None)
-    judged = [c for c in result.calls if c.tool == JUDGE_OP]
+    judged = [c for c in result.calls
+              if c.tool == JUDGE_OP and not (c.meta or {}).get("reserved")]
     if ledger is not None and judged:
         ledger.charge(sum(c.tokens for c in judged), sum(call_cost(c) for c in judged),
                       solver_calls=len(judged))
+
+
+PROPOSER_COMPLETION_TOKENS = 2048
+"""`max_tokens` of a Proposer call that nothing else bounds (the run's estimate assumes it)."""
+
+
+@contextlib.asynccontextmanager
+async def proposer_share(ctx: AdapterContext, proposer: Any, messages: Any,
+                         params: dict[str, Any]) -> AsyncIterator[Use]:
+    """Hold one Proposer call's share of the token and USD budgets (its prompt bound and
+    `max_tokens`, set in `params` when nothing else bounds it; no Solver call) before it is
+    sent; set the yielded `Use` to what it used. A share that cannot fit stops the run
+    (`BudgetStop`) with the call never sent, logged as the run's `budget_stop`."""
+    from harness_learning.harnesses.llm.prices import price_of
+
+    ledger = getattr(ctx, "ledger", None)
+    if ledger is None:
+        yield Use()
+        return
+    config = getattr(proposer, "config", None)
+    cap = params.get("max_tokens") or (getattr(config, "params", None) or {}).get("max_tokens")
+    if not cap:
+        cap = params["max_tokens"] = PROPOSER_COMPLETION_TOKENS
+    price = price_of(config) if config is not None else None
+    try:
+        async with reserved(ledger, messages, int(cap), price, solver_calls=0) as use:
+            yield use
+    except InfraError as exc:
+        if exc.kind != ErrorKind.BUDGET:
+            raise
+        spent = await committed(ctx)
+        reason = ledger.refused or "budget reached"
+        if not ledger.stop_logged:
+            ledger.stop_logged = True
+            await ctx.store.aappend_event("budget_stop", {
+                "reason": reason, "before": "proposer call", "spent": spent})
+        raise BudgetStop(reason, f" (spent {spent_line(spent)}; a Proposer call was not "
+                                 "sent)") from None
 
 
 async def committed(ctx: AdapterContext) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness_learning.evals.judge import Outcome
+from harness_learning.graphs.adapter.budget import proposer_share
 from harness_learning.graphs.adapter.demonstrations import demonstrations
 from harness_learning.graphs.adapter.memory import run_memory
 from harness_learning.graphs.adapter.proposer import build_focused_messages, build_proposer_messages
@@ -23,6 +24,7 @@ from harness_learning.graphs.adapter.repair import second_chances
 from harness_learning.harnesses.edits.function_edit import node_functions
 from harness_learning.harnesses.edits.operators import OPERATORS, Demonstrations, apply_operator
 from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS, Completion
+from harness_learning.harnesses.llm.ledger import used
 from harness_learning.harnesses.store.records import proposal_id
 from harness_learning.harnesses.store.spend import PROPOSER_COST_EVENT
 
@@ -114,17 +116,15 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
 
     async def sample(messages: list[dict[str, str]], seed: int) -> Completion:
         params = {**logprobs, **cfg.proposer_params, "seed": seed}
-        if tracer is None:
-            sampled.append(await proposer.acomplete(messages, **params))
-        else:  # traced under the candidate, with the attempt's tokens and cost
-            model = str(getattr(getattr(proposer, "config", None), "model", "proposer"))
-            async with tracer.model_call("proposer", model, params, messages) as call:
-                call.result = await proposer.acomplete(messages, **params)
-            sampled.append(call.result)
-        ledger = getattr(ctx, "ledger", None)
-        if ledger is not None:  # the run's budgets count every Proposer call as it returns
-            done = sampled[-1]
-            ledger.charge(done.prompt_tokens + done.completion_tokens, done.cost or 0.0)
+        async with proposer_share(ctx, proposer, messages, params) as use:  # held before sent
+            if tracer is None:
+                sampled.append(await proposer.acomplete(messages, **params))
+            else:  # traced under the candidate, with the attempt's tokens and cost
+                model = str(getattr(getattr(proposer, "config", None), "model", "proposer"))
+                async with tracer.model_call("proposer", model, params, messages) as call:
+                    call.result = await proposer.acomplete(messages, **params)
+                sampled.append(call.result)
+            used(use, sampled[-1])
         return sampled[-1]
 
     async def judged(completion: Completion, attempt: str) -> Outcome:

@@ -23,6 +23,7 @@ from harness_learning.harnesses.llm.config import ModelConfig
 from harness_learning.harnesses.llm.direct import DirectTransport
 from harness_learning.harnesses.llm.errors import InfraError, ModelRequestError
 from harness_learning.harnesses.llm.failures import backoff_s, classify
+from harness_learning.harnesses.llm.ledger import METERED
 from harness_learning.harnesses.llm.litellm_loop import (
     background_loop,
     import_litellm,
@@ -99,6 +100,16 @@ class ModelClient:
 
     async def acomplete(self, messages: Messages, *, allow_empty: bool = False,
                         **params: Any) -> Completion:
+        """`_acomplete`, the completion also put in `ledger.METERED` where a user metric's
+        calls are collected (for its problem's trace, where every budget counts them)."""
+        completion = await self._acomplete(messages, allow_empty=allow_empty, **params)
+        metered = METERED.get()
+        if metered is not None:
+            metered.append(completion)
+        return completion
+
+    async def _acomplete(self, messages: Messages, *, allow_empty: bool = False,
+                         **params: Any) -> Completion:
         """Ask the model; raises InfraError when the infrastructure fails after retries and
         ModelRequestError when the endpoint rejects the request itself.
 

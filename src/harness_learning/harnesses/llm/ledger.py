@@ -13,15 +13,21 @@ never the harness's fault) and it sticks: every later call is refused too, and t
 stops the run with the evaluation that was cut neither judged nor adopted.
 
 The ledger starts from what the run's log says was spent (`base`, read once), and counts
-everything sent since, also the calls of problems whose results are never stored. Proposer
-calls and a judge metric's calls are not reserved (they are not the harness's), but `charge`
-adds what they used as soon as they are known.
+everything sent since, also the calls of problems whose results are never stored.
+
+The parent's own calls are held the same way: each Proposer call reserves its prompt bound and
+`max_tokens` (tokens and USD, no Solver call), and each call of a judge metric reserves as a
+Solver call (the evaluator names the run's ledger in `SPEND` while it scores). A user metric
+(`module:function`) runs in a thread of its own, off the run's event loop: its calls through
+the model layer are collected in `METERED` and reach the problem's trace as Solver calls
+(`judge` entries), counted by `charge` and by the log's spend once the problem is scored.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +75,16 @@ def prompt_bound(messages: Any) -> int:
     return total
 
 
+SPEND: contextvars.ContextVar[SpendLedger | None] = contextvars.ContextVar(
+    "harness_learning_spend", default=None)
+"""The run's ledger while the evaluator scores a problem: a judge metric reserves its calls
+on it (None: no budget binds them)."""
+METERED: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+    "harness_learning_metered", default=None)
+"""Where `ModelClient` puts each completion it returns while a user metric runs (None: not
+collected). A list, appended from whichever loop serves the call."""
+
+
 class SpendLedger:
     """Reservations against `caps`; `base` returns what the run spent before this process
     (keys `solver_calls`, `tokens`, `cost_usd`). One ledger per run, used on one event loop."""
@@ -84,6 +100,9 @@ class SpendLedger:
         """Reserved by calls in flight."""
         self.refused: str | None = None
         """Why a reservation was refused (`solver-call budget 10 reached`); None until one is."""
+        self.stop_logged = False
+        """Whether the run's log holds the stop `refused` caused (Proposer calls refused at
+        once in parallel log it once)."""
         self._unbounded = 0
         self._changed: asyncio.Condition | None = None
 
@@ -121,12 +140,14 @@ class SpendLedger:
         self.settled["cost_usd"] += float(cost_usd)
 
     @contextlib.asynccontextmanager
-    async def reserve(self, tokens: int, cost_usd: float) -> AsyncIterator[Use]:
-        """Hold one Solver call's share (`tokens` and `cost_usd` bound what it can use) until
-        the block ends; set the yielded `Use` to what it used. Raises `InfraError("budget")`
-        when the share cannot fit."""
+    async def reserve(self, tokens: int, cost_usd: float,
+                      solver_calls: int = 1) -> AsyncIterator[Use]:
+        """Hold one call's share (`tokens` and `cost_usd` bound what it can use; a Proposer
+        call is no Solver call: `solver_calls=0`) until the block ends; set the yielded `Use`
+        to what it used. Raises `InfraError("budget")` when the share cannot fit."""
         await self.load()
-        need = {"solver_calls": 1, "tokens": int(tokens), "cost_usd": float(cost_usd)}
+        need = {"solver_calls": int(solver_calls), "tokens": int(tokens),
+                "cost_usd": float(cost_usd)}
         changed = self._condition()
         async with changed:
             while True:
@@ -145,7 +166,7 @@ class SpendLedger:
             async with changed:
                 for key, value in need.items():
                     self.held[key] -= value
-                self.settled["solver_calls"] += 1
+                self.settled["solver_calls"] += need["solver_calls"]
                 self.settled["tokens"] += int(use.tokens)
                 self.settled["cost_usd"] += float(use.cost_usd)
                 changed.notify_all()
@@ -156,7 +177,7 @@ class SpendLedger:
             return None
         if self.refused is None:
             calls = self.caps.solver_calls
-            if calls is not None and (self.settled["solver_calls"] + self.held["solver_calls"]
+            if calls is not None and need["solver_calls"] and (self.settled["solver_calls"] + self.held["solver_calls"]
                                       + need["solver_calls"] > calls):
                 self.refused = f"solver-call budget {calls} reached"
             elif not self._fits(need, in_flight=False):
@@ -179,3 +200,23 @@ class SpendLedger:
         if self._changed is None:
             self._changed = asyncio.Condition()
         return self._changed
+
+
+def reserved(ledger: SpendLedger | None, messages: Any, completion_tokens: int, price: Any,
+             solver_calls: int = 1) -> contextlib.AbstractAsyncContextManager[Use]:
+    """The reservation of one call of `messages` answered in at most `completion_tokens`,
+    priced at `price` (a `prices.Price` or None): the ledger's, or a free one when no ledger
+    binds the call."""
+    if ledger is None:
+        return contextlib.nullcontext(Use())
+    tokens = prompt_bound(messages) + int(completion_tokens)
+    cost = price.cost(prompt_bound(messages), completion_tokens) if price is not None else 0.0
+    return ledger.reserve(tokens, cost, solver_calls=solver_calls)
+
+
+def used(use: Use, completion: Any) -> None:
+    """Record on `use` what `completion` used (a cached answer costs nothing)."""
+    use.tokens = int(getattr(completion, "prompt_tokens", 0) or 0) + int(
+        getattr(completion, "completion_tokens", 0) or 0)
+    cost = getattr(completion, "cost", None)
+    use.cost_usd = float(cost) if isinstance(cost, int | float) and cost > 0 else 0.0
