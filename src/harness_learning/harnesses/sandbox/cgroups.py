@@ -11,6 +11,13 @@ cgroup v2 is used where it is mounted with the memory and pids controllers at
 /sys/fs/cgroup; otherwise the v1 `memory`, `pids` and `cpu` hierarchies (CPU is bounded only
 where its controller is writable). `Cgroups.probe()` says which one works here; where none does,
 the caller falls back to rlimits and says so (see `LocalBackend.protections`).
+
+A candidate group is named after the process that made it (`w-PID-...`). A parent killed with
+SIGKILL never removes its groups, and the next process to use the hierarchy sweeps them
+(`Cgroups.sweep`, once per process at `probe`): a group whose owner is gone has its members
+killed and is removed. A group whose owner is alive is never touched: two runs (two test
+workers) use the hierarchy at once. Groups named before owners were (`w-HEX`) are removed
+only when empty and untouched for `UNOWNED_STALE_S`.
 """
 
 from __future__ import annotations
@@ -19,7 +26,9 @@ import contextlib
 import contextvars
 import functools
 import os
+import re
 import signal
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +36,10 @@ from pathlib import Path
 ROOT = Path("/sys/fs/cgroup")
 GROUP = "harness-learning"
 CPU_PERIOD_US = 100_000
+UNOWNED_STALE_S = 3600.0
+"""Age of an empty group without an owner in its name before a sweep removes it (such a group
+is joined within a second of its making; one this old is a leftover)."""
+_NAME = re.compile(r"^w-(?:(?P<owner>\d+)-)?[0-9a-f]{10,12}$")
 
 
 @dataclass(frozen=True)
@@ -223,21 +236,73 @@ class Cgroups:
         for cg in candidates:
             try:
                 cg.make(Spec(64 << 20, 8, 1.0)).remove()
-                return cg
             except OSError:
                 continue
+            with contextlib.suppress(OSError):
+                cg.sweep()
+            return cg
         return None
 
     def make(self, spec: Spec) -> Group:
         for base in self.bases:
             base.mkdir(exist_ok=True)
-        name = f"w-{uuid.uuid4().hex[:12]}"
+        name = f"w-{os.getpid()}-{uuid.uuid4().hex[:10]}"
         return _make([b / name for b in self.bases], self.version, spec)
+
+    def sweep(self) -> list[str]:
+        """Kill the members of, and remove, each candidate group whose owner process is gone
+        (and each empty stale group without an owner); returns the names removed."""
+        found: dict[str, list[Path]] = {}
+        for base in self.bases:
+            with contextlib.suppress(OSError):
+                for d in base.iterdir():
+                    if _NAME.match(d.name) and d.is_dir():
+                        found.setdefault(d.name, []).append(d)
+        swept = []
+        for name, dirs in sorted(found.items()):
+            owner = _NAME.match(name)["owner"]  # type: ignore[index]
+            group = Group(dirs, self.version, "main" if self.version == 2 else None)
+            if owner is not None:
+                if _alive(int(owner)):
+                    continue
+                group.kill()
+            elif group.pids() or not _stale(dirs):
+                continue
+            if _removed(group):
+                swept.append(name)
+        return swept
 
     def controls(self) -> list[str]:
         if self.version == 2:
             return ["memory", "pids", "cpu"]
         return [b.parent.name for b in self.bases]
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` exists here (a zombie still does: its parent has not reaped it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by another user
+        return True
+    return True
+
+
+def _stale(dirs: list[Path]) -> bool:
+    try:
+        return all(time.time() - d.stat().st_mtime > UNOWNED_STALE_S for d in dirs)
+    except OSError:
+        return False
+
+
+def _removed(group: Group) -> bool:
+    """Remove `group`, waiting up to a second for its killed members to exit."""
+    for _ in range(20):
+        if group.remove():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 CANDIDATE_GROUP: contextvars.ContextVar[Group | None] = contextvars.ContextVar(
