@@ -17,7 +17,6 @@ import json
 import os
 import re
 import threading
-import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -37,11 +36,6 @@ from harness_learning.harnesses.store.pgurl import (
     remember_password,
     unreachable,
 )
-from harness_learning.harnesses.store.records import (
-    RunMeta,
-    clean_text,
-    source_sha,
-)
 from harness_learning.harnesses.store.schema import (
     DDL,
     MIGRATIONS,
@@ -56,7 +50,7 @@ from harness_learning.harnesses.store.spend import (
     PROPOSER_ORIGIN,
     spend,
 )
-from harness_learning.harnesses.store.sql import SQLLogStore, decode, encode
+from harness_learning.harnesses.store.sql import SQLLogStore, encode
 
 POINTER = "store.json"
 """The run directory's record of where its PostgreSQL log is: {"url", "schema"}."""
@@ -259,36 +253,15 @@ class PostgresLogStore(SQLLogStore):
             cur.execute(self._pg.sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
                 self._pg.sql.Identifier(self.schema)))
 
-    # -- run ---------------------------------------------------------------------------------
-    def init_run(self, config: dict[str, Any], run_id: str | None = None) -> RunMeta:
-        with self._tx() as cur:
-            cur.execute("LOCK TABLE runs IN EXCLUSIVE MODE")
-            row = cur.execute("SELECT * FROM runs LIMIT 1").fetchone()
-            if row is None:
-                meta = RunMeta(run_id or uuid.uuid4().hex, config, time.time(), SCHEMA_VERSION)
-                cur.execute("INSERT INTO runs (run_id, config, created_at, schema_version) "
-                            "VALUES (%s, %s, %s, %s)", (meta.run_id, _encode_pg("config", config),
-                                                        meta.created_at, SCHEMA_VERSION))
-                return meta
-        meta = decode(RunMeta, row, self.where)
-        if run_id is not None and run_id != meta.run_id:
-            raise LogStoreError(f"{self.where} belongs to run {meta.run_id!r}, not {run_id!r}")
-        return meta
+    def _serialise(self, cur: Any, table: str) -> None:
+        """A table lock readers pass: PostgreSQL's transactions do not serialise writers."""
+        cur.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
 
-    # -- versions ----------------------------------------------------------------------------
-    def put_version(
-        self, source: str, parent: str | None = None, round_: int = 0, note: str = ""
-    ) -> str:
-        source = clean_text(source)
-        sha = source_sha(source)
-        with self._tx() as cur:
-            cur.execute(
-                "INSERT INTO versions (sha, source, parent_sha, round, note, created_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (sha) DO NOTHING",
-                (sha, _encode_pg("source", source), parent, round_, _encode_pg("note", note),
-                 time.time()))
-        return sha
+    def _inserted(self, cur: Any, statement: str, params: Iterable[Any], column: str) -> int:
+        return int(cur.execute(self._sql(f"{statement} RETURNING {column}"),
+                               tuple(params)).fetchone()[column])
 
+    # -- spend -------------------------------------------------------------------------------
     def spent(self) -> dict[str, Any]:
         ops = ", ".join(f"'{op}'" for op in SOLVER_OPS)
         calls = f"FROM json_array_elements(trace::json) c WHERE c->>'tool' IN ({ops})"
@@ -312,15 +285,3 @@ class PostgresLogStore(SQLLogStore):
         return spend(solver_calls=solver["calls"], solver_tokens=solver["tokens"],
                      solver_cost_usd=solver["cost"], proposer_calls=proposer["calls"] + second["calls"],
                      proposer_tokens=proposer["tokens"], proposer_cost_usd=paid["cost"])
-
-    # -- events ----------------------------------------------------------------------------
-    def append_event(self, kind: str, payload: dict[str, Any] | None = None) -> int:
-        """Appends are serialised (a table lock readers pass), so sequence numbers are in
-        commit order and a reader following `after_seq` never skips one committed late."""
-        with self._tx() as cur:
-            cur.execute("LOCK TABLE events IN EXCLUSIVE MODE")
-            row = cur.execute(
-                "INSERT INTO events (ts, kind, payload) VALUES (%s, %s, %s) RETURNING seq",
-                (time.time(), _encode_pg("kind", kind), _encode_pg("payload", payload or {}))
-            ).fetchone()
-            return int(row["seq"])

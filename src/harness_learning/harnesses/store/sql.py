@@ -2,8 +2,10 @@
 dialects, written once in SQLite's `?` style, with the records mapped to rows and back.
 
 A backend supplies its connection (`_tx`, `_query`), its placeholder and insertion-order
-column, and the value encoding its database needs; the schema is `schema.DDL` in both (the
-PostgreSQL DDL is derived from it), so a record has the same columns everywhere.
+column, the value encoding its database needs, how it serialises writers of one table
+(`_serialise`) and how an insert gives back its new number (`_inserted`); the schema is
+`schema.DDL` in both (the PostgreSQL DDL is derived from it), so a record has the same columns
+everywhere. Only `spent`, which sums JSON inside the database, is written per dialect.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import dataclasses
 import json
 import math
 import time
+import uuid
 from abc import abstractmethod
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar, TypeVar
@@ -27,9 +30,10 @@ from harness_learning.harnesses.store.records import (
     RunMeta,
     Version,
     clean_text,
+    source_sha,
     to_jsonable,
 )
-from harness_learning.harnesses.store.schema import BOOL_FIELDS, JSON_FIELDS
+from harness_learning.harnesses.store.schema import BOOL_FIELDS, JSON_FIELDS, SCHEMA_VERSION
 
 R = TypeVar("R")
 NULLABLE_JSON = frozenset({"parsed_edit", "logprobs"})
@@ -137,10 +141,47 @@ class SQLLogStore(LogStore):
             f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {update}"),
             [[self._encode(n, row[n]) for n in cols] for row in rows])
 
+    def _serialise(self, cur: Any, table: str) -> None:  # noqa: B027 - SQLite needs nothing
+        """Make this transaction the only writer of `table` until it commits (SQLite's
+        BEGIN IMMEDIATE already holds the whole file's write lock)."""
+
+    @abstractmethod
+    def _inserted(self, cur: Any, statement: str, params: Iterable[Any], column: str) -> int:
+        """Run one INSERT (in `?` style) and return the `column` the database numbered."""
+
     # -- run and versions --------------------------------------------------------------------
+    def init_run(self, config: dict[str, Any], run_id: str | None = None) -> RunMeta:
+        with self._tx() as cur:
+            self._serialise(cur, "runs")
+            row = cur.execute(self._sql("SELECT * FROM runs LIMIT 1")).fetchone()
+            if row is None:
+                meta = RunMeta(run_id or uuid.uuid4().hex, config, time.time(), SCHEMA_VERSION)
+                cur.execute(self._sql("INSERT INTO runs (run_id, config, created_at, "
+                                      "schema_version) VALUES (?, ?, ?, ?)"),
+                            (meta.run_id, self._encode("config", config), meta.created_at,
+                             SCHEMA_VERSION))
+                return meta
+        meta = decode(RunMeta, row, self.where)
+        if run_id is not None and run_id != meta.run_id:
+            raise LogStoreError(f"{self.where} belongs to run {meta.run_id!r}, not {run_id!r}")
+        return meta
+
     def get_run(self) -> RunMeta | None:
         rows = self._rows("SELECT * FROM runs LIMIT 1")
         return decode(RunMeta, rows[0], self.where) if rows else None
+
+    def put_version(
+        self, source: str, parent: str | None = None, round_: int = 0, note: str = ""
+    ) -> str:
+        source = clean_text(source)
+        sha = source_sha(source)
+        row = {"sha": sha, "source": source, "parent_sha": parent, "round": round_,
+               "note": note, "created_at": time.time()}
+        with self._tx() as cur:
+            cur.execute(self._sql(
+                f"INSERT INTO versions ({', '.join(row)}) VALUES ({', '.join('?' * len(row))}) "
+                "ON CONFLICT (sha) DO NOTHING"), [self._encode(n, v) for n, v in row.items()])
+        return sha
 
     def get_version(self, sha: str) -> Version | None:
         rows = self._rows("SELECT * FROM versions WHERE sha=?", (sha,))
@@ -214,6 +255,15 @@ class SQLLogStore(LogStore):
     def iter_decisions(self) -> Iterator[Decision]:
         for row in self._rows("SELECT * FROM decisions ORDER BY round"):
             yield decode(Decision, row, self.where)
+
+    def append_event(self, kind: str, payload: dict[str, Any] | None = None) -> int:
+        """Appends are serialised, so sequence numbers are in commit order and a reader
+        following `after_seq` never skips one committed late."""
+        with self._tx() as cur:
+            self._serialise(cur, "events")
+            return self._inserted(cur, "INSERT INTO events (ts, kind, payload) VALUES (?, ?, ?)",
+                                  (time.time(), self._encode("kind", kind),
+                                   self._encode("payload", payload or {})), "seq")
 
     def iter_events(self, after_seq: int = 0, kinds: Iterable[str] | None = None) -> Iterator[Event]:
         rows = self._rows("SELECT * FROM events WHERE seq>? ORDER BY seq", (after_seq,))

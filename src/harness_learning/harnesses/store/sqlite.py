@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
-import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,11 +20,6 @@ from harness_learning.harnesses.sqlite_wal import enable_wal
 from harness_learning.harnesses.store.base import (
     LogStoreError,
     SchemaVersionError,
-)
-from harness_learning.harnesses.store.records import (
-    RunMeta,
-    clean_text,
-    source_sha,
 )
 from harness_learning.harnesses.store.schema import (
     DDL,
@@ -41,7 +34,7 @@ from harness_learning.harnesses.store.spend import (
     PROPOSER_ORIGIN,
     spend,
 )
-from harness_learning.harnesses.store.sql import SQLLogStore, decode, encode
+from harness_learning.harnesses.store.sql import SQLLogStore
 
 FILENAME = "log.sqlite"
 
@@ -128,35 +121,11 @@ class SQLiteLogStore(SQLLogStore):
         """SQLite's own verdict on the file ('ok' when sound)."""
         return self._query("PRAGMA integrity_check")[0][0]
 
-    # -- run ---------------------------------------------------------------------------------
-    def init_run(self, config: dict[str, Any], run_id: str | None = None) -> RunMeta:
-        with self._tx() as c:
-            row = c.execute("SELECT * FROM runs LIMIT 1").fetchone()
-            if row is None:
-                meta = RunMeta(run_id or uuid.uuid4().hex, config, time.time(), SCHEMA_VERSION)
-                c.execute(
-                    "INSERT INTO runs VALUES (?, ?, ?, ?)",
-                    (meta.run_id, encode("config", config), meta.created_at, SCHEMA_VERSION),
-                )
-                return meta
-        meta = decode(RunMeta, row, self.where)
-        if run_id is not None and run_id != meta.run_id:
-            raise LogStoreError(f"{self.path} belongs to run {meta.run_id!r}, not {run_id!r}")
-        return meta
+    def _inserted(self, cur: sqlite3.Connection, statement: str, params: Iterable[Any],
+                  column: str) -> int:
+        return int(cur.execute(self._sql(statement), tuple(params)).lastrowid)
 
-    # -- versions ----------------------------------------------------------------------------
-    def put_version(
-        self, source: str, parent: str | None = None, round_: int = 0, note: str = ""
-    ) -> str:
-        source = clean_text(source)
-        sha = source_sha(source)
-        with self._tx() as c:
-            c.execute(
-                "INSERT OR IGNORE INTO versions VALUES (?, ?, ?, ?, ?, ?)",
-                (sha, source, parent, round_, note, time.time()),
-            )
-        return sha
-
+    # -- spend -------------------------------------------------------------------------------
     def spent(self) -> dict[str, Any]:
         solver_ops = ", ".join(f"'{op}'" for op in SOLVER_OPS)
         calls = (f"FROM json_each(trace) WHERE json_extract(value, '$.tool') IN ({solver_ops})")
@@ -176,12 +145,3 @@ class SQLiteLogStore(SQLLogStore):
         return spend(solver_calls=solver[1], solver_tokens=solver[0], solver_cost_usd=solver[2],
                      proposer_calls=proposer[0] + second, proposer_tokens=proposer[1],
                      proposer_cost_usd=proposer_cost)
-
-    # -- events ----------------------------------------------------------------------------
-    def append_event(self, kind: str, payload: dict[str, Any] | None = None) -> int:
-        with self._tx() as c:
-            cur = c.execute(
-                "INSERT INTO events (ts, kind, payload) VALUES (?, ?, ?)",
-                (time.time(), kind, encode("payload", payload or {})),
-            )
-            return int(cur.lastrowid)
