@@ -36,12 +36,6 @@ from harness_learning.harnesses.store.records import (
     to_jsonable,
 )
 from harness_learning.harnesses.store.schema import MIGRATIONS, SCHEMA_VERSION
-from harness_learning.harnesses.store.spend import (
-    PROPOSER_COST_EVENT,
-    event_cost,
-    solver_spend,
-    spend,
-)
 
 FILENAME = "log.jsonl"
 R = TypeVar("R")
@@ -195,18 +189,6 @@ class JsonlLogStore(LogStore):
             if all(v is None or row[k] == v for k, v in
                    (("sha", sha), ("purpose", purpose), ("round", round))):
                 yield self._decode(Evaluation, row)
-
-    def spent(self) -> dict[str, Any]:
-        evaluations, proposals = self._all("evaluations"), self._all("proposals")
-        calls, cost = solver_spend(r.get("trace") or [] for r in evaluations)
-        proposer_tokens = sum(int(r.get("prompt_tokens") or 0) + int(r.get("completion_tokens") or 0)
-                              for r in proposals)
-        proposer_cost = sum(event_cost(r.get("payload") or {}) for r in self._all("events")
-                            if r.get("kind") == PROPOSER_COST_EVENT)
-        return spend(solver_calls=calls,
-                     solver_tokens=sum(int(r.get("tokens") or 0) for r in evaluations),
-                     solver_cost_usd=cost, proposer_calls=len(proposals),
-                     proposer_tokens=proposer_tokens, proposer_cost_usd=proposer_cost)
 
     # -- proposals ---------------------------------------------------------------------------
     def put_proposal(self, proposal: Proposal) -> str:

@@ -26,7 +26,6 @@ from harness_learning.harnesses.edits.operators import OPERATORS, Demonstrations
 from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS, Completion
 from harness_learning.harnesses.llm.ledger import used
 from harness_learning.harnesses.store.records import proposal_id
-from harness_learning.harnesses.store.spend import PROPOSER_COST_EVENT
 
 PROPOSER = "proposer"
 MERGE = "merge"
@@ -141,10 +140,8 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
     messages, completion, outcome = await second_chances(
         proposer_messages(ctx, payload, parent_source, memory), seed, parent_source, sample,
         judged, turns=cfg.second_chance_turns)
-    for replaced in sampled[:-1]:  # paid for too; the last is priced with its proposal
-        if replaced.cost:
-            await ctx.store.aappend_event(PROPOSER_COST_EVENT, {
-                "proposal_id": proposal_id(payload["round"], payload["index"]),
-                "round": payload["round"], "cost_usd": float(replaced.cost)})
+    for paid in sampled:  # every call is priced, a replaced sample's too
+        await ctx.store.arecord_proposer_cost(proposal_id(payload["round"], payload["index"]),
+                                              payload["round"], paid.cost)
     return CandidateProposal(PROPOSER, messages, completion, cfg.edit_format, outcome)
 

@@ -70,3 +70,30 @@ def solver_spend(traces: Iterable[Iterable[Any]]) -> tuple[int, float]:
 def event_cost(payload: Mapping[str, Any]) -> float:
     value = payload.get("cost_usd")
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def spent_from(evaluations: Iterable[Any], proposals: Iterable[Any],
+               events: Iterable[Any]) -> dict[str, Any]:
+    """`spend` read from a log's records (`Evaluation`, `Proposal`, `Event`), as the SQL
+    backends sum it in the database: a backend that has no query language gets the same
+    ledger. Proposer calls are the Proposer's proposals and their second chances (attempts
+    other than the first "sample"); its USD is the `proposer_cost` events'."""
+    solver_tokens, traces = 0, []
+    for ev in evaluations:
+        solver_tokens += int(ev.result.tokens or 0)
+        traces.append(ev.result.calls)
+    calls, cost = solver_spend(traces)
+    proposer_calls = proposer_tokens = 0
+    for p in proposals:
+        proposer_calls += p.origin == PROPOSER_ORIGIN
+        proposer_tokens += int(p.prompt_tokens or 0) + int(p.completion_tokens or 0)
+    proposer_cost = 0.0
+    for e in events:
+        attempt = e.payload.get("attempt") if isinstance(e.payload, Mapping) else None
+        if e.kind == PROPOSER_ATTEMPT_EVENT and attempt is not None and attempt != "sample":
+            proposer_calls += 1
+        elif e.kind == PROPOSER_COST_EVENT and isinstance(e.payload, Mapping):
+            proposer_cost += event_cost(e.payload)
+    return spend(solver_calls=calls, solver_tokens=solver_tokens, solver_cost_usd=cost,
+                 proposer_calls=proposer_calls, proposer_tokens=proposer_tokens,
+                 proposer_cost_usd=proposer_cost)
