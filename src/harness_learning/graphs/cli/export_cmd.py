@@ -33,6 +33,11 @@ def export(
                                               "adopted chain's highest selection score) or a "
                                               "version sha prefix (`show` lists them).")] = "current",
     force: Annotated[bool, typer.Option(help="Overwrite an existing --out file.")] = False,
+    standalone: Annotated[bool, typer.Option(help=(
+        "A standalone LangGraph file: the building blocks the version imports are inlined and "
+        "a `make_graph(chat_model, python=..., search=..., tools=...)` is added, so it imports "
+        "only LangGraph, langchain-core and the standard library and runs over the chat model "
+        "(and code runner) you pass."))] = False,
     store: StoreOption = "",  # given (its callback), the run's PostgreSQL log is opened
 ) -> None:
     """Write one version of a run as a harness file with a header saying where it came from."""
@@ -50,16 +55,41 @@ def export(
                        f"`harness-learn show {run_dir}` lists the versions; --version takes "
                        "current, best or a sha prefix", EXIT_USAGE) from exc
     header = export_header(run_dir, found, version, out_file)
+    body = found.source
+    if standalone:
+        body = _standalone(found.source)
+        header = [f"# use it: {USE_LINE}" if line.startswith("# run it:") else line
+                  for line in header]
     limit = getattr(found.config, "line_limit", None)
-    if limit is not None and len(header) + len(found.source.splitlines()) > limit:
+    if not standalone and limit is not None and \
+            len(header) + len(found.source.splitlines()) > limit:
         header = header[:1]  # a harness near the run's line limit stays loadable
     out_file.parent.mkdir(parents=True, exist_ok=True)
-    out_file.write_text(for_storage("\n".join(header) + "\n" + found.source), encoding="utf-8")
+    out_file.write_text(for_storage("\n".join(header) + "\n" + body), encoding="utf-8")
     console.print(f"exported version {for_rich(found.sha[:12])} of {for_rich(run_dir)} to "
-                  f"{for_rich(out_file)}")
-    if found.config is not None:
+                  f"{for_rich(out_file)}{' (standalone)' if standalone else ''}")
+    if standalone:
+        console.print(for_rich(f"use it: {USE_LINE}"), soft_wrap=True)
+    elif found.config is not None:
         console.print(for_rich(f"run it: {for_terminal(run_line(found.config, out_file))}"),
                       soft_wrap=True)
+
+
+USE_LINE = ("make_graph(chat_model, python=run_code, search=search, tools=[...])"
+            ".invoke({'question': ...})['answer'], with your chat model and, where the harness "
+            "calls them, your sandboxed code runner, search and tools")
+
+
+def _standalone(source: str) -> str:
+    """The version as a standalone LangGraph file, or one line saying why it cannot be."""
+    from harness_learning.harnesses.standalone import StandaloneError, standalone_source
+
+    try:
+        return standalone_source(source)
+    except StandaloneError as exc:
+        raise CliError(f"cannot export this version standalone: {exc}",
+                       "export it without --standalone and run it with harness-learn run",
+                       EXIT_USAGE) from exc
 
 
 def export_header(run_dir: Path, found: HarnessSource, asked: str,
