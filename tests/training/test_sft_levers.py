@@ -50,3 +50,20 @@ def test_token_counts_measure_prompt_and_completion(tokenizer_dir):
     assert short["rows"] == 1 and 10 < short["prompt"]["max"] < 60
     assert 15 < short["completion"]["max"] < 40 and short["prompts_over_aim"] == 0
     assert over["prompts_over_aim"] == 1 and over["prompt"]["max"] > PROMPT_AIM
+
+
+def test_bf16_on_cpu_holds_the_model_in_bfloat16_with_checkpointed_activations(tokenizer_dir,
+                                                                               tmp_path):
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    config = SFTTrainConfig(model="tiny", out=str(tmp_path), max_steps=1, batch_size=1,
+                            max_length=512, bf16_cpu=True)
+    trainer = sft_trainer(Dataset.from_list(ROWS), config, tokenizer)
+    frozen = [p.dtype for n, p in trainer.model.named_parameters() if "lora_" not in n]
+    trained = [p.dtype for p in trainer.model.parameters() if p.requires_grad]
+    assert set(frozen) == {torch.bfloat16} and trained and set(trained) == {torch.float32}
+    assert trainer.args.activation_checkpointing
+    trainer.train()
+    assert torch.isfinite(torch.tensor(trainer.state.log_history[-1]["train_loss"]))

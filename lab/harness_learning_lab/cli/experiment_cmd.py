@@ -51,6 +51,8 @@ def experiment(
             raise typer.BadParameter("`experiment report` needs the output directory")
         if not (report_dir / "runs").is_dir():
             raise typer.BadParameter(f"{report_dir} holds no runs/ directory")
+        if _sft_table(report_dir):
+            return
         path = write_report(report_dir)
         typer.echo(path.read_text(encoding="utf-8"))  # plain: markdown is not rich markup
         console.print(f"report: {path}")
@@ -105,6 +107,22 @@ def _sft_experiment(target: str, out_dir: Path, smoke: bool, heldout_types: str 
     console.print(f"table: {out_dir / 'sft_table.md'}")
     if as_json:
         print_json_last({arm: groups.get("heldout") for arm, groups in result["arms"].items()})
+
+
+def _sft_table(out_dir: Path) -> bool:
+    """Rewrite a Proposer-SFT experiment's table from its runs; False for another kind."""
+    import json
+
+    from harness_learning_lab.experiments.sft_spec import KIND, SFTExperimentSpec
+    from harness_learning_lab.experiments.sft_table import write_table
+
+    saved = out_dir / "experiment.json"
+    data = json.loads(saved.read_text(encoding="utf-8")) if saved.is_file() else {}
+    if data.get("kind") != KIND:
+        return False
+    typer.echo(write_table(out_dir, SFTExperimentSpec(**data))["markdown"])
+    console.print(f"table: {out_dir / 'sft_table.md'}")
+    return True
 
 
 def _stage_work():

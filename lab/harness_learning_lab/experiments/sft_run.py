@@ -169,7 +169,8 @@ def sft_work(spec: SFTExperimentSpec, folder: Path, demos: dict[str, Any]) -> di
     config = SFTTrainConfig(
         model=spec.student, out=str(folder), num_epochs=spec.sft_epochs, max_steps=-1,
         batch_size=1, learning_rate=spec.sft_learning_rate, max_length=spec.sft_max_length,
-        save_steps=spec.sft_save_steps, lora_r=spec.lora_r, lora_alpha=2 * spec.lora_r)
+        save_steps=spec.sft_save_steps, lora_r=spec.lora_r, lora_alpha=2 * spec.lora_r,
+        bf16_cpu=spec.sft_bf16)
     start = time.perf_counter()
     result = fit_sft(dataset, config, [Path(demos["file"])], None, "SFT on demonstrations",
                      progress=False)

@@ -21,9 +21,11 @@ from harness_learning.training.data import FilterReport  # noqa: E402
 from harness_learning.training.grpo_offline import TrainResult  # noqa: E402
 from harness_learning.training.metrics import MetricsLog, metrics_callback  # noqa: E402
 from harness_learning.training.models import (  # noqa: E402
+    gguf_path,
     load_model,
     load_tokenizer,
     lora_config,
+    rebuild_from_gguf,
     save_checkpoint,
 )
 from harness_learning.training.resume import (  # noqa: E402
@@ -64,6 +66,16 @@ def checkpointing(config: Any) -> dict:
     return {"save_strategy": "steps", "save_steps": steps, "save_total_limit": 2}
 
 
+def _student(model: str, tokenizer: Any, seed: int, bf16: bool) -> Any:
+    """The model to train; with `bf16`, a GGUF is rebuilt straight into bfloat16 (never whole
+    in float32) and any other model cast to it."""
+    if not bf16:
+        return load_model(model, tokenizer, seed)
+    gguf = gguf_path(model) if model != "tiny" else None
+    return (rebuild_from_gguf(gguf, torch.bfloat16) if gguf is not None
+            else load_model(model, tokenizer, seed).to(torch.bfloat16))
+
+
 def sft_trainer(dataset: Any, config: Any, tokenizer: Any, callbacks: Sequence[Any] = (),
                 progress: bool = False) -> Any:
     """TRL's SFTTrainer as every SFT stage of ours builds it. On a prompt-completion set TRL
@@ -72,13 +84,15 @@ def sft_trainer(dataset: Any, config: Any, tokenizer: Any, callbacks: Sequence[A
     would be the step's largest tensor, and the prompt's were never used."""
     from trl import SFTConfig, SFTTrainer
 
+    low = bool(getattr(config, "bf16_cpu", False)) and not torch.cuda.is_available()
     args = SFTConfig(
-        **{**trl_common(config, Path(config.out)), **checkpointing(config)},
+        **{**trl_common(config, Path(config.out)), **checkpointing(config),
+           **({"activation_checkpointing": True} if low else {})},
         num_train_epochs=config.num_epochs, max_length=config.max_length,
         disable_tqdm=not progress, dataset_num_proc=None, completion_only_loss=True,
     )
     return SFTTrainer(
-        model=load_model(config.model, tokenizer, config.seed), args=args,
+        model=_student(config.model, tokenizer, config.seed, low), args=args,
         train_dataset=dataset, processing_class=tokenizer,
         peft_config=lora_config(config.lora_r, config.lora_alpha, config.lora_dropout)
         if config.lora else None, callbacks=list(callbacks),
