@@ -161,6 +161,19 @@ class AdaptConfig:
         "outcome, score against the parent), most informative first, within about this many "
         "tokens (estimated as characters / 4; the default suits a 1.5B Proposer). 0 turns it "
         "off."))
+    experience: str = _opt("", help=(
+        "Experience library (a directory; made on first use): this run's judged changes are "
+        "added at its end, and its search uses the library: past changes that apply to the "
+        "current harness become candidates (origin experience:ID), which operators and past "
+        "changes a round tries is ranked by their measured effect on similar tasks, and the "
+        "Proposer is shown the most relevant past successes. A postgresql:// library is not "
+        "supported yet."))
+    experience_shown: int = _opt(2, help=(
+        "With --experience: past successes shown to the Proposer as worked diffs with their "
+        "measured gain (0: none)."))
+    experience_tokens: int = _opt(400, help=(
+        "With --experience: the past successes' share of the Proposer's prompt, in tokens "
+        "(characters / 4)."))
     approval: bool = _opt(False, help="Ask before adopting a candidate.")
     trace: Trace = _opt("none", help=(
         "otel: the adaptation's own OpenTelemetry spans (a span per round, per node run, per "
@@ -183,6 +196,10 @@ class AdaptConfig:
         from harness_learning.harnesses.store.pgurl import check_url, remember_password
 
         self.store = remember_password(check_url(self.store)) if self.store else ""
+        if self.experience:
+            from harness_learning.harnesses.experience import check_location
+
+            check_location(self.experience)
 
     def with_track_defaults(self, track: str) -> AdaptConfig:
         """Fill every unset (None) knob from the paper's defaults for `track` (its problem

@@ -32,18 +32,19 @@ from harness_learning.graphs.adapter.demonstrations import (
     demonstrations,
     held_out_in_force,
 )
+from harness_learning.graphs.adapter.experience_propose import propose_any as propose
+from harness_learning.graphs.adapter.experience_search import operator_plan
 from harness_learning.graphs.adapter.inputs import start_source
 from harness_learning.graphs.adapter.memory import judged_versions, refuse_repeats
 from harness_learning.graphs.adapter.parents import parent_draw, selection_archive
 from harness_learning.graphs.adapter.policies import Scored, decide
-from harness_learning.graphs.adapter.propose import PROPOSER, propose
+from harness_learning.graphs.adapter.propose import PROPOSER
 from harness_learning.graphs.adapter.report import build_report
 from harness_learning.graphs.adapter.result_writer import ResultWriter
 from harness_learning.graphs.adapter.state import AdapterState, CandidateView, RoundView
-from harness_learning.harnesses.edits.operators import apply_operator, fitting, resolve_operators
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.sandbox import sandbox_choice, sandbox_fallbacks
-from harness_learning.harnesses.store import LogStore, proposal_id, source_sha
+from harness_learning.harnesses.store import LogStore, proposal_id
 from harness_learning.harnesses.store.spend import is_solver_call
 
 DIFF_CHARS = 4000
@@ -160,7 +161,8 @@ def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
         return {"feedback_score": fb.mean_score, "current_selection_score": sel.mean_score,
                 "report": report, "operator_plan": await operator_plan(
                     ctx, sha, round_, demonstrations(ctx, state["feedback_ids"],
-                                                     state["selection_ids"]))}
+                                                     state["selection_ids"]),
+                    state["feedback_ids"])}
 
     def fan_out(state: AdapterState) -> list[Send]:
         shared = {"round": state["round"], "run_dir": str(cfg.path),
@@ -311,27 +313,6 @@ def training_only(cfg: Any, index: int) -> bool:
 def operator_index(cfg: Any, j: int) -> int:
     """The proposal index of a round's `j`-th operator candidate (after the merge's)."""
     return cfg.samples_per_round + 1 + j
-
-
-async def operator_plan(ctx: AdapterContext, sha: str, round_: int,
-                        demos: tuple[tuple[str, str], ...] = ()) -> list[str]:
-    """The operators this round tries on version `sha`: those `AdaptConfig.operators` names
-    that fit it (given the round's `demos`, see demonstrations.py), skipping any whose
-    candidate an earlier round already judged, at most `operators_per_round`. Decided from the
-    source's syntax tree (`harnesses.edits.operators`)."""
-    ops = resolve_operators(ctx.config.operators)
-    if not ops:
-        return []
-    source = await ctx.store.aget_version_source(sha)
-    plan = []
-    for op in fitting(ops, source, demos):
-        candidate = source_sha(apply_operator(op, source, demos))
-        tried = await asyncio.to_thread(ctx.store.get_version, candidate)
-        if tried is None or tried.round >= round_:
-            plan.append(op.name)
-        if len(plan) == ctx.config.operators_per_round:
-            break
-    return plan
 
 
 def round_candidates(cfg: Any, state: AdapterState) -> list[CandidateView]:

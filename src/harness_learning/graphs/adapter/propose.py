@@ -18,6 +18,7 @@ from typing import Any
 from harness_learning.evals.judge import Outcome
 from harness_learning.graphs.adapter.budget import proposer_share
 from harness_learning.graphs.adapter.demonstrations import demonstrations
+from harness_learning.graphs.adapter.experience_search import past_successes
 from harness_learning.graphs.adapter.memory import run_memory
 from harness_learning.graphs.adapter.proposer import build_focused_messages, build_proposer_messages
 from harness_learning.graphs.adapter.repair import second_chances
@@ -86,8 +87,9 @@ def propose_operator(name: str, parent_source: str,
 
 
 def proposer_messages(ctx: Any, payload: dict, parent_source: str,
-                      memory: Sequence[str] = ()) -> list[dict[str, str]]:
-    """The prompt of one LLM candidate, with the run's `memory` (`memory.run_memory`). Format
+                      memory: Sequence[str] = (), past: str = "") -> list[dict[str, str]]:
+    """The prompt of one LLM candidate, with the run's `memory` (`memory.run_memory`) and the
+    experience library's `past` successes (`experience_search.past_successes`). Format
     `function` asks for one node function, taken in turn over the graph's nodes (round and
     candidate index), as GEPA mutates one component."""
     cfg = ctx.config
@@ -95,10 +97,11 @@ def proposer_messages(ctx: Any, payload: dict, parent_source: str,
         nodes = node_functions(parent_source) or ["build_graph"]
         target = nodes[(payload["round"] - 1 + payload["index"]) % len(nodes)]
         return build_focused_messages(ctx.task.description, parent_source, payload["report"],
-                                      target, user_tools=ctx.user_tools, memory=memory)
+                                      target, user_tools=ctx.user_tools, memory=memory,
+                                      past=past)
     return build_proposer_messages(ctx.task.description, parent_source, payload["report"],
                                    cfg.edit_format, cfg.line_limit, user_tools=ctx.user_tools,
-                                   memory=memory)
+                                   memory=memory, past=past)
 
 
 async def propose_llm(ctx: Any, payload: dict, parent_source: str,
@@ -137,9 +140,10 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
     seed = cfg.seed * 100_003 + payload["round"] * 1_009 + payload["index"]
     memory = await asyncio.to_thread(run_memory, ctx.store, payload["round"],
                                      getattr(cfg, "memory_tokens", 0))
+    past = await past_successes(ctx, payload, proposal_id(payload["round"], payload["index"]))
     messages, completion, outcome = await second_chances(
-        proposer_messages(ctx, payload, parent_source, memory), seed, parent_source, sample,
-        judged, turns=cfg.second_chance_turns)
+        proposer_messages(ctx, payload, parent_source, memory, past), seed, parent_source,
+        sample, judged, turns=cfg.second_chance_turns)
     for paid in sampled:  # every call is priced, a replaced sample's too
         await ctx.store.arecord_proposer_cost(proposal_id(payload["round"], payload["index"]),
                                               payload["round"], paid.cost)

@@ -102,11 +102,12 @@ def constraints(line_limit: int, user_tools: Any = None) -> str:
 
 def build_proposer_messages(
     task_description: str, source: str, report: str, fmt: str, line_limit: int,
-    user_tools: Any = None, memory: Sequence[str] = (),
+    user_tools: Any = None, memory: Sequence[str] = (), past: str = "",
 ) -> list[dict[str, str]]:
     """Chat messages asking for one edit of `source` in edit format `fmt`; `user_tools` (a
     `harnesses.usertools.UserTools`) adds each of the user's tools with its schema, `memory`
-    the run's earlier candidates (`graphs.adapter.memory`, a quoted block after the report)."""
+    the run's earlier candidates (`graphs.adapter.memory`, a quoted block after the report),
+    `past` the experience library's past successes (`graphs.adapter.experience_search`)."""
     check_format(fmt)
     n_lines = len(source.splitlines())
     user = "\n\n".join(part for part in [
@@ -114,6 +115,7 @@ def build_proposer_messages(
         f"## Current program ({n_lines} lines)\n{program_block(source)}",
         f"## Report on feedback problems\n{DATA_NOTE}\n{report.strip()}",
         memory_section(memory),
+        past,
         f"## Constraints\n{constraints(line_limit, user_tools)}",
         f"## How to answer\n{format_instructions(fmt)}",
     ] if part)
@@ -148,8 +150,8 @@ NODE_BLOCKS = (
 
 
 def build_focused_messages(task_description: str, source: str, report: str, function: str,
-                           user_tools: Any = None,
-                           memory: Sequence[str] = ()) -> list[dict[str, str]]:
+                           user_tools: Any = None, memory: Sequence[str] = (),
+                           past: str = "") -> list[dict[str, str]]:
     """A short prompt asking for a new version of one node `function` (a focused edit, format
     `function`): the program, the report, the run's earlier candidates (`memory`), the tools
     and the blocks as a menu."""
@@ -160,6 +162,7 @@ def build_focused_messages(task_description: str, source: str, report: str, func
         f"## Program\n{program_block(source)}",
         f"## Report on feedback problems\n{DATA_NOTE}\n{report.strip()}",
         memory_section(memory),
+        past,
         f"## Tools\n{tools_api()}{own}",
         f"## Building blocks (`from {BLOCKS_MODULE} import ...`)\n{block_functions()}",
         f"## Your job\nRewrite the function `{function}` so the Solver gets more problems "

@@ -57,6 +57,7 @@ def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptCon
         check_metric(task)  # a metric that fails on a gold answer fails now, not every round
     full = config.with_track_defaults(track)
     resolve_operators(full.operators)  # an unknown operator fails now, with the known names
+    check_library(full)  # a damaged or newer library fails now, before anything is written
     check_priced(full)  # a $ budget with an unpriced model fails now, before anything is written
     # a tool that does not import, or one the start harness calls but was not given, fails
     # now, before anything is written
@@ -148,10 +149,53 @@ async def run_adaptation(config: AdaptConfig, *, resume: bool = False,
                         if on_update is not None:
                             on_update(node, update if isinstance(update, dict) else {})
             except BudgetStop as stop:
-                return await budget_stopped(ctx, await app.aget_state(THREAD), stop)
+                final = await budget_stopped(ctx, await app.aget_state(THREAD), stop)
+                await keep_experience(ctx)
+                return final
             snapshot = await app.aget_state(THREAD)
             asks = [i.value for task in snapshot.tasks for i in task.interrupts]
-            return {**snapshot.values, PENDING: asks[0]} if asks else snapshot.values
+            if asks:
+                return {**snapshot.values, PENDING: asks[0]}
+            await keep_experience(ctx)
+            return snapshot.values
+
+
+def check_library(config: AdaptConfig) -> None:
+    """Open the run's experience library, if it has one: a damaged file or a newer schema is
+    one `LibraryError` line before the run starts (the library is left as it was)."""
+    if config.experience:
+        from harness_learning.harnesses.experience import Library
+
+        Library(config.experience).close()
+
+
+async def keep_experience(ctx: AdapterContext) -> None:
+    """At the end of a run with `--experience`: add its judged changes to the library. A
+    library that cannot take them is one warning line; the run's log keeps everything, and
+    `harness-learn experience add RUN_DIR --to PATH` adds them later."""
+    import asyncio
+    import warnings
+
+    cfg = ctx.config
+    if not cfg.experience:
+        return
+    from harness_learning.graphs.adapter.experience import add_run
+    from harness_learning.harnesses.experience import Library, LibraryError
+
+    def write() -> tuple[int, int, list[str]]:
+        with Library(cfg.experience) as lib:
+            return (*add_run(lib, ctx.store, ctx.task, cfg), lib.skipped)
+
+    try:
+        written, withheld, skipped = await asyncio.to_thread(write)
+    except LibraryError as exc:
+        warnings.warn(f"the run's changes were not added to the experience library: {exc}; "
+                      f"`harness-learn experience add {cfg.run_dir} --to PATH` adds them",
+                      stacklevel=2)
+        return
+    await ctx.store.aappend_event("experience_written", {
+        "library": str(cfg.experience), "entries": written, "withheld": withheld,
+        "skipped": skipped[:20]})
 
 
 async def budget_stopped(ctx: AdapterContext, snapshot: Any, stop: BudgetStop) -> dict[str, Any]:

@@ -32,6 +32,7 @@ app.add_typer(sandbox_app, name="sandbox")
 from harness_learning.graphs.cli import (  # noqa: E402,F401  (each module registers its commands)
     adapt_cmd,
     demo_cmd,
+    experience_cmd,
     export_cmd,
     index_cmd,
     models_cmd,

@@ -52,9 +52,21 @@ def drive(config: Any, *, resume: bool, as_json: bool, answer: dict | None = Non
         print_json_last({"rounds": len(rounds), "current_sha": final.get("current_sha"),
                          "best_score": final.get("best_score"),
                          "stop_reason": final.get("stop_reason"), "spent": final.get("spent"),
-                         **failures.to_json()})
+                         **failures.to_json(), **experience_json(config)})
     check_stop(final.get("stop_reason"), config.run_dir)
     return final
+
+
+def experience_json(config: Any) -> dict[str, Any]:
+    """With an experience library: per candidate, the entry it came from and the entries its
+    prompt showed (`{"experience": {proposal id: {"from", "shown"}}}`); {} without one."""
+    if not getattr(config, "experience", ""):
+        return {}
+    from harness_learning.graphs.adapter.experience import shown_ids
+    from harness_learning.harnesses.rundir import RunDir
+
+    with RunDir(config.path).open_store(config.store or None) as store:
+        return {"experience": shown_ids(store)}
 
 
 def user_code_failures(config: Any) -> Any:

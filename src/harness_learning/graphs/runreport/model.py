@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_learning.evals.failures import UserCodeFailures
+from harness_learning.graphs.adapter.experience import shown_ids
 from harness_learning.harnesses.edits import parse_and_apply
 from harness_learning.harnesses.edits.candidate import unified_diff
 from harness_learning.harnesses.rundir import RunDir
@@ -142,6 +143,9 @@ class RunRecord:
     flags: dict[str, int] = field(default_factory=dict)
     """Evaluated problems per flag the parent's checks set (`harnesses.results.Flag`), e.g.
     `judge_injection`: answers the LLM judge's decoy control caught."""
+    experience: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """With an experience library: per proposal id, the entry it came from and the entries its
+    prompt showed (`graphs.adapter.experience.shown_ids`)."""
 
     def flag_line(self) -> str:
         """`flagged problems: judge_injection 3`, or "" when nothing was flagged."""
@@ -237,7 +241,7 @@ def read_run(store: LogStore, run_dir: Path) -> RunRecord:
         test_results=tests, spent=store.spent(),
         failures=UserCodeFailures.of(ev.result for ev in evaluations),
         stop_reason=finished[-1].get("reason") if finished else None,
-        flags=flag_counts(evaluations))
+        flags=flag_counts(evaluations), experience=shown_ids(store))
 
 
 def flag_counts(evaluations: list[Evaluation]) -> dict[str, int]:

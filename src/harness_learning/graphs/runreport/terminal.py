@@ -36,7 +36,7 @@ def run_summary(run: RunRecord) -> RenderableType:
     facts = Text(for_terminal(f"{stop} · current version {current} · log {run.log}"))
     return Group(head, facts, *flagged,
                  *failure_lines(run), Text(""), lineage_tree(run), Text(""), rounds_table(run), Text(""),
-                 *memory_lines(run), spend_table(run))
+                 *memory_lines(run), *experience_lines(run), spend_table(run))
 
 
 def memory_lines(run: RunRecord) -> list[Text]:
@@ -49,6 +49,21 @@ def memory_lines(run: RunRecord) -> list[Text]:
                             "earlier candidate(s)", style="bold"))
             out += [Text("  " + for_terminal(line, newlines=False)) for line in rnd.memory]
     return [*out, Text("")] if out else []
+
+
+def experience_lines(run: RunRecord) -> list[Text]:
+    """Per candidate, the experience-library entry it came from and the entries its prompt
+    showed as past successes; nothing for a run without a library."""
+    out = [Text(for_terminal(f"{pid}: {line}", newlines=False))
+           for pid, used in sorted(run.experience.items()) for line in used_lines(used)]
+    return [Text("experience library", style="bold"), *out, Text("")] if out else []
+
+
+def used_lines(used: dict) -> list[str]:
+    lines = [f"came from entry {used['from'][:12]}"] if used.get("from") else []
+    if used.get("shown"):
+        lines.append("was shown past successes " + ", ".join(i[:12] for i in used["shown"]))
+    return lines
 
 
 def failure_lines(run: RunRecord) -> list[Text]:
@@ -136,6 +151,8 @@ def candidate_detail(run: RunRecord, c: CandidateRecord) -> RenderableType:
     parts: list[RenderableType] = [head, facts, Text("\ndiff", style="bold"), diff,
                                    Text("\nreport the Proposer saw", style="bold"),
                                    Text(for_terminal(c.report or "(none logged)"))]
+    parts += [Text(for_terminal(f"experience: {line}")) for line in
+              used_lines(run.experience.get(c.id) or {})]
     if not c.diff:
         parts += [Text("\nProposer reply", style="bold"), Text(for_terminal(p.completion))]
     parts += [Text(""), results_table(f"per-problem selection results of {c.id}", c.results)]

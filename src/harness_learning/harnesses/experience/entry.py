@@ -221,16 +221,21 @@ def _count(lines: list[str], part: list[str]) -> int:
 
 
 def unified_diff(parent: str, child: str) -> str:
-    return "\n".join(difflib.unified_diff(parent.splitlines(), child.splitlines(), "parent",
-                                          "candidate", lineterm="", n=1))
+    """The change as a diff with one line of context, its hunk headers without line numbers
+    (they say nothing about the change elsewhere, and a number could spell an answer)."""
+    lines = difflib.unified_diff(parent.splitlines(), child.splitlines(), lineterm="", n=1)
+    return "\n".join("@@" if line.startswith("@@") else line for line in list(lines)[2:])
 
 
 def texts(entry: Entry) -> Iterable[str]:
-    """Every text an entry holds (what redaction must have cleaned)."""
-    yield from (entry.summary, entry.diff, entry.origin, entry.operator or "")
+    """Every text an entry holds that a run's content can reach (what redaction must have
+    cleaned): its code, summary and each outcome's task, description and signature. Left out:
+    the machine-made identifiers (entry id, origin's entry id, run id) and numbers, which a
+    one-digit answer matches as a substring whatever they mean."""
+    yield from (entry.summary, entry.diff, entry.operator or "")
     for search, repl in entry.blocks:
         yield from (search, repl)
     for o in entry.outcomes:
-        yield from (o.run, o.task, o.description, o.verdict, o.invalid_kind or "")
+        yield from (o.task, o.description, o.verdict, o.invalid_kind or "")
         yield from (k for k, _ in o.signature.error_kinds)
         yield from (*o.signature.causes, *o.signature.feedback)

@@ -16,6 +16,7 @@ never overwritten.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -41,8 +42,9 @@ class LibraryError(ValueError):
 
 def check_location(path: str) -> str:
     """`path` if it can name a library; a database URL is refused (directories only so far)."""
-    if "://" in str(path):
-        scheme = str(path).split("://", 1)[0]
+    url = re.match(r"([A-Za-z][A-Za-z0-9+.-]+):/", str(path))  # a Path keeps one slash
+    if url:
+        scheme = url.group(1)
         raise LibraryError(f"an experience library is a directory; a {scheme}:// library is "
                            "not supported yet: give a directory path")
     return path

@@ -59,7 +59,7 @@ class Redactor:
         clean = Signature(tuple((self.text(k), n) for k, n in sig.error_kinds),
                           tuple(map(self.text, sig.causes)), tuple(map(self.text, sig.feedback)))
         return replace(o, description=self.text(o.description), signature=clean,
-                       task=self.text(o.task), run=self.text(o.run))
+                       task=self.text(o.task))
 
     def entry(self, entry: Entry) -> Entry:
         """`entry` safe to share: its free text cleaned, its code withheld if it leaks."""

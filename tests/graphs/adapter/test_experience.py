@@ -1,0 +1,144 @@
+"""The experience library in a run (graphs/adapter/experience*.py): a run writes its judged
+changes at its end, redacted; a second run on the same library gets the first's winning change
+as a candidate of origin experience:ID, its Proposer is shown it as a past success, and its
+end adds its own outcome to the same entry. Real adapter runs (real sandbox, real log) with
+scripted models: this is control flow; tests/graphs/test_experience_real.py runs SmolLM2."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+from scripted_sums import ScriptedModel, SumTask, solver_rule
+
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.experience import shown_ids
+from harness_learning.graphs.adapter.experience_search import PAST_HEADING, operator_plan
+from harness_learning.graphs.adapter.inputs import start_source
+from harness_learning.graphs.adapter.run import run_adaptation
+from harness_learning.harnesses.experience import Entry, Library, Outcome, Signature
+from harness_learning.harnesses.experience.entry import operator_id, texts
+from harness_learning.harnesses.rundir import RunDir
+
+CAREFULLY = ('<<<<<<< SEARCH\nPROMPT = """Solve the problem. Think briefly, then give the final '
+             'answer on the last line\n=======\nPROMPT = """Solve the problem. Think CAREFULLY, '
+             'then give the final answer on the last line\n>>>>>>> REPLACE\n')
+"""Makes `solver_rule` right on every problem: a gain."""
+TASK = dict(n_dev=4, test_offset=30, n_test=2)
+
+
+class ScriptedProposer(ScriptedModel):
+    """A scripted Proposer with the client config the adapter reads (no log-probs)."""
+
+    config = SimpleNamespace(returns_logprobs=False, model="scripted")
+
+
+def run(tmp, name: str, library, proposer_reply: str, **kw):
+    proposer = ScriptedProposer(lambda prompt, params: proposer_reply)
+    config = AdaptConfig(task="sums", run_dir=str(tmp / name), rounds=1, candidates=1,
+                         policy="strict", edit_format="search_replace", feedback=2,
+                         selection=2, concurrency=4, repair_turns=0, experience=str(library),
+                         **kw).with_track_defaults("reasoning")
+    ctx = AdapterContext.from_config(config, task=SumTask(**TASK),
+                                     solver=ScriptedModel(solver_rule), proposer=proposer)
+    return config, asyncio.run(run_adaptation(config, context=ctx)), proposer
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("experience")
+    library = tmp / "library"
+    first = run(tmp, "a", library, CAREFULLY)
+    with Library(library) as lib:
+        after_first = lib.entries()
+    second = run(tmp, "b", library, "I would not change anything.")
+    with Library(library) as lib:
+        after_second = lib.entries()
+    return first, second, after_first, after_second
+
+
+def test_a_run_writes_one_entry_per_judged_change_with_its_outcome(two_runs):
+    (config, final, _), _, entries, _ = two_runs
+    (edit,) = entries
+    (won,) = edit.outcomes
+    assert won.verdict == "adopted" and won.selection_gain > 0 and won.success
+    assert (won.round, won.candidate, won.task) == (1, 0, "sums")
+    assert won.description == SumTask.description and "Think CAREFULLY" in edit.diff
+    with RunDir(config.path).open_store() as store:
+        assert won.run == store.get_run().run_id
+        seed = final["rounds"][0]["current_sha"]
+        wrong = sum(1 for e in store.iter_evaluations(purpose="feedback")
+                    if e.sha == seed and e.result.score == 0)
+        # the report's signature: the seed's wrong feedback answers (odd first terms)
+        assert won.signature.error_kinds == ((("wrong", wrong),) if wrong else ())
+        assert [e.payload["entries"] for e in store.iter_events(kinds=["experience_written"])] == [1]
+
+
+def test_no_entry_holds_a_question_or_answer_of_any_split(two_runs):
+    *_, entries = two_runs
+    task = SumTask(**TASK)
+    held = [s for p in [*task.dev(), *task.test()] for s in (p.inputs["question"], p.gold)]
+    for entry in entries:
+        for text in texts(entry):
+            leaked = [h for h in held if h in text]
+            assert not leaked, (entry.short, text, leaked)
+
+
+def test_the_next_run_tries_the_past_change_and_shows_it_as_a_success(two_runs):
+    first, (config, final, proposer), entries, _ = two_runs
+    edit = next(e for e in entries if e.kind == "edit")
+    cands = final["rounds"][0]["candidates"]
+    learned = [c for c in cands if c["origin"] == f"experience:{edit.short}"]
+    assert len(learned) == 1 and learned[0]["valid"] and final["rounds"][0]["adopted"]
+    assert learned[0]["selection_score"] > final["rounds"][0]["current_selection_score"]
+    assert PAST_HEADING in proposer.calls[0] and "# gain +" in proposer.calls[0]
+    with RunDir(config.path).open_store() as store:
+        named = shown_ids(store)
+    assert named["r1-c0"]["shown"] == [edit.id]
+    assert named[learned[0]["proposal_id"]]["from"] == edit.id
+
+
+def test_the_entry_gains_the_second_runs_outcome(two_runs):
+    *_, after = two_runs
+    edit = next(e for e in after if e.kind == "edit")
+    assert len({o.run for o in edit.outcomes}) == 2 and all(o.success for o in edit.outcomes)
+
+
+def plan_ctx(tmp_path, library: str, operators="auto"):
+    config = AdaptConfig(task="sums", run_dir=str(tmp_path / "run"), operators=operators,
+                         operators_per_round=10, experience=library
+                         ).with_track_defaults("reasoning")
+    store = RunDir(tmp_path / "run").open_store()
+    source = start_source(config, SumTask())
+    sha = store.put_version(source, parent=None, round_=0, note="seed")
+    ctx = SimpleNamespace(config=config, store=store, task=SumTask(),
+                          problems={p.id: p for p in SumTask().dev()})
+    return ctx, sha
+
+
+def test_an_empty_library_plans_exactly_as_auto(tmp_path):
+    ctx, sha = plan_ctx(tmp_path, "")
+    auto = asyncio.run(operator_plan(ctx, sha, 1, (), []))
+    ctx.config = replace(ctx.config, experience=str(tmp_path / "empty"))
+    assert asyncio.run(operator_plan(ctx, sha, 1, (), [])) == auto
+    assert auto[:3] == ["interpreter", "plan", "verify"]
+
+
+def test_measured_effect_on_a_similar_task_reorders_the_plan(tmp_path):
+    wins = tuple(Outcome("old", i, 2, "sums", SumTask.description, Signature((("wrong", 2),)),
+                         "adopted", None, 0.5, 1.0) for i in range(30))
+    losses = tuple(replace(o, verdict="worse", score=0.0) for o in wins)
+    with Library(tmp_path / "lib") as lib:
+        lib.add([Entry(operator_id("vote"), "operator", "operator:vote", "block vote",
+                       operator="vote", outcomes=wins),
+                 Entry(operator_id("interpreter"), "operator", "operator:interpreter",
+                       "block interpreter", operator="interpreter", outcomes=losses)])
+    ctx, sha = plan_ctx(tmp_path, str(tmp_path / "lib"))
+    plan = asyncio.run(operator_plan(ctx, sha, 1, (), []))
+    assert plan[0] == "vote" and plan[-1] == "interpreter"
+    ctx.config = replace(ctx.config, operators="none")  # library operators still come as arms
+    assert asyncio.run(operator_plan(ctx, sha, 1, (), [])) == [
+        f"experience:{operator_id('vote')}", f"experience:{operator_id('interpreter')}"]
