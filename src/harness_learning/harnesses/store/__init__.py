@@ -1,7 +1,8 @@
 """The execution log (docs/ARCHITECTURE.md, "The store"): versions, evaluations, proposals,
-decisions and events of one run, behind the `LogStore` interface; SQLite by default, PostgreSQL
-(`postgres.PostgresLogStore`, imported on first use: psycopg is an optional extra) for logs that
-outlive a machine. A third backend, JSON lines, lives with the tests (tests/support/
+decisions, events and spend of one run, one small protocol per family (`families.py`) composed
+into the `LogStore` interface, with a conformance suite any backend can run (`conformance.py`);
+SQLite by default, PostgreSQL (`postgres.PostgresLogStore`, imported on first use: psycopg is
+an optional extra) for logs that outlive a machine. A third backend, JSON lines, lives with the tests (tests/support/
 jsonl_store.py) as the conformance suite's double: no product path opens it."""
 
 from harness_learning.harnesses.store.base import (
@@ -11,6 +12,15 @@ from harness_learning.harnesses.store.base import (
     RunLocked,
     SchemaVersionError,
     StoreUnreachable,
+)
+from harness_learning.harnesses.store.families import (
+    DecisionLog,
+    EvaluationLog,
+    EventLog,
+    ProposalLog,
+    SpendLog,
+    VersionLog,
+    in_thread,
 )
 from harness_learning.harnesses.store.jsonl import export_run, import_run
 from harness_learning.harnesses.store.records import (
@@ -36,23 +46,30 @@ __all__ = [
     "SCHEMA_VERSION",
     "UNFINISHED_KINDS",
     "Decision",
+    "DecisionLog",
     "Evaluation",
+    "EvaluationLog",
     "Event",
+    "EventLog",
     "LogStore",
     "LineageStep",
     "LogStoreError",
     "Proposal",
     "ProposalGroup",
+    "ProposalLog",
     "RunLocked",
     "RunMeta",
     "SQLiteLogStore",
     "SchemaVersionError",
+    "SpendLog",
     "StoreUnreachable",
     "Version",
+    "VersionLog",
     "canonical_json",
     "clean_text",
     "export_run",
     "import_run",
+    "in_thread",
     "prompt_group_id",
     "proposal_id",
     "source_sha",
