@@ -7,10 +7,12 @@ scripted models: this is control flow; tests/graphs/test_experience_real.py runs
 from __future__ import annotations
 
 import asyncio
+import io
 from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
+from rich.console import Console
 from scripted_sums import ScriptedModel, SumTask, solver_rule
 
 from harness_learning.graphs.adapter.config import AdaptConfig
@@ -18,7 +20,9 @@ from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.experience import shown_ids
 from harness_learning.graphs.adapter.experience_search import PAST_HEADING, operator_plan
 from harness_learning.graphs.adapter.inputs import start_source
-from harness_learning.graphs.adapter.run import run_adaptation
+from harness_learning.graphs.adapter.run import prepare, run_adaptation
+from harness_learning.graphs.runreport import load_run
+from harness_learning.graphs.runreport.terminal import candidate_detail, run_summary
 from harness_learning.harnesses.experience import Entry, Library, Outcome, Signature
 from harness_learning.harnesses.experience.entry import operator_id, texts
 from harness_learning.harnesses.rundir import RunDir
@@ -38,10 +42,10 @@ class ScriptedProposer(ScriptedModel):
 
 def run(tmp, name: str, library, proposer_reply: str, **kw):
     proposer = ScriptedProposer(lambda prompt, params: proposer_reply)
-    config = AdaptConfig(task="sums", run_dir=str(tmp / name), rounds=1, candidates=1,
-                         policy="strict", edit_format="search_replace", feedback=2,
-                         selection=2, concurrency=4, repair_turns=0, experience=str(library),
-                         **kw).with_track_defaults("reasoning")
+    config = prepare(AdaptConfig(  # a task by reference, so `experience add` reopens it
+        task="scripted_sums:SumTask", task_options=TASK, run_dir=str(tmp / name), rounds=1,
+        candidates=1, policy="strict", edit_format="search_replace", feedback=2, selection=2,
+        concurrency=4, repair_turns=0, experience=str(library), **kw))
     ctx = AdapterContext.from_config(config, task=SumTask(**TASK),
                                      solver=ScriptedModel(solver_rule), proposer=proposer)
     return config, asyncio.run(run_adaptation(config, context=ctx)), proposer
@@ -65,7 +69,7 @@ def test_a_run_writes_one_entry_per_judged_change_with_its_outcome(two_runs):
     (edit,) = entries
     (won,) = edit.outcomes
     assert won.verdict == "adopted" and won.selection_gain > 0 and won.success
-    assert (won.round, won.candidate, won.task) == (1, 0, "sums")
+    assert (won.round, won.candidate, won.task) == (1, 0, "scripted_sums:SumTask")
     assert won.description == SumTask.description and "Think CAREFULLY" in edit.diff
     with RunDir(config.path).open_store() as store:
         assert won.run == store.get_run().run_id
@@ -99,6 +103,18 @@ def test_the_next_run_tries_the_past_change_and_shows_it_as_a_success(two_runs):
         named = shown_ids(store)
     assert named["r1-c0"]["shown"] == [edit.id]
     assert named[learned[0]["proposal_id"]]["from"] == edit.id
+    run_record = load_run(config.path)
+    text = rendered(run_summary(run_record))
+    assert f"{learned[0]['proposal_id']}: came from entry {edit.short}" in text
+    assert f"r1-c0: was shown past successes {edit.short}" in text
+    detail = rendered(candidate_detail(run_record, run_record.candidate("r1-c0")))
+    assert f"experience: was shown past successes {edit.short}" in detail
+
+
+def rendered(renderable) -> str:
+    console = Console(file=io.StringIO(), width=200, record=True)
+    console.print(renderable)
+    return console.export_text()
 
 
 def test_the_entry_gains_the_second_runs_outcome(two_runs):
@@ -142,3 +158,71 @@ def test_measured_effect_on_a_similar_task_reorders_the_plan(tmp_path):
     ctx.config = replace(ctx.config, operators="none")  # library operators still come as arms
     assert asyncio.run(operator_plan(ctx, sha, 1, (), [])) == [
         f"experience:{operator_id('vote')}", f"experience:{operator_id('interpreter')}"]
+
+
+def hl(capsys, *args) -> tuple[int, str, str]:
+    """`harness-learn ARGS` in this process: (exit code, stdout, stderr)."""
+    from harness_learning.graphs.cli.main import main
+
+    with pytest.raises(SystemExit) as done:
+        main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return done.value.code, captured.out, captured.err
+
+
+def test_the_experience_commands(two_runs, tmp_path, capsys):
+    (a, *_), (b, *_), _, after = two_runs
+    lib = tmp_path / "lib"
+    code, out, _ = hl(capsys, "experience", "add", a.run_dir, b.run_dir, "--to", lib)
+    assert code == 0 and f"{a.run_dir}: 1 entries added" in out
+    code, out, _ = hl(capsys, "experience", "list", lib)
+    (edit,) = after
+    assert code == 0 and f"{edit.short}  edit" in out and "2 outcome(s), 2 gained" in out
+    code, out, _ = hl(capsys, "experience", "show", lib, edit.short)
+    assert code == 0 and "<<<<<<< SEARCH" in out and out.count(" adopted, selection gain +") == 2
+    code, out, _ = hl(capsys, "experience", "export", lib, "--to", tmp_path / "x.jsonl")
+    assert code == 0 and "1 entries" in out
+    code, out, _ = hl(capsys, "experience", "import", tmp_path / "copy", tmp_path / "x.jsonl")
+    with Library(tmp_path / "copy") as copy, Library(lib) as held:
+        assert copy.entries() == held.entries()
+    code, out, _ = hl(capsys, "experience", "prune", lib, "--run", edit.outcomes[0].run[:8])
+    assert code == 0 and "0 entries dropped, 1 trimmed" in out
+    code, _, err = hl(capsys, "experience", "prune", lib)
+    assert code == 2 and err.count("\n") == 1 and "--run RUN or --invalid" in err
+
+
+def test_bad_input_is_one_line_and_changes_nothing(tmp_path, capsys):
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "library.sqlite").write_bytes(b"no database" * 50)
+    for args in (["list", tmp_path / "bad"], ["add", tmp_path, "--to", tmp_path / "bad"],
+                 ["list", "postgresql://me@db/lib"], ["add", tmp_path, "--to", tmp_path / "l"]):
+        code, _, err = hl(capsys, "experience", *args)
+        assert code != 0 and err.count("\n") == 1 and "Traceback" not in err, (args, err)
+    assert (tmp_path / "bad" / "library.sqlite").read_bytes() == b"no database" * 50
+
+
+def test_an_entry_that_no_longer_applies(tmp_path):
+    from harness_learning.evals.judge import check_candidate
+    from harness_learning.graphs.adapter.experience_propose import propose_any
+
+    ctx, sha = plan_ctx(tmp_path, str(tmp_path / "lib"), operators="none")
+    stale = Entry("e" * 64, "edit", "proposer", "changed PROMPT",
+                  blocks=(("PROMPT = 'gone'", "PROMPT = 'new'"),),
+                  outcomes=(Outcome("old", 1, 0, "sums", SumTask.description, Signature(),
+                                    "adopted", None, 0.2, 0.9),))
+    with Library(tmp_path / "lib") as lib:
+        lib.add([stale])
+    assert asyncio.run(operator_plan(ctx, sha, 1, (), [])) == []  # its SEARCH is not there
+    source = ctx.store.get_version_source(sha)
+
+    def check(text, finish, fmt):
+        return check_candidate(source, text, fmt, finish, track="reasoning", line_limit=200)
+
+    payload = {"round": 1, "index": 2, "current_sha": sha, "operator": "experience:" + "f" * 64}
+    made = asyncio.run(propose_any(ctx, payload, source, check))  # pruned since it was planned
+    assert made.origin == "experience:" + "f" * 12 and not made.outcome.valid
+    assert made.outcome.invalid_kind == "no_edit_found"
+    assert "no longer in the library" in made.messages[0]["content"]
+    payload["operator"] = "experience:" + stale.id  # planned, then the source moved on
+    made = asyncio.run(propose_any(ctx, payload, source, check))
+    assert made.outcome.invalid_kind == "unmatched_search" and made.outcome.invalid_reason
