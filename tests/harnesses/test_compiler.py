@@ -89,6 +89,19 @@ def test_non_graph_return():
     assert exc.kind == "not_a_graph" and "dict" in exc.detail
 
 
+def test_a_compiled_graph_is_taken_as_it_is_or_refused_by_its_state():
+    """A compiled graph taking `question` runs as returned (no second compile); one whose
+    input is neither `question` nor `messages` is one line naming what it takes."""
+    compiled = GOOD.replace("    return g\n", "    return g.compile()\n")
+    graph = compile_harness(compiled, EchoTools(), trusted=True)
+    assert graph.invoke({"question": "hi"})["answer"] == "echo: hi"
+    other = compiled.replace("question: str", "query: str").replace(
+        'state["question"]', 'state["query"]')
+    exc = invalid(other)
+    assert exc.kind == "not_a_graph" and "input takes answer, query" in exc.detail
+    assert "`messages`" in exc.detail and "\n" not in exc.detail
+
+
 def test_graph_that_does_not_compile():
     source = GOOD.replace('    g.add_edge(START, "solve")\n', "")
     assert invalid(source).kind == "compile_failed"

@@ -151,8 +151,11 @@ def harness_traceback(exc: BaseException, filename_prefix: str = "<harness") -> 
 
 
 def build(module: types.ModuleType, tools: Any) -> Any:
-    """Call the module's `build_graph(tools)`, check it returned a StateGraph, compile it."""
+    """Call the module's `build_graph(tools)`, check it returned a StateGraph, compile it. A
+    compiled graph (a user's own agent, e.g. `create_react_agent(...)`) is taken as it is,
+    its chat model calls routed to the Solver (`harnesses.compiled_agent`)."""
     from langgraph.graph import StateGraph
+    from langgraph.pregel import Pregel
 
     build_graph = getattr(module, "build_graph", None)
     if not callable(build_graph):
@@ -164,9 +167,12 @@ def build(module: types.ModuleType, tools: Any) -> Any:
         raise HarnessInvalid(
             "build_raised", f"{type(exc).__name__}: {exc}", line=line, traceback=text
         ) from None
+    if isinstance(graph, Pregel):
+        return _compiled_agent(graph, tools)
     if not isinstance(graph, StateGraph):
         raise HarnessInvalid(
-            "not_a_graph", f"build_graph returned {type(graph).__name__}, not a StateGraph"
+            "not_a_graph", f"build_graph returned {type(graph).__name__}, not a StateGraph "
+            "or a compiled graph"
         )
     try:
         return graph.compile()
@@ -175,6 +181,15 @@ def build(module: types.ModuleType, tools: Any) -> Any:
         raise HarnessInvalid(
             "compile_failed", f"{type(exc).__name__}: {exc}", line=line, traceback=text
         ) from None
+
+
+def _compiled_agent(graph: Any, tools: Any) -> Any:
+    from harness_learning.harnesses.compiled_agent import as_harness
+
+    try:
+        return as_harness(graph, tools, route=_in_worker())
+    except ValueError as exc:
+        raise HarnessInvalid("not_a_graph", str(exc)) from None
 
 
 def compile_harness(
