@@ -20,11 +20,13 @@ from typing import Any
 from harness_learning.evals.custom.datafile import is_data_path
 from harness_learning.evals.custom.imports import file_of, resolve
 from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.sealed_inputs import START_HARNESS as _SEALED_START
+from harness_learning.graphs.adapter.sealed_inputs import seal
 from harness_learning.harnesses.mcptools import close_server, server_files
 from harness_learning.harnesses.rundir import RunDir
 
 INPUTS_DIR = RunDir.INPUTS
-START_HARNESS = "start_harness.py"
+START_HARNESS = _SEALED_START
 LIVE_PREFIX = "live:"
 
 
@@ -67,6 +69,7 @@ def store_inputs(config: AdaptConfig, harness_source: str | None) -> None:
             close_server(ref)
     if harness_source is not None:
         (folder / START_HARNESS).write_text(harness_source, encoding="utf-8")
+    seal(folder)  # kept by this user: `resume` and `eval` may import it (`sealed_inputs`)
 
 
 def harness_text(harness: str) -> str | None:

@@ -24,12 +24,19 @@ from harness_learning.graphs.cli._common import (
 from harness_learning.graphs.cli.options import field_parameters, field_values, given_options
 from harness_learning.graphs.cli.show_cmd import StoreOption
 
+TRUST_HELP = ("Import the run directory's kept code (inputs/*.py: its metric, task, tools) "
+              "although it was not kept by a run of yours here; read it first.")
 
-def check_inputs(config) -> Any:
+
+def check_inputs(config, trust: bool = False) -> Any:
     """Open the run's task and tools now, so a missing file or a failing import is one clear
-    line before any work starts; returns the task (opened once: the run uses it)."""
-    from harness_learning.graphs.adapter.inputs import open_task, open_tools
+    line before any work starts; returns the task (opened once: the run uses it). Code kept
+    in the run directory is imported only when this user sealed it, or `trust` says so
+    (`adapter.sealed_inputs`): a handed run directory's metric.py never runs here unasked."""
+    from harness_learning.graphs.adapter.inputs import inputs_dir, open_task, open_tools
+    from harness_learning.graphs.adapter.sealed_inputs import check_sealed
 
+    check_sealed(inputs_dir(config), trust)
     task = open_task(config)
     open_tools(config)
     return task
@@ -118,13 +125,22 @@ def resume(**options: Any) -> None:
 
     ctx, config_file = options.pop("ctx"), options.pop("config_file")
     as_json, store, run_dir = options.pop("as_json"), options.pop("store"), options.pop("run_dir")
+    trust = options.pop("trust_inputs")
     values = _read_settings(config_file) if config_file is not None else {}
     with user_errors():
         config = load_config(_run_dir_of(run_dir, values, config_file))
+        check_sealed_inputs(config, trust)  # before anything of the run is imported
     config = _extended(config, {**values, **_typed_settings(ctx, options)}, config_file, store)
     if store:  # for this process only: config.json keeps the store the run was started on
         config = dataclasses.replace(config, store=store)
-    _run(config, resume=True, as_json=as_json)
+    _run(config, resume=True, as_json=as_json, trust=trust)
+
+
+def check_sealed_inputs(config: AdaptConfig, trust: bool) -> None:
+    from harness_learning.graphs.adapter.inputs import inputs_dir
+    from harness_learning.graphs.adapter.sealed_inputs import check_sealed
+
+    check_sealed(inputs_dir(config), trust)
 
 
 def _typed_settings(ctx: typer.Context, options: dict[str, Any]) -> dict[str, Any]:
@@ -233,7 +249,9 @@ def _register_resume() -> None:
             "setting it holds otherwise than the run is refused.")),
         inspect.Parameter("as_json", keyword, annotation=bool, default=typer.Option(
             False, "--json", help="End with a JSON summary line.")),
-        inspect.Parameter("store", keyword, annotation=StoreOption, default="")]
+        inspect.Parameter("store", keyword, annotation=StoreOption, default=""),
+        inspect.Parameter("trust_inputs", keyword, annotation=bool, default=typer.Option(
+            False, "--trust-inputs", help=TRUST_HELP))]
     resume.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     resume.__annotations__ = {p.name: p.annotation for p in params}
     app.command()(resume)
@@ -242,14 +260,15 @@ def _register_resume() -> None:
 _register_resume()
 
 
-def _run(config, *, resume: bool, as_json: bool, test_problems: int = 0) -> dict:
+def _run(config, *, resume: bool, as_json: bool, test_problems: int = 0,
+         trust: bool = False) -> dict:
     """Check the inputs, say which sandbox backend runs the harness, run with the live view;
     returns the final state. `test_problems`: held-out problems the caller tests on after the
     run (the demo), counted in the estimate."""
     from harness_learning.graphs.cli.steer_cmd import drive
 
     with user_errors():
-        task = check_inputs(config)
+        task = check_inputs(config, trust)
     choose_sandbox("")  # as --sandbox or HARNESS_SANDBOX set it
     return drive(config, resume=resume, as_json=as_json, task=task, test_problems=test_problems)
 
@@ -264,6 +283,7 @@ def eval_run(
                                         "`train export` (its results are kept apart).")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
     store: StoreOption = "",
+    trust_inputs: Annotated[bool, typer.Option("--trust-inputs", help=TRUST_HELP)] = False,
 ) -> None:
     """Evaluate the seed and each round's selected version on held-out test problems."""
     from harness_learning.graphs.adapter.final_eval import final_evaluation
@@ -279,7 +299,7 @@ def eval_run(
         require_local_models(solver)
     with user_errors():
         config = load_config(run_dir)
-        task = check_inputs(config)
+        task = check_inputs(config, trust_inputs)
     try:
         summary = run_async(final_evaluation(run_dir, n=n, console=console, task=task,
                                              solver=solver, store=store))
