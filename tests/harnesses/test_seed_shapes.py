@@ -5,7 +5,9 @@ operator wraps it and `inline_block` writes the loop into its own node, under it
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
+import pytest
 from scripted_sums import ScriptedModel
 
 from harness_learning.harnesses.compiler import check_source
@@ -36,11 +38,18 @@ def answers_and_prompts(source: str) -> tuple[list[str | None], list[str]]:
     return [r.answer for r in results], model.calls
 
 
-def test_the_second_shape_behaves_as_the_reasoning_seed():
-    first, second = seed_source("reasoning_direct"), seed_source("reasoning_respond")
-    assert node_functions(first) == ["solve"] and node_functions(second) == ["respond"]
-    assert "class Slate(" in second and "class State(" not in second
-    assert "def build_graph(kit)" in second and "PROMPT" not in second
+UNSEEN = (Path(__file__).resolve().parents[2] / "experiments" / "shapes"
+          / "reasoning_unseen.py").read_text()
+
+
+@pytest.mark.parametrize("name", ["reasoning_respond", "unseen"])
+def test_the_other_shapes_behave_as_the_reasoning_seed(name):
+    first = seed_source("reasoning_direct")
+    second = UNSEEN if name == "unseen" else seed_source(name)
+    assert node_functions(first) == ["solve"] and node_functions(second) in (["respond"],
+                                                                          ["work_out"])
+    assert "class State(" not in second and "def build_graph(tools)" not in second
+    assert "PROMPT" not in second
     answers, prompts = answers_and_prompts(second)
     assert answers == ["4", "7 is prime"]
     assert (answers, prompts) == answers_and_prompts(first)

@@ -105,6 +105,9 @@ def test_the_prompt_format_hash_ignores_the_round_but_not_the_format():
     assert prompt_format(a) == prompt_format(b)
     changed = [a[0], {"role": "user", "content": a[1]["content"].replace("## Tools", "## Kit")}]
     assert prompt_format(changed) != prompt_format(a)
+    listed = build_focused_messages("Sort.\n## 1. Answer as a list\n## 2. Quote numbers", SEED,
+                                    "- one wrong", "solve")
+    assert prompt_format(listed) == prompt_format(a)  # a description's own "## " lines
 
 
 def test_a_log_without_a_usable_demonstration_is_one_line_and_fails(tmp_path):

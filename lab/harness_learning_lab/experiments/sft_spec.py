@@ -38,7 +38,9 @@ class SFTExperimentSpec:
     shapes: list[str] = field(default_factory=lambda: ["reasoning_direct", "reasoning_respond"])
     """Seed harness shapes the demonstrations are collected on."""
     heldout_shapes: list[str] = field(default_factory=lambda: ["reasoning_direct"])
-    """Shapes the arms edit on held-out and control types (cycled over the seeds)."""
+    """Shapes the arms edit on held-out and control types (cycled over the seeds): seed names,
+    or harness files such as experiments/shapes/reasoning_unseen.py, a shape no demonstration
+    shows."""
     collect_seeds: list[int] = field(default_factory=lambda: [0, 1])
     collect_rounds: int = 3
     collect_candidates: int = 2
@@ -143,8 +145,19 @@ def load_sft_spec(path: str | Path, scale: str = "paper",
         spec = SFTExperimentSpec(**merged, scale=scale)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{path} [{scale}]: {err}") from None
+    root = path.resolve().parent.parent  # paths in the file are relative to the repository
     table = Path(spec.task_types)
-    if not table.is_absolute():
-        table = path.resolve().parent.parent / table
-    check_types(spec, table)
+    check_types(spec, table if table.is_absolute() else root / table)
+    spec.shapes, spec.heldout_shapes = ([_shape(s, root) for s in shapes]
+                                        for shapes in (spec.shapes, spec.heldout_shapes))
     return spec
+
+
+def _shape(shape: str, root: Path) -> str:
+    """A seed name as is; a harness file made absolute (one line when it is missing)."""
+    if not shape.endswith(".py"):
+        return shape
+    found = Path(shape) if Path(shape).is_absolute() else root / shape
+    if not found.is_file():
+        raise FileNotFoundError(f"harness shape {shape} not found (looked at {found})")
+    return str(found)

@@ -43,6 +43,9 @@ HEADING = re.compile(r"^## .+$", re.M)
 FIXED_SECTIONS = ("## Tools", "## Building blocks", "## Your job")
 """Sections of the focused prompt that do not depend on the round: with the system message and
 the headings, what the prompt-format hash covers."""
+PROGRAM_HEADINGS = ("## Program", "## Current program")
+"""The section after the task's in the Proposer's prompts: headings before it are the task
+description's own text (reasoning-gym's number_sorting has "## 1. ..." lines)."""
 OPERATOR = "operator:"
 
 
@@ -84,7 +87,13 @@ def prompt_format(messages: list[dict[str, str]]) -> str:
     not change with the round (the function's name masked)."""
     system = "\n".join(m["content"] for m in messages if m["role"] == "system")
     user = "\n".join(m["content"] for m in messages if m["role"] == "user")
-    starts = [m.start() for m in HEADING.finditer(user)] + [len(user)]
+    starts, in_task = [], False
+    for m in HEADING.finditer(user):  # a task description's own "## " lines are task text
+        in_task = m.group(0) == "## Task" or (in_task and not m.group(0).startswith(
+            PROGRAM_HEADINGS))
+        if not in_task or m.group(0) == "## Task":
+            starts.append(m.start())
+    starts.append(len(user))
     parts = [system]
     for a, b in zip(starts, starts[1:], strict=False):
         section = user[a:b]
