@@ -7,7 +7,9 @@ runs the same `CHECKS` against its own factory.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -85,3 +87,26 @@ def test_each_async_twin_awaits_its_sync_method():
     for name in twins:
         assert inspect.iscoroutinefunction(getattr(LogStore, name)), name
         assert getattr(LogStore, name).__name__ == name
+
+
+class CountingStore(SQLiteLogStore):
+    """A subclass that wraps a write, as the lab's traced store does: its twin must run it."""
+
+    def __init__(self, run_dir):
+        super().__init__(run_dir)
+        self.threads: list[int] = []
+
+    def _put_decision(self, decision):
+        self.threads.append(threading.get_ident())
+        super()._put_decision(decision)
+
+
+def test_a_twin_runs_the_subclass_method_off_the_event_loop(tmp_path):
+    async def decide(store: CountingStore) -> int:
+        await store.aput_decision(round_=1, current_sha="a", chosen_sha="b", policy="strict")
+        return threading.get_ident()
+
+    with CountingStore(tmp_path) as store:
+        loop_thread = asyncio.run(decide(store))
+        assert len(store.threads) == 1 and store.threads[0] != loop_thread
+        assert [d.chosen_sha for d in store.iter_decisions()] == ["b"]
