@@ -73,8 +73,10 @@ def code_files(folder: Path) -> dict[str, str]:
         return found
     for path in sorted(folder.rglob("*")):
         name = path.relative_to(folder).as_posix()
-        if (not path.is_file() or name in (SEAL, START_HARNESS) or "__pycache__" in path.parts
-                or is_data_path(name)):
+        top = folder / path.relative_to(folder).parts[0]
+        if (not path.is_file() or name in (SEAL, SEAL + ".tmp", START_HARNESS)
+                or "__pycache__" in path.parts or is_data_path(name)
+                or (top != path and is_data_path(str(top)))):  # a saved `datasets` folder
             continue
         found[name] = hashlib.sha256(path.read_bytes()).hexdigest()
     return found
