@@ -29,6 +29,8 @@ SEAL = ".sealed.json"
 KEY_ENV = "HARNESS_LEARNING_INPUTS_KEY"
 """A file holding the sealing key, where the default place (`key_path`) is not wanted."""
 START_HARNESS = "start_harness.py"  # inputs.START_HARNESS (imported from there it would cycle)
+TRUST_HELP = ("Import the run directory's kept code (inputs/*.py: its metric, task, tools) "
+              "although it was not kept by a run of yours here; read it first.")
 HINT = ("read the file first: it would run with your permissions, outside the sandbox; if you "
         "trust it, pass --trust-inputs (the run's inputs are then sealed as yours)")
 

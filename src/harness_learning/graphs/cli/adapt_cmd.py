@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.sealed_inputs import TRUST_HELP
 from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import (
     SANDBOX_HELP,
@@ -23,9 +24,6 @@ from harness_learning.graphs.cli._common import (
 )
 from harness_learning.graphs.cli.options import field_parameters, field_values, given_options
 from harness_learning.graphs.cli.show_cmd import StoreOption
-
-TRUST_HELP = ("Import the run directory's kept code (inputs/*.py: its metric, task, tools) "
-              "although it was not kept by a run of yours here; read it first.")
 
 
 def check_inputs(config, trust: bool = False) -> Any:

@@ -10,8 +10,15 @@ from typing import Annotated, Any
 
 import typer
 
+from harness_learning.graphs.adapter.sealed_inputs import TRUST_HELP
 from harness_learning.graphs.cli import app
-from harness_learning.graphs.cli._common import console, out, print_json_last, run_async
+from harness_learning.graphs.cli._common import (
+    console,
+    out,
+    print_json_last,
+    run_async,
+    user_errors,
+)
 from harness_learning.graphs.cli.errors import EXIT_USAGE, EXIT_WAITING, CliError, unreachable
 from harness_learning.graphs.cli.exit_checks import check_stop
 from harness_learning.graphs.cli.live import LiveView
@@ -141,12 +148,17 @@ def approve(
                                                     "(the Proposer reads it).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="End with a JSON summary line.")] = False,
     store: StoreOption = "",
+    trust_inputs: Annotated[bool, typer.Option("--trust-inputs", help=TRUST_HELP)] = False,
 ) -> None:
     """Answer a run's pending approval (adopt, or --reject REASON) and continue the run here."""
+    from harness_learning.graphs.adapter.inputs import inputs_dir
     from harness_learning.graphs.adapter.run import load_config
+    from harness_learning.graphs.adapter.sealed_inputs import check_sealed
     from harness_learning.graphs.adapter.steer import pending_approval
 
     config = load_config(run_dir)
+    with user_errors():  # a handed run's kept code is not imported unasked (as resume)
+        check_sealed(inputs_dir(config), trust_inputs)
     if store:  # for this process only, as `resume --store`
         config = dataclasses.replace(config, store=store)
     pending = pending_approval(run_dir, store=store)
