@@ -67,13 +67,19 @@ def failure_signature(problems: dict[str, Problem], results: Iterable[ProblemRes
 
 
 def held_texts(task: Any, config: Any) -> list[str]:
-    """Every question and gold answer of the task's splits (every string in a problem's
-    inputs and gold), the run's split secret and credential-looking environment values."""
+    """Every question and gold answer of the task's splits, the run's split secret and
+    credential-looking environment values. A question is the `question` input (every input
+    when there is none); a gold answer its `answer` (with any aliases) when the gold is a
+    record holding one, such as reasoning-gym's, whose other fields (the dataset's name, its
+    generator's settings) are no answer; else every string in the gold."""
     out: list[str] = []
     for split in (task.dev, task.test):
         for problem in split():
-            out.extend(_strings(problem.inputs))
-            out.extend(_strings(problem.gold))
+            inputs = problem.inputs or {}
+            out.extend(_strings(inputs.get("question", inputs)))
+            gold = problem.gold
+            out.extend(_strings(gold["answer"] if isinstance(gold, dict) and "answer" in gold
+                                else gold))
     secret = (getattr(config, "task_options", None) or {}).get("split_secret")
     return out + ([str(secret)] if secret else []) + environment_secrets()
 
