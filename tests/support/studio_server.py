@@ -15,7 +15,7 @@ from pathlib import Path
 
 from cli_run import free_port
 
-from harness_learning.graphs.cli.studio_cmd import REPO_ROOT, dev_command, offline_env
+from harness_learning.graphs.cli.studio_cmd import dev_command, offline_env, write_config
 
 ALLOW_BLOCKING_WARNING = "You've set --allow-blocking"
 """What the server logs at start when its blocking-call detector is off."""
@@ -36,15 +36,18 @@ def wait_ready(url: str, proc: subprocess.Popen, log: Path, timeout: float = 90.
 @contextlib.contextmanager
 def dev_server(log: Path, env: dict[str, str], jobs: int = 3) -> Iterator[str]:
     """The server's base URL while it runs; its output goes to `log`; `env` is added to the
-    offline environment. Stopped (its whole process group) on the way out."""
-    argv = dev_command(free_port(), jobs=jobs)
+    offline environment. It serves the studio's own langgraph.json from a folder beside `log`,
+    where it keeps its state, as `harness-learn studio` does beside its runs. Stopped (its
+    whole process group) on the way out."""
+    config = write_config(log.parent / f"{log.stem}-server")
+    argv = dev_command(free_port(), jobs=jobs, config=config)
     assert "--allow-blocking" not in argv
     full_env = offline_env()
     full_env.pop("LANGSMITH_API_KEY", None)
     full_env.pop("LANGGRAPH_ALLOW_BLOCKING", None)
     full_env.update(env)
     with log.open("w") as sink:
-        proc = subprocess.Popen(argv, cwd=REPO_ROOT, env=full_env, stdout=sink,
+        proc = subprocess.Popen(argv, cwd=config.parent, env=full_env, stdout=sink,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{argv[argv.index('--port') + 1]}"
     try:

@@ -4,6 +4,7 @@ run's config, or are refused by a started one."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +23,8 @@ from harness_learning.graphs.adapter.settings import (
     conflicts,
     given_settings,
 )
-from harness_learning.graphs.cli.studio_cmd import REPO_ROOT
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_every_field_is_a_setting_with_its_help() -> None:

@@ -74,7 +74,7 @@ def get_json(url: str) -> tuple[int, Any]:
         return resp.status, json.loads(resp.read())
 
 
-def test_studio_as_shipped(studio) -> None:
+def test_studio_as_shipped(studio, tmp_path) -> None:
     from langgraph_sdk import get_client
 
     url, log = studio
@@ -114,5 +114,11 @@ def test_studio_as_shipped(studio) -> None:
     # before it, is taken as `harness`, not refused.
     assert errors and "unknown setting 'roundz'" in errors[0], got["refused"]
     assert "seed_harness" not in errors[0] and "\n" not in errors[0]
+    # The server ran from its own folder beside the runs, serving the package's graphs by
+    # module (no checkout), and kept its state there.
+    served = tmp_path / "runs" / ".langgraph-server"
+    graphs = json.loads((served / "langgraph.json").read_text())["graphs"]
+    assert graphs["adapter"] == "harness_learning.graphs.serving.studio:adapter"
+    assert (served / ".langgraph_api").is_dir()
     assert ALLOW_BLOCKING_WARNING not in text  # the blocking-call detector was on
     assert "Blocking call" not in text and "BlockingError" not in text, text[-4000:]

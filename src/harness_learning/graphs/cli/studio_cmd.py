@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -14,8 +15,13 @@ import typer
 from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import console
 
-REPO_ROOT = Path(__file__).resolve().parents[4]
-"""The checkout, which holds langgraph.json (src/harness_learning/graphs/cli/ -> the root)."""
+GRAPHS = {name: f"harness_learning.graphs.serving.studio:{name}" for name in
+          ("adapter", "harness", "reasoning_direct", "multihop_two_hop", "baseline_tool_loop")}
+"""The graphs `studio` serves, named by module (the installed package), never by a path into
+a checkout."""
+SERVER_DIR = ".langgraph-server"
+"""The folder, inside the studio's runs folder, holding the server's langgraph.json and its own
+state (.langgraph_api/)."""
 TAKEN_PORT = 2024
 """`langgraph dev`'s default port; taken by another service on the machines we run on."""
 
@@ -29,9 +35,26 @@ def offline_env(base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def write_config(folder: Path) -> Path:
+    """`folder/langgraph.json` naming the studio graphs by module, written afresh (so an
+    upgrade's graphs are the ones served): the server needs no checkout."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "langgraph.json"
+    python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    path.write_text(json.dumps({"dependencies": ["."], "graphs": GRAPHS,
+                                "python_version": python}, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def server_folder(runs_root: Path) -> Path:
+    """Where a studio server runs from: beside the threads' runs, never in a source tree."""
+    return runs_root / SERVER_DIR
+
+
 def dev_command(port: int, host: str = "127.0.0.1", jobs: int = 4, reload: bool = False,
                 config: Path | None = None) -> list[str]:
-    """The `langgraph dev` argv (the CLI next to this interpreter)."""
+    """The `langgraph dev` argv (the CLI next to this interpreter); without `config`, the
+    studio's own langgraph.json, written into the default runs folder's server folder."""
     exe = Path(sys.executable).with_name("langgraph")
     langgraph = str(exe) if exe.exists() else shutil.which("langgraph")
     if langgraph is None:
@@ -41,8 +64,14 @@ def dev_command(port: int, host: str = "127.0.0.1", jobs: int = 4, reload: bool 
     # SQLite and process work in threads.
     argv = [langgraph, "dev", "--host", host, "--port", str(port), "--no-browser",
             "--n-jobs-per-worker", str(jobs),
-            "--config", str(config or REPO_ROOT / "langgraph.json")]
+            "--config", str(config or write_config(server_folder(_runs_root())))]
     return argv if reload else [*argv, "--no-reload"]
+
+
+def _runs_root() -> Path:
+    from harness_learning.graphs.adapter.server_threads import studio_runs_root
+
+    return studio_runs_root()
 
 
 def port_free(host: str, port: int) -> bool:
@@ -56,7 +85,7 @@ def port_free(host: str, port: int) -> bool:
 
 def _checked_settings(path: Path) -> Path:
     """A settings file read now, so a typo is one line before the server starts (absolute:
-    the server runs from the repository)."""
+    the server runs from its own folder; the file's relative paths are read against it)."""
     from harness_learning.graphs.adapter.config_file import ConfigFileError, read_config_file
     from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
 
@@ -77,7 +106,8 @@ def studio(
     runs_dir: Annotated[Path | None, typer.Option(help="Where threads without a run_dir keep "
                                                        "their runs (default ~/.cache/...).")] = None,
     model: Annotated[str | None, typer.Option(help="Default Solver of the harness graphs.")] = None,
-    config: Annotated[Path | None, typer.Option(help="langgraph.json to serve.")] = None,
+    config: Annotated[Path | None, typer.Option(help="langgraph.json to serve (default: the "
+                                                    "studio's own, written beside its runs).")] = None,
     settings: Annotated[Path | None, typer.Option(
         "--settings", help="A settings file (TOML, as `adapt --config` takes) under every new "
                            "thread's settings: defaults < the file < the settings a run is "
@@ -100,10 +130,13 @@ def studio(
         env[MODEL_ENV] = model
     if settings_file is not None:
         env[CONFIG_ENV] = str(settings_file)
-    argv = dev_command(port, host, jobs, reload, config)
+    runs_root = runs_dir.resolve() if runs_dir is not None else _runs_root()
+    config_file = config.resolve() if config is not None else \
+        write_config(server_folder(runs_root))
+    argv = dev_command(port, host, jobs, reload, config_file)
     console.print(f"serving on http://{host}:{port} (API docs /docs); Studio: "
                   f"https://smith.langchain.com/studio/?baseUrl=http://{host}:{port}")
     # Replace this process: Ctrl-C and kill reach the server itself, no orphan is left behind.
-    # The working directory is the repo, so the server's state stays in its ignored .langgraph_api/.
-    os.chdir(REPO_ROOT)
+    # The working directory is the config's folder, where the server keeps its .langgraph_api/.
+    os.chdir(config_file.parent)
     os.execve(argv[0], argv, env)
