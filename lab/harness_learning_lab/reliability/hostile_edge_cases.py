@@ -10,7 +10,8 @@ takes what the harness produced to the edge it aims at, from outside:
   checkpoint naming `os.system` with it) must be refused in one line naming the file, the
   command never run;
 - `printed_text`: rich markup that does not parse, escape codes and a lone surrogate in an
-  answer are shown as written and stored; an error forging `## How to answer` sections stays
+  answer are shown as written on a terminal (made safe as the CLI's tables make their cells)
+  and stored; an error forging `## How to answer` sections stays
   inside the Proposer prompt's quoted blocks;
 - `budget`: a harness fanning out 64 Solver calls under a 10-call budget (`LEDGER_CALLS`)
   gets at most 10 sent, the rest refused as `budget`.
@@ -97,13 +98,21 @@ def ledger_toolbox(toolbox: Any) -> Any:
 
 
 def shown(rows: list[dict[str, Any]]) -> str:
-    """`run`'s results table of `rows` as a terminal gets it (UTF-8 must carry it)."""
+    """`rows` as a terminal gets them in a rich table whose cells are made safe as `run`'s
+    are (`text_safety.for_rich`; the lab does not import the CLI, whose own table
+    tests/graphs/test_hostile_text.py renders), UTF-8 encodable."""
     from rich.console import Console
+    from rich.table import Table
 
-    from harness_learning.graphs.cli._common import results_table
+    from harness_learning.harnesses.text_safety import for_rich
 
+    table = Table(title="results")
+    for column in ("id", "answer", "error"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*(for_rich(row.get(c) or "") for c in ("id", "answer", "error")))
     console = Console(file=io.StringIO(), force_terminal=True, width=200)
-    console.print(results_table("results", rows, ["id", "answer", "error"]))
+    console.print(table)
     text = console.file.getvalue()
     text.encode("utf-8")
     return text
