@@ -31,6 +31,7 @@ from typing import Any
 
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.inputs import harness_text
 from harness_learning.graphs.adapter.nodes import evaluate_cached
 from harness_learning.graphs.adapter.run import load_config, run_adaptation
 from harness_learning.harnesses.rundir import RunDir
@@ -170,7 +171,9 @@ async def execute(plan: RunPlan, info: dict[str, Any], make_context: ContextFact
             if ctx.store.get_run() is None:
                 ctx.store.init_run(json.loads(plan.config.to_json()))
             name = plan.config.seed_harness or ctx.task.seed
-            ctx.store.put_version(seed_source(name), parent=None, round_=0, note=name)
+            text = harness_text(name)  # a seed name (None), a harness file or source text
+            ctx.store.put_version(text if text is not None else seed_source(name), parent=None,
+                                  round_=0, note=name)
     if not plan.eval_only:  # the run opens and closes a context of its own
         final = await run_adaptation(plan.config, resume=True,
                                      context=make_context(plan.config))
