@@ -1,5 +1,5 @@
-"""A user's agent as they wrote it: `build_graph` returns `create_react_agent(...)` over their own
-chat model class (here a hosted provider's stand-in that must never be asked), and the harness
+"""A user's agent as they wrote it: `build_graph` returns `create_react_agent(...)` (or the module
+defines it as its compiled `graph`, as langgraph.json names one) over their own chat model class (here a hosted provider's stand-in that must never be asked), and the harness
 runs as it is, in the sandbox, with every model call routed to the Solver (SmolLM2), the
 question given as a user message and the agent's last message taken as the answer."""
 
@@ -43,6 +43,10 @@ def build_graph(tools):
                               prompt="You are a helpful assistant")
 '''
 
+MODULE_GRAPH = """graph = create_react_agent(model=ProviderChat(), tools=[get_weather],
+                           prompt="You are a helpful assistant")
+"""
+
 
 def test_a_react_agent_over_its_own_chat_model_runs_on_the_solver(local_model_url,
                                                                   tmp_path) -> None:
@@ -61,8 +65,11 @@ def test_a_react_agent_over_its_own_chat_model_runs_on_the_solver(local_model_ur
     assert chats[0]["args"]["tools"][0]["function"]["name"] == "get_weather"
     assert isinstance(out["answer"], str)
 
-    result = cli("run", "--task", "rg:basic_arithmetic", "--harness", path, "--model", "local",
-                 "--n", "1", "--json")
+    # As langgraph.json serves one: a module whose compiled `graph` is the agent.
+    module = tmp_path / "module_agent.py"
+    module.write_text(AGENT.split("def build_graph")[0] + MODULE_GRAPH)
+    result = cli("run", "--task", "rg:basic_arithmetic", "--harness", module, "--model",
+                 "local", "--n", "1", "--json")
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["completed_fraction"] == 1.0 and summary["invalid"] == 0, summary

@@ -90,8 +90,9 @@ def test_non_graph_return():
 
 
 def test_a_compiled_graph_is_taken_as_it_is_or_refused_by_its_state():
-    """A compiled graph taking `question` runs as returned (no second compile); one whose
-    input is neither `question` nor `messages` is one line naming what it takes."""
+    """A compiled graph taking `question` runs as returned (no second compile), also as a
+    module's `graph` without a build_graph; one whose input is neither `question` nor
+    `messages` is one line naming what it takes."""
     compiled = GOOD.replace("    return g\n", "    return g.compile()\n")
     graph = compile_harness(compiled, EchoTools(), trusted=True)
     assert graph.invoke({"question": "hi"})["answer"] == "echo: hi"
@@ -100,6 +101,13 @@ def test_a_compiled_graph_is_taken_as_it_is_or_refused_by_its_state():
     exc = invalid(other)
     assert exc.kind == "not_a_graph" and "input takes answer, query" in exc.detail
     assert "`messages`" in exc.detail and "\n" not in exc.detail
+    module_graph = compiled.replace("def build_graph(tools):", "def make(tools):") + \
+        "\nclass Echo:\n    def llm(self, m, **p):\n        return f'echo: {m}'\n" \
+        "\ngraph = make(Echo())\n"
+    assert "build_graph" not in module_graph
+    graph = compile_harness(module_graph, None, trusted=True)
+    assert graph.invoke({"question": "yo"})["answer"] == "echo: yo"
+    assert "or a compiled `graph`" in invalid("x = 1\n").detail
 
 
 def test_graph_that_does_not_compile():

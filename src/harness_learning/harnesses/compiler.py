@@ -108,9 +108,22 @@ def check_source(source: str, line_limit: int = LINE_LIMIT) -> ast.Module:
         and any(isinstance(t, ast.Name) and t.id == "build_graph" for t in node.targets)
         for node in tree.body
     )
-    if not defined:
-        raise HarnessInvalid("no_build_graph", "no top-level function `build_graph(tools)`")
+    if not defined and not _assigns(tree, MODULE_GRAPH):
+        raise HarnessInvalid("no_build_graph", "no top-level function `build_graph(tools)` "
+                             f"(or a compiled `{MODULE_GRAPH}`, as langgraph.json names one)")
     return tree
+
+
+MODULE_GRAPH = "graph"
+"""A module-level compiled graph a harness may be instead of a `build_graph` (LangGraph's own
+convention: langgraph.json names `module.py:graph`)."""
+
+
+def _assigns(tree: ast.Module, name: str) -> bool:
+    return any(isinstance(node, ast.Assign | ast.AnnAssign) and any(
+        isinstance(t, ast.Name) and t.id == name
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))
+        for node in tree.body)
 
 
 @contextmanager
@@ -158,8 +171,11 @@ def build(module: types.ModuleType, tools: Any) -> Any:
     from langgraph.pregel import Pregel
 
     build_graph = getattr(module, "build_graph", None)
+    if build_graph is None and isinstance(getattr(module, MODULE_GRAPH, None), Pregel):
+        return _compiled_agent(getattr(module, MODULE_GRAPH), tools)
     if not callable(build_graph):
-        raise HarnessInvalid("no_build_graph", "`build_graph` is not callable")
+        raise HarnessInvalid("no_build_graph", "`build_graph` is not callable (and no "
+                             f"compiled `{MODULE_GRAPH}` is defined)")
     try:
         graph = build_graph(tools)
     except Exception as exc:

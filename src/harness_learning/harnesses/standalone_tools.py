@@ -91,6 +91,7 @@ def make_graph(chat_model: _Any, *, python: _Callable[..., _Any] | None = None,
                search: _Callable[..., _Any] | None = None, tools: _Sequence[_Any] = ()) -> _Any:
     """The harness compiled over your chat model (and code runner, search, tools):
     `make_graph(model).invoke({"question": ...})["answer"]`."""
-    graph = build_graph(StandaloneTools(chat_model, python=python,  # noqa: F821 (the harness's)
-                                        search=search, tools=tools))
+    builder = globals().get("build_graph")  # the harness's; or its compiled module `graph`
+    graph = globals()["graph"] if builder is None else builder(
+        StandaloneTools(chat_model, python=python, search=search, tools=tools))
     return graph if hasattr(graph, "invoke") else graph.compile()  # compiled already, or not
