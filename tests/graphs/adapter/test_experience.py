@@ -226,3 +226,23 @@ def test_an_entry_that_no_longer_applies(tmp_path):
     payload["operator"] = "experience:" + stale.id  # planned, then the source moved on
     made = asyncio.run(propose_any(ctx, payload, source, check))
     assert made.outcome.invalid_kind == "unmatched_search" and made.outcome.invalid_reason
+
+
+def test_a_held_out_gain_is_read_where_eval_measured_it(two_runs, tmp_path):
+    import shutil
+
+    from harness_learning.graphs.adapter.experience import extract
+    from harness_learning.graphs.adapter.run import load_config
+    from harness_learning.harnesses.results import ProblemResult
+
+    (a, final, _), *_ = two_runs
+    copy = shutil.copytree(a.run_dir, tmp_path / "a")
+    seed, chosen = final["rounds"][0]["current_sha"], final["rounds"][0]["chosen_sha"]
+    with RunDir(copy).open_store() as store:
+        store.put_results(seed, "test", 0, [ProblemResult("t0", "x", 0.0),
+                                            ProblemResult("t1", "y", 1.0)])
+        store.put_results(chosen, "test", 1, [ProblemResult("t0", "x", 1.0),
+                                              ProblemResult("t1", "y", 1.0)])
+        (entry,) = extract(store, SumTask(**TASK), load_config(copy))
+    (won,) = entry.outcomes
+    assert won.held_out_gain == 0.5 and won.gain == 0.5 and won.selection_gain != 0.5
