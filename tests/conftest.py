@@ -15,6 +15,9 @@ REPO = Path(__file__).resolve().parent.parent
 # bubblewrap) its tests check; `auto` would pick Docker wherever an engine holds the sandbox
 # image. The Docker backend's own tests ask for it by name.
 os.environ.setdefault("HARNESS_SANDBOX", "local")
+# The data folder is a setting with no default in the package; the suite's is beside the
+# repository (as the Makefile sets it).
+os.environ.setdefault("HARNESS_LEARNING_DATA", str(REPO.parent / "shared" / "data"))
 
 # Modules whose tests start `langgraph dev` from the repository root, where each server keeps
 # its state (.langgraph_api/): two at once would share it, so they run in one worker, in turn.

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from harness_learning.evals.settings import REPO_ROOT, SAMPLE_CORPORA, SAMPLE_FILES, data_dir
+import pytest
+
+from harness_learning.evals.registry import get_task
+from harness_learning.evals.settings import SAMPLE_CORPORA, SAMPLE_FILES, DataDirUnset, data_dir
 
 
 def test_env_var_wins(monkeypatch, tmp_path):
@@ -10,9 +13,13 @@ def test_env_var_wins(monkeypatch, tmp_path):
     assert data_dir() == tmp_path
 
 
-def test_default_is_next_to_the_repo(monkeypatch):
+def test_unset_is_one_line_naming_the_setting(monkeypatch):
+    """No default beside a checkout: an installed package has none."""
     monkeypatch.delenv("HARNESS_LEARNING_DATA", raising=False)
-    assert data_dir() == REPO_ROOT.parent / "shared" / "data"
+    with pytest.raises(DataDirUnset, match=r"^the data folder is not set: export "
+                                           r"HARNESS_LEARNING_DATA=") as unset:
+        get_task("hotpotqa")
+    assert "\n" not in str(unset.value) and "--data" in str(unset.value)
 
 
 def test_sample_files_exist(data_dir):

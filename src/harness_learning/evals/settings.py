@@ -1,8 +1,9 @@
 """Where the real dataset samples live: a setting, never a hard-coded path.
 
-`HARNESS_LEARNING_DATA` names the folder; by default `../shared/data` next to the repository.
-The project's code never needs it at run time (users pass their own dataset paths); tests,
-benchmarks and examples read it.
+`HARNESS_LEARNING_DATA` names the folder; there is no default (an installed package has no
+checkout to look beside): the tests, the benchmarks and the Makefile set it, and a command that
+needs it without it says so in one line. The project's code never needs it at run time when
+users pass their own dataset paths.
 """
 
 from __future__ import annotations
@@ -11,14 +12,21 @@ import os
 from pathlib import Path
 
 ENV_VAR = "HARNESS_LEARNING_DATA"
-REPO_ROOT = Path(__file__).resolve().parents[3]
-"""The checkout (src/harness_learning/evals/ -> the repository root)."""
+
+
+class DataDirUnset(FileNotFoundError):
+    """The data folder was needed and `HARNESS_LEARNING_DATA` is not set."""
 
 
 def data_dir() -> Path:
-    """The data folder from the environment, else `<repo>/../shared/data` (may not exist)."""
-    value = os.environ.get(ENV_VAR)
-    return Path(value).expanduser() if value else REPO_ROOT.parent / "shared" / "data"
+    """The data folder `HARNESS_LEARNING_DATA` names (it may not exist); `DataDirUnset`
+    when it is not set."""
+    value = os.environ.get(ENV_VAR, "").strip()
+    if not value:
+        raise DataDirUnset(f"the data folder is not set: export {ENV_VAR}=<the folder holding "
+                           "hotpotqa/, musique/, 2wikimultihopqa/>, or pass the dataset file "
+                           "(--data)")
+    return Path(value).expanduser()
 
 
 SAMPLE_FILES = {
