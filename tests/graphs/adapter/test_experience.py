@@ -246,3 +246,21 @@ def test_a_held_out_gain_is_read_where_eval_measured_it(two_runs, tmp_path):
         (entry,) = extract(store, SumTask(**TASK), load_config(copy))
     (won,) = entry.outcomes
     assert won.held_out_gain == 0.5 and won.gain == 0.5 and won.selection_gain != 0.5
+
+
+def test_past_successes_are_whole_diffs_within_the_token_budget():
+    from harness_learning.graphs.adapter.experience_search import (
+        CHARS_PER_TOKEN,
+        section,
+        worked_diffs,
+    )
+
+    picks = [(Entry(c * 64, "edit", "proposer", f"changed {c}", blocks=(("a", "b"),),
+                    diff=f"@@\n-a{c}\n+b{c}"), 0.25) for c in "abc"]
+    lines, shown = worked_diffs(picks, 1000)
+    assert shown == ["a" * 64, "b" * 64, "c" * 64]
+    assert lines[0] == "# gain +0.250 (changed a; entry aaaaaaaaaaaa)" and "+ba" in lines
+    one = len(section(worked_diffs(picks[:1], 1000)[0]))
+    lines, shown = worked_diffs(picks, -(-one // CHARS_PER_TOKEN))
+    assert shown == ["a" * 64] and len(section(lines)) <= one + CHARS_PER_TOKEN
+    assert worked_diffs(picks, 5) == ([], [])

@@ -145,17 +145,26 @@ async def past_successes(ctx: Any, payload: dict, proposal: str) -> str:
         return ""
     entries = await asyncio.to_thread(library_entries, cfg.experience)
     context = await round_context(ctx, payload["current_sha"], payload.get("feedback_ids") or [])
-    shown, lines = [], []
-    for entry, gain in successes(entries, context, cfg.experience_shown):
-        block = [f"# gain {gain:+.3f} ({entry.summary}; entry {entry.short})",
-                 *entry.diff.splitlines()]
-        if len(section([*lines, *block])) > cfg.experience_tokens * CHARS_PER_TOKEN:
-            break
-        lines += block
-        shown.append(entry.id)
+    lines, shown = worked_diffs(successes(entries, context, cfg.experience_shown),
+                                cfg.experience_tokens)
     if shown:
         await ctx.store.aappend_event(SHOWN_EVENT, {"proposal_id": proposal, "entries": shown})
     return section(lines)
+
+
+def worked_diffs(picks: list[tuple[Entry, float]], tokens: int) -> tuple[list[str], list[str]]:
+    """(lines, entry ids shown): each pick's gain line and diff, most relevant first, as many
+    whole picks as fit `tokens` (characters / `CHARS_PER_TOKEN`) with the heading."""
+    shown: list[str] = []
+    lines: list[str] = []
+    for entry, gain in picks:
+        block = [f"# gain {gain:+.3f} ({entry.summary}; entry {entry.short})",
+                 *entry.diff.splitlines()]
+        if len(section([*lines, *block])) > tokens * CHARS_PER_TOKEN:
+            break
+        lines += block
+        shown.append(entry.id)
+    return lines, shown
 
 
 def section(lines: list[str]) -> str:

@@ -82,7 +82,8 @@ class AdapterState(TypedDict, total=False):
     current_selection_score: float | None
     report: str
     operator_plan: list[str]
-    """The operators this round tries on the current version (`nodes.operator_plan`)."""
+    """The operators and experience-library changes this round tries on the current version
+    (`experience_search.operator_plan`)."""
     candidates: Annotated[list[CandidateView], operator.add]
     drafts: Annotated[list[CandidateView], operator.add]
     """Racing only: the valid candidates the race node evaluates together."""
