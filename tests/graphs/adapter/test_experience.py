@@ -198,6 +198,12 @@ def test_bad_input_is_one_line_and_changes_nothing(tmp_path, capsys):
                  ["list", "postgresql://me@db/lib"], ["add", tmp_path, "--to", tmp_path / "l"]):
         code, _, err = hl(capsys, "experience", *args)
         assert code != 0 and err.count("\n") == 1 and "Traceback" not in err, (args, err)
+    smol = "local:smollm2-135m"  # a run on a damaged library: refused before it writes
+    code, _, err = hl(capsys, "adapt", "--task", "rg:basic_arithmetic", "--run-dir",
+                      tmp_path / "run", "--solver", smol, "--proposer", smol,
+                      "--experience", tmp_path / "bad")
+    assert code == 2 and "not a readable experience library" in err and err.count("\n") == 1
+    assert not (tmp_path / "run").exists()
     assert (tmp_path / "bad" / "library.sqlite").read_bytes() == b"no database" * 50
 
 
