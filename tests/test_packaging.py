@@ -100,3 +100,12 @@ def test_the_wheel_installs_one_top_level_package_and_the_cli_runs(tmp_path):
                          text=True, timeout=300, env=env, cwd=tmp_path)
     assert cli.returncode == 0, cli.stderr[-2000:]
     assert "adapt" in cli.stdout
+
+    # Installed, not checked out: from another directory `studio` runs (it writes its own
+    # langgraph.json naming the graphs by module; nothing points into a checkout).
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    exe = str(env_dir / "bin" / "harness-learn")
+    studio = subprocess.run([exe, "studio", "--help"], capture_output=True, text=True,
+                            timeout=300, env=env, cwd=elsewhere)
+    assert studio.returncode == 0 and "--settings" in studio.stdout, studio.stderr[-2000:]
