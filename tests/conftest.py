@@ -19,8 +19,8 @@ os.environ.setdefault("HARNESS_SANDBOX", "local")
 # repository (as the Makefile sets it).
 os.environ.setdefault("HARNESS_LEARNING_DATA", str(REPO.parent / "shared" / "data"))
 
-# Modules whose tests start `langgraph dev` from the repository root, where each server keeps
-# its state (.langgraph_api/): two at once would share it, so they run in one worker, in turn.
+# Modules whose tests start `langgraph dev` servers (each serves from a folder of its own, but
+# several at once overload the machine's cores and time out) run in one worker, in turn.
 ONE_WORKER_GROUPS = {"studio": ("tests/graphs/serving/test_studio",)}
 
 
