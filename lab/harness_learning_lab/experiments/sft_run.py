@@ -148,7 +148,9 @@ def demonstrations_work(spec: SFTExperimentSpec, folder: Path, run_dirs: list[st
     log(f"demonstrations: prompt tokens mean {tokens['prompt']['mean']} max "
         f"{tokens['prompt']['max']} ({tokens['prompts_over_aim']} over {tokens['aim']}); "
         f"completion tokens mean {tokens['completion']['mean']} max "
-        f"{tokens['completion']['max']} ({spec.student}'s chat template)")
+        f"{tokens['completion']['max']} ({spec.student}'s chat template); "
+        f"{sum(p + c > spec.sft_max_length for p, c in tokens['per_row'])} longer than "
+        f"sft_max_length {spec.sft_max_length} (cut on the right)")
     return {"rows": len(rows), "file": str(folder / DEMOS), "summary": summary.to_dict(),
             "tokens": tokens, "ties_kept": spec.demo_keep_ties}
 

@@ -53,9 +53,9 @@ class SFTExperimentSpec:
     selection: int = 8
     n_dev: int = 24
     n_test: int = 24
-    report_chars: int = 2400
-    """The report's budget in characters: with the node function and the fixed sections the
-    focused prompt stays near 900 tokens (the SFT stage measures and prints it)."""
+    report_chars: int = 1000
+    """The report's budget in characters (every stage and arm): the prompt's one part the
+    experiment sizes; the demonstrations stage measures and prints the prompt's tokens."""
     solver_max_tokens: int = 512
     proposer_max_tokens: int = 768
     proposer_temperature: float = 0.7
@@ -66,7 +66,7 @@ class SFTExperimentSpec:
     smoke run only, whose 135M Solver rarely lets any candidate win on 2 problems."""
     sft_epochs: float = 2.0
     sft_learning_rate: float = 2e-4
-    sft_max_length: int = 1536
+    sft_max_length: int = 2304
     sft_save_steps: int = 4
     sft_bf16: bool = True
     """The student in bfloat16 with checkpointed activations (`train sft --bf16-cpu`): the
