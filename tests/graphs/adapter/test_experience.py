@@ -22,6 +22,7 @@ from harness_learning.graphs.adapter.experience_search import PAST_HEADING, oper
 from harness_learning.graphs.adapter.inputs import start_source
 from harness_learning.graphs.adapter.run import prepare, run_adaptation
 from harness_learning.graphs.runreport import load_run
+from harness_learning.graphs.runreport.html import render_html
 from harness_learning.graphs.runreport.terminal import candidate_detail, run_summary
 from harness_learning.harnesses.experience import Entry, Library, Outcome, Signature
 from harness_learning.harnesses.experience.entry import operator_id, texts
@@ -109,6 +110,8 @@ def test_the_next_run_tries_the_past_change_and_shows_it_as_a_success(two_runs):
     assert f"r1-c0: was shown past successes {edit.short}" in text
     detail = rendered(candidate_detail(run_record, run_record.candidate("r1-c0")))
     assert f"experience: was shown past successes {edit.short}" in detail
+    html = render_html(run_record)
+    assert f"experience: came from entry {edit.short}" in html
 
 
 def rendered(renderable) -> str:

@@ -103,11 +103,14 @@ def _round(run: RunRecord, rnd: RoundRecord) -> str:
         report += _details(f"the run memory the Proposer was given ({len(rnd.memory)} earlier "
                            "candidates)", f"<pre>{escape(chr(10).join(rnd.memory))}</pre>")
     report += _details("the Proposer's whole prompt", _prompt(rnd))
-    cands = "".join(_candidate(c) for c in rnd.candidates)
+    cands = "".join(_candidate(c, run.experience.get(c.id)) for c in rnd.candidates)
     return f'<div class="card" {anchor}>{head}{table}{report}{feedback}{cands}</div>'
 
 
-def _candidate(c: CandidateRecord) -> str:
+def _candidate(c: CandidateRecord, used: dict | None = None) -> str:
+    """A candidate's card; `used`: the experience-library entries it came from or was shown."""
+    from harness_learning.graphs.runreport.terminal import used_lines
+
     p = c.proposal
     facts = (f"parent {escape((p.parent_sha or '')[:12])} · version {escape((c.sha or 'none')[:12])}"
              f" · {p.prompt_tokens:,}+{p.completion_tokens:,} tokens · {p.latency_s:.1f}s · "
@@ -116,7 +119,9 @@ def _candidate(c: CandidateRecord) -> str:
             else "<div class=sub>no diff: the edit did not apply</div>")
     parts = json.dumps(p.reward_parts, sort_keys=True, default=str)
     return (f'<div id="{escape(c.id)}" class="candidate"><h3>{escape(c.id)} {_badge(c.outcome)}</h3>'
-            f"<div>{escape(c.reason)}</div><div class=sub>{facts}</div>{diff}"
+            f"<div>{escape(c.reason)}</div><div class=sub>{facts}</div>"
+            + "".join(f"<div class=sub>experience: {escape(line)}</div>"
+                      for line in used_lines(used or {})) + diff
             + _details("Proposer reply", f"<pre>{escape(p.completion)}</pre>")
             + _details(f"per-problem selection results ({len(c.results)})", _results(c.results))
             + _details("reward parts", f"<pre>{escape(parts)}</pre>") + "</div>")
