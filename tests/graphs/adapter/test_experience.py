@@ -255,6 +255,15 @@ def test_a_held_out_gain_is_read_where_eval_measured_it(two_runs, tmp_path):
         (entry,) = extract(store, SumTask(**TASK), load_config(copy))
     (won,) = entry.outcomes
     assert won.held_out_gain == 0.5 and won.gain == 0.5 and won.selection_gain != 0.5
+    # `eval` adds them to the run's library (the test results above are all it needs)
+    from harness_learning.graphs.adapter.final_eval import final_evaluation
+
+    run = RunDir(copy)  # the copy writes a library of its own, not the module's
+    run.write_config({**run.read_config(), "experience": str(tmp_path / "own")})
+    asyncio.run(final_evaluation(copy, task=SumTask(**TASK)))
+    with Library(tmp_path / "own") as lib:
+        outcomes = {o.key: o for e in lib.entries() for o in e.outcomes}
+    assert outcomes[won.key].held_out_gain == 0.5
 
 
 def test_past_successes_are_whole_diffs_within_the_token_budget():

@@ -14,7 +14,7 @@ from rich.table import Table
 from harness_learning.evals.task import Task
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.nodes import evaluate_cached
-from harness_learning.graphs.adapter.run import load_config
+from harness_learning.graphs.adapter.run import keep_experience, load_config
 from harness_learning.harnesses.rundir import RunDir
 
 
@@ -90,6 +90,8 @@ async def final_evaluation(run_dir: str | Path, n: int = 0, console=None,
                                    result.completed_fraction))
         plot_path = plot_rounds(rows, plot, title=plot_title(config, run.path))
         diffs.write_text(await _adopted_diffs(ctx, rows), encoding="utf-8")
+        if not solver:  # the held-out gains just measured join the library's outcomes
+            await keep_experience(ctx)
     return FinalSummary(rows, plot_path, diffs)
 
 
