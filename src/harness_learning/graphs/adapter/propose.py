@@ -110,7 +110,8 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
     a `proposer_attempt` event, so nothing the Proposer wrote is lost."""
     cfg = ctx.config
     proposer = await ctx.aget("proposer")
-    wanted = cfg.proposer_logprobs and proposer.config.returns_logprobs
+    served = getattr(getattr(proposer, "config", None), "returns_logprobs", True)  # any chat model
+    wanted = cfg.proposer_logprobs and served
     logprobs = LOGPROB_PARAMS if wanted else {}
 
     sampled: list[Completion] = []
