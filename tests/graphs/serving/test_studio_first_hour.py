@@ -28,7 +28,7 @@ MARK = "Answer with the number only."
 SETTINGS = {"task_options": {"n_dev": 4, "n_test": 1}, "rounds": 1, "candidates": 1,
             "policy": "best_valid", "feedback": 2, "selection": 2, "concurrency": 2,
             "solver": "local", "proposer": "local:smollm2-135m", "proposer_max_tokens": 64,
-            "report_chars": 1500}
+            "report_chars": 1500, "edit_format": "function", "memory_tokens": 0}
 
 
 def user_files(home: Path) -> Path:
