@@ -6,6 +6,7 @@ stays cheap."""
 from harness_learning_lab.cli import (  # noqa: F401  (each module registers its commands)
     bench_blocks_cmd,
     bench_cmd,
+    bench_experience_cmd,
     bench_judge_cmd,
     bench_sft_cmd,
     bench_task_types_cmd,
