@@ -143,6 +143,20 @@ def test_bad_specs_and_sources_get_one_line_errors() -> None:
         apply_operator(OPERATORS["vote"], "x = 1\n")
 
 
+@pytest.mark.parametrize("returned", ["create_react_agent(model=m, tools=[])", "g.compile()"])
+def test_a_builder_returning_a_compiled_graph_says_why_operators_do_not_fit(returned) -> None:
+    """A user's agent returned as it is cannot be wrapped by a block (blocks wrap the StateGraph
+    before it is compiled); the reason names the call, and Proposer edits remain."""
+    source = ("from langgraph.prebuilt import create_react_agent\n\n\ndef build_graph(tools):\n"
+              "    def inner():\n        return 1\n    m = tools.chat_model()\n"
+              f"    return {returned}\n")
+    name = returned.split("(")[0].split(".")[-1]
+    with pytest.raises(OperatorError, match=rf"build_graph returns a compiled graph \({name}"
+                                            r"\(\.\.\.\)\).*Proposer edits still apply"):
+        apply_operator(OPERATORS["vote"], source)
+    assert apply_operator(OPERATORS["vote"], seed_source("reasoning_direct"))  # a StateGraph
+
+
 def test_a_user_registers_an_operator_of_their_own() -> None:
     mine = Operator("shout", "", "answers in capitals",
                     transform=lambda s: s.replace('{"answer": answer}', '{"answer": answer.upper()}'))

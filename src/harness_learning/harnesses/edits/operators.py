@@ -114,7 +114,12 @@ def shape_of(source: str) -> Shape:
         raise OperatorError(f"the harness does not parse: {err.msg} (line {err.lineno})") from err
     builders = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == BUILD]
     if not builders:
-        raise OperatorError("the harness defines no module-level `def build_graph(tools)`")
+        raise OperatorError("the harness defines no module-level `def build_graph(tools)` "
+                            "(a compiled `graph` alone is edited as a whole program)")
+    compiled = _compiled_return(builders[-1])
+    if compiled is not None:
+        raise OperatorError(f"build_graph returns a compiled graph ({compiled}), and operators "
+                            "wrap the StateGraph it builds; Proposer edits still apply")
     imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
     calls = {n.func.attr for n in ast.walk(tree)
              if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
@@ -124,6 +129,27 @@ def shape_of(source: str) -> Shape:
     names |= {a.asname or a.name for n in imports for a in n.names}
     return Shape(builders[-1].lineno, max((n.end_lineno or n.lineno for n in imports), default=0),
                  frozenset(calls), frozenset(names))
+
+
+COMPILED_MAKERS = frozenset({"compile", "create_react_agent", "create_agent"})
+"""Calls whose result is a compiled graph (a user's own agent, returned as it is)."""
+
+
+def _compiled_return(builder: ast.FunctionDef) -> str | None:
+    """The call a builder returns when it makes a compiled graph (`g.compile()`,
+    `create_react_agent(...)`), else None; nested functions' returns are not the builder's."""
+    todo: list[ast.AST] = list(builder.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name in COMPILED_MAKERS:
+                return f"{name}(...)"
+        todo.extend(ast.iter_child_nodes(node))
+    return None
 
 
 def _tool_names(tree: ast.Module) -> set[str]:
