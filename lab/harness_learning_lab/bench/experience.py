@@ -45,6 +45,8 @@ TYPES = checkout() / "experiments" / "task_types.toml"
 PEERS = checkout() / "experiments" / "peers" / "bench.toml"
 TEST_ARMS = ("proposer", "library", "operators")
 SPLIT = "split.json"
+PASSED = ("report_chars", "memory_tokens", "experience_shown", "experience_tokens", "line_limit")
+"""AdaptConfig fields a settings file may set (the same for every arm); unset: the defaults."""
 
 
 class PlanError(ValueError):
@@ -198,7 +200,8 @@ def adapt_config(r: Run, run_dir: Path, settings: dict[str, Any], options: dict[
         repair_turns=settings["repair_turns"], operators=r.operators,
         operators_per_round=settings["operators_per_round"], feedback=settings["feedback"],
         selection=settings["selection"], patience=settings["patience"],
-        concurrency=settings["concurrency"], experience=r.library)
+        concurrency=settings["concurrency"], experience=r.library,
+        **{k: settings[k] for k in PASSED if k in settings})
 
 
 def run_one(r: Run, out: Path, settings: dict[str, Any], tests: Any, log: Log) -> dict[str, Any]:

@@ -145,7 +145,8 @@ def markdown(table: list[dict], summ: dict[str, Any]) -> str:
 def write(out: Path, table: list[dict], summ: dict[str, Any], title: str) -> list[Path]:
     """OUT/table.md, OUT/table.json and OUT/experience.png."""
     md, js = out / "table.md", out / "table.json"
-    md.write_text(f"# {title}\n\n{markdown(table, summ)}\n")
+    md.write_text(f"# {title.splitlines()[0]}\n\n{title.splitlines()[-1]}\n\n"
+                  f"{markdown(table, summ)}\n")
     js.write_text(json.dumps({"rows": table, **summ}, indent=1))
     return [md, js, plot(table, out / "experience.png", title)]
 

@@ -46,9 +46,9 @@ def bench_experience(
         stop_local_server()
     table = report.rows(results, split)
     summ = report.summary(table)
-    title = (f"bench experience{' --smoke' if smoke else ''}: held-out score per type and arm "
-             f"(Solver {chosen['solver']}, Proposer {chosen['proposer']}, {chosen['rounds']} "
-             f"rounds, seeds {split['seeds']})")
+    title = (f"bench experience{' --smoke' if smoke else ''}: held-out score per type and arm\n"
+             f"Solver {chosen['solver']}, Proposer {chosen['proposer']}, {chosen['rounds']} "
+             f"rounds, seeds {split['seeds']}")
     written = report.write(out, table, summ, title)
     print(report.markdown(table, summ))
     log(f"written: {', '.join(map(str, written))}")
