@@ -73,3 +73,18 @@ def test_a_held_out_split_too_big_for_its_pool_keeps_both_sides():
     with pytest.warns(UserWarning, match="held out from feedback"):
         feedback, selection = held_out_round(dev, 1, 0, n_feedback=25, n_selection=25)
     assert (len(feedback), len(selection)) == (1, 3)
+
+
+def test_the_described_example_is_never_scored_for_selection():
+    """Every task's description quotes its first dev problem (a user's own task with its gold):
+    under the held-out protocol it stays on the feedback side, whatever the seed."""
+    dev = _pool(12)
+    example = dev[0]
+    picked = 0
+    for seed in range(40):
+        undescribed = held_out_round(dev, 1, seed, n_feedback=2, n_selection=8)[1]
+        picked += example in undescribed
+        feedback, selection = held_out_round(dev, 1, seed, 2, 8, described=example)
+        assert example not in selection and len(selection) == 8
+        assert {p.id for p in feedback}.isdisjoint(p.id for p in selection)
+    assert picked > 0  # without it, the example is scored under some seeds

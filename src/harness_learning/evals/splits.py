@@ -66,14 +66,19 @@ def sample_round(
 
 
 def held_out_round(dev: list[P], round_index: int, seed: int, n_feedback: int,
-                   n_selection: int) -> tuple[list[P], list[P]]:
+                   n_selection: int, described: P | None = None) -> tuple[list[P], list[P]]:
     """`(feedback, selection)` for one round of the held-out protocol: the selection is the same
     `n_selection` problems every round (drawn once from `seed`), and the feedback is drawn each
     round from the rest of the pool, so no problem a report shows is ever scored for selection.
-    A pool too small for both keeps at least one problem on each side, with a warning."""
+    `described` is the problem the task's description quotes as its example (shown to the
+    Proposer in every prompt, with its gold for a user's own task): it stays on the feedback
+    side. A pool too small for both keeps at least one problem on each side, with a warning."""
     pool = _checked_pool(dev, n_feedback, n_selection)
     order = _rng(-1, seed).sample(pool, len(pool))  # one split per run: round-independent
-    reserve = min(n_feedback, 1) if len(pool) > 1 else 0  # a feedback side, however small
+    if described is not None:  # moved last, so the selection (drawn first) never holds it
+        order = sorted(order, key=lambda p: p.id == described.id)
+    wants_feedback = n_feedback > 0 or described is not None
+    reserve = 1 if wants_feedback and len(pool) > 1 else 0  # a feedback side, however small
     n_sel = _clamp(n_selection, len(pool) - reserve, "selection (held out from feedback)")
     selection, rest = order[:n_sel], order[n_sel:]
     n_fb = _clamp(n_feedback, len(rest), "feedback (outside the held-out selection)")

@@ -249,12 +249,13 @@ def test_a_held_out_gain_is_read_where_eval_measured_it(two_runs, tmp_path):
     seed, chosen = final["rounds"][0]["current_sha"], final["rounds"][0]["chosen_sha"]
     with RunDir(copy).open_store() as store:
         store.put_results(seed, "test", 0, [ProblemResult("t0", "x", 0.0),
-                                            ProblemResult("t1", "y", 1.0)])
+                                            ProblemResult("t1", "y", 0.0)])
         store.put_results(chosen, "test", 1, [ProblemResult("t0", "x", 1.0),
                                               ProblemResult("t1", "y", 1.0)])
         (entry,) = extract(store, SumTask(**TASK), load_config(copy))
     (won,) = entry.outcomes
-    assert won.held_out_gain == 0.5 and won.gain == 0.5 and won.selection_gain != 0.5
+    # held out 0.0 -> 1.0: a gain no selection can show from its parent's 0.5 or more
+    assert won.held_out_gain == 1.0 and won.gain == 1.0 and won.selection_gain != 1.0
     # `eval` adds them to the run's library (the test results above are all it needs)
     from harness_learning.graphs.adapter.final_eval import final_evaluation
 
@@ -263,7 +264,7 @@ def test_a_held_out_gain_is_read_where_eval_measured_it(two_runs, tmp_path):
     asyncio.run(final_evaluation(copy, task=SumTask(**TASK)))
     with Library(tmp_path / "own") as lib:
         outcomes = {o.key: o for e in lib.entries() for o in e.outcomes}
-    assert outcomes[won.key].held_out_gain == 0.5
+    assert outcomes[won.key].held_out_gain == 1.0
 
 
 def test_past_successes_are_whole_diffs_within_the_token_budget():

@@ -241,7 +241,8 @@ def draw_round(task: Task, round_: int, cfg: AdaptConfig) -> tuple[list[Problem]
     held-out run whose dev pool cannot hold both sizes, with a warning that says so."""
     dev = task.dev()
     if held_out_in_force(cfg, len(dev)):
-        return held_out_round(dev, round_, cfg.seed, cfg.feedback, cfg.selection)
+        return held_out_round(dev, round_, cfg.seed, cfg.feedback, cfg.selection,
+                              described=dev[0])  # every task's description quotes dev()[0]
     if cfg.split == "held_out":
         warnings.warn(f"the dev pool holds {len(dev)} problems, fewer than feedback "
                       f"{cfg.feedback} + selection {cfg.selection}: the paper's draws are used, "
