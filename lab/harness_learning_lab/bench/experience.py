@@ -69,7 +69,7 @@ class Run:
 def load_settings(path: Path = SETTINGS, smoke: bool = False) -> dict[str, Any]:
     """The top-level settings, or with the `[smoke]` table's overrides."""
     return {**at_scale(read_toml(path, "bench settings"), ("smoke",),
-                       "smoke" if smoke else None, path), "smoke": smoke}
+                       "smoke" if smoke else None, path), "smoke": smoke, "path": str(path)}
 
 
 def peers_tasks(path: Path = PEERS) -> list[str]:

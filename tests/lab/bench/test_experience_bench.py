@@ -26,6 +26,9 @@ class = "headroom"
 task = "rg:lcm"
 class = "headroom"
 [[type]]
+task = "rg:gcd"
+class = "modest"
+[[type]]
 task = "rg:number_sorting"
 class = "control"
 """
@@ -81,11 +84,18 @@ def _result(r: bench.Run, score: float) -> dict:
 
 
 def test_a_finished_run_is_read_back_and_only_the_unfinished_are_run(tmp_path, types) -> None:
-    out, split = tmp_path / "out", bench.plan(_settings(held_out=["rg:lcm"]), types, avoid=[])
+    out = tmp_path / "out"
+    split = bench.plan(_settings(held_out=["rg:lcm", "rg:gcd"]), types, avoid=[])
     order = bench.runs(out, split)
-    assert [r.arm for r in order] == ["train", "train", "proposer", "library", "operators",
-                                      "proposer", "library", "operators", "continual"]
+    assert [r.arm for r in order] == ["train", "train", *["proposer", "library", "operators"] * 3,
+                                      "continual", "continual", "retention"]
     assert order[3].library_from == order[0].library and order[0].operators == "auto"
+    assert [r.task for r in order[2::3][:3]] == ["rg:lcm", "rg:gcd", "rg:number_sorting"]
+    # continual grows one library from the trained one; retention reruns on copies of it
+    first, second, kept = order[-3:]
+    assert first.library == second.library == kept.library_from
+    assert first.library_from == order[0].library and not second.library_from
+    assert kept.task == "rg:lcm" and kept.library != first.library
     ran: list[bench.Run] = []
 
     def runner(r, out_, settings, tests, log):
