@@ -35,7 +35,7 @@ def bench_experience(
         raise typer.BadParameter(str(exc) if not isinstance(exc, KeyError)
                                  else f"bench settings lack {exc}") from None
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
-    log(f"split written to {out / bench.SPLIT}: train {', '.join(split['train'])}; held out "
+    log(f"split ({out / bench.SPLIT}): train {', '.join(split['train'])}; held out "
         f"{', '.join(split['held_out'])}; control {split['control']}")
     try:
         results = bench.run_all(out, chosen, split, bench.run_one,
