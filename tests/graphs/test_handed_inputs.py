@@ -1,5 +1,5 @@
 """A run directory someone hands you may carry code in inputs/ (its metric here, written to
-leave a marker file when imported). `resume`, `eval` and `approve` never import it in this process on
+leave a marker file when imported). `resume`, `eval`, `approve` and `experience add` never import it in this process on
 the run directory's word: unless this user's key sealed it (`adapt` does, for its own runs),
 each refuses in one line naming the file and the marker is never written. `--trust-inputs`
 imports it (so the crafted file is live) and seals it as the user's."""
@@ -67,7 +67,9 @@ def test_resume_and_eval_refuse_a_handed_runs_code_in_one_line(tmp_path, keys):
     marker = tmp_path / "imported"
     run = handed_run(tmp_path, keys, marker)
     env = {**os.environ, KEY_ENV: keys["mine"]}
-    for args in (["resume", run.path], ["eval", run.path], ["approve", run.path]):
+    library = str(tmp_path / "library")
+    for args in (["resume", run.path], ["eval", run.path], ["approve", run.path],
+                 ["experience", "add", run.path, "--to", library]):
         result = cli(*args, env=env, timeout=300)
         line = error_line(result)
         assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]

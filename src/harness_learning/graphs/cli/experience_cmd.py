@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from harness_learning.graphs.adapter.sealed_inputs import TRUST_HELP
 from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import console, out, print_json_last
 
@@ -42,11 +43,15 @@ def _warn(lines: list[str]) -> None:
 @experience_app.command("add")
 def add(run_dirs: Annotated[list[Path], typer.Argument(help="Finished run directories.")],
         to: Annotated[Path, typer.Option("--to", help="The library's directory (made if new).")],
+        trust_inputs: Annotated[bool, typer.Option("--trust-inputs", help=TRUST_HELP)] = False,
         ) -> None:
-    """Add the judged changes of each run to the library (redacted; outcomes merged)."""
+    """Add the judged changes of each run to the library (redacted; outcomes merged). A run's
+    task is opened to describe its changes, so a handed run's kept code is checked first, as
+    `resume` checks it."""
     from harness_learning.graphs.adapter.experience import add_run
-    from harness_learning.graphs.adapter.inputs import open_task
+    from harness_learning.graphs.adapter.inputs import inputs_dir, open_task
     from harness_learning.graphs.adapter.run import load_config
+    from harness_learning.graphs.adapter.sealed_inputs import check_sealed
     from harness_learning.graphs.cli._common import user_errors
     from harness_learning.harnesses.rundir import RunDir
 
@@ -54,6 +59,7 @@ def add(run_dirs: Annotated[list[Path], typer.Argument(help="Finished run direct
         for run_dir in run_dirs:
             with user_errors("give a run directory written by `adapt`"):
                 config = load_config(run_dir)
+                check_sealed(inputs_dir(config), trust_inputs)  # before anything is imported
                 task = open_task(config)
             with RunDir(run_dir).open_store() as store:
                 written, withheld = add_run(lib, store, task, config)
