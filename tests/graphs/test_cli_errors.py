@@ -20,6 +20,9 @@ def cases(sim_url: str, sim_run: Path, tmp: Path) -> dict[str, tuple[list, int, 
     """name -> (arguments, exit code, text the error line must hold)."""
     broken = tmp / "broken.py"
     broken.write_text(BROKEN_HARNESS)
+    compiled = tmp / "compiled_agent.py"
+    compiled.write_text("from langgraph.prebuilt import create_react_agent\n\n"
+                        "graph = create_react_agent(model=None, tools=[])\n")
     dead = dead_url()
     sim = f"openai/sim@{sim_url}"
     return {
@@ -40,6 +43,9 @@ def cases(sim_url: str, sim_run: Path, tmp: Path) -> dict[str, tuple[list, int, 
                                 f"openai/x@{dead}"], 4, f"the model endpoint {dead} failed"),
         "adapt, dead endpoint": (sim_adapt.adapt_args(dead, str(tmp / "dead")), 4,
                                  f"the solver endpoint {dead} failed"),
+        "focused edits on a compiled graph": ([*sim_adapt.adapt_args(
+            sim_url, str(tmp / "focused")), "--harness", compiled, "--edit-format", "function"],
+            2, "it is only a compiled `graph`"),
         "budget stop": ([*sim_adapt.adapt_args(sim_url, str(tmp / "budget")), "--max-solver-calls",
                          "1"], 5, "the run stopped early: solver-call budget 1 reached"),
     }
@@ -53,6 +59,7 @@ def test_each_bad_input_gets_one_line_a_hint_and_its_exit_code(sim_url, sim_run,
         assert line.startswith("harness-learn: error: ") and text in line, f"{name}: {line}"
         assert " · hint: " in line, f"{name}: no hint in {line}"
         assert "Traceback" not in result.stderr + result.stdout, name
+    assert not (tmp_path / "focused").exists()  # refused before the run directory is written
 
 
 def test_run_reports_unscored_problems_as_such(tmp_path) -> None:

@@ -7,7 +7,12 @@ import pytest
 
 from harness_learning.harnesses.compiler import check_source
 from harness_learning.harnesses.edits import parse_and_apply
-from harness_learning.harnesses.edits.function_edit import IMPORTS_PLACEHOLDER, node_functions
+from harness_learning.harnesses.edits.function_edit import (
+    FOCUS_UNFIT,
+    IMPORTS_PLACEHOLDER,
+    focus_targets,
+    node_functions,
+)
 from harness_learning.harnesses.edits.instructions import format_instructions
 from harness_learning.harnesses.seeds import seed_source
 
@@ -65,6 +70,42 @@ def test_node_functions_are_read_from_the_graph_whatever_their_names() -> None:
     assert node_functions(SEED) == ["solve"]
     assert node_functions(seed_source("multihop_two_hop")) == ["hop1", "hop2", "answer"]
     assert node_functions(seed_source("baseline_tool_loop")) == ["start", "turn"]
+
+
+COMPILED_ONLY = """from langgraph.prebuilt import create_react_agent
+
+
+def get_weather(city: str) -> str:
+    return f"It's always sunny in {city}!"
+
+
+graph = create_react_agent(model=None, tools=[get_weather])
+"""
+MODULE_LEVEL_GRAPH = """from langgraph.graph import StateGraph
+
+
+def solve(state):
+    return {"answer": "4"}
+
+
+builder = StateGraph(dict)
+builder.add_node("solve", solve)
+graph = builder.compile()
+"""
+
+
+def test_focused_edits_target_node_functions_or_the_builder_and_refuse_a_compiled_graph() -> None:
+    """A module that is only a compiled `graph` has no function a focused edit could rewrite
+    (asked for `build_graph`, a Proposer writes one the program lacks): one line says so and
+    names the formats that fit. A module-level graph's node functions are still targets."""
+    assert focus_targets(SEED) == ["solve"]
+    returned = "def build_graph(tools):\n    return create_react_agent(model=m, tools=[])\n"
+    assert focus_targets(returned) == ["build_graph"]
+    assert focus_targets(MODULE_LEVEL_GRAPH) == ["solve"]
+    with pytest.raises(ValueError, match="only a compiled `graph`") as refused:
+        focus_targets(COMPILED_ONLY)
+    assert str(refused.value) == FOCUS_UNFIT and "\n" not in FOCUS_UNFIT
+    assert "--edit-format whole_program" in FOCUS_UNFIT
 
 
 def test_a_constant_beside_the_function_replaces_its_namesake_or_is_added() -> None:

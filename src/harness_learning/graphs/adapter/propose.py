@@ -22,7 +22,7 @@ from harness_learning.graphs.adapter.experience_search import past_successes
 from harness_learning.graphs.adapter.memory import run_memory
 from harness_learning.graphs.adapter.proposer import build_focused_messages, build_proposer_messages
 from harness_learning.graphs.adapter.repair import second_chances
-from harness_learning.harnesses.edits.function_edit import node_functions
+from harness_learning.harnesses.edits.function_edit import focus_targets
 from harness_learning.harnesses.edits.operators import OPERATORS, Demonstrations, apply_operator
 from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS, Completion
 from harness_learning.harnesses.llm.ledger import used
@@ -91,10 +91,11 @@ def proposer_messages(ctx: Any, payload: dict, parent_source: str,
     """The prompt of one LLM candidate, with the run's `memory` (`memory.run_memory`) and the
     experience library's `past` successes (`experience_search.past_successes`). Format
     `function` asks for one node function, taken in turn over the graph's nodes (round and
-    candidate index), as GEPA mutates one component."""
+    candidate index), as GEPA mutates one component (`function_edit.focus_targets`, which
+    refuses a harness that is only a compiled graph: `prepare` refuses it before a run)."""
     cfg = ctx.config
     if cfg.edit_format == "function":
-        nodes = node_functions(parent_source) or ["build_graph"]
+        nodes = focus_targets(parent_source)
         target = nodes[(payload["round"] - 1 + payload["index"]) % len(nodes)]
         return build_focused_messages(ctx.task.description, parent_source, payload["report"],
                                       target, user_tools=ctx.user_tools, memory=memory,

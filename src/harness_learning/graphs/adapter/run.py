@@ -27,6 +27,7 @@ from harness_learning.graphs.adapter.inputs import (
 )
 from harness_learning.graphs.adapter.stored_config import check_types
 from harness_learning.graphs.adapter.trace_spans import run_spans
+from harness_learning.harnesses.edits.function_edit import focus_targets
 from harness_learning.harnesses.edits.operators import resolve_operators
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.usertools import check_tools_given
@@ -62,6 +63,8 @@ def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptCon
     # a tool that does not import, or one the start harness calls but was not given, fails
     # now, before anything is written
     check_tools_given(harness_source, open_tools(config, live))
+    if full.edit_format == "function" and harness_source is not None:
+        focus_targets(harness_source)  # a harness that is only a compiled graph: one line
     if stored is not None:
         if stored.to_json() != full.to_json():
             raise ValueError(f"{full.path} already holds a run with another config; "

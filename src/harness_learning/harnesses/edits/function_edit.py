@@ -146,6 +146,31 @@ def _with_imports(source: str, imports: list[str]) -> str:
     return "\n".join(lines[:last] + missing + lines[last:])
 
 
+FOCUS_UNFIT = ("the `function` edit format (--edit-format) rewrites one function of the harness, "
+               "and this one has none to rewrite: it is only a compiled `graph` (no "
+               "build_graph, no add_node functions); use --edit-format whole_program or "
+               "search_replace")
+"""Why focused edits do not fit a module that is only a compiled graph, as one line."""
+
+
+def focus_targets(source: str) -> list[str]:
+    """The functions focused edits rewrite, one per candidate in turn: the graph's node
+    functions, else `build_graph` itself. `ValueError` (`FOCUS_UNFIT`) for a module that is
+    only a compiled `graph` (`graph = create_react_agent(...)`, as langgraph.json names one):
+    asked for `build_graph`, a Proposer would write a function the program does not have.
+    Source that does not parse is left to the judge, which names the line."""
+    try:
+        nodes = node_functions(source)
+        defined = functions_of(source)
+    except SyntaxError:
+        return ["build_graph"]
+    if nodes:
+        return nodes
+    if "build_graph" in defined:
+        return ["build_graph"]
+    raise ValueError(FOCUS_UNFIT)
+
+
 def node_functions(source: str) -> list[str]:
     """The functions the graph runs as nodes (`add_node("name", fn)` or `add_node(fn)`), in
     the order they are added: what focused edits rewrite, one at a time."""
