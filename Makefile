@@ -1,6 +1,9 @@
 # Two commands do everything on a fresh machine:
 #   make demo   - create .venv (and fetch the Proposer model), then run a short real adaptation
-#   make test   - create .venv, then run the whole test suite
+#   make test   - the same .venv and the suite's servers (test-tools), then the whole test suite
+# The demo installs and starts only what it uses: the Python environment, the models and
+# bubblewrap for the sandbox. Chromium, a PostgreSQL server and a Docker engine are the suite's
+# and scale-out's (test-tools, postgres-server, sandbox-image); README.md has the table.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -13,7 +16,7 @@ export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export LANGGRAPH_NO_VERSION_CHECK := true
 export HARNESS_LEARNING_DATA ?= $(abspath ../shared/data)
 
-.PHONY: venv demo test lint sandbox-tools sandbox-image postgres-server
+.PHONY: venv demo test lint sandbox-tools test-tools chromium sandbox-image postgres-server
 
 venv: $(STAMP)
 
@@ -33,27 +36,34 @@ $(STAMP): pyproject.toml lab/pyproject.toml
 	touch $(STAMP)
 
 # bubblewrap gives the sandbox namespaces; the sandbox still works (rlimits only) without it.
-# chromium renders `harness-learn report` pages in tests/graphs/test_run_report.py (skipped without).
+# The one system package the demo uses (its candidates run in the sandbox).
 sandbox-tools:
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null); } || \
 	  echo "bubblewrap not installed: sandbox runs with rlimits only"
+
+# What the suite needs beyond the demo: a browser for the report's page, a PostgreSQL server's
+# binaries and a Docker engine with the sandbox image. `make test` runs it; each is a no-op once
+# there, and a missing one skips its tests (and fails them under CI=true).
+test-tools: venv
+	@$(MAKE) --no-print-directory chromium postgres-server sandbox-image
+
+# chromium renders `harness-learn report` pages in tests/graphs/test_run_report.py (skipped without).
+chromium:
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); } || \
 	  echo "chromium not installed: the HTML report's browser test is skipped"
-	@$(MAKE) --no-print-directory postgres-server
-	@$(MAKE) --no-print-directory sandbox-image
 
 # The Docker backend's engine and image (docs/SCALE_OUT.md): the engine started where this
 # machine allows (scripts/docker_engine.sh), the image imported from a local skeleton rootfs.
-# Without them the live container tests skip, and fail under CI=true. .ci/run calls this.
-sandbox-image:
+# Without them the live container tests skip, and fail under CI=true. `make test` calls this.
+sandbox-image: venv
 	@scripts/docker_engine.sh && $(BIN)/harness-learn sandbox build-image || \
 	  echo "no Docker engine with the sandbox image: the Docker backend's live tests are skipped"
 
 # A PostgreSQL server's binaries (initdb, pg_ctl) for the PostgreSQL log store's tests, which start
 # a throwaway cluster of their own (tests/support/pg_server.py); without them those tests skip,
-# and fail under CI=true. .ci/run calls this before `make test`.
+# and fail under CI=true. `make test` calls this.
 PG_INITDB = $(wildcard $(shell pg_config --bindir 2>/dev/null)/initdb /usr/lib/postgresql/*/bin/initdb)
 postgres-server:
 	@[ -n "$(PG_INITDB)" ] || command -v initdb >/dev/null || { [ "$$(id -u)" = 0 ] && \
@@ -68,7 +78,7 @@ demo: venv
 # One pytest worker per core, at most 4 (each serves its own local models); a module stays in
 # one worker, longest first (tests/conftest.py, docs/CONTRIBUTING.md). TEST_WORKERS=0: serial.
 TEST_WORKERS ?= auto
-test: venv
+test: venv test-tools
 	# The installed packages only: the src layout keeps the checkout's root free of import names.
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --maxprocesses 4
 

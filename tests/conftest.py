@@ -104,7 +104,7 @@ def qwen_url() -> Iterator[str]:
 def postgres_url() -> Iterator[str]:
     """URL of a throwaway PostgreSQL server (tests/support/pg_server.py), started once for the
     whole run. Without server binaries the tests that need it skip, except under CI=true,
-    where that fails the run: CI installs the server (`make sandbox-tools`)."""
+    where that fails the run: CI installs the server (`make postgres-server`, run by `make test`)."""
     from pg_server import NoServer, postgres_server
 
     try:

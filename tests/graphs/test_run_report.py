@@ -105,7 +105,7 @@ def assert_not_blank(png: Path) -> None:
     assert len(set(pixels)) > 50, "too few colours: text and figures did not render"
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (make sandbox-tools installs "
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (make test-tools installs "
                     "Debian's package where apt-get runs as root)")
 def test_report_renders_in_headless_chromium(sim_run: Path, tmp_path: Path) -> None:
     out_file = tmp_path / "report.html"

@@ -49,7 +49,7 @@ def bindir() -> Path:
             return Path(folder)
     raise NoServer("no PostgreSQL server binaries (initdb, pg_ctl) via `pg_config --bindir`, "
                    "in /usr/lib/postgresql/*/bin or on PATH: install the `postgresql` package "
-                   "(`make sandbox-tools` does)")
+                   "(`make postgres-server` does)")
 
 
 def _as_owner(argv: list[str]) -> list[str]:
