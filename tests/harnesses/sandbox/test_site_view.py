@@ -6,7 +6,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import harness_learning
 from harness_learning.harnesses.sandbox import imports
+from harness_learning.harnesses.sandbox.view import view_mounts
 
 
 def _fake_site(root: Path, n: int) -> tuple[str, tuple[str, ...]]:
@@ -61,3 +63,17 @@ def test_the_real_view_holds_every_allowed_entry() -> None:
     have = {p.name for p in Path(view).iterdir()}
     assert set(entries) <= have
     assert (Path(view) / imports.VIEW_COMPLETE).is_file()
+
+
+def test_a_package_installed_in_site_packages_keeps_its_layers_over_the_view(tmp_path) -> None:
+    """Installed from a wheel, the package lies inside the site-packages the view is bound
+    over: the view keeps an empty folder for it, and the package's layers are mounted after
+    the view at the package's path, or the view hid them and no worker imported the package."""
+    root = Path(harness_learning.__file__).resolve().parent
+    assert imports.installed_package_dirs(str(root.parent)) == (root.name,)
+    assert imports.installed_package_dirs(str(tmp_path)) == ()
+    mounts = [target for _, target in view_mounts()]
+    site = imports.site_view()[0]
+    assert max(i for i, t in enumerate(mounts) if t == site) < mounts.index(str(root))
+    layers = [t for t in mounts if t.startswith(str(root) + "/")]
+    assert layers and min(mounts.index(t) for t in layers) > mounts.index(str(root))

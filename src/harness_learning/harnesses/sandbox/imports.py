@@ -175,7 +175,16 @@ def site_tree() -> tuple[str, str]:
 
 def _site_tree() -> tuple[str, str]:
     site, entries = site_view()
-    return site, _cached_view(site, entries)
+    return site, _cached_view(site, entries, installed_package_dirs(site))
+
+
+def installed_package_dirs(site: str) -> tuple[str, ...]:
+    """The package's own folder name when it is installed in `site` (from a wheel), as an
+    empty mount point of the view: the view is bound over site-packages and the package's
+    layers over that folder (`view.project_mounts`); without it the view hid the package
+    and a worker could not import harness_learning. An editable install lies elsewhere."""
+    root = Path(__file__).resolve().parents[2]
+    return (root.name,) if root.parent == Path(site).resolve() else ()
 
 
 def _cached_view(source: str, entries: tuple[str, ...], empty_dirs: tuple[str, ...] = ()) -> str:

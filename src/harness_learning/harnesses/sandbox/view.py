@@ -65,14 +65,16 @@ def aliases(path: str, binds: list[tuple[str, str]]) -> list[str]:
 
 def view_mounts() -> list[tuple[str | None, str]]:
     """The sandbox's import surface as (host path, or None for an empty tmpfs; sandbox path),
-    in mount order: the interpreter and the project's layers read-only, other package
-    directories emptied, the curated site-packages over the virtualenv's (see `imports`);
-    the last two at every path the binds make them reachable by (`aliases`). Every backend
-    mounts exactly this after the system directories (bubblewrap: `view_argv`; Docker:
-    `docker_backend`)."""
+    in mount order: the interpreter read-only, other package directories emptied, the curated
+    site-packages over the virtualenv's (see `imports`), then the project's layers; the last
+    three at every path the binds make them reachable by (`aliases`). The layers come last:
+    a package installed from a wheel lies inside site-packages, and a view mounted after them
+    would hide it (`imports.installed_package_dirs` keeps its mount point in the view). Every backend mounts exactly
+    this after the system directories (bubblewrap: `view_argv`; Docker: `docker_backend`)."""
     mounts: list[tuple[str | None, str]] = [(d, d) for d in python_dirs()]
-    mounts += project_mounts()
-    binds = system_binds() + [(s, t) for s, t in mounts if s is not None]
+    project = project_mounts()
+    binds = system_binds() + [(s, t) for s, t in [*mounts, *project] if s is not None]
     mounts += [(None, t) for d in imports.hidden_site_dirs() for t in aliases(d, binds)]
     site, view = imports.site_tree()
-    return [*mounts, *((view, t) for t in aliases(site, binds))]
+    mounts += [(view, t) for t in aliases(site, binds)]
+    return [*mounts, *((s, t) for s, target in project for t in aliases(target, binds))]
