@@ -17,6 +17,9 @@ ENV_VAR = "HARNESS_LEARNING_DATA"
 class DataDirUnset(FileNotFoundError):
     """The data folder was needed and `HARNESS_LEARNING_DATA` is not set."""
 
+    hint = ("point it at the folder of the QA samples (the tests, benchmarks and Makefile set "
+            "it), or give a dataset file of your own")
+
 
 def data_dir() -> Path:
     """The data folder `HARNESS_LEARNING_DATA` names (it may not exist); `DataDirUnset`

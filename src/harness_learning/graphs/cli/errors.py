@@ -95,6 +95,8 @@ def classify(exc: BaseException) -> CliError:
         return CliError(str(exc), hint, EXIT_UNREACHABLE if exc.unreachable else EXIT_USAGE)
     if type(exc).__name__ == "InfraStop":
         return CliError(str(exc), "check the model endpoint", EXIT_UNREACHABLE)
+    if isinstance(exc, FileNotFoundError) and isinstance(hint, str) and hint:
+        return CliError(str(exc), hint, EXIT_USAGE)  # a missing file that knows its own fix
     if isinstance(exc, FileNotFoundError | NotADirectoryError):
         return CliError(str(exc), "check the path; a run directory is the --run-dir given to "
                         "`harness-learn adapt`", EXIT_USAGE)
