@@ -1,9 +1,11 @@
 """The package installs as one namespace: `harness_learning` is the only top-level name a user
-gets, every package folder is in the build's list, and nothing imports a layer by its bare name."""
+gets, every package folder is in the build's list, and nothing imports a layer by its bare name.
+Installed from its wheel into a fresh environment, it runs from any directory, sandbox included."""
 
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import subprocess
@@ -61,8 +63,45 @@ def test_import_is_cheap_and_public_names_resolve():
                                   "harness_learning.graphs.serving.embed", "Task"]
 
 
+def fresh_environment(root: Path) -> Path:
+    """A virtualenv at `root` whose site-packages holds what a sandbox worker may import
+    (the allowlisted distributions, as a real install of the wheel's dependencies would put
+    them there; hard links where the filesystem allows), and a path file naming this
+    environment's site-packages for the parent side's other dependencies. The worker's view
+    is built from the fresh site-packages alone, so it never reads that path file; this
+    environment's own editable install is left out. Returns the fresh site-packages."""
+    from harness_learning.harnesses.sandbox import imports
+
+    venv.create(root, with_pip=True)
+    site = Path(subprocess.check_output([str(root / "bin" / "python"), "-c", "import sysconfig; "
+                                         "print(sysconfig.get_paths()['purelib'])"], text=True).strip())
+    deps, entries = imports.site_view()
+    for entry in entries:
+        if entry.startswith("__editable__"):
+            continue
+        if (Path(deps) / entry).is_dir():
+            shutil.copytree(Path(deps) / entry, site / entry, copy_function=imports._link_or_copy)
+        else:
+            imports._link_or_copy(str(Path(deps) / entry), str(site / entry))
+    (site / "zz_dependencies.pth").write_text(deps + "\n")
+    return site
+
+
+HARNESS_RUN = """
+from harness_learning import load_harness
+graph = load_harness("reasoning_direct", model="local")
+try:
+    out = graph.invoke({"question": "What is 2 + 3?"})
+finally:
+    graph.harness_runner.close()
+calls = [c for c in out["calls"] if c["tool"] == "llm"]
+assert calls and not [c for c in calls if c.get("error")], out["calls"]
+print("answer", repr(out["answer"]))
+"""
+
+
 @pytest.mark.slow
-def test_the_wheel_installs_one_top_level_package_and_the_cli_runs(tmp_path):
+def test_the_wheel_installs_one_top_level_package_and_the_cli_runs(local_model_url, tmp_path):
     # Build from a copy: setuptools leaves a build/ folder in the source tree, and a stale one
     # would put deleted modules into the wheel.
     src = tmp_path / "src"
@@ -75,10 +114,8 @@ def test_the_wheel_installs_one_top_level_package_and_the_cli_runs(tmp_path):
     (wheel,) = dist.glob("harness_learning-*.whl")
 
     env_dir = tmp_path / "fresh"
-    venv.create(env_dir, with_pip=True)
+    site = fresh_environment(env_dir)
     py = env_dir / "bin" / "python"
-    site = Path(subprocess.check_output(
-        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
     before = {p.name for p in site.iterdir()}
     install = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index",
                               str(wheel)], capture_output=True, text=True, timeout=600)
@@ -86,11 +123,9 @@ def test_the_wheel_installs_one_top_level_package_and_the_cli_runs(tmp_path):
     added = {p.name for p in site.iterdir()} - before
     assert {n for n in added if not n.endswith(".dist-info")} == {"harness_learning"}
 
-    # The dependencies come from this test's own environment, as a plain path: its site dir's
-    # .pth files (the editable install among them) are not processed, so only the wheel's copy
-    # of harness_learning can be imported.
-    deps = next(p for p in sys.path if p.endswith("site-packages"))
-    (site / "zz_dependencies.pth").write_text(deps + "\n")
+    # The other dependencies come from this test's own environment, as a plain path: its site
+    # dir's .pth files (the editable install among them) are not processed, so only the
+    # wheel's copy of harness_learning can be imported.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     where = subprocess.run([str(py), "-c", "import harness_learning.graphs.cli as c; print(c.__file__)"],
                            capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
@@ -109,3 +144,16 @@ def test_the_wheel_installs_one_top_level_package_and_the_cli_runs(tmp_path):
     studio = subprocess.run([exe, "studio", "--help"], capture_output=True, text=True,
                             timeout=300, env=env, cwd=elsewhere)
     assert studio.returncode == 0 and "--settings" in studio.stdout, studio.stderr[-2000:]
+
+    # The sandbox worker, started by the installed interpreter, imports the installed package
+    # (it lies inside the site-packages the worker's view covers): a seed runs through `run`
+    # and through `load_harness`, on SmolLM2, from that directory.
+    run = subprocess.run([exe, "run", "--task", "rg:basic_arithmetic", "--model", "local",
+                          "--n", "1", "--json"], capture_output=True, text=True, timeout=300,
+                         env=env, cwd=elsewhere)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    summary = json.loads(run.stdout.strip().splitlines()[-1])
+    assert summary["completed_fraction"] == 1.0 and summary["invalid"] == 0, summary
+    loaded = subprocess.run([str(py), "-c", HARNESS_RUN], capture_output=True, text=True,
+                            timeout=300, env=env, cwd=elsewhere)
+    assert loaded.returncode == 0 and "answer" in loaded.stdout, loaded.stderr[-3000:]
