@@ -134,3 +134,25 @@ def test_report_budget_leaves_room_for_the_rest_of_the_prompt_and_the_answer():
     prompt = build_proposer_messages(*args[:2], "r" * budget, *args[2:])
     assert sum(len(m["content"]) for m in prompt) <= (8192 - 1024) * 3.0
     assert budget > 0 and report_budget(*args, context_tokens=2048, max_tokens=2048) == 0
+
+
+def test_focused_prompts_take_node_functions_in_turn_and_refuse_a_compiled_graph():
+    """Format `function` names one node function per candidate, in turn; a parent that is only
+    a compiled `graph` (a run reopened from before `prepare` refused one) is the one line that
+    says why, not a prompt asking for a `build_graph` the program lacks."""
+    from types import SimpleNamespace
+
+    from harness_learning.graphs.adapter.propose import proposer_messages
+    from harness_learning.harnesses.edits.function_edit import FOCUS_UNFIT
+
+    ctx = SimpleNamespace(config=SimpleNamespace(edit_format="function"), user_tools=None,
+                          task=SimpleNamespace(description="Sums."))
+    two_hop = seed_source("multihop_two_hop")
+    asked = [proposer_messages(ctx, {"round": 1, "index": i, "report": "r"}, two_hop)[1]["content"]
+             for i in range(3)]
+    assert [text.split("Rewrite the function `")[1].split("`")[0] for text in asked] \
+        == ["hop1", "hop2", "answer"]
+    compiled = "from langgraph.prebuilt import create_react_agent\n\ngraph = create_react_agent(None, [])\n"
+    with pytest.raises(ValueError) as refused:
+        proposer_messages(ctx, {"round": 1, "index": 0, "report": "r"}, compiled)
+    assert str(refused.value) == FOCUS_UNFIT
