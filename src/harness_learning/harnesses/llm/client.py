@@ -32,6 +32,7 @@ from harness_learning.harnesses.llm.litellm_loop import (
 from harness_learning.harnesses.llm.local import (
     LOCAL_API_KEY,
     ensure_local_server,
+    exit_note,
     litellm_model,
 )
 from harness_learning.harnesses.llm.prices import stated_price
@@ -187,15 +188,16 @@ class ModelClient:
                     raise InfraError("empty", f"empty completion "
                                               f"(finish_reason={completion.finish_reason})")
             except InfraError as err:
+                gone = ""
                 if err.kind == "connection" and self.config.is_local:
                     self._target = None  # the local server died: the next try restarts it
+                    gone = exit_note(self.config.local_name or "", self.config.local_server)
                 if not err.retryable or attempt >= self.config.max_retries:
                     self.stats.error(err.kind)
-                    if attempt == 0:
+                    if attempt == 0 and not gone:
                         raise
-                    raise InfraError(
-                        err.kind, f"{err.message} (gave up after {attempt + 1} attempts)"
-                    ) from err
+                    tries = f" (gave up after {attempt + 1} attempts)" if attempt else ""
+                    raise InfraError(err.kind, f"{err.message}{tries}{gone}") from err
                 wait = backoff_s(
                     attempt, self.config.backoff_s, self.config.max_backoff_s, err.retry_after_s
                 )

@@ -18,6 +18,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -199,6 +200,22 @@ def ensure_local_server(timeout_s: float = 120.0, name: str = SMOLLM2, instance:
             atexit.register(stop_local_server)
         _servers[key] = server
         return server.base_url
+
+
+def exit_note(name: str, instance: str = "") -> str:
+    """Why the server of `name` this process started stopped answering, when it has exited:
+    its exit code and the last line of its log ("" while it runs, or if it is not ours). A
+    connection error alone does not say that the kernel killed a server for memory."""
+    server = _servers.get(f"{name}#{instance}" if instance else name)
+    code = server.process.poll() if server is not None and server.process is not None else None
+    if code is None:
+        return ""
+    if code == -signal.SIGKILL:
+        why = " (SIGKILL: the kernel's out-of-memory killer sends it; check free memory)"
+    else:
+        last = [line for line in server.log_tail(600).splitlines() if line.strip()][-1:]
+        why = f" (its log ends: {last[0][:200]})" if last else ""
+    return f"; the local {name} server this process started exited with code {code}{why}"
 
 
 def running_server(name: str = SMOLLM2) -> LocalServer | None:
