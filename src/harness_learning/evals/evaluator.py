@@ -22,7 +22,7 @@ from harness_learning.harnesses.compiler import HarnessInvalid, check_source
 from harness_learning.harnesses.contract import LINE_LIMIT
 from harness_learning.harnesses.llm.errors import InfraError
 from harness_learning.harnesses.llm.ledger import SPEND
-from harness_learning.harnesses.results import UNSCORED, ErrorKind, ProblemResult
+from harness_learning.harnesses.results import SANDBOX_FAILED, UNSCORED, ErrorKind, ProblemResult
 from harness_learning.harnesses.sandbox import Limits, Worker, WorkerPool
 
 ROUND_OVER = ("wall-clock limit: the evaluation ran past its time (Limits.round_s: its problems' "
@@ -67,7 +67,7 @@ async def evaluate(
             worker = Worker(toolbox, limits, backend)
             await worker.start()
     except Exception as exc:  # the sandbox itself could not start: nobody's answer is wrong
-        failed = ProblemResult(error=f"the sandbox did not start: {exc}",
+        failed = ProblemResult(error=f"{SANDBOX_FAILED[0]}: {exc}",
                                error_kind=ErrorKind.INFRA)
         return await _all_failed(problems, failed, on_result)
     try:
@@ -76,7 +76,7 @@ async def evaluate(
         except HarnessInvalid as exc:
             return await _all_failed(problems, exc, on_result)
         except OSError as exc:  # the worker vanished before the source arrived
-            failed = ProblemResult(error=f"the sandbox failed: {exc}", error_kind=ErrorKind.INFRA)
+            failed = ProblemResult(error=f"{SANDBOX_FAILED[1]}: {exc}", error_kind=ErrorKind.INFRA)
             return await _all_failed(problems, failed, on_result)
         gate = asyncio.Semaphore(concurrency)
         timeout = limits.problem_timeout_s

@@ -69,6 +69,9 @@ UNSCORED: frozenset[ErrorKind] = frozenset({ErrorKind.INFRA, ErrorKind.BUDGET})
 """Kinds that are not the harness's doing: no score, not counted in the completed fraction,
 redone when a run resumes."""
 HARNESS_FAULTS: frozenset[ErrorKind] = frozenset(ErrorKind) - UNSCORED
+SANDBOX_FAILED = ("the sandbox did not start", "the sandbox failed")
+"""How an infrastructure error begins when the sandbox, not a model endpoint, failed the
+problem: the command line then names the backend, not the model."""
 """Kinds that are the harness's doing: scored 0 and shown to the Proposer as errors."""
 
 
