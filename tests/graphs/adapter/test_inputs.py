@@ -155,3 +155,15 @@ def test_a_reviewed_harness_in_process_reaches_the_user_tools(tmp_path):
     graph = load_harness(tmp_path / "h.py", sandboxed=False, reviewed=True,
                          tools=build_user_tools([tool]))
     assert graph.invoke({"question": "q", "shop": "south"})["price"] == "2.2"
+
+
+def test_a_module_graph_given_as_source_text_is_source_not_a_path():
+    """A harness may be a module whose compiled `graph` is assigned at top level (as
+    langgraph.json names one): given as text, it is taken as text, not looked up as a file."""
+    from harness_learning.graphs.adapter.inputs import harness_text
+
+    for text in ("from agent import make\n\ngraph = make()\n",
+                 "from agent import make\ngraph: object = make()\n"):
+        assert harness_text(text) == text
+    with pytest.raises(FileNotFoundError, match="neither a seed"):
+        harness_text("a line\nthat names no graph = at its start\n")

@@ -11,6 +11,7 @@ script) are recorded as `live:NAME`; reopening such a run needs them passed agai
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import replace
@@ -72,14 +73,17 @@ def store_inputs(config: AdaptConfig, harness_source: str | None) -> None:
     seal(folder)  # kept by this user: `resume` and `eval` may import it (`sealed_inputs`)
 
 
+_MODULE_GRAPH = re.compile(r"^graph\s*(?::[^=\n]*)?=", re.MULTILINE)
+
+
 def harness_text(harness: str) -> str | None:
     """The source a start harness names: its text, a file's text, or None for a seed name."""
     from harness_learning.harnesses.seeds import SEEDS
 
     if harness in SEEDS:
         return None
-    if "\n" in harness and "build_graph" in harness:
-        return harness
+    if "\n" in harness and ("build_graph" in harness or _MODULE_GRAPH.search(harness)):
+        return harness  # source text: a build_graph, or a module's compiled `graph = ...`
     path = Path(harness).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"harness {harness!r} is neither a seed ({', '.join(SEEDS)}), "
