@@ -6,12 +6,17 @@ deadlock), whatever the connection's busy timeout; a reader's lock is waited for
 workers of one benchmark grid sharing a response cache) therefore failed now and then on their
 first statement. Once a file is in WAL mode the pragma changes nothing and takes no lock, so
 retrying it until the busy timeout runs out is enough.
+
+Writers sharing such a file take its write lock before they read (`write_transaction`), so two
+processes merging into the same rows cannot both read the old value.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 RETRY_SLEEP_S = 0.02
 
@@ -27,3 +32,16 @@ def enable_wal(conn: sqlite3.Connection, timeout_s: float) -> None:
             if "locked" not in str(exc) or time.monotonic() >= deadline:
                 raise
             time.sleep(RETRY_SLEEP_S)
+
+
+@contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One transaction holding the database's write lock from its first statement
+    (`BEGIN IMMEDIATE`); committed when the block ends, rolled back if it raises."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

@@ -19,12 +19,12 @@ import json
 import re
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from harness_learning.harnesses.experience.entry import SCHEMA_VERSION, Entry
-from harness_learning.harnesses.sqlite_wal import enable_wal
+from harness_learning.harnesses.sqlite_wal import enable_wal, write_transaction
 
 FILE = "library.sqlite"
 TIMEOUT_S = 60.0
@@ -96,15 +96,8 @@ class Library:
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         return int(row[0]) if row and str(row[0]).isdigit() else None
 
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._conn
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        return write_transaction(self._conn)
 
     def close(self) -> None:
         self._conn.close()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_learning.harnesses.contract import SOLVER_OPS
-from harness_learning.harnesses.sqlite_wal import enable_wal
+from harness_learning.harnesses.sqlite_wal import enable_wal, write_transaction
 from harness_learning.harnesses.store.base import (
     LogStoreError,
     SchemaVersionError,
@@ -100,14 +100,8 @@ class SQLiteLogStore(SQLLogStore):
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+        with self._lock, write_transaction(self._conn) as conn:
+            yield conn
 
     def _query(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
