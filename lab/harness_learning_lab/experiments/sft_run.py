@@ -50,7 +50,8 @@ def task_options(spec: SFTExperimentSpec, task: str) -> dict[str, Any]:
 def adapt_config(spec: SFTExperimentSpec, out: Path, task: str, method: str, seed: int,
                  **over: Any) -> AdaptConfig:
     """One run's config: the focused prompt every stage and arm shares (function edits, the
-    report budget, run memory off), `over` on top."""
+    report budget, run memory off, no building-blocks menu: the operator applies the block in
+    collection, and a Proposer under test is told of none), `over` on top."""
     values = {"rounds": 1, "candidates": spec.edits, "policy": "best_valid",
               "operators": "none", "proposer": spec.proposer, **over}
     return AdaptConfig(
@@ -61,6 +62,7 @@ def adapt_config(spec: SFTExperimentSpec, out: Path, task: str, method: str, see
                          "max_tokens": spec.proposer_max_tokens},
         concurrency=spec.concurrency, feedback=spec.feedback, selection=spec.selection,
         edit_format="function", memory_tokens=0, report_chars=spec.report_chars,
+        block_menu=False,
         **values).with_track_defaults("reasoning")
 
 

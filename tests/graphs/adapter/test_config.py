@@ -78,7 +78,7 @@ def test_adapt_options_fill_the_config_as_the_hand_written_flags_did(tmp_path):
              "approval": False, "proposer_logprobs": False, "group_size": 6, "merge": True,
              "operators": "interpreter,vote", "operators_per_round": 1, "repair_turns": 1,
              "split": "paper", "experience": "lib", "experience_shown": 3,
-             "experience_tokens": 500}
+             "experience_tokens": 500, "block_menu": False}
     given["trace"] = "none"
     given["store"] = "postgresql://hl:pw@db:5432/runs"  # its password is cut, never kept
     config = AdaptConfig(**field_values(AdaptConfig, dict(given)))
@@ -92,6 +92,7 @@ def test_adapt_options_fill_the_config_as_the_hand_written_flags_did(tmp_path):
     assert config.operators == "interpreter,vote" and config.operators_per_round == 1
     assert config.store == "postgresql://hl@db:5432/runs"
     assert config.repair_turns == 1 and config.split == "paper" and config.memory_tokens == 200
+    assert config.block_menu is False
     assert (config.experience, config.experience_shown, config.experience_tokens) == \
         ("lib", 3, 500)
 

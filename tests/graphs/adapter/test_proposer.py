@@ -76,6 +76,26 @@ def test_the_focused_prompt_names_one_function_and_lists_the_blocks():
     assert all(sig in text for sig, _ in NODE_BLOCKS) and "<<<<<<< SEARCH" not in text
 
 
+def test_without_the_block_menu_no_prompt_names_a_block_and_the_program_keeps_its_code():
+    from harness_learning.graphs.adapter.proposer import (
+        NODE_BLOCKS,
+        build_focused_messages,
+        build_proposer_messages,
+    )
+    from harness_learning.harnesses.edits.operators import BLOCKS_MODULE
+
+    source = '"""A seed: prose the focused prompt leaves out."""\n' + SOURCE
+    focused = build_focused_messages("Sums.", source, "report", "solve", blocks=False)[1]["content"]
+    whole = build_proposer_messages("Sums.", source, "report", "whole_program", 40,
+                                    blocks=False)[1]["content"]
+    for text in (focused, whole):
+        assert BLOCKS_MODULE not in text and not any(sig in text for sig, _ in NODE_BLOCKS)
+    assert "prose the focused prompt" not in focused and "prose the focused prompt" in whole
+    assert SOURCE.strip() in focused  # the code itself is shown whole
+    assert BLOCKS_MODULE in build_proposer_messages("Sums.", source, "r", "whole_program",
+                                                    40)[1]["content"]
+
+
 def test_unknown_format_is_refused():
     with pytest.raises(ValueError, match="unknown edit format"):
         messages("diff")
@@ -145,7 +165,7 @@ def test_focused_prompts_take_node_functions_in_turn_and_refuse_a_compiled_graph
     from harness_learning.graphs.adapter.propose import proposer_messages
     from harness_learning.harnesses.edits.function_edit import FOCUS_UNFIT
 
-    ctx = SimpleNamespace(config=SimpleNamespace(edit_format="function"), user_tools=None,
+    ctx = SimpleNamespace(config=SimpleNamespace(edit_format="function", block_menu=True), user_tools=None,
                           task=SimpleNamespace(description="Sums."))
     two_hop = seed_source("multihop_two_hop")
     asked = [proposer_messages(ctx, {"round": 1, "index": i, "report": "r"}, two_hop)[1]["content"]

@@ -47,8 +47,8 @@ def test_every_run_is_on_the_focused_prompt_and_operators_only_where_planned(tmp
     assert {p.config.proposer for p in arms if p.method == "student"} == {"local:s.gguf"}
     assert all(p.config.candidates == spec.edits for p in arms if p.method == "base")
     for plan in [*collect, *arms]:
-        assert (plan.config.edit_format, plan.config.memory_tokens, plan.config.report_chars) \
-            == ("function", 0, spec.report_chars)
+        assert (plan.config.edit_format, plan.config.memory_tokens, plan.config.report_chars,
+                plan.config.block_menu) == ("function", 0, spec.report_chars, False)
 
 
 def _run(arm, task, seed, valid, inline, scores):

@@ -129,6 +129,10 @@ class AdaptConfig:
         "building block that fits the current harness), none, or names such as "
         "interpreter,vote,verify,plan,rewrite_query,extra_hop,check. Model-free; judged like "
         "any candidate."))
+    block_menu: bool = _opt(True, help=(
+        "List the building blocks in the Proposer's prompt. Off, the Proposer is told of "
+        "none and writes every strategy itself: a trained Proposer's test (operators apply "
+        "blocks either way)."))
     operators_per_round: int = _opt(2, help=(
         "At most this many operator candidates a round, in the order given, skipping those "
         "an earlier round already judged on the same version."))

@@ -99,10 +99,10 @@ def proposer_messages(ctx: Any, payload: dict, parent_source: str,
         target = nodes[(payload["round"] - 1 + payload["index"]) % len(nodes)]
         return build_focused_messages(ctx.task.description, parent_source, payload["report"],
                                       target, user_tools=ctx.user_tools, memory=memory,
-                                      past=past)
+                                      past=past, blocks=cfg.block_menu)
     return build_proposer_messages(ctx.task.description, parent_source, payload["report"],
                                    cfg.edit_format, cfg.line_limit, user_tools=ctx.user_tools,
-                                   memory=memory, past=past)
+                                   memory=memory, past=past, blocks=cfg.block_menu)
 
 
 async def propose_llm(ctx: Any, payload: dict, parent_source: str,

@@ -7,6 +7,7 @@ is rendered from `harnesses.contract.Tools`, so the prompt cannot drift from the
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import inspect
 from collections.abc import Sequence
@@ -77,7 +78,8 @@ def block_menu() -> str:
                      if op.transform is None and not op.demonstrations)
 
 
-def constraints(line_limit: int, user_tools: Any = None) -> str:
+def constraints(line_limit: int, user_tools: Any = None, blocks: bool = True) -> str:
+    """The rules of a valid program; `blocks` lists the building blocks it may import."""
     own = ""
     if user_tools is not None and getattr(user_tools, "tools", None):
         own = ("\n- The user's own tools (run outside the sandbox; results are JSON; a wrong "
@@ -91,23 +93,29 @@ def constraints(line_limit: int, user_tools: Any = None) -> str:
 - `tools.chat_model()` is the Solver as a LangChain chat model (with `bind_tools`) and
   `tools.langchain_tools()` the user's tools as LangChain tools, for agent graphs.
 - Imports: the Python standard library, `langgraph`, `langchain_core`, `typing_extensions`
-  and the building blocks below only. No files, network or environment variables.
+  {"and the building blocks below " if blocks else ""}only. No files, network or environment variables.
+{_blocks_rule() if blocks else ""}- At most {line_limit} lines in total.
+- Keep what works; change what the report shows failing."""
+
+
+def _blocks_rule() -> str:
+    return f"""\
 - Building blocks (`from {BLOCKS_MODULE} import ...`): each wraps a whole harness, as in
   `return with_interpreter(tools, build_graph_before)` where `build_graph_before(tools)` is
   the old builder, or is called inside a node (`interpreter_loop(tools, question).answer`):
 {block_menu()}
-- At most {line_limit} lines in total.
-- Keep what works; change what the report shows failing."""
+"""
 
 
 def build_proposer_messages(
     task_description: str, source: str, report: str, fmt: str, line_limit: int,
-    user_tools: Any = None, memory: Sequence[str] = (), past: str = "",
+    user_tools: Any = None, memory: Sequence[str] = (), past: str = "", blocks: bool = True,
 ) -> list[dict[str, str]]:
     """Chat messages asking for one edit of `source` in edit format `fmt`; `user_tools` (a
     `harnesses.usertools.UserTools`) adds each of the user's tools with its schema, `memory`
     the run's earlier candidates (`graphs.adapter.memory`, a quoted block after the report),
-    `past` the experience library's past successes (`graphs.adapter.experience_search`)."""
+    `past` the experience library's past successes (`graphs.adapter.experience_search`);
+    `blocks` lists the building blocks (`AdaptConfig.block_menu`)."""
     check_format(fmt)
     n_lines = len(source.splitlines())
     user = "\n\n".join(part for part in [
@@ -116,7 +124,7 @@ def build_proposer_messages(
         f"## Report on feedback problems\n{DATA_NOTE}\n{report.strip()}",
         memory_section(memory),
         past,
-        f"## Constraints\n{constraints(line_limit, user_tools)}",
+        f"## Constraints\n{constraints(line_limit, user_tools, blocks)}",
         f"## How to answer\n{format_instructions(fmt)}",
     ] if part)
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
@@ -149,22 +157,38 @@ NODE_BLOCKS = (
 )
 
 
+def without_docstring(source: str) -> str:
+    """`source` less its module docstring: prose about the program that the focused prompt,
+    kept short for a small Proposer on 2 cores, need not repeat (the code stays whole).
+    Source that does not parse is shown as it is."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return source
+    first = body[0] if body else None
+    if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)):
+        return source
+    lines = source.splitlines(keepends=True)
+    return "".join(lines[:first.lineno - 1] + lines[first.end_lineno:]).lstrip("\n")
+
+
 def build_focused_messages(task_description: str, source: str, report: str, function: str,
                            user_tools: Any = None, memory: Sequence[str] = (),
-                           past: str = "") -> list[dict[str, str]]:
+                           past: str = "", blocks: bool = True) -> list[dict[str, str]]:
     """A short prompt asking for a new version of one node `function` (a focused edit, format
-    `function`): the program, the report, the run's earlier candidates (`memory`), the tools
-    and the blocks as a menu."""
+    `function`): the program (less its docstring), the report, the run's earlier candidates
+    (`memory`), the tools and, with `blocks`, the building blocks as a menu."""
     own = ("\n" + user_tools.describe()) if user_tools is not None and getattr(
         user_tools, "tools", None) else ""
     user = "\n\n".join(part for part in [
         f"## Task\n{task_description.strip()}",
-        f"## Program\n{program_block(source)}",
+        f"## Program\n{program_block(without_docstring(source))}",
         f"## Report on feedback problems\n{DATA_NOTE}\n{report.strip()}",
         memory_section(memory),
         past,
         f"## Tools\n{tools_api()}{own}",
-        f"## Building blocks (`from {BLOCKS_MODULE} import ...`)\n{block_functions()}",
+        blocks and f"## Building blocks (`from {BLOCKS_MODULE} import ...`)\n{block_functions()}",
         f"## Your job\nRewrite the function `{function}` so the Solver gets more problems "
         f"right.\n{format_instructions('function')}",
     ] if part)

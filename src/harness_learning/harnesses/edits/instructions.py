@@ -64,7 +64,7 @@ def build_graph(tools):
 
 
 _FUNCTION = f"""\
-Answer with the complete new version of that one function in exactly one fenced block:
+Answer with the new version of that one function in exactly one fenced block:
 
 ```python
 {IMPORTS_PLACEHOLDER}
@@ -72,12 +72,9 @@ def <the same name>(<the same arguments>):
     <its new body>
 ```
 
-Rules:
-- Keep the function's name and arguments; it replaces the old one where it stands (inside
-  `build_graph` if it was there, with the same names in reach). Nothing else changes.
-- It must return what the old one returned (a dict with the same state keys).
-- It must work differently from the old one: a copy of the old function is refused.
-- Use exactly one ```python block; text outside it is ignored."""
+It replaces the old one where it stands (inside `build_graph` if it was there, with the same
+names in reach) and returns what the old one returned: a dict of the same state keys. It must
+work differently: a copy of the old function is refused. Text outside the block is ignored."""
 
 _INSTRUCTIONS = {"search_replace": _SEARCH_REPLACE, "whole_program": _WHOLE_PROGRAM,
                  "function": _FUNCTION}
