@@ -8,6 +8,7 @@ from harness_learning_lab.cli import (  # noqa: F401  (each module registers its
     bench_cmd,
     bench_experience_cmd,
     bench_judge_cmd,
+    bench_qa_floor_cmd,
     bench_sft_cmd,
     bench_task_types_cmd,
     experiment_cmd,
