@@ -17,13 +17,13 @@ from harness_learning.graphs.cli import bench_app
 
 @bench_app.command("blocks")
 def bench_blocks(
-    track: Annotated[str, typer.Option(help="reasoning (4 reasoning-gym tasks) or qa (MuSiQue).")] = "reasoning",
+    track: Annotated[str, typer.Option(help="reasoning (4 reasoning-gym tasks) or qa (MuSiQue; --tasks 2wiki,hotpotqa too).")] = "reasoning",
     n: Annotated[int, typer.Option(help="Held-out problems per task (the docs' table: 24 reasoning, 12 QA).")] = 24,
     tasks: Annotated[str | None, typer.Option(help="Comma-separated tasks instead of the track's.")] = None,
     blocks: Annotated[str | None, typer.Option(help="Comma-separated blocks instead of the track's.")] = None,
     solver: Annotated[str, typer.Option(help="Solver model.")] = "local:qwen2.5-coder-1.5b",
     out: Annotated[Path, typer.Option(help="Results per (task, arm), resumed on a rerun.")] = Path("runs/bench-blocks"),
-    index: Annotated[Path | None, typer.Option(help="QA: the MuSiQue BM25 index directory (built from the shared data if unset).")] = None,
+    index: Annotated[Path | None, typer.Option(help="QA: the BM25 index directory (built from the shared data's closed corpus if unset).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Last line: the rows as JSON.")] = False,
 ) -> None:
     """The seed against the seed with each block applied, same problems and Solver: mean, paired
@@ -49,15 +49,20 @@ def bench_blocks(
 
 
 def qa_options(task: str, data: Path, index: Path | None, out: Path) -> dict:
-    """A QA task's data file and BM25 index (built once into `out` from the shared data)."""
+    """A QA task's sample file and the BM25 index of the closed corpus its questions are
+    answerable from (`evals.settings.SAMPLE_CORPORA`), built once into `out`."""
+    from harness_learning.evals.settings import SAMPLE_CORPORA, SAMPLE_FILES
     from harness_learning.retrieval.build import build_index
 
-    source = data / "musique" / "musique_train.json"
-    if not source.exists():
+    if task not in SAMPLE_FILES:
+        raise typer.BadParameter(f"--tasks {task!r}: the qa track knows {', '.join(SAMPLE_FILES)}")
+    source = data / SAMPLE_FILES[task]
+    kind, corpus = SAMPLE_CORPORA[task]
+    if not source.exists() or not (data / corpus).exists():
         raise typer.BadParameter(f"{source} not found: set HARNESS_LEARNING_DATA")
     if index is None:
         index = out / f"index-{task}"
-    build_index(task, source, index, backend="bm25")  # resumes: a built index is reused
+    build_index(kind, data / corpus, index, backend="bm25")  # resumes: a built index is reused
     return {"path": str(source), "index_dir": str(index)}
 
 
