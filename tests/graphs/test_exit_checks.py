@@ -26,3 +26,18 @@ def test_an_endpoint_that_failed_every_problem_is_named():
     with pytest.raises(CliError) as failed:
         check_evaluation(_all_unscored("infra: [connection] Connection error."), "local")
     assert "endpoint" in failed.value.message and "--sandbox" not in failed.value.hint
+
+
+def test_an_adaptation_stopped_by_the_sandbox_names_the_sandbox_not_the_endpoint():
+    from harness_learning.graphs.adapter.nodes import InfraStop
+    from harness_learning.graphs.cli.errors import classify, unreachable
+
+    stopped = ("4 problem(s) failed for infrastructure reasons 2 times (last: basic_arithmetic/"
+               "dev/15: the sandbox did not start: the worker exited with code 1)")
+    for failed in (unreachable("local", "solver", stopped, "--solver", "runs/a"),
+                   classify(InfraStop(stopped))):
+        assert "endpoint" not in failed.message and "--sandbox" in failed.hint
+        assert failed.code == EXIT_UNREACHABLE
+    timed_out = stopped.replace("the sandbox did not start", "Timeout: model call")
+    assert "endpoint" in unreachable("local", "solver", timed_out, "--solver").message
+    assert "model endpoint" in classify(InfraStop(timed_out)).hint

@@ -52,10 +52,25 @@ def endpoint_of(model: Any) -> str:
     return f"{config.model} (litellm's default endpoint for it)"
 
 
+SANDBOX_HINT = ("the sandbox backend could not run the harness: --sandbox local or docker "
+                "picks another; --debug shows the traceback")
+
+
+def names_sandbox(detail: str) -> bool:
+    """Whether a failure's text is the evaluator's own words for a sandbox that did not start
+    or failed (`harnesses.results.SANDBOX_FAILED`): then no model was asked."""
+    from harness_learning.harnesses.results import SANDBOX_FAILED
+
+    return any(detail.startswith(words) or f": {words}" in detail for words in SANDBOX_FAILED)
+
+
 def unreachable(model: Any, role: str, detail: str, flag: str = "--model",
                 run_dir: str | None = None) -> CliError:
-    """An endpoint that did not answer, named by its URL."""
+    """An endpoint that did not answer, named by its URL; or the sandbox, when the failure is
+    one that never reached the model."""
     again = f"`harness-learn resume {run_dir}` continues the run" if run_dir else "rerun"
+    if names_sandbox(detail):
+        return CliError(detail, f"{SANDBOX_HINT}; then {again}", EXIT_UNREACHABLE)
     return CliError(f"the {role} endpoint {endpoint_of(model)} failed: {detail}",
                     f"check that the server is up and the URL is right ({flag} MODEL@URL); "
                     f"then {again}", EXIT_UNREACHABLE)
@@ -94,7 +109,8 @@ def classify(exc: BaseException) -> CliError:
         # the lab's problems (a Ray cluster's), raised where this module may not be imported
         return CliError(str(exc), hint, EXIT_UNREACHABLE if exc.unreachable else EXIT_USAGE)
     if type(exc).__name__ == "InfraStop":
-        return CliError(str(exc), "check the model endpoint", EXIT_UNREACHABLE)
+        return CliError(str(exc), SANDBOX_HINT if names_sandbox(str(exc))
+                        else "check the model endpoint", EXIT_UNREACHABLE)
     if isinstance(exc, FileNotFoundError) and isinstance(hint, str) and hint:
         return CliError(str(exc), hint, EXIT_USAGE)  # a missing file that knows its own fix
     if isinstance(exc, FileNotFoundError | NotADirectoryError):

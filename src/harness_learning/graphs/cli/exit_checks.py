@@ -10,11 +10,12 @@ from harness_learning.graphs.cli.errors import (
     EXIT_BUDGET,
     EXIT_INVALID,
     EXIT_UNREACHABLE,
+    SANDBOX_HINT,
     CliError,
+    names_sandbox,
     one_line,
     unreachable,
 )
-from harness_learning.harnesses.results import SANDBOX_FAILED
 
 
 def score_line(summary: dict[str, Any]) -> str:
@@ -38,10 +39,8 @@ def check_evaluation(summary: dict[str, Any], model: str) -> None:
                        EXIT_INVALID)
     if n and summary.get("scored", n) == 0 and summary.get("infra_errors"):
         detail = first.partition(": ")[2]  # after the error kind
-        if detail.startswith(SANDBOX_FAILED):  # the evaluator's own words: no model was asked
-            raise CliError(detail, "the sandbox backend could not run the harness: --sandbox "
-                           "local or docker picks another; --debug shows the traceback",
-                           EXIT_UNREACHABLE)
+        if names_sandbox(detail):  # the evaluator's own words: no model was asked
+            raise CliError(detail, SANDBOX_HINT, EXIT_UNREACHABLE)
         raise unreachable(model, "model", first)
 
 
