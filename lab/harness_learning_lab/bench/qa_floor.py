@@ -24,7 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from harness_learning_lab.bench.qa_floor_failures import STAGES, failure_stage, gold_recall
+from harness_learning_lab.bench.qa_floor_failures import (
+    STAGES,
+    failure_stage,
+    gold_recall,
+    repeats_a_query,
+)
 
 TASKS = ("2wiki", "hotpotqa", "musique")
 BOOTSTRAP = 2000
@@ -132,20 +137,21 @@ def summary(task: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
             "em": round(em, 3), "em_ci95": [round(em_lo, 3), round(em_hi, 3)],
             "f1": round(f1, 3), "f1_ci95": [round(f1_lo, 3), round(f1_hi, 3)],
             "gold_recall": round(float(np.mean([gold_recall(r) for r in rows])), 3),
+            "repeated_query": sum(repeats_a_query(r) for r in rows),
             "stages": stages,
             "em_by_type": {t: [round(float(np.mean(v)), 3), len(v)] for t, v in sorted(by_type.items())}}
 
 
 def table(lines: list[dict[str, Any]]) -> str:
     """The summaries as Markdown: the floor table, then the failure stages per task."""
-    head = ["| task | n | s/problem | EM (95% CI) | F1 (95% CI) | gold-title recall | EM by type |",
-            "|---|---|---|---|---|---|---|"]
+    head = ["| task | n | s/problem | EM (95% CI) | F1 (95% CI) | gold-title recall "
+            "| a hop repeated a query | EM by type |", "|---|---|---|---|---|---|---|---|"]
     for s in lines:
         types = ", ".join(f"{t} {v[0]:.2f} (n={v[1]})" for t, v in s["em_by_type"].items())
         head.append(f"| {s['task']} | {s['n']} | {s['s_per_problem']} | {s['em']:.3f} "
                     f"[{s['em_ci95'][0]:.3f}, {s['em_ci95'][1]:.3f}] | {s['f1']:.3f} "
                     f"[{s['f1_ci95'][0]:.3f}, {s['f1_ci95'][1]:.3f}] | {s['gold_recall']:.2f} "
-                    f"| {types} |")
+                    f"| {s['repeated_query']} | {types} |")
     head += ["", "| task | " + " | ".join(STAGES) + " |", "|---|" + "---|" * len(STAGES)]
     for s in lines:
         head.append(f"| {s['task']} | " + " | ".join(str(s["stages"][k]) for k in STAGES) + " |")

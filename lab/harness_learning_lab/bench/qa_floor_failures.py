@@ -49,6 +49,14 @@ def passages(row: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+def repeats_a_query(row: dict[str, Any]) -> bool:
+    """A later search asked what an earlier one already asked (the seed's fallback when the
+    Solver wrote no 'Query:' line is the question itself): that hop could bring nothing new."""
+    queries = [normalize_answer(str((c.get("args") or {}).get("query", "")))
+               for c in _calls(row, "search")]
+    return len(set(queries)) < len(queries)
+
+
 def summaries(row: dict[str, Any]) -> list[str]:
     """The Solver's replies before its last one (the notes the answer was written from)."""
     replies = [c.get("result") for c in _calls(row, "llm")]

@@ -11,6 +11,7 @@ from harness_learning_lab.bench.qa_floor_failures import (
     contains,
     failure_stage,
     gold_recall,
+    repeats_a_query,
     summaries,
 )
 
@@ -56,6 +57,14 @@ def test_matching_is_on_whole_normalised_words_and_recall_on_gold_titles() -> No
     assert gold_recall(trace("x", ["y"], FRANCE, titles=())) == 1.0
 
 
+def test_a_hop_that_searches_an_earlier_query_again_is_counted() -> None:
+    row = trace("Lyon", ["Paris"], FRANCE, ["a"])
+    assert not repeats_a_query(row)
+    row["result"]["calls"].insert(2, {"tool": "search", "args": {"query": "Q.", "k": 5},
+                                      "result": []})
+    assert repeats_a_query(row)  # "Q." is "q" once normalised
+
+
 def test_the_summary_counts_stages_and_types_and_the_table_shows_them() -> None:
     rows = [trace("Paris", ["Paris"], FRANCE, ["Paris"], em=1.0),
             trace("Lyon", ["Paris"], FRANCE, ["Lyon"]),
@@ -68,6 +77,7 @@ def test_the_summary_counts_stages_and_types_and_the_table_shows_them() -> None:
     assert line["stages"]["not_retrieved"] == 1 and line["gold_recall"] == pytest.approx(0.833)
     assert line["em_by_type"] == {"bridge": [0.333, 3]}
     text = qa_floor.table([line])
+    assert line["repeated_query"] == 0
     assert "| 2wiki | 3 | 10.0 | 0.333 [" in text and "| 2wiki | 1 | 0 | 1 | 1 |" in text
 
 
