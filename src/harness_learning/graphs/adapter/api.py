@@ -76,6 +76,7 @@ def adapt(config: AdaptConfig | None = None, /, *, harness: str | None = None,
     be passed too. Blocks until the run stops; returns an `AdaptResult`."""
     from harness_learning.graphs.adapter.context import AdapterContext
     from harness_learning.graphs.adapter.run import prepare, run_adaptation
+    from harness_learning.harnesses.experience import give_location
     from harness_learning.harnesses.store.pgurl import give
 
     live: dict[str, Any] = {}
@@ -91,6 +92,7 @@ def adapt(config: AdaptConfig | None = None, /, *, harness: str | None = None,
                              metric=_ref(metric, "metric", live), **fields)
         config.tools = [_ref(t, "tool", live) or "" for t in tools]
     give(config.store)  # the caller's own word: its PostgreSQL server may be connected to
+    give_location(config.experience)  # likewise a postgresql:// experience library
     config = prepare(config, live=live)
     context = AdapterContext.from_config(config, live=live)
     final = asyncio.run(run_adaptation(config, context=context))

@@ -87,10 +87,13 @@ def thread_config(run_dir: str | None, settings: Mapping[str, Any],
     in its state), else the one its settings describe, prepared (config.json written).
     Blocking: call it in a thread."""
     from harness_learning.graphs.adapter.run import load_config, prepare
+    from harness_learning.harnesses.experience import give_location
     from harness_learning.harnesses.store.pgurl import give
 
     if settings.get("store"):  # typed into Studio: the user's word, as `--store` is
         give(str(settings["store"]))
+    if settings.get("experience"):  # likewise a postgresql:// experience library
+        give_location(str(settings["experience"]))
     if run_dir:
         stored = load_config(run_dir)
         clash = conflicts(dict(settings), stored)

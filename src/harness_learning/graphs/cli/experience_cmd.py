@@ -1,7 +1,9 @@
 """`harness-learn experience add|list|show|prune|export|import`: the experience library.
 
-Every bad input is one line with a hint and a non-zero exit (a damaged library file, a newer
-schema, a database URL); an entry or line that cannot be read is skipped with one line each,
+A library is a directory or a postgresql:// URL (`harnesses.experience.library`); a URL typed
+here is the user's own word, so its server may be connected to. Every bad input is one line with
+a hint and a non-zero exit (a damaged library file, a newer schema, an unknown kind of URL, a
+server that does not answer); an entry or line that cannot be read is skipped with one line each,
 and nothing held is changed by a command that failed.
 """
 
@@ -21,16 +23,20 @@ experience_app = typer.Typer(help="The experience library: judged changes kept a
                              no_args_is_help=True)
 app.add_typer(experience_app, name="experience")
 
-LibraryArg = Annotated[Path, typer.Argument(help="The library's directory.")]
-HINT = "an experience library is a directory made by `adapt --experience PATH` or `experience add`"
+LIBRARY_HELP = ("The library: a directory, or postgresql://USER@HOST:PORT/DATABASE (a password in "
+                "the URL or its ?passfile=PATH; PGPASSWORD and ~/.pgpass are not read).")
+LibraryArg = Annotated[str, typer.Argument(help=LIBRARY_HELP)]
+HINT = ("an experience library is a directory or a postgresql:// URL, made by `adapt --experience "
+        "PATH` or `experience add`")
 
 
-def _open(path: Path, create: bool = False):
+def _open(path: str, create: bool = False):
+    """The library at `path` (given here: a URL's server may be connected to)."""
     from harness_learning.graphs.cli.errors import CliError
-    from harness_learning.harnesses.experience import Library, LibraryError
+    from harness_learning.harnesses.experience import Library, LibraryError, give_location
 
     try:
-        return Library(path, create=create)
+        return Library(give_location(path), create=create)
     except LibraryError as exc:
         raise CliError(str(exc), HINT) from exc
 
@@ -42,7 +48,7 @@ def _warn(lines: list[str]) -> None:
 
 @experience_app.command("add")
 def add(run_dirs: Annotated[list[Path], typer.Argument(help="Finished run directories.")],
-        to: Annotated[Path, typer.Option("--to", help="The library's directory (made if new).")],
+        to: Annotated[str, typer.Option("--to", help=f"{LIBRARY_HELP} Made if new.")],
         trust_inputs: Annotated[bool, typer.Option("--trust-inputs", help=TRUST_HELP)] = False,
         ) -> None:
     """Add the judged changes of each run to the library (redacted; outcomes merged). A run's
@@ -65,7 +71,7 @@ def add(run_dirs: Annotated[list[Path], typer.Argument(help="Finished run direct
                 written, withheld = add_run(lib, store, task, config)
             note = f" ({withheld} with code withheld: it held a question or answer)" \
                 if withheld else ""
-            out.print(f"{run_dir}: {written} entries added to {to}{note}", markup=False)
+            out.print(f"{run_dir}: {written} entries added to {lib.location}{note}", markup=False)
         _warn(lib.skipped)
 
 
@@ -96,7 +102,7 @@ def show(path: LibraryArg, entry: Annotated[str, typer.Argument(help="An entry i
     with _open(path) as lib:
         found = lib.get(entry)
     if found is None:
-        raise CliError(f"no single entry of {path} has an id starting {entry!r}",
+        raise CliError(f"no single entry of {lib.location} has an id starting {entry!r}",
                        "`harness-learn experience list PATH` shows the ids")
     out.print(f"entry {found.id}\nkind {found.kind}  origin {found.origin}  "
               f"{found.summary}", markup=False, highlight=False)
@@ -135,7 +141,7 @@ def prune(path: LibraryArg,
         lib.replace_entries(keep)
         lib.remove(drop)
         _warn(lib.skipped)
-    out.print(f"{path}: {len(drop)} entries dropped, {len(keep)} trimmed", markup=False)
+    out.print(f"{lib.location}: {len(drop)} entries dropped, {len(keep)} trimmed", markup=False)
 
 
 @experience_app.command("export")
@@ -163,7 +169,7 @@ def import_entries(path: LibraryArg, files: Annotated[list[Path], typer.Argument
             except LibraryError as exc:
                 raise CliError(str(exc), "nothing of it was imported") from exc
             _warn(bad)
-            out.print(f"{file}: {lib.add(entries)} entries merged into {path}", markup=False)
+            out.print(f"{file}: {lib.add(entries)} entries merged into {lib.location}", markup=False)
         _warn(lib.skipped)
 
 

@@ -1,5 +1,6 @@
 """The experience library: judged changes kept across runs, with what each did where it was
-tried (`entry`), on disk (`library`), made safe to share (`redact`), and ranked for a new run by
+tried (`entry`), stored (`library`: a directory, `sqlite_library`, or a PostgreSQL database,
+`postgres_library`), made safe to share (`redact`), and ranked for a new run by
 their measured effect on similar tasks (`choice`)."""
 
 from harness_learning.harnesses.experience.entry import (
@@ -10,7 +11,12 @@ from harness_learning.harnesses.experience.entry import (
     Outcome,
     Signature,
 )
-from harness_learning.harnesses.experience.library import Library, LibraryError, check_location
+from harness_learning.harnesses.experience.library import (
+    Library,
+    LibraryError,
+    check_location,
+    give_location,
+)
 
 __all__ = ["EDIT", "OPERATOR", "SCHEMA_VERSION", "Entry", "Library", "LibraryError", "Outcome",
-           "Signature", "check_location"]
+           "Signature", "check_location", "give_location"]

@@ -1,107 +1,130 @@
-"""An experience library on disk: a directory holding `library.sqlite`, shared by many runs.
+"""An experience library: judged changes shared by many runs, in a directory (`library.sqlite`,
+`sqlite_library`) or in a PostgreSQL database (`postgres_library`).
 
-Why SQLite in the directory, not JSON files with a lock: two runs finishing at once each
-read-modify-write the same entries (an entry's outcomes are merged), and SQLite gives that as
-one transaction (`BEGIN IMMEDIATE` takes the write lock before the read, so neither run's
-outcomes are lost), atomic on disk and across processes with no lock file to leave behind
-when a run is killed; the project already keeps its run logs that way. Sharing goes through
-`export`/`import`, JSON Lines.
+Why one narrow abstract type: as LangGraph's checkpoint savers do, the backends store rows and
+nothing else. `Library` holds everything an entry means (merging outcomes, skipping unreadable
+entries, prefix lookup, export); a backend gives five things: its rows, one write transaction,
+and reading, writing and deleting one entry's body inside it. `Library(location)` picks the
+backend from the location, as `pathlib.Path` picks its flavour: a postgresql:// URL is a
+database, anything else a directory. So every caller (the run's end, the search, the
+`experience` commands, the benches) works on either.
 
-Nothing is lost to bad input: a file that is no SQLite database, or a library from a newer
-schema, is refused as one `LibraryError` line before anything is written; an entry that cannot
-be read (a damaged row, a newer entry schema) is left where it is, reported in `skipped`, and
-never overwritten.
+Why the write transaction is the library's write lock, taken before its first read: two runs
+finishing at once each read-modify-write the same entries (an entry's outcomes are merged), so
+neither may read an entry the other is about to rewrite. SQLite takes its write lock with
+`BEGIN IMMEDIATE`; PostgreSQL with an advisory lock held until the transaction ends (a row lock
+cannot lock an entry neither run has inserted yet). Sharing goes through `export`/`import`,
+JSON Lines.
+
+Nothing is lost to bad input: a library that cannot be read, one from a newer schema, a
+location no backend reads, or a server that does not answer is refused as one `LibraryError`
+line before anything is written; an entry that cannot be read (a damaged row, a newer entry
+schema) is left where it is, reported in `skipped`, and never overwritten.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 from harness_learning.harnesses.experience.entry import SCHEMA_VERSION, Entry
-from harness_learning.harnesses.sqlite_wal import enable_wal, write_transaction
+from harness_learning.harnesses.store.pgurl import SCHEMES, give, is_postgres, remember_password
 
 FILE = "library.sqlite"
+"""The SQLite backend's file in the library's directory."""
 TIMEOUT_S = 60.0
 EXPORT_HEADER = {"format": "harness-learning experience", "schema": SCHEMA_VERSION}
-_TABLES = (
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS entries (id TEXT PRIMARY KEY, body TEXT NOT NULL, "
-    "updated_at REAL NOT NULL)",
-)
+URL_FORM = "postgresql://USER@HOST:PORT/DATABASE"
 
 
 class LibraryError(ValueError):
     """A library that cannot be used as it is; the message is one line with a hint."""
 
 
-def check_location(path: str) -> str:
-    """`path` if it can name a library; a database URL is refused (directories only so far)."""
-    url = re.match(r"([A-Za-z][A-Za-z0-9+.-]+):/", str(path))  # a Path keeps one slash
-    if url:
-        scheme = url.group(1)
-        raise LibraryError(f"an experience library is a directory; a {scheme}:// library is "
-                           "not supported yet: give a directory path")
-    return path
+def check_location(location: str) -> str:
+    """The location as it may be stored: a directory as given, a PostgreSQL URL without its
+    password (remembered for this process's connections, never written); any other URL is
+    refused in one line."""
+    url = re.match(r"([A-Za-z][A-Za-z0-9+.-]+):/", str(location))  # a Path keeps one slash
+    if not url:
+        return location
+    scheme = url.group(1)
+    if scheme not in SCHEMES:
+        raise LibraryError(f"an experience library is a directory or a {URL_FORM} URL, not a "
+                           f"{scheme}:// one: give a directory path or a PostgreSQL URL")
+    if not str(location).startswith(f"{scheme}://"):
+        raise LibraryError(f"{location!r} is no PostgreSQL URL (a path joined it and lost a "
+                           f"slash?): give it as text, {URL_FORM}")
+    return remember_password(str(location))
 
 
-class Library:
-    """The library in directory `path` (created on first use unless `create` is False)."""
+def give_location(location: str) -> str:
+    """`check_location`, and a PostgreSQL library recorded as the user's own word (a command
+    line's or a caller's), so its server may be connected to (`store.pgurl.give`). A library
+    URL read from a run directory alone is never connected to."""
+    safe = check_location(str(location))
+    if is_postgres(safe):
+        give(str(location))
+    return safe
 
-    def __init__(self, path: str | Path, *, create: bool = True) -> None:
-        self.path = Path(check_location(str(path)))
-        self.file = self.path / FILE
-        self.skipped: list[str] = []
-        if not self.file.exists() and not create:
-            raise LibraryError(f"{self.path} holds no experience library ({FILE} not found): "
-                               "`harness-learn experience add RUN_DIR --to PATH` makes one")
-        if self.path.exists() and not self.path.is_dir():
-            raise LibraryError(f"{self.path} is a file; an experience library is a directory")
-        self.path.mkdir(parents=True, exist_ok=True)
-        try:
-            self._conn = sqlite3.connect(self.file, isolation_level=None, timeout=TIMEOUT_S,
-                                         check_same_thread=False)
-            self._check_schema()
-        except sqlite3.DatabaseError as exc:
-            raise LibraryError(f"{self.file} is not a readable experience library ({exc}); it "
-                               "was not changed: move it aside, or restore it from an "
-                               "`experience export`") from None
 
-    def _check_schema(self) -> None:
-        self._conn.execute("PRAGMA busy_timeout = 60000")
-        found = self._read_schema()
-        if found is not None and found > SCHEMA_VERSION:
-            self._conn.close()
-            raise LibraryError(f"{self.file} was written by a newer harness-learning (library "
-                               f"schema {found}; this one reads up to {SCHEMA_VERSION}); it was "
-                               "not changed: upgrade harness-learning to use it")
-        enable_wal(self._conn, TIMEOUT_S)
-        with self._tx() as conn:
-            for statement in _TABLES:
-                conn.execute(statement)
-            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+class Library(ABC):
+    """An experience library. `Library(location)` opens the one at `location` (made on first
+    use unless `create` is False): `SQLiteLibrary` for a directory, `PostgresLibrary` for a
+    postgresql:// URL. Use it as a context manager, or `close` it."""
 
-    def _read_schema(self) -> int | None:
-        tables = {r[0] for r in self._conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if "meta" not in tables:
-            if tables:
-                raise sqlite3.DatabaseError(f"unexpected tables {sorted(tables)}")
-            return None
-        row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        return int(row[0]) if row and str(row[0]).isdigit() else None
+    location: str
+    """Where it is, as it may be shown (a URL without its password)."""
+    skipped: list[str]
+    """One line per stored entry that could not be read (left as it is)."""
 
-    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
-        return write_transaction(self._conn)
+    def __new__(cls, location: str | Path, *, create: bool = True) -> Library:
+        kind: type[Library] = cls
+        if cls is Library:
+            if is_postgres(check_location(str(location))):
+                from harness_learning.harnesses.experience.postgres_library import (
+                    PostgresLibrary as kind,
+                )
+            else:
+                from harness_learning.harnesses.experience.sqlite_library import (
+                    SQLiteLibrary as kind,
+                )
+        return super().__new__(kind)
 
+    # -- what a backend gives ----------------------------------------------------------------
+    @abstractmethod
+    def _rows(self, prefix: str = "", limit: int | None = None) -> list[tuple[str, str]]:
+        """(id, body) of the entries whose id starts with `prefix`, by id, at most `limit`."""
+
+    @abstractmethod
+    def _transaction(self) -> AbstractContextManager[Any]:
+        """One write transaction holding the library's write lock from before its first read,
+        so no other writer reads or writes in between; committed when the block ends, rolled
+        back if it raises. Yields the handle `_body`, `_put` and `_delete` take."""
+
+    @abstractmethod
+    def _body(self, tx: Any, entry_id: str) -> str | None:
+        """The stored body of `entry_id` (None: no such entry), inside `tx`."""
+
+    @abstractmethod
+    def _put(self, tx: Any, entry_id: str, body: str, updated_at: float) -> None:
+        """Store `body` as `entry_id`'s, replacing any, inside `tx`."""
+
+    @abstractmethod
+    def _delete(self, tx: Any, entry_id: str) -> int:
+        """Delete `entry_id` inside `tx`; how many entries went (0 or 1)."""
+
+    @abstractmethod
     def close(self) -> None:
-        self._conn.close()
+        """Release the backend's connection."""
 
+    # -- what an entry means -----------------------------------------------------------------
     def __enter__(self) -> Library:
         return self
 
@@ -117,13 +140,11 @@ class Library:
 
     def entries(self) -> list[Entry]:
         """Every readable entry, by id; the unreadable ones are reported in `skipped`."""
-        rows = self._conn.execute("SELECT id, body FROM entries ORDER BY id").fetchall()
-        return [e for e in (self._read(i, b) for i, b in rows) if e is not None]
+        return [e for e in (self._read(i, b) for i, b in self._rows()) if e is not None]
 
     def get(self, prefix: str) -> Entry | None:
         """The entry whose id starts with `prefix` (None: none, or more than one)."""
-        rows = self._conn.execute("SELECT id, body FROM entries WHERE id LIKE ? LIMIT 2",
-                                  (prefix.replace("%", "").replace("_", "") + "%",)).fetchall()
+        rows = self._rows(prefix.strip().lower(), 2)
         return self._read(*rows[0]) if len(rows) == 1 else None
 
     def add(self, entries: Iterable[Entry]) -> int:
@@ -131,40 +152,52 @@ class Library:
         An unreadable stored entry is not overwritten (reported in `skipped`). Returns how
         many entries were written."""
         written = 0
-        with self._tx() as conn:
+        with self._transaction() as tx:
             for entry in entries:
-                row = conn.execute("SELECT body FROM entries WHERE id = ?", (entry.id,)).fetchone()
-                if row is not None:
-                    held = self._read(entry.id, row[0])
+                body = self._body(tx, entry.id)
+                if body is not None:
+                    held = self._read(entry.id, body)
                     if held is None:
                         continue
                     entry = held.merged(entry)
-                conn.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)",
-                             (entry.id, json.dumps(entry.to_dict(), sort_keys=True), time.time()))
+                self._put(tx, entry.id, _dumps(entry), time.time())
                 written += 1
         return written
 
     def remove(self, ids: Iterable[str]) -> int:
-        with self._tx() as conn:
-            return sum(conn.execute("DELETE FROM entries WHERE id = ?", (i,)).rowcount
-                       for i in ids)
+        with self._transaction() as tx:
+            return sum(self._delete(tx, i) for i in ids)
 
     def replace_entries(self, entries: Iterable[Entry]) -> None:
         """Write `entries` as they are (their outcomes not merged): `prune`'s rewrite."""
-        with self._tx() as conn:
+        with self._transaction() as tx:
             for entry in entries:
-                conn.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)",
-                             (entry.id, json.dumps(entry.to_dict(), sort_keys=True), time.time()))
+                self._put(tx, entry.id, _dumps(entry), time.time())
 
     def export(self, path: Path) -> int:
         """Every readable entry as JSON Lines (a header line first), written atomically."""
         entries = self.entries()
         tmp = path.with_name(path.name + ".tmp")
-        lines = [json.dumps(EXPORT_HEADER), *(json.dumps(e.to_dict(), sort_keys=True)
-                                              for e in entries)]
+        lines = [json.dumps(EXPORT_HEADER), *(_dumps(e) for e in entries)]
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
         tmp.replace(path)
         return len(entries)
+
+
+def _dumps(entry: Entry) -> str:
+    """An entry's stored text: ASCII JSON (no NUL or lone surrogate reaches a backend)."""
+    return json.dumps(entry.to_dict(), sort_keys=True)
+
+
+def newer_schema(where: str, found: int) -> LibraryError:
+    return LibraryError(f"{where} was written by a newer harness-learning (library schema "
+                        f"{found}; this one reads up to {SCHEMA_VERSION}); it was not changed: "
+                        "upgrade harness-learning to use it")
+
+
+def no_library(where: str, why: str = "") -> LibraryError:
+    return LibraryError(f"{where} holds no experience library{why}: `harness-learn experience "
+                        "add RUN_DIR --to PATH` makes one")
 
 
 def read_export(path: Path) -> tuple[list[Entry], list[str]]:
