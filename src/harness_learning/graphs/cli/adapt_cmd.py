@@ -44,12 +44,14 @@ def adapt(**options: Any) -> None:
     """Adapt a harness to TASK: evaluate, report, propose, validate, select, repeat."""
     from harness_learning.graphs.adapter.run import prepare
     from harness_learning.graphs.cli.models_cmd import require_local_models
+    from harness_learning.harnesses.experience import give_location
     from harness_learning.harnesses.llm.models import resolve_role
     from harness_learning.harnesses.store.pgurl import give as give_store
 
     as_json, sandbox = options.pop("as_json"), options.pop("sandbox")
     config = _config_of(options.pop("ctx"), options.pop("config_file"), options)
     give_store(config.store)  # typed or in the user's settings file: the user's own word
+    give_location(config.experience)  # the same for a postgresql:// experience library
     require_local_models(config.solver, resolve_role(config.proposer, "proposer"))
     check_sandbox(sandbox)  # before `prepare` writes the run directory
     with user_errors():
@@ -128,7 +130,13 @@ def resume(**options: Any) -> None:
     with user_errors():
         config = load_config(_run_dir_of(run_dir, values, config_file))
         check_sealed_inputs(config, trust)  # before anything of the run is imported
-    config = _extended(config, {**values, **_typed_settings(ctx, options)}, config_file, store)
+    settings = {**values, **_typed_settings(ctx, options)}
+    if settings.get("experience"):  # typed or in the user's settings file: the user's word
+        from harness_learning.harnesses.experience import give_location
+
+        with user_errors():
+            give_location(str(settings["experience"]))
+    config = _extended(config, settings, config_file, store)
     if store:  # for this process only: config.json keeps the store the run was started on
         config = dataclasses.replace(config, store=store)
     _run(config, resume=True, as_json=as_json, trust=trust)
