@@ -166,12 +166,13 @@ class AdaptConfig:
         "tokens (estimated as characters / 4; the default suits a 1.5B Proposer). 0 turns it "
         "off."))
     experience: str = _opt("", help=(
-        "Experience library (a directory; made on first use): this run's judged changes are "
+        "Experience library (a directory, or postgresql://USER@HOST:PORT/DATABASE: the "
+        "schema hl_experience there; made on first use): this run's judged changes are "
         "added at its end, and its search uses the library: past changes that apply to the "
         "current harness become candidates (origin experience:ID), which operators and past "
         "changes a round tries is ranked by their measured effect on similar tasks, and the "
-        "Proposer is shown the most relevant past successes. A postgresql:// library is not "
-        "supported yet."))
+        "Proposer is shown the most relevant past successes. A password in the URL is used by "
+        "this process and never stored."))
     experience_shown: int = _opt(2, help=(
         "With --experience: past successes shown to the Proposer as worked diffs with their "
         "measured gain (0: none)."))
@@ -195,15 +196,15 @@ class AdaptConfig:
         "~/.pgpass are not read)."))
 
     def __post_init__(self) -> None:
-        """A store URL is checked, and kept without its password (remembered in this process
-        only), so config.json never holds one."""
+        """A store or library URL is checked, and kept without its password (remembered in
+        this process only), so config.json never holds one."""
         from harness_learning.harnesses.store.pgurl import check_url, remember_password
 
         self.store = remember_password(check_url(self.store)) if self.store else ""
         if self.experience:
             from harness_learning.harnesses.experience import check_location
 
-            check_location(self.experience)
+            self.experience = check_location(self.experience)
 
     def with_track_defaults(self, track: str) -> AdaptConfig:
         """Fill every unset (None) knob from the paper's defaults for `track` (its problem
