@@ -33,11 +33,15 @@ from harness_learning.graphs.adapter.state import AdapterInput, AdapterOutput, A
 
 ContextSource = Callable[[Mapping[str, Any], Runtime | None], Awaitable[AdapterContext]]
 """(state or Send payload, runtime) -> the run's opened context."""
+FinishHook = Callable[[AdapterContext], Awaitable[None]]
+"""Awaited by `finish` once the run's end is logged: what a server's run does at its end that
+the command line does after the graph returns (adding the run's changes to its experience
+library, `run.keep_experience`)."""
 
 NODES = ("init", "sample", "evaluate_current", "candidate", "race", "merge", "select", "finish")
 
 
-def _steps(ctx: AdapterContext) -> dict[str, Any]:
+def _steps(ctx: AdapterContext, on_finish: FinishHook | None = None) -> dict[str, Any]:
     """The node functions of one run, bound to its context (each in its span, when the run
     is traced: `trace_spans`)."""
     steps = {**make_nodes(ctx), "race": make_race_node(ctx), "merge": make_merge_node(ctx)}
@@ -49,6 +53,8 @@ def _steps(ctx: AdapterContext) -> dict[str, Any]:
         reason = stop_reason(ctx.config, state) or "stopped"
         await ctx.store.aappend_event("run_finished", {"reason": reason,
                                                        "current_sha": state["current_sha"]})
+        if on_finish is not None:
+            await on_finish(ctx)
         return {"stop_reason": reason}
 
     steps = {**steps, "route": route, "finish": finish}
@@ -60,7 +66,7 @@ def _steps(ctx: AdapterContext) -> dict[str, Any]:
     return steps
 
 
-def _binder(source: AdapterContext | ContextSource
+def _binder(source: AdapterContext | ContextSource, on_finish: FinishHook | None = None
             ) -> Callable[[Mapping[str, Any], Runtime | None], Awaitable[dict[str, Any]]]:
     """(state, runtime) -> the steps of the run that state belongs to, its resources built
     off the event loop (`AdapterContext.ready`)."""
@@ -71,18 +77,20 @@ def _binder(source: AdapterContext | ContextSource
         await ctx.ready()
         entry = made.get(id(ctx))
         if entry is None or entry[0] is not ctx:
-            entry = made[id(ctx)] = (ctx, _steps(ctx))
+            entry = made[id(ctx)] = (ctx, _steps(ctx, on_finish))
         return entry[1]
 
     return steps
 
 
-def build_adapter_graph(source: AdapterContext | ContextSource) -> StateGraph:
+def build_adapter_graph(source: AdapterContext | ContextSource,
+                        on_finish: FinishHook | None = None) -> StateGraph:
     """The uncompiled adapter graph. `source`: the run's context (its config's track defaults
     filled), which the caller opens and closes; or an async function giving the context of
     the run a state belongs to. Settings are the `context_schema` (`AdapterSettings`): Studio's
-    settings form; what a run is given is `AdapterInput`, what it returns `AdapterOutput`."""
-    steps = _binder(source)
+    settings form; what a run is given is `AdapterInput`, what it returns `AdapterOutput`.
+    `on_finish`: awaited with the run's context when `finish` has logged the run's end."""
+    steps = _binder(source, on_finish)
 
     def node(name: str) -> Callable[..., Awaitable[dict]]:
         async def run(state: dict, runtime: Runtime) -> dict:

@@ -59,14 +59,19 @@ async def adapter(config: RunnableConfig, runtime: ServerRuntime) -> AsyncIterat
 
     The settings are read from the server runtime's context as the request gave it: the server
     drops keys its schema lacks before the graph sees them, which would silently run a
-    misspelt setting's default and lose `seed_harness` (the TOML name of `harness`)."""
+    misspelt setting's default and lose `seed_harness` (the TOML name of `harness`).
+
+    A thread that finishes adds its judged changes to its `experience` library, as `adapt` and
+    `resume` do at their end: inside its last node, so the run the client waits on has
+    written them when it ends."""
     from harness_learning.graphs.adapter.graph import build_adapter_graph
+    from harness_learning.graphs.adapter.run import keep_experience
     from harness_learning.graphs.adapter.server_threads import ThreadRun
 
     given = getattr(runtime, "context", None)
     async with ThreadRun(_configurable(config).get("thread_id"),
                          given if isinstance(given, dict) else None) as source:
-        yield build_adapter_graph(source).compile(name="adapter")
+        yield build_adapter_graph(source, on_finish=keep_experience).compile(name="adapter")
 
 
 # -- harness graphs ---------------------------------------------------------------------------
