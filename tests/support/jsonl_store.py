@@ -28,6 +28,7 @@ from harness_learning.harnesses.store.records import (
     Decision,
     Evaluation,
     Event,
+    Outcome,
     Proposal,
     RunMeta,
     Version,
@@ -120,7 +121,8 @@ class JsonlLogStore(LogStore):
             self._rows[table][_key(table, record)] = record
 
     def _put(self, table: str, record: Any) -> dict[str, Any]:
-        flat = record.to_row() if isinstance(record, Evaluation) else record  # as SQLite stores it
+        # as SQLite stores them: an evaluation flat, a proposal's outcome without its source
+        flat = record.to_row() if isinstance(record, Evaluation | Proposal) else record
         data = _clean(to_jsonable(flat))
         with self._lock:
             self._append(table, data)
@@ -129,6 +131,8 @@ class JsonlLogStore(LogStore):
     def _decode(self, cls: type[R], data: dict[str, Any]) -> R:
         if cls is Evaluation:
             return Evaluation.from_row(data)  # type: ignore[return-value]
+        if cls is Proposal:  # an older version's flat verdict too
+            return Proposal.from_row(data)  # type: ignore[return-value]
         names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
         return cls(**{k: v for k, v in data.items() if k in names})
 
@@ -197,18 +201,14 @@ class JsonlLogStore(LogStore):
         self._put("proposals", proposal)
         return proposal.id
 
-    def update_proposal(self, proposal_id: str, **fields: Any) -> None:
-        unknown = set(fields) - {f.name for f in dataclasses.fields(Proposal)} - {"id"}
-        unknown |= {"id"} & set(fields)
-        if unknown:
-            raise ValueError(f"unknown proposal fields: {', '.join(sorted(unknown))}")
-        if not fields:
-            return
+    def settle_proposal(self, proposal_id: str, sha: str | None, outcome: Outcome) -> None:
         with self._lock:
             row = self._rows["proposals"].get(proposal_id)
             if row is None:
                 raise KeyError(f"no proposal {proposal_id!r} in {self.path}")
-            self._put("proposals", {**row, **_clean(to_jsonable(fields))})
+            if row.get("outcome") is None and not Proposal.from_row(row).settled:
+                self._put("proposals", {**row, "candidate_sha": sha,
+                                        "outcome": _clean(to_jsonable(outcome.stored()))})
 
     def get_proposal(self, proposal_id: str) -> Proposal | None:
         with self._lock:

@@ -72,7 +72,7 @@ def write_store_run(run_dir, rounds: int = 3):
     from harness_learning.evals.rewards import RewardInputs, reasoning_reward
     from harness_learning.harnesses.edits import parse_and_apply
     from harness_learning.harnesses.seeds import seed_source
-    from harness_learning.harnesses.store import Proposal, SQLiteLogStore, prompt_group_id
+    from harness_learning.harnesses.store import Outcome, Proposal, SQLiteLogStore, prompt_group_id
 
     source = seed_source("reasoning_direct")
     store = SQLiteLogStore(run_dir)
@@ -95,10 +95,11 @@ def write_store_run(run_dir, rounds: int = 3):
                 id=f"r{r}-{i}", round=r, group_id=prompt_group_id(messages), prompt=messages,
                 completion=text, finish_reason="stop", model="smollm2",
                 edit_format="search_replace", candidate_sha=sha, parent_sha=seed_sha,
-                parsed=edit.parsed, applied=edit.applied,
-                valid=edit.applied, completed_fraction=1.0 if edit.applied else 0.0,
-                selection_score=score if edit.applied else None, parent_score=0.2,
-                reward=reward, reward_parts=parts))
+                parent_score=0.2, outcome=Outcome(
+                    parsed=edit.parsed, applied=edit.applied, valid=edit.applied,
+                    completed_fraction=1.0 if edit.applied else 0.0,
+                    selection_score=score if edit.applied else None, reward=reward,
+                    reward_parts=parts)))
     store.close()
     return seed_sha
 

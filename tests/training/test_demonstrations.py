@@ -17,7 +17,13 @@ from harness_learning.harnesses.edits.function_edit import apply_function
 from harness_learning.harnesses.edits.operators import OPERATORS, apply_operator
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.seeds import seed_source
-from harness_learning.harnesses.store import Evaluation, Proposal, SQLiteLogStore, prompt_group_id
+from harness_learning.harnesses.store import (
+    Evaluation,
+    Outcome,
+    Proposal,
+    SQLiteLogStore,
+    prompt_group_id,
+)
 from harness_learning.training.data import LogError
 from harness_learning.training.demonstrations import demonstrations, prompt_format
 
@@ -58,8 +64,9 @@ def write_run(run_dir, usable: bool = True) -> list[str]:
         store.put_proposal(Proposal(
             id=f"r1-{i}", round=1, group_id=prompt_group_id(messages), prompt=messages,
             completion=completion, model="qwen" if origin == "proposer" else origin,
-            edit_format=fmt, candidate_sha=sha, parent_sha=seed, parsed=True, applied=valid,
-            valid=valid, selection_score=score, parent_score=0.25, reward=score, origin=origin))
+            edit_format=fmt, candidate_sha=sha, parent_sha=seed, parent_score=0.25, origin=origin,
+            outcome=None if score is None else Outcome(  # no score: never judged
+                parsed=True, applied=valid, valid=valid, selection_score=score, reward=score)))
 
     if usable:
         put(0, EDIT)                                        # kept: beats its parent

@@ -34,7 +34,7 @@ def short_run(tmp_path, completions):
     from harness_learning.evals.rewards import proposal_reward
     from harness_learning.harnesses.edits import parse_and_apply
     from harness_learning.harnesses.seeds import seed_source
-    from harness_learning.harnesses.store import Proposal, SQLiteLogStore, prompt_group_id
+    from harness_learning.harnesses.store import Outcome, Proposal, SQLiteLogStore, prompt_group_id
 
     source = seed_source("reasoning_direct")
     prompt = [{"role": "user", "content": "Improve the harness for rg:basic_arithmetic."}]
@@ -49,8 +49,9 @@ def short_run(tmp_path, completions):
             store.put_proposal(Proposal(
                 id=f"p{i}", round=1, group_id=prompt_group_id(prompt), prompt=prompt,
                 completion=text, finish_reason="stop", edit_format="search_replace",
-                parsed=edit.parsed, applied=edit.applied, valid=edit.applied, parent_sha=seed,
-                reward=reward, reward_parts=parts))
+                parent_sha=seed, outcome=Outcome(
+                    parsed=edit.parsed, applied=edit.applied, valid=edit.applied, reward=reward,
+                    reward_parts=parts)))
     return tmp_path / "short"
 
 

@@ -1,6 +1,7 @@
 """Offline GRPO's importance ratio against logged log-probs: alignment rules, statistics, and a
 real optimizer step on a log whose log-probs a known policy wrote."""
 
+import dataclasses
 import math
 import shutil
 
@@ -72,8 +73,10 @@ def _log_policy(logged_run, tiny_dir, tmp_path, shift: float):
         for row in ds:
             e = encode(tok, row, 512)
             lp = completion_logprobs(model, e, "cpu")[: len(e.text_ids)] - shift
-            store.update_proposal(row["proposal_id"], logprobs=[
-                {"token": tok.decode([t]), "logprob": float(v)} for t, v in zip(e.text_ids, lp, strict=True)])
+            logged = store.get_proposal(row["proposal_id"])
+            store.put_proposal(dataclasses.replace(logged, logprobs=[
+                {"token": tok.decode([t]), "logprob": float(v)}
+                for t, v in zip(e.text_ids, lp, strict=True)]))
     return run, len(ds)
 
 

@@ -70,13 +70,16 @@ def test_collect_edits_refuses_empty_tasks(tmp_path):
 
 
 def test_logs_with_nothing_to_learn_are_one_clear_line(logged_run, tmp_path):
+    import dataclasses
+
     from harness_learning.harnesses.store import SQLiteLogStore
 
     flat = tmp_path / "flat"
     shutil.copytree(logged_run, flat)
-    with SQLiteLogStore(flat) as store:
+    with SQLiteLogStore(flat) as store:  # every verdict rewritten with reward 0
         for p in list(store.iter_proposals()):
-            store.update_proposal(p.id, reward=0.0)
+            store.put_proposal(dataclasses.replace(
+                p, outcome=dataclasses.replace(p.outcome, reward=0.0) if p.outcome else None))
     result = cli("train", "grpo-offline", "--logs", flat, "--out", tmp_path / "out")
     assert result.returncode == 2
     assert "no usable groups" in error_line(result) and "no reward spread" in error_line(result)

@@ -11,8 +11,10 @@ Judging has two halves because racing evaluates the round's candidates together,
 literal reward-hacking guard (no evaluation); `settle_candidate` takes the evaluation of a
 candidate that passed, settles validity and scores, puts a valid one to the behavioural
 hard-coding check (`evals.memorisation`) and rewards it. `judge_candidate` does both around an
-`evaluate` callable. Both guards read the same `Exposure` (what the report showed), so no caller
-can judge without them: there is no other way to settle an evaluated candidate.
+`evaluate` callable. `Outcome` itself is one of the log's records (`harnesses.store.records`): a
+proposal row holds it as the judge made it. Both guards read the same `Exposure` (what the
+report showed), so no caller can judge without them: there is no other way to settle an
+evaluated candidate.
 
 Why a candidate is invalid is `Outcome.invalid_kind`, one of `INVALID_KINDS` (the edit's failure
 kinds, the runtime's check kinds and the judge's own), and `invalid_reason` is
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from harness_learning.evals.guards import REASON_PREFIX, reward_hacking_reason
@@ -35,6 +36,7 @@ from harness_learning.harnesses.compiler import INVALID_KINDS as CHECK_KINDS
 from harness_learning.harnesses.compiler import HarnessInvalid, check_source
 from harness_learning.harnesses.edits import EDIT_ERROR_KINDS, parse_and_apply
 from harness_learning.harnesses.results import ErrorKind
+from harness_learning.harnesses.store.records import Outcome
 
 UNCHANGED = "unchanged"
 """The edit applied but the new source is the parent's: nothing new to evaluate, reward 0."""
@@ -66,40 +68,6 @@ REASON_CHARS = 500
 NOTHING_SHOWN = Exposure()
 Evaluate = Callable[[str, list[Problem]], Awaitable[EvalResult]]
 """Evaluates a candidate source on the given problems (in the sandbox)."""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What became of one completion, from parsing to reward."""
-
-    parsed: bool
-    applied: bool
-    unchanged: bool = False
-    valid: bool = False
-    invalid_kind: str | None = None
-    invalid_reason: str | None = None
-    new_source: str | None = None
-    diff: str = ""
-    edit: dict[str, Any] | None = None
-    """The parsed edit, JSON-ready (what the log stores as `parsed_edit`)."""
-    evaluated: bool = False
-    completed_fraction: float | None = None
-    selection_score: float | None = None
-    reward: float = 0.0
-    reward_parts: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def needs_evaluation(self) -> bool:
-        """Passed every check that needs no run: its evaluation decides the rest."""
-        return self.invalid_kind is None and not self.evaluated
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, for graph state (a racing draft) and logs."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Outcome:
-        return cls(**data)
 
 
 def invalid(kind: str, detail: str) -> dict[str, str]:

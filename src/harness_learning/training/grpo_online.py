@@ -228,10 +228,7 @@ class HarnessReward:
                 id=uuid.uuid4().hex, round=self.step, group_id=prompt_group_id(prompts[i]),
                 prompt=prompts[i], completion=texts[i], finish_reason=finish[i],
                 model=self.config.model, edit_format=fmts[i], candidate_sha=sha, parent_sha=parent_sha,
-                parsed=j.parsed, applied=j.applied, valid=j.valid,
-                invalid_reason=j.invalid_reason, completed_fraction=j.completed_fraction,
-                selection_score=j.selection_score, parent_score=parents[i],
-                reward=j.reward, reward_parts=j.reward_parts, parsed_edit=j.edit))
+                outcome=j, parent_score=parents[i]))
 
 
 def grpo_args(config: GRPOOnlineConfig, out: Path, progress: bool) -> Any:

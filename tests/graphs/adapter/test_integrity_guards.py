@@ -13,7 +13,7 @@ from harness_learning.evals import guards
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.run import prepare
 from harness_learning.harnesses.rundir import RunDir
-from harness_learning.harnesses.store import proposal_id
+from harness_learning.harnesses.store import new_proposal, proposal_id
 
 
 def test_fisher_exact_matches_the_hypergeometric_tail():
@@ -105,10 +105,10 @@ def test_a_raced_survivor_is_put_to_the_memorisation_check(tmp_path):
     seed = seed_source("reasoning_direct")
     parent = store.put_version(seed, parent=None, round_=0, note="seed")
     edit = encoded_completions(ctx.task)["hashed_shifted_golds"]
-    proposal = store.put_proposal_draft(
-        round_=1, index=0, messages="edit it", edit_format="search_replace", parent_sha=parent,
-        completion=Completion(text=edit, prompt_tokens=0, completion_tokens=0, latency_s=0.0,
-                              finish_reason="stop", cached=False, model="fixed edit"))
+    proposal = new_proposal(1, 0, "edit it", Completion(
+        text=edit, prompt_tokens=0, completion_tokens=0, latency_s=0.0, finish_reason="stop",
+        cached=False, model="fixed edit"), "search_replace", parent_sha=parent)
+    store.put_proposal(proposal)
     outcome = check_candidate(seed, edit, "search_replace", "stop", track="reasoning",
                               line_limit=config.line_limit)
     assert outcome.needs_evaluation  # the literal guard does not see the encoded golds
@@ -173,11 +173,11 @@ def test_a_raced_out_candidate_is_put_to_the_memorisation_check_too(tmp_path):
     parent = store.put_version(seed, parent=None, round_=0, note="seed")
     drafts = []
     for index, edit in enumerate(edits.values()):
-        proposal = store.put_proposal_draft(
-            round_=1, index=index, messages="edit it", edit_format="search_replace",
-            parent_sha=parent, completion=Completion(
-                text=edit, prompt_tokens=0, completion_tokens=0, latency_s=0.0,
-                finish_reason="stop", cached=False, model="fixed edit"))
+        proposal = new_proposal(1, index, "edit it", Completion(
+            text=edit, prompt_tokens=0, completion_tokens=0, latency_s=0.0,
+            finish_reason="stop", cached=False, model="fixed edit"), "search_replace",
+            parent_sha=parent)
+        store.put_proposal(proposal)
         outcome = check_candidate(seed, edit, "search_replace", "stop", track="reasoning",
                                   line_limit=config.line_limit)
         assert outcome.needs_evaluation, outcome.invalid_reason

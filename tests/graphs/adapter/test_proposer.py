@@ -15,7 +15,12 @@ from harness_learning.graphs.adapter.proposer import (
 )
 from harness_learning.harnesses.edits import parse_and_apply
 from harness_learning.harnesses.seeds import seed_source
-from harness_learning.harnesses.store import SQLiteLogStore, prompt_group_id
+from harness_learning.harnesses.store import (
+    Outcome,
+    SQLiteLogStore,
+    new_proposal,
+    prompt_group_id,
+)
 
 SOURCE = seed_source("reasoning_direct")
 
@@ -132,16 +137,16 @@ def test_real_local_model_proposals_flow_into_candidates_log_and_rewards(local_m
     with SQLiteLogStore(tmp_path) as store:
         for index, completion in enumerate(out):
             assert isinstance(completion.text, str) and completion.finish_reason in {"stop", "length"}
-            draft = store.put_proposal_draft(round_=1, index=index, messages=msgs, completion=completion,
-                                             edit_format="search_replace")
+            draft = new_proposal(1, index, msgs, completion, "search_replace")
+            store.put_proposal(draft)
             c = parse_and_apply(SOURCE, draft.completion, "search_replace", draft.finish_reason)
             assert c.applied or c.failure is not None
             reward, parts = proposal_reward(track="reasoning", parsed=c.parsed, applied=c.applied,
                                             valid=c.applied, completed_fraction=0.0, score=0.0,
                                             source=c.new_source)
-            store.update_proposal(draft.id, parsed=c.parsed, applied=c.applied, reward=reward,
-                                          reward_parts=parts,
-                                          invalid_reason=c.failure and c.failure.kind)
+            store.settle_proposal(draft.id, None, Outcome(
+                parsed=c.parsed, applied=c.applied, reward=reward, reward_parts=parts,
+                invalid_reason=c.failure and c.failure.kind))
         (group,) = store.iter_proposal_groups()
     assert group.prompt == msgs and [p.completion for p in group.proposals] == [c.text for c in out]
     assert all(p.reward is not None and p.reward >= 0 for p in group.proposals)

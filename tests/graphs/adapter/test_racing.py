@@ -14,7 +14,7 @@ from harness_learning.graphs.adapter.policies import Scored, decide
 from harness_learning.graphs.adapter.racing import RaceRule, paired_gap, race
 from harness_learning.graphs.adapter.run import run_adaptation
 from harness_learning.harnesses.rundir import RunDir
-from harness_learning.harnesses.store import proposal_id
+from harness_learning.harnesses.store import new_proposal, proposal_id
 
 
 def run_race(table: dict[str, list[float]], rule: RaceRule | None = None):
@@ -218,9 +218,8 @@ def test_race_node_with_the_real_local_solver(local_model_url, tmp_path):
     for index, edit in enumerate(EDITS[2:]):
         done = Completion(text=edit, prompt_tokens=0, completion_tokens=0, latency_s=0.0,
                           finish_reason="stop", cached=False, model="fixed edit")
-        proposal = store.put_proposal_draft(round_=1, index=index, messages="edit it",
-                                            completion=done, edit_format="search_replace",
-                                            parent_sha=parent)
+        proposal = new_proposal(1, index, "edit it", done, "search_replace", parent_sha=parent)
+        store.put_proposal(proposal)
         outcome = check_candidate(seed, edit, "search_replace", "stop", track="reasoning",
                                   line_limit=config.line_limit)
         assert outcome.needs_evaluation

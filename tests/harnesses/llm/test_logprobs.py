@@ -39,11 +39,10 @@ def test_cache_round_trip_keeps_logprobs():
 
 
 def test_logged_with_the_proposal(tmp_path):
-    from harness_learning.harnesses.store import SQLiteLogStore
+    from harness_learning.harnesses.store import SQLiteLogStore, new_proposal
 
     done = to_completion(json.dumps(BODY).encode(), 0.1, "m")
     with SQLiteLogStore(tmp_path / "run") as store:
-        store.put_proposal_draft(round_=1, index=0, messages="fix it", completion=done,
-                                 edit_format="search_replace")
+        store.put_proposal(new_proposal(1, 0, "fix it", done, "search_replace"))
         got = store.get_proposal(proposal_id(1, 0))
     assert got.logprobs == [{"token": "Hi", "logprob": -0.5}, {"token": " there", "logprob": -1.25}]

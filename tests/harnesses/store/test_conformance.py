@@ -82,7 +82,7 @@ def test_each_async_twin_awaits_its_sync_method():
     twins = {n for n in dir(LogStore) if n.startswith("a") and n[1:] in dir(LogStore)
              and n != "append_event"}
     assert twins == {"aput_version", "aget_version_source", "aput_results", "aget_results",
-                     "aget_proposal", "aput_proposal_draft", "aupdate_proposal", "aput_decision",
+                     "aget_proposal", "aput_proposal", "asettle_proposal", "aput_decision",
                      "alineage", "aappend_event", "aspent", "arecord_proposer_cost"}
     for name in twins:
         assert inspect.iscoroutinefunction(getattr(LogStore, name)), name

@@ -10,11 +10,16 @@ from harness_learning.harnesses.contract import ToolCall
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.store import (
     Evaluation,
+    Outcome,
     Proposal,
     SQLiteLogStore,
     export_run,
     import_run,
 )
+
+VERDICT = Outcome(parsed=True, applied=True, valid=True, diff="-a\n+b", evaluated=True,
+                  completed_fraction=1.0, selection_score=0.5, reward=0.2,
+                  reward_parts={"task_score": 0.2})
 
 
 def _fill(store):
@@ -23,7 +28,8 @@ def _fill(store):
     store.put_version("b\n", parent=seed, round_=1)
     store.put_evaluations([Evaluation(run.run_id, seed, "feedback", 1, ProblemResult(
         "p1", "x", 0.5, calls=[ToolCall("llm", {})]))])
-    store.put_proposal(Proposal("r1-c0", 1, "g", [{"role": "user", "content": "ü"}], "done", reward=0.2))
+    store.put_proposal(Proposal("r1-c0", 1, "g", [{"role": "user", "content": "ü"}], "done",
+                                candidate_sha=seed, outcome=VERDICT))
     store.put_decision(round_=1, current_sha=seed, chosen_sha=seed, policy="strict", reason="r", scores={})
     store.append_event("run_started", {"k": 1})
 
@@ -68,3 +74,25 @@ def test_a_logged_lone_surrogate_exports_as_a_replacement(tmp_path):
     with SQLiteLogStore(tmp_path / "a") as a:
         export_run(a, tmp_path / "run.jsonl")
     assert '"content": "x\ufffd"' in (tmp_path / "run.jsonl").read_text(encoding="utf-8")
+
+
+def test_an_export_of_log_schema_3_imports_its_verdicts_as_outcomes(tmp_path):
+    """Version 3 exported a proposal's verdict as ten fields of its own: they are read into
+    its outcome, as the schema migration reads a stored log."""
+    with SQLiteLogStore(tmp_path / "a") as a:
+        _fill(a)
+        export_run(a, tmp_path / "run.jsonl")
+    lines = [json.loads(line) for line in
+             (tmp_path / "run.jsonl").read_text(encoding="utf-8").splitlines()]
+    lines[0]["schema_version"] = 3
+    (proposal,) = [line["data"] for line in lines if line.get("kind") == "proposal"]
+    outcome = proposal.pop("outcome")
+    proposal.update(parsed_edit=outcome["edit"], **{k: outcome[k] for k in (
+        "parsed", "applied", "valid", "invalid_kind", "invalid_reason", "completed_fraction",
+        "selection_score", "reward", "reward_parts")})
+    (tmp_path / "v3.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines),
+                                       encoding="utf-8")
+    with SQLiteLogStore(tmp_path / "b") as b:
+        import_run(b, tmp_path / "v3.jsonl")
+        back = b.get_proposal("r1-c0").outcome
+    assert back == Outcome(**{**VERDICT.to_dict(), "diff": ""})  # v3 kept the diff elsewhere

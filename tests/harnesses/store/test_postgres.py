@@ -20,9 +20,11 @@ from harness_learning.harnesses.rundir import RunDir, open_log_store
 from harness_learning.harnesses.store import (
     Evaluation,
     LogStoreError,
+    Outcome,
     SchemaVersionError,
     SQLiteLogStore,
     StoreUnreachable,
+    new_proposal,
     pgurl,
 )
 from harness_learning.harnesses.store.postgres import PostgresLogStore
@@ -49,16 +51,32 @@ def test_a_newer_schema_is_refused_in_one_line_and_left_untouched(postgres_url, 
         PostgresLogStore(tmp_path / "run", postgres_url)
 
 
+V3_VERDICT = ("parsed_edit TEXT", "parsed BIGINT NOT NULL DEFAULT 0",
+              "applied BIGINT NOT NULL DEFAULT 0", "valid BIGINT NOT NULL DEFAULT 0",
+              "invalid_kind TEXT", "invalid_reason TEXT", "completed_fraction DOUBLE PRECISION",
+              "selection_score DOUBLE PRECISION", "reward DOUBLE PRECISION",
+              "reward_parts TEXT NOT NULL DEFAULT '{}'")
+"""The verdict's columns of a version-3 proposals table, which version 4 made one `outcome`."""
+
+
 def test_an_older_schema_is_migrated_and_keeps_its_rows(postgres_url, tmp_path):
+    """A version-1 log (its proposals' verdict flat, a kind only in the reason text) is
+    brought to this version: its rows kept, each judged proposal's verdict an `Outcome` with
+    its kind read out of the reason, a draft none."""
     from harness_learning.harnesses.llm.completion import Completion
 
     store = PostgresLogStore(tmp_path / "run", postgres_url)
     store.put_version("seed\n")
     done = Completion("x", 3, 4, 0.1, "stop", False, "m")
-    refused = store.put_proposal_draft(round_=1, index=0, messages="p", completion=done,
-                                       edit_format="whole_program")
-    store.update_proposal(refused.id, invalid_reason="unmatched_search: not in the source")
-    added = [s for s in MIGRATIONS[1] + MIGRATIONS[2] if s.startswith("ALTER TABLE")]
+    for index in (0, 1):
+        store.put_proposal(new_proposal(1, index, "p", done, "whole_program"))
+    _sql(store, "ALTER TABLE proposals DROP COLUMN outcome")
+    for column in V3_VERDICT:  # back to version 3
+        _sql(store, f"ALTER TABLE proposals ADD COLUMN {column}")
+    _sql(store, "UPDATE proposals SET invalid_reason='unmatched_search: not in the source', "
+                "parsed=1, reward=0.05, reward_parts='{\"parse_bonus\": 0.05}' WHERE id='r1-c0'")
+    added = [s for s in MIGRATIONS[1] + MIGRATIONS[2] if isinstance(s, str)
+             and s.startswith("ALTER TABLE")]
     for statement in added:  # back to version 1: drop what 2 and 3 added
         table, column = statement.split()[2], statement.split()[5]
         _sql(store, f"ALTER TABLE {table} DROP COLUMN {column}")
@@ -67,7 +85,12 @@ def test_an_older_schema_is_migrated_and_keeps_its_rows(postgres_url, tmp_path):
     again = PostgresLogStore(tmp_path / "run", postgres_url)
     assert _sql(again, "SELECT value FROM hl_schema") == [{"value": str(SCHEMA_VERSION)}]
     assert [v.source for v in again.iter_versions()] == ["seed\n"]
-    assert again.get_proposal(refused.id).invalid_kind == "unmatched_search"  # read out once
+    judged = again.get_proposal("r1-c0")
+    assert judged.outcome == Outcome(
+        parsed=True, applied=False, invalid_kind="unmatched_search",  # read out once
+        invalid_reason="unmatched_search: not in the source", reward=0.05,
+        reward_parts={"parse_bonus": 0.05})
+    assert again.get_proposal("r1-c1").outcome is None and judged.completion == "x"
     again.put_evaluations([Evaluation("run", "s", "selection", 1,
                                       ProblemResult("p", "a", 1.0, feedback="close"))])
     assert next(again.iter_evaluations()).result.feedback == "close"

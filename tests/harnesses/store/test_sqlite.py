@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
+import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,15 +20,20 @@ from harness_learning.harnesses.store import (
     Decision,
     Evaluation,
     LogStoreError,
+    Outcome,
     Proposal,
     SchemaVersionError,
     SQLiteLogStore,
     clean_text,
+    new_proposal,
     prompt_group_id,
     proposal_id,
     source_sha,
 )
+from harness_learning.harnesses.store.records import FLAT_VERDICT
 from harness_learning.retrieval.passage import Passage
+
+OLD_RUN = Path(__file__).resolve().parents[2] / "data" / "racing_run_v3"
 
 
 @pytest.fixture
@@ -91,23 +100,22 @@ def test_problem_results_round_trip_with_their_traces(store):
                              "proposer_cost_usd": 0.0, "tokens": 12, "cost_usd": 0.0}
 
 
-def test_proposals_grouped_by_prompt_and_updated_when_judged(store):
+def test_proposals_grouped_by_prompt_and_settled_when_judged(store):
     prompt_a = [{"role": "user", "content": "improve A"}]
     prompt_b = [{"role": "user", "content": "improve B"}]
     for i, prompt in enumerate([prompt_a, prompt_b, prompt_a]):
         store.put_proposal(Proposal(f"p{i}", 1, prompt_group_id(prompt), prompt, f"c{i}",
                                     finish_reason="stop", logprobs=[-0.5, -1.0]))
-    store.update_proposal("p2", valid=True, reward=0.45, reward_parts={"task_score": 0.3},
-                          candidate_sha="abc")
+    store.settle_proposal("p2", "abc", Outcome(parsed=True, applied=True, valid=True,
+                                               reward=0.45, reward_parts={"task_score": 0.3}))
     groups = list(store.iter_proposal_groups())
     assert [[p.id for p in g.proposals] for g in groups] == [["p0", "p2"], ["p1"]]
     assert groups[0].prompt == prompt_a
     p2 = store.get_proposal("p2")
-    assert (p2.valid, p2.reward, p2.reward_parts, p2.logprobs) == (True, 0.45, {"task_score": 0.3}, [-0.5, -1.0])
+    assert (p2.valid, p2.reward, p2.reward_parts, p2.logprobs, p2.candidate_sha) == (
+        True, 0.45, {"task_score": 0.3}, [-0.5, -1.0], "abc")
     with pytest.raises(KeyError):
-        store.update_proposal("nope", reward=1.0)
-    with pytest.raises(ValueError, match="unknown proposal fields"):
-        store.update_proposal("p2", rewrd=1.0)
+        store.settle_proposal("nope", None, Outcome(parsed=False, applied=False))
 
 
 def test_group_id_is_stable_across_key_order():
@@ -116,14 +124,15 @@ def test_group_id_is_stable_across_key_order():
     assert prompt_group_id(a) == prompt_group_id(b) != prompt_group_id([{"role": "user", "content": "y"}])
 
 
-def test_drafts_by_round_and_index(store):
+def test_drawn_proposals_by_round_and_index(store):
     class Completion:
         text, finish_reason, model, prompt_tokens, completion_tokens, latency_s = "c", "length", "m", 10, 5, 0.1
 
     messages = [{"role": "user", "content": "hi"}]
-    draft = store.put_proposal_draft(round_=2, index=3, messages=messages, completion=Completion(),
-                                     edit_format="whole_program", parent_sha="p")
-    assert store.get_proposal(proposal_id(2, 3)) == draft
+    draft = new_proposal(2, 3, messages, Completion(), "whole_program", parent_sha="p")
+    store.put_proposal(draft)
+    assert store.get_proposal(proposal_id(2, 3)) == dataclasses.replace(
+        draft, created_at=store.get_proposal(proposal_id(2, 3)).created_at)
     assert draft.finish_reason == "length" and draft.group_id == prompt_group_id(messages)
     assert store.spent()["proposer_tokens"] == 15
 
@@ -222,19 +231,22 @@ def test_concurrent_async_writes_all_land(store):
     assert store.integrity_check() == "ok"
 
 
+def old_log(tmp_path) -> Path:
+    """A copy of the log of a run made with log schema 3 (tests/data/racing_run_v3)."""
+    (tmp_path / "run").mkdir()
+    shutil.copy(OLD_RUN / "log.sqlite", tmp_path / "run" / "log.sqlite")
+    return tmp_path / "run"
+
+
 def test_a_version_1_log_migrates_and_its_proposals_read_with_the_new_fields(tmp_path):
     """Schema 2 adds invalid_kind, origin and cost_usd to proposals and feedback to
-    evaluations, schema 3 refused_by to evaluations: a log written before them opens, is
-    brought up to date in place, and its proposals read as the LLM's."""
-    from harness_learning.harnesses.llm.completion import Completion
+    evaluations, schema 3 refused_by to evaluations, schema 4 the outcome: a log written
+    before them opens, is brought up to date in place, and its proposals read as the LLM's,
+    their kind read out of their reason."""
     from harness_learning.harnesses.store.schema import SCHEMA_VERSION
 
-    done = Completion("```python\nx\n```", 3, 4, 0.1, "stop", False, "m")
-    with SQLiteLogStore(tmp_path) as s:
-        s.init_run({"task": "t"})
-        s.put_proposal_draft(round_=1, index=0, messages="p", completion=done,
-                             edit_format="whole_program")
-    con = sqlite3.connect(tmp_path / "log.sqlite")
+    run = old_log(tmp_path)
+    con = sqlite3.connect(run / "log.sqlite")
     for column in ("invalid_kind", "origin", "cost_usd"):
         con.execute(f"ALTER TABLE proposals DROP COLUMN {column}")
     con.execute("ALTER TABLE evaluations DROP COLUMN feedback")
@@ -243,15 +255,60 @@ def test_a_version_1_log_migrates_and_its_proposals_read_with_the_new_fields(tmp
     con.execute("UPDATE runs SET schema_version=1")
     con.commit()
     con.close()
-    with SQLiteLogStore(tmp_path) as s:
-        [p] = list(s.iter_proposals())
-        assert (p.origin, p.invalid_kind, p.cost_usd, p.completion_tokens) == ("proposer", None, 0.0, 4)
-        s.update_proposal(p.id, invalid_kind="unchanged", origin="merge")
-        assert s.get_run().schema_version == SCHEMA_VERSION == 3
-    con = sqlite3.connect(tmp_path / "log.sqlite")
-    assert con.execute("SELECT value FROM hl_schema").fetchone() == ("3",)
-    assert con.execute("SELECT origin, invalid_kind FROM proposals").fetchone() == ("merge", "unchanged")
+    with SQLiteLogStore(run) as s:
+        p = s.get_proposal("r1-c2")
+        assert (p.origin, p.invalid_kind, p.cost_usd, p.valid) == ("proposer", "no_edit_found",
+                                                                   0.0, False)
+        assert s.get_proposal("r1-c0").outcome is None  # a draft not yet judged
+        assert s.get_run().schema_version == SCHEMA_VERSION == 4
+    con = sqlite3.connect(run / "log.sqlite")
+    assert con.execute("SELECT value FROM hl_schema").fetchone() == ("4",)
     con.close()
+
+
+def test_a_version_3_logs_verdicts_become_one_outcome_each(tmp_path):
+    """Schema 4 keeps a proposal's verdict as the judge's `Outcome` in one column: each judged
+    row's ten verdict columns, with the diff of its `candidate_diff` event, become it; a draft
+    gets none; the old columns are gone."""
+    run = old_log(tmp_path)
+    con = sqlite3.connect(run / "log.sqlite")
+    edit = {"fmt": "search_replace", "blocks": [{"search": "a", "replace": "b", "line": 3}]}
+    con.execute("UPDATE proposals SET parsed=1, applied=1, valid=1, completed_fraction=1.0, "
+                "selection_score=0.5, reward=0.8, reward_parts=?, parsed_edit=?, "
+                "candidate_sha='c0' WHERE id='r1-c0'",
+                (json.dumps({"task_score": 0.5}), json.dumps(edit)))
+    (diff,) = [json.loads(p)["diff"] for (p,) in con.execute(
+        "SELECT payload FROM events WHERE kind='candidate_diff'") if "r1-c0" in p]
+    (reason,) = con.execute("SELECT invalid_reason FROM proposals WHERE id='r1-c2'").fetchone()
+    completions = dict(con.execute("SELECT id, completion FROM proposals"))
+    con.commit()
+    con.close()
+    with SQLiteLogStore(run) as s:
+        got = {p.id: p for p in s.iter_proposals()}
+    assert got["r1-c0"].outcome == Outcome(
+        parsed=True, applied=True, valid=True, diff=diff, edit=edit, evaluated=True,
+        completed_fraction=1.0, selection_score=0.5, reward=0.8,
+        reward_parts={"task_score": 0.5}) and diff.startswith("---")
+    assert got["r1-c2"].outcome == Outcome(
+        parsed=False, applied=False, invalid_kind="no_edit_found", invalid_reason=reason,
+        reward=0.0, reward_parts=got["r1-c2"].reward_parts)
+    assert got["r1-c2"].reward_parts["reward"] == 0.0 and got["r1-c1"].outcome is None
+    assert {p.id: p.completion for p in got.values()} == completions
+    con = sqlite3.connect(run / "log.sqlite")
+    names = {row[1] for row in con.execute("PRAGMA table_info(proposals)")}
+    con.close()
+    assert "outcome" in names and not names & set(FLAT_VERDICT)
+
+
+def test_a_version_3_log_that_cannot_be_carried_forward_is_left_as_it_was(tmp_path):
+    run = old_log(tmp_path)
+    with sqlite3.connect(run / "log.sqlite") as con:
+        con.execute("UPDATE proposals SET reward_parts='{broken' WHERE id='r1-c2'")
+    with pytest.raises(LogStoreError, match="proposal reward_parts is not JSON"):
+        SQLiteLogStore(run).close()
+    with sqlite3.connect(run / "log.sqlite") as con:
+        assert con.execute("SELECT value FROM hl_schema").fetchone() == ("3",)
+        assert "reward_parts" in {row[1] for row in con.execute("PRAGMA table_info(proposals)")}
 
 
 def test_a_version_1_logs_reasons_are_read_into_invalid_kind_once(tmp_path):

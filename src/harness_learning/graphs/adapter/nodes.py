@@ -44,10 +44,8 @@ from harness_learning.graphs.adapter.result_writer import ResultWriter
 from harness_learning.graphs.adapter.state import AdapterState, CandidateView, RoundView
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.sandbox import sandbox_choice, sandbox_fallbacks
-from harness_learning.harnesses.store import LogStore, proposal_id
+from harness_learning.harnesses.store import new_proposal, proposal_id
 from harness_learning.harnesses.store.spend import is_solver_call
-
-DIFF_CHARS = 4000
 
 
 class InfraStop(RuntimeError):
@@ -207,9 +205,10 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
     proposal = await store.aget_proposal(proposal_id(round_, index))
     if proposal is None:
         drafted = await propose(ctx, payload, parent_source, check)
-        proposal = await store.aput_proposal_draft(
-            round_=round_, index=index, messages=drafted.messages, completion=drafted.completion,
-            edit_format=drafted.edit_format, parent_sha=parent_sha, origin=drafted.origin)
+        proposal = new_proposal(round_, index, drafted.messages, drafted.completion,
+                                drafted.edit_format, parent_sha=parent_sha,
+                                origin=drafted.origin, parent_score=payload["parent_score"])
+        await store.aput_proposal(proposal)
         outcome = drafted.outcome
     else:  # resumed: the logged completion is checked again (the check is deterministic)
         outcome = check(proposal.completion, proposal.finish_reason, proposal.edit_format)
@@ -230,7 +229,7 @@ async def make_candidate(ctx: AdapterContext, payload: dict) -> CandidateView:
     view = candidate_view(round_, index, proposal.id, sha, outcome, proposal.origin)
     ctx.progress("candidate", {**view, "parent_score": payload["parent_score"],
                                "spent": await store.aspent()})
-    await record_outcome(store, proposal.id, sha, outcome, payload["parent_score"])
+    await store.asettle_proposal(proposal.id, sha, outcome)
     return view
 
 
@@ -280,28 +279,12 @@ def probe_of(ctx: AdapterContext, sha: str, round_: int) -> Probe:
 
 def candidate_view(round_: int, index: int, proposal_id: str, sha: str | None,
                    outcome: Outcome, origin: str = PROPOSER) -> CandidateView:
-    """What the graph state (and Studio) shows of a judged candidate. A racing draft also
-    carries its `outcome` record, which the race node settles without re-reading the proposal
-    (settled views leave it out: the log holds it, and the state stays small)."""
+    """What the graph state (and Studio) shows of a judged candidate: which one it is, and the
+    judge's `outcome.view()`. A racing draft also carries its `outcome` record, which the race
+    node settles without re-reading the proposal (settled views leave it out: the log holds
+    it, and the state stays small)."""
     return {"round": round_, "index": index, "proposal_id": proposal_id, "sha": sha,
-            "origin": origin, "parsed": outcome.parsed, "applied": outcome.applied,
-            "valid": outcome.valid, "invalid_kind": outcome.invalid_kind,
-            "invalid_reason": outcome.invalid_reason, "selection_score": outcome.selection_score,
-            "completed_fraction": outcome.completed_fraction, "reward": outcome.reward,
-            "diff": outcome.diff[:DIFF_CHARS]}
-
-
-async def record_outcome(store: LogStore, proposal_id: str, sha: str | None, outcome: Outcome,
-                         parent_score: float | None, **extra_parts: Any) -> None:
-    """Write a judged outcome onto its proposal in the log; `extra_parts` (the race's notes)
-    go into the stored reward parts."""
-    await store.aupdate_proposal(
-        proposal_id, candidate_sha=sha, parsed=outcome.parsed, applied=outcome.applied,
-        valid=outcome.valid, invalid_kind=outcome.invalid_kind,
-        invalid_reason=outcome.invalid_reason, completed_fraction=outcome.completed_fraction,
-        selection_score=outcome.selection_score,
-        parent_score=parent_score, reward=outcome.reward,
-        reward_parts={**outcome.reward_parts, **extra_parts}, parsed_edit=outcome.edit)
+            "origin": origin, **outcome.view()}
 
 
 def training_only(cfg: Any, index: int) -> bool:

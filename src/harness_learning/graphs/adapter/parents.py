@@ -17,7 +17,7 @@ from typing import Any
 from harness_learning.graphs.adapter.policies import Archive
 from harness_learning.graphs.adapter.propose import MERGE
 from harness_learning.harnesses.llm.completion import Completion
-from harness_learning.harnesses.store import proposal_id
+from harness_learning.harnesses.store import new_proposal, proposal_id
 
 MERGE_NOTE = "merge of candidates {a} and {b} (both edits applied to the parent)"
 
@@ -66,10 +66,10 @@ async def merge_candidate(ctx: Any, state: dict, mine: list[dict],
         completion = Completion(text=merged_completion(*texts), prompt_tokens=0,
                                 completion_tokens=0, latency_s=0.0, finish_reason="stop",
                                 cached=True, model="merge")
-        await ctx.store.aput_proposal_draft(
-            round_=round_, index=index, messages=[{"role": "system", "content": note}],
-            completion=completion, edit_format=cfg.edit_format, parent_sha=state["current_sha"],
-            origin=MERGE)
+        await ctx.store.aput_proposal(new_proposal(
+            round_, index, [{"role": "system", "content": note}], completion, cfg.edit_format,
+            parent_sha=state["current_sha"], origin=MERGE,
+            parent_score=state.get("current_selection_score")))
     return await make_candidate(ctx, {
         "round": round_, "index": index, "current_sha": state["current_sha"],
         "report": state.get("report", ""), "selection_ids": state["selection_ids"],

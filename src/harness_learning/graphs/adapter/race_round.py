@@ -10,6 +10,8 @@ Re-running the node after a crash redoes no evaluation: every stage goes through
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from harness_learning.evals.judge import Outcome, settle_candidate
 from harness_learning.evals.memorisation import Exposure
 from harness_learning.evals.result import EvalResult
@@ -18,7 +20,6 @@ from harness_learning.graphs.adapter.nodes import (
     candidate_view,
     evaluate_cached,
     probe_of,
-    record_outcome,
     round_exposure,
 )
 from harness_learning.graphs.adapter.racing import RaceRule, race
@@ -78,8 +79,9 @@ async def race_candidates(ctx: AdapterContext, drafts: list[CandidateView],
             "evaluated": len(standing.scores)}
         ctx.progress("candidate", {**view, "parent_score": parent_score,
                                    "spent": await ctx.store.aspent()})
-        await record_outcome(ctx.store, draft["proposal_id"], draft["sha"], judged, parent_score,
-                             evaluated=view["evaluated"], raced_out=view["raced_out"],
-                             race=standing.reason)
+        notes = {"evaluated": view["evaluated"], "raced_out": view["raced_out"],
+                 "race": standing.reason}  # the race's, kept with the reward's parts
+        await ctx.store.asettle_proposal(draft["proposal_id"], draft["sha"], replace(
+            judged, reward_parts={**judged.reward_parts, **notes}))
         settled.append(view)
     return settled

@@ -20,6 +20,7 @@ import asyncio
 import functools
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from harness_learning.harnesses.contract import ToolCall
@@ -29,8 +30,10 @@ from harness_learning.harnesses.store.base import LogStore, LogStoreError
 from harness_learning.harnesses.store.records import (
     Decision,
     Evaluation,
+    Outcome,
     Proposal,
     clean_text,
+    new_proposal,
     prompt_group_id,
     proposal_id,
     source_sha,
@@ -188,8 +191,8 @@ def spent_sums_the_price_of_solver_calls_and_of_proposer_calls(reopen: Opener) -
     store.put_evaluations([ev("s", "p1", calls=[priced, chat, unpriced, search], tokens=16)])
     for cost in (0.5, None, 0.0, 0.25):  # only priced calls are recorded
         store.record_proposer_cost(proposal_id(1, 0), 1, cost)
-    store.put_proposal_draft(round_=1, index=0, messages="prompt", edit_format="search_replace",
-                             completion=completion("edit", 100, 20, cost=0.25))
+    store.put_proposal(new_proposal(1, 0, "prompt", completion("edit", 100, 20, cost=0.25),
+                                    "search_replace"))
     spent = store.spent()
     expect((spent["solver_calls"], spent["solver_cost_usd"]), (3, 0.375), "the Solver's spend")
     expect((spent["proposer_calls"], spent["proposer_cost_usd"]), (1, 0.75), "the Proposer's")
@@ -200,22 +203,31 @@ def spent_sums_the_price_of_solver_calls_and_of_proposer_calls(reopen: Opener) -
 
 
 @check
-def a_proposal_is_drafted_then_judged(reopen: Opener) -> None:
+def a_proposal_is_put_when_drawn_then_settled_once(reopen: Opener) -> None:
     store = reopen()
     messages = [{"role": "user", "content": "improve it"}]
-    draft = store.put_proposal_draft(round_=1, index=0, messages=messages,
-                                     completion=completion("<edit>", 3, 4),
-                                     edit_format="search_replace", parent_sha="p")
-    expect((draft.id, draft.group_id, draft.completion, draft.completion_tokens),
-           ("r1-c0", prompt_group_id(messages), "<edit>", 4), "the draft")
-    store.update_proposal(draft.id, parsed=True, applied=True, valid=False,
-                          invalid_reason="unchanged", reward=0.0, reward_parts={"parse": 0.05})
+    drawn = new_proposal(1, 0, messages, completion("<edit>", 3, 4), "search_replace",
+                         parent_sha="p", parent_score=0.25)
+    store.put_proposal(drawn)
     got = store.get_proposal(proposal_id(1, 0))
-    expect((got.parsed, got.applied, got.valid, got.invalid_reason, got.reward_parts, got.prompt),
-           (True, True, False, "unchanged", {"parse": 0.05}, messages), "the judged proposal")
-    expect_raises(ValueError, "unknown proposal fields",
-                  lambda: store.update_proposal(draft.id, flavour="x"), "an unknown field")
-    expect_raises(KeyError, "r9-c9", lambda: store.update_proposal("r9-c9", valid=True),
+    expect((got.id, got.group_id, got.completion, got.completion_tokens, got.parent_score),
+           ("r1-c0", prompt_group_id(messages), "<edit>", 4, 0.25), "the drawn proposal")
+    expect((got.outcome, got.reward, got.valid, got.reward_parts), (None, None, False, {}),
+           "a proposal not yet judged")
+    verdict = Outcome(parsed=True, applied=True, unchanged=True, invalid_kind="unchanged",
+                      invalid_reason="unchanged: no change", new_source="src\n", diff="-a\n+b",
+                      edit={"fmt": "search_replace", "blocks": []}, reward=0.0,
+                      reward_parts={"parse": 0.05, "unchanged": True})
+    store.settle_proposal(drawn.id, "sha1", verdict)
+    store.settle_proposal(drawn.id, None, Outcome(parsed=False, applied=False, reward=1.0))
+    store.close()
+    store = reopen()
+    got = store.get_proposal(drawn.id)
+    expect((got.outcome, got.candidate_sha), (replace(verdict, new_source=None), "sha1"),
+           "the first verdict read back (without the source, which is the version's)")
+    expect((got.parsed, got.valid, got.invalid_kind, got.reward, got.parsed_edit, got.prompt),
+           (True, False, "unchanged", 0.0, verdict.edit, messages), "the verdict's fields")
+    expect_raises(KeyError, "r9-c9", lambda: store.settle_proposal("r9-c9", None, verdict),
                   "an unknown proposal")
 
 
@@ -265,7 +277,10 @@ def everything_comes_back_after_a_reopen(reopen: Opener) -> None:
     sha = store.put_version("src\n")
     store.put_evaluations([ev(sha, "p1", calls=[ToolCall("llm", {"q": [1, 2]})])])
     store.put_proposal(Proposal("r1-c0", 1, "g", [{"role": "user", "content": "x"}], "e",
-                                valid=True, reward_parts={"a": [1, 2]}, logprobs=[-0.5]))
+                                logprobs=[-0.5]))
+    store.put_proposal(Proposal("r1-c1", 1, "g", "note", "e", candidate_sha=sha, outcome=Outcome(
+        parsed=True, applied=True, valid=True, evaluated=True, completed_fraction=1.0,
+        selection_score=0.5, reward=0.75, reward_parts={"a": [1, 2]})))
     store.put_decision(round_=1, current_sha=sha, chosen_sha=sha, policy="strict")
     store.append_event("run_finished", {"reason": "rounds"})
 
@@ -298,9 +313,9 @@ def the_async_twins_do_what_the_sync_methods_do(reopen: Opener) -> None:
         await store.aput_results(sha, "selection", 1,
                                  [ProblemResult("p1", "4", 1.0, latency_s=0.1, tokens=3)])
         await store.aput_decision(round_=1, current_sha=sha, chosen_sha=sha, policy="strict")
-        draft = await store.aput_proposal_draft(round_=1, index=0, messages="m",
-                                                completion=completion(), edit_format="function")
-        await store.aupdate_proposal(draft.id, valid=True)
+        draft = new_proposal(1, 0, "m", completion(), "function")
+        await store.aput_proposal(draft)
+        await store.asettle_proposal(draft.id, sha, Outcome(parsed=True, applied=True, valid=True))
         await store.arecord_proposer_cost(draft.id, 1, 0.5)
         seq = await store.aappend_event("x")
         return (sha, await store.aget_version_source(sha),

@@ -25,12 +25,10 @@ from harness_learning.harnesses.store.records import (
     Evaluation,
     Event,
     LineageStep,
+    Outcome,
     Proposal,
     ProposalGroup,
     Version,
-    prompt_group_id,
-    proposal_id,
-    to_jsonable,
 )
 
 P = ParamSpec("P")
@@ -121,17 +119,19 @@ class EvaluationLog(Protocol):
 
 
 class ProposalLog(Protocol):
-    """One Proposer completion or operator candidate each, keyed `r{round}-c{index}`, drafted as
-    it arrives and completed by the judge's outcome."""
+    """One Proposer completion or operator candidate each, keyed `r{round}-c{index}`: put once
+    when it is drawn (`records.new_proposal`), settled once with the judge's `Outcome`."""
 
     @abstractmethod
     def put_proposal(self, proposal: Proposal) -> str:
         """Upsert by id; returns the id."""
 
     @abstractmethod
-    def update_proposal(self, proposal_id: str, **fields: Any) -> None:
-        """Set some fields of a stored proposal (KeyError if there is none, ValueError for a
-        name that is no field)."""
+    def settle_proposal(self, proposal_id: str, sha: str | None, outcome: Outcome) -> None:
+        """Write the judge's verdict on a stored proposal, with the version its edit made
+        (`sha`, None when none was stored). A proposal is settled once: a later call (a node
+        re-run after a crash judges the same completion again) leaves the first verdict as
+        it is. KeyError if there is no such proposal."""
 
     @abstractmethod
     def get_proposal(self, proposal_id: str) -> Proposal | None:
@@ -140,26 +140,6 @@ class ProposalLog(Protocol):
     @abstractmethod
     def iter_proposals(self, round: int | None = None) -> Iterator[Proposal]:
         """In insertion order."""
-
-    def put_proposal_draft(
-        self, round_: int, index: int, messages: Any, completion: Any, edit_format: str,
-        parent_sha: str | None = None, origin: str = "proposer",
-    ) -> Proposal:
-        """Log a fresh candidate (a `harnesses.llm.Completion`; `origin` says who wrote it:
-        proposer, operator:NAME or merge) before it is judged. Its price is the spend
-        family's to record (`SpendLog.record_proposer_cost`), not the draft's."""
-        proposal = Proposal(
-            id=proposal_id(round_, index), round=round_, group_id=prompt_group_id(messages),
-            prompt=to_jsonable(messages), completion=completion.text,
-            finish_reason=completion.finish_reason, model=getattr(completion, "model", ""),
-            edit_format=edit_format, prompt_tokens=getattr(completion, "prompt_tokens", 0),
-            completion_tokens=getattr(completion, "completion_tokens", 0),
-            latency_s=getattr(completion, "latency_s", 0.0),
-            logprobs=getattr(completion, "logprobs", None), parent_sha=parent_sha,
-            origin=origin, cost_usd=float(getattr(completion, "cost", 0.0) or 0.0),
-        )
-        self.put_proposal(proposal)
-        return self.get_proposal(proposal.id) or proposal
 
     def iter_proposal_groups(self, round: int | None = None) -> Iterator[ProposalGroup]:
         """Proposals grouped by the prompt they answered, groups in order of first sample."""
@@ -171,9 +151,9 @@ class ProposalLog(Protocol):
             group.proposals.append(p)
         yield from groups.values()
 
+    aput_proposal = in_thread(put_proposal)
+    asettle_proposal = in_thread(settle_proposal)
     aget_proposal = in_thread(get_proposal)
-    aput_proposal_draft = in_thread(put_proposal_draft)
-    aupdate_proposal = in_thread(update_proposal)
 
 
 class DecisionLog(Protocol):

@@ -2,6 +2,8 @@
 
 The first line is a header naming the schema version. Import reads and checks the whole file
 before writing anything, so a bad line (reported as `path:line`) leaves the target untouched.
+An export of log schema 3 (a proposal's verdict in ten fields of its own) is read too, its
+verdict taken into the proposal's `outcome` as the schema migration does.
 Imported events get fresh sequence numbers and timestamps in the target (their order is kept).
 """
 
@@ -14,6 +16,7 @@ from typing import Any
 
 from harness_learning.harnesses.store.base import LogStore
 from harness_learning.harnesses.store.records import (
+    FLAT_VERDICT,
     Decision,
     Evaluation,
     Event,
@@ -25,6 +28,8 @@ from harness_learning.harnesses.store.schema import SCHEMA_VERSION
 from harness_learning.harnesses.text_safety import for_storage
 
 FORMAT = "harness-learning-log"
+READS = (3, SCHEMA_VERSION)
+"""The export versions `import_run` reads: this one, and 3 (the verdict's fields flat)."""
 KINDS: dict[str, type] = {
     "version": Version,
     "evaluation": Evaluation,
@@ -43,7 +48,7 @@ def export_run(store: LogStore, path: str | Path) -> int:
     lines += [{"kind": "version", "data": to_jsonable(v)} for v in store.iter_versions()]
     lines += [{"kind": "evaluation", "data": to_jsonable(e.to_row())}
               for e in store.iter_evaluations()]
-    lines += [{"kind": "proposal", "data": to_jsonable(p)} for p in store.iter_proposals()]
+    lines += [{"kind": "proposal", "data": to_jsonable(p.to_row())} for p in store.iter_proposals()]
     lines += [{"kind": "decision", "data": to_jsonable(d)} for d in store.iter_decisions()]
     lines += [{"kind": "event", "data": to_jsonable(e)} for e in store.iter_events()]
     with open(path, "w", encoding="utf-8") as f:
@@ -55,6 +60,7 @@ def export_run(store: LogStore, path: str | Path) -> int:
 
 def _read(path: Path) -> list[tuple[str, dict[str, Any]]]:
     records: list[tuple[str, dict[str, Any]]] = []
+    version = SCHEMA_VERSION
     with open(path, encoding="utf-8") as f:
         for no, raw in enumerate(f, 1):
             where = f"{path}:{no}"
@@ -63,12 +69,15 @@ def _read(path: Path) -> list[tuple[str, dict[str, Any]]]:
             except json.JSONDecodeError as e:
                 raise ValueError(f"{where}: not JSON ({e.msg})") from e
             if no == 1:
-                if item.get("format") != FORMAT or item.get("schema_version") != SCHEMA_VERSION:
+                version = item.get("schema_version") if isinstance(item, dict) else None
+                if version not in READS or item.get("format") != FORMAT:
                     raise ValueError(f"{where}: not a {FORMAT} v{SCHEMA_VERSION} export header: {raw[:80]!r}")
                 continue
             kind, data = item.get("kind"), item.get("data")
             if kind != "run" and kind not in KINDS or not isinstance(data, dict):
                 raise ValueError(f"{where}: expected {{'kind': one of run/{'/'.join(KINDS)}, 'data': {{...}}}}")
+            if kind == "proposal" and version == 3 and isinstance(data, dict):
+                data = _from_v3(data, where)
             if kind in KINDS:
                 names, missing = _fields(KINDS[kind], data)
                 if set(data) - names or missing:
@@ -76,8 +85,32 @@ def _read(path: Path) -> list[tuple[str, dict[str, Any]]]:
                         f"{where}: {kind} fields do not match (unknown: {sorted(set(data) - names)}, "
                         f"missing: {sorted(missing)})"
                     )
+            if kind == "proposal":
+                _outcome_of(data, where)
             records.append((kind, data))
     return records
+
+
+def _from_v3(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """A proposal of a v3 export, its verdict fields taken into its `outcome`; one with a field
+    no version knows is left for the field check to name."""
+    known = {f.name for f in dataclasses.fields(Proposal)} - {"outcome"} | set(FLAT_VERDICT)
+    if set(data) - known:
+        return data
+    try:
+        return to_jsonable(Proposal.from_row(data).to_row())
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: a v3 proposal's verdict is unreadable ({exc})") from exc
+
+
+def _outcome_of(data: dict[str, Any], where: str) -> None:
+    """Refuse a proposal whose outcome is no judge's `Outcome` (naming the line)."""
+    if data.get("outcome") is not None and not isinstance(data["outcome"], dict):
+        raise ValueError(f"{where}: the proposal's outcome is not a JSON object")
+    try:
+        Proposal.from_row(data)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"{where}: the proposal's outcome is unreadable ({exc})") from exc
 
 
 def _fields(cls: type, data: dict[str, Any]) -> tuple[set[str], set[str]]:
@@ -101,7 +134,7 @@ def import_run(store: LogStore, path: str | Path) -> int:
         elif kind == "evaluation":
             store.put_evaluations([Evaluation.from_row(data)])
         elif kind == "proposal":
-            store.put_proposal(Proposal(**data))
+            store.put_proposal(Proposal.from_row(data))
         elif kind == "decision":
             store.put_decision(Decision(**data))
         else:

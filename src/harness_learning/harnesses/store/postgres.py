@@ -236,8 +236,11 @@ class PostgresLogStore(SQLLogStore):
     def _migrate(self, cur: Any, found: int) -> None:
         """Bring an older log up to `SCHEMA_VERSION` (inside the setup's transaction)."""
         for version in range(found, SCHEMA_VERSION):
-            for statement in MIGRATIONS[version]:
-                cur.execute(to_postgres(statement))
+            for step in MIGRATIONS[version]:
+                if callable(step):
+                    step(cur, self._sql, self._encode)
+                else:
+                    cur.execute(to_postgres(step))
             cur.execute(f"UPDATE {SCHEMA_TABLE} SET value=%s WHERE key='version'",
                         (str(version + 1),))
             cur.execute("UPDATE runs SET schema_version=%s", (version + 1,))

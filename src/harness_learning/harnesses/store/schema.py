@@ -4,9 +4,15 @@ MIGRATIONS are written once, for both backends."""
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
+from typing import Any
 
-SCHEMA_VERSION = 3
+from harness_learning.harnesses.store.base import LogStoreError
+from harness_learning.harnesses.store.records import FLAT_VERDICT, outcome_from_flat
+
+SCHEMA_VERSION = 4
 _HEAD = "substr(invalid_reason, 1, instr(invalid_reason, ':') - 1)"
 BACKFILL_INVALID_KIND = (
     "UPDATE proposals SET invalid_kind = CASE "
@@ -17,20 +23,61 @@ BACKFILL_INVALID_KIND = (
     "AND invalid_reason <> ''")
 """A version-1 log kept only the reason text ("<kind>: <detail>"): its kind is read out once,
 here, so every reader reads `invalid_kind` and none parses reasons."""
-MIGRATIONS: dict[int, tuple[str, ...]] = {
+Step = Callable[[Any, Callable[[str], str], Callable[[str, Any], Any]], None]
+"""A migration step written in Python: (cursor in the migration's transaction, the backend's
+`?`-to-placeholder translation, its value encoding)."""
+
+
+def _stored_json(text: Any, what: str) -> Any:
+    if text is None or not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise LogStoreError(f"cannot carry the log forward: a stored {what} is not JSON "
+                            f"({type(exc).__name__}); nothing was changed") from exc
+
+
+def verdicts_into_outcomes(cur: Any, sql: Callable[[str], str],
+                           encode: Callable[[str, Any], Any]) -> None:
+    """Version 4: each proposal's verdict columns (`records.FLAT_VERDICT`) become its one
+    `outcome`, the judge's record, with the diff its `candidate_diff` event kept; a draft never
+    judged gets none."""
+    diffs: dict[str, str] = {}
+    for row in cur.execute(sql("SELECT payload FROM events WHERE kind=? ORDER BY seq"),
+                           ("candidate_diff",)).fetchall():
+        payload = _stored_json(row["payload"], "candidate_diff event")
+        if isinstance(payload, dict) and isinstance(payload.get("proposal_id"), str):
+            diffs[payload["proposal_id"]] = str(payload.get("diff") or "")
+    updates = []
+    for row in cur.execute(f"SELECT id, {', '.join(FLAT_VERDICT)} FROM proposals").fetchall():
+        flat = {name: row[name] for name in FLAT_VERDICT}
+        for name in ("parsed_edit", "reward_parts"):
+            flat[name] = _stored_json(flat[name], f"proposal {name}")
+        outcome = outcome_from_flat(flat, diffs.get(row["id"], ""))
+        if outcome is not None:
+            updates.append((encode("outcome", outcome.stored()), row["id"]))
+    if updates:
+        cur.executemany(sql("UPDATE proposals SET outcome=? WHERE id=?"), updates)
+
+
+MIGRATIONS: dict[int, tuple[str | Step, ...]] = {
     1: ("ALTER TABLE proposals ADD COLUMN invalid_kind TEXT",
         "ALTER TABLE proposals ADD COLUMN origin TEXT NOT NULL DEFAULT 'proposer'",
         "ALTER TABLE proposals ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0",
         "ALTER TABLE evaluations ADD COLUMN feedback TEXT",
         BACKFILL_INVALID_KIND),
     2: ("ALTER TABLE evaluations ADD COLUMN refused_by TEXT",),
+    3: ("ALTER TABLE proposals ADD COLUMN outcome TEXT", verdicts_into_outcomes,
+        *(f"ALTER TABLE proposals DROP COLUMN {name}" for name in FLAT_VERDICT)),
 }
 """Statements that bring a log of version N to N + 1 (applied in one transaction, in order).
 Version 2: each proposal keeps its judged `invalid_kind` (filled in from the reason for older
 rows), its `origin` and its `cost_usd`;
 each evaluation the metric's `feedback` text. Version 3: an evaluation of a refused source
 keeps the check that refused it (`refused_by`), which the judge reads instead of the error
-text."""
+text. Version 4: a proposal holds the judge's `Outcome` in one `outcome` column, written once
+when it is settled, in place of ten columns of its fields (`verdicts_into_outcomes`)."""
 SCHEMA_TABLE = "hl_schema"
 TABLES = ("runs", "versions", "evaluations", "proposals", "decisions", "events")
 
@@ -51,10 +98,7 @@ CREATE TABLE IF NOT EXISTS evaluations (
 CREATE TABLE IF NOT EXISTS proposals (
   id TEXT PRIMARY KEY, round INTEGER NOT NULL, group_id TEXT NOT NULL, prompt TEXT NOT NULL,
   completion TEXT NOT NULL, finish_reason TEXT, model TEXT NOT NULL, edit_format TEXT NOT NULL,
-  parsed_edit TEXT, candidate_sha TEXT, parsed INTEGER NOT NULL, applied INTEGER NOT NULL,
-  valid INTEGER NOT NULL, invalid_kind TEXT, invalid_reason TEXT, completed_fraction REAL,
-  selection_score REAL,
-  parent_score REAL, reward REAL, reward_parts TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,
+  candidate_sha TEXT, outcome TEXT, parent_score REAL, prompt_tokens INTEGER NOT NULL,
   completion_tokens INTEGER NOT NULL, latency_s REAL NOT NULL, logprobs TEXT,
   parent_sha TEXT, origin TEXT NOT NULL DEFAULT 'proposer', cost_usd REAL NOT NULL DEFAULT 0,
   created_at REAL NOT NULL);
@@ -69,10 +113,7 @@ CREATE TABLE IF NOT EXISTS events (
 INSERT OR IGNORE INTO {SCHEMA_TABLE} VALUES ('version', '{SCHEMA_VERSION}');
 """
 
-JSON_FIELDS = frozenset(
-    {"config", "trace", "prompt", "parsed_edit", "reward_parts", "logprobs", "scores", "payload"}
-)
-BOOL_FIELDS = frozenset({"parsed", "applied", "valid"})
+JSON_FIELDS = frozenset({"config", "trace", "prompt", "outcome", "logprobs", "scores", "payload"})
 ORDERED = ("versions", "evaluations", "proposals")
 """Tables read back in insertion order (SQLite's rowid): PostgreSQL gives them a `_pos` column."""
 

@@ -26,6 +26,7 @@ from harness_learning.harnesses.store.records import (
     Decision,
     Evaluation,
     Event,
+    Outcome,
     Proposal,
     RunMeta,
     Version,
@@ -33,21 +34,19 @@ from harness_learning.harnesses.store.records import (
     source_sha,
     to_jsonable,
 )
-from harness_learning.harnesses.store.schema import BOOL_FIELDS, JSON_FIELDS, SCHEMA_VERSION
+from harness_learning.harnesses.store.schema import JSON_FIELDS, SCHEMA_VERSION
 
 R = TypeVar("R")
-NULLABLE_JSON = frozenset({"parsed_edit", "logprobs"})
+NULLABLE_JSON = frozenset({"outcome", "logprobs"})
 
 
 def encode(name: str, value: Any) -> Any:
-    """A record field as stored: JSON fields as text, flags as 0/1, NaN as NULL, and text
-    cleaned of what cannot be stored (lone surrogates)."""
+    """A record field as stored: JSON fields as text, NaN as NULL, and text cleaned of what
+    cannot be stored (lone surrogates)."""
     if name in JSON_FIELDS:
         if value is None and name in NULLABLE_JSON:
             return None
         return clean_text(json.dumps(to_jsonable(value), ensure_ascii=False))
-    if name in BOOL_FIELDS:
-        return int(bool(value))
     if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, str):
@@ -67,8 +66,6 @@ def decode_row(names: Iterable[str], row: Any, where: str = "the log") -> dict[s
             except (ValueError, TypeError, RecursionError) as exc:
                 raise LogStoreError(f"{where}: a stored {name} is not JSON "
                                     f"({type(exc).__name__}: {str(exc)[:80]})") from exc
-        elif name in BOOL_FIELDS:
-            value = bool(value)
         out[name] = value
     return out
 
@@ -91,6 +88,22 @@ def decode_evaluation(row: Any, where: str = "the log") -> Evaluation:
     checked(Evaluation, values, where)
     checked(ProblemResult, values, where)
     return Evaluation.from_row(values)
+
+
+def decode_proposal(row: Any, where: str = "the log") -> Proposal:
+    """A `Proposal` from its row, its columns and its outcome checked as `decode` checks a
+    record's."""
+    values = decode_row(columns(Proposal), row, where)
+    checked(Proposal, values, where)
+    if values["outcome"] is not None:
+        if not isinstance(values["outcome"], dict):
+            raise LogStoreError(f"{where}: a stored Proposal record is unreadable: outcome is "
+                                "not a JSON object")
+        checked(Outcome, values["outcome"], where)
+    try:
+        return Proposal.from_row(values)
+    except TypeError as exc:  # an outcome with a field too many or too few
+        raise LogStoreError(f"{where}: a stored Proposal record is unreadable: {exc}") from exc
 
 
 def checked(cls: type, values: dict[str, Any], where: str) -> None:
@@ -132,7 +145,7 @@ class SQLLogStore(LogStore):
         driver pipelines, as psycopg does)."""
         if not records:
             return
-        rows = [r.to_row() if isinstance(r, Evaluation) else {
+        rows = [r.to_row() if isinstance(r, Evaluation | Proposal) else {
             n: getattr(r, n) for n in columns(type(r))} for r in records]
         cols = list(rows[0])
         update = ", ".join(f"{n}=excluded.{n}" for n in cols if n not in key)
@@ -219,23 +232,18 @@ class SQLLogStore(LogStore):
             self._upsert(cur, "proposals", [proposal], ("id",))
         return proposal.id
 
-    def update_proposal(self, proposal_id: str, **fields: Any) -> None:
-        unknown = set(fields) - (set(columns(Proposal)) - {"id"})
-        if unknown:
-            raise ValueError(f"unknown proposal fields: {', '.join(sorted(unknown))}")
-        if not fields:
-            return
-        sets = ", ".join(f"{n}=?" for n in fields)
-        values = [self._encode(n, v) for n, v in fields.items()]
+    def settle_proposal(self, proposal_id: str, sha: str | None, outcome: Outcome) -> None:
         with self._tx() as cur:
-            done = cur.execute(self._sql(f"UPDATE proposals SET {sets} WHERE id=?"),
-                               (*values, proposal_id))
-            if done.rowcount == 0:
+            done = cur.execute(self._sql("UPDATE proposals SET candidate_sha=?, outcome=? "
+                                         "WHERE id=? AND outcome IS NULL"),
+                               (sha, self._encode("outcome", outcome.stored()), proposal_id))
+            if done.rowcount == 0 and not cur.execute(
+                    self._sql("SELECT 1 FROM proposals WHERE id=?"), (proposal_id,)).fetchall():
                 raise KeyError(f"no proposal {proposal_id!r} in {self.where}")
 
     def get_proposal(self, proposal_id: str) -> Proposal | None:
         rows = self._rows("SELECT * FROM proposals WHERE id=?", (proposal_id,))
-        return decode(Proposal, rows[0], self.where) if rows else None
+        return decode_proposal(rows[0], self.where) if rows else None
 
     def iter_proposals(self, round: int | None = None) -> Iterator[Proposal]:
         if round is None:
@@ -243,7 +251,7 @@ class SQLLogStore(LogStore):
         else:
             rows = self._rows("SELECT * FROM proposals WHERE round=? ORDER BY {order}", (round,))
         for row in rows:
-            yield decode(Proposal, row, self.where)
+            yield decode_proposal(row, self.where)
 
     # -- decisions and events ----------------------------------------------------------------
     def _put_decision(self, decision: Decision) -> None:

@@ -92,8 +92,11 @@ class SQLiteLogStore(SQLLogStore):
         """Bring an older log up to `SCHEMA_VERSION`, one version per transaction."""
         for version in range(found, SCHEMA_VERSION):
             with self._tx() as c:
-                for statement in MIGRATIONS[version]:
-                    c.execute(statement)
+                for step in MIGRATIONS[version]:
+                    if callable(step):
+                        step(c, self._sql, self._encode)
+                    else:
+                        c.execute(step)
                 c.execute(f"UPDATE {SCHEMA_TABLE} SET value=? WHERE key='version'",
                           (str(version + 1),))
                 c.execute("UPDATE runs SET schema_version=?", (version + 1,))
