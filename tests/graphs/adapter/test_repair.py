@@ -60,6 +60,9 @@ def test_a_missed_search_is_repaired_with_the_closest_lines(tmp_path, scripted) 
     assert 'PROMPT = """Solve the problem. Think briefly' in repair_prompt.split("closest lines")[1]
     assert view["valid"] and proposal.completion == GOOD
     assert proposal.prompt[-1]["content"].startswith("Your answer could not be used")
+    # the replaced answer is kept in its event; the kept one only in the proposal, once
+    assert (attempts[0]["kept"], attempts[0]["completion"]) == (False, MISSED)
+    assert attempts[1]["kept"] and "completion" not in attempts[1]
 
 
 def test_a_no_op_is_sampled_afresh_with_a_note_and_turns_off_with_zero(tmp_path,

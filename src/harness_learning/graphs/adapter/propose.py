@@ -108,7 +108,10 @@ def proposer_messages(ctx: Any, payload: dict, parent_source: str,
 async def propose_llm(ctx: Any, payload: dict, parent_source: str,
                       check: Check) -> CandidateProposal:
     """One LLM candidate with its second chances (`second_chances`); each attempt is logged as
-    a `proposer_attempt` event, so nothing the Proposer wrote is lost."""
+    a `proposer_attempt` event, so nothing the Proposer wrote is lost. An attempt's event is
+    written when the next one starts (its text with it: a replaced answer is kept nowhere
+    else) or, for the answer kept, at the end, marked `kept` and without its text, which the
+    proposal holds: a completion is stored once."""
     cfg = ctx.config
     proposer = await ctx.aget("proposer")
     served = getattr(getattr(proposer, "config", None), "returns_logprobs", True)  # any chat model
@@ -118,7 +121,17 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
     sampled: list[Completion] = []
     tracer = getattr(ctx, "tracer", None)
 
+    attempts: list[dict[str, Any]] = []  # the last attempt's event, until it is replaced or kept
+
+    async def logged(kept: bool) -> None:
+        if attempts:
+            event = attempts.pop()
+            if kept:
+                del event["completion"]
+            await ctx.store.aappend_event("proposer_attempt", {**event, "kept": kept})
+
     async def sample(messages: list[dict[str, str]], seed: int) -> Completion:
+        await logged(kept=False)  # another attempt: the last one was replaced
         params = {**logprobs, **cfg.proposer_params, "seed": seed}
         async with proposer_share(ctx, proposer, messages, params) as use:  # held before sent
             if tracer is None:
@@ -133,7 +146,7 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
 
     async def judged(completion: Completion, attempt: str) -> Outcome:
         outcome = check(completion.text, completion.finish_reason, cfg.edit_format)
-        await ctx.store.aappend_event("proposer_attempt", {
+        attempts.append({
             "round": payload["round"], "index": payload["index"], "attempt": attempt,
             "invalid_kind": outcome.invalid_kind, "completion": completion.text[:ATTEMPT_CHARS],
             "tokens": completion.prompt_tokens + completion.completion_tokens})
@@ -146,6 +159,7 @@ async def propose_llm(ctx: Any, payload: dict, parent_source: str,
     messages, completion, outcome = await second_chances(
         proposer_messages(ctx, payload, parent_source, memory, past), seed, parent_source,
         sample, judged, turns=cfg.second_chance_turns)
+    await logged(kept=True)
     for paid in sampled:  # every call is priced, a replaced sample's too
         await ctx.store.arecord_proposer_cost(proposal_id(payload["round"], payload["index"]),
                                               payload["round"], paid.cost)
