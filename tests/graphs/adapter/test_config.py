@@ -51,15 +51,16 @@ def test_adapt_rejects_a_bad_race_rule_before_creating_anything(tmp_path):
 
 
 def test_every_config_field_is_an_adapt_option_with_its_help():
-    import dataclasses
+    from harness_learning.graphs.adapter.config import setting_name
+    from harness_learning.graphs.adapter.setting_kinds import parts_of
 
     result = CliRunner().invoke(app, ["adapt", "--help"], env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output
-    for f in dataclasses.fields(AdaptConfig):
-        parts = f.metadata.get("parts") or ()
-        for name in [p.option for p in parts] or [f.metadata.get("flag") or f.name]:
-            assert "--" + name.replace("_", "-") in result.output, name
-        assert f.metadata["help"], f.name  # the one place the option is documented
+    for name, info in AdaptConfig.model_fields.items():
+        for flag in [p.option for p in parts_of(info)] or [setting_name(name)]:
+            assert "--" + flag.replace("_", "-") in result.output, flag
+        assert info.description, name  # the one place the option is documented
+    assert "--harness" in result.output and "--seed-harness" not in result.output
 
 
 def test_adapt_options_fill_the_config_as_the_hand_written_flags_did(tmp_path):
@@ -84,7 +85,8 @@ def test_adapt_options_fill_the_config_as_the_hand_written_flags_did(tmp_path):
     config = AdaptConfig(**field_values(AdaptConfig, dict(given)))
     assert config.task_options == {"n_test": 3, "index_dir": str(tmp_path / "idx")}
     assert config.proposer_params == {"temperature": 0.7, "max_tokens": 99}
-    assert config.solver_params == AdaptConfig.__dataclass_fields__["solver_params"].default_factory()
+    assert config.solver_params == AdaptConfig.model_fields["solver_params"].get_default(
+        call_default_factory=True)
     assert config.budget == Budget(solver_calls=50)
     assert config.race == RaceRule(keep=(0.5,)) and config.policy == "racing"
     assert config.tools == ["shop.py:lookup", "mod:tool"]

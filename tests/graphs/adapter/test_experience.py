@@ -141,7 +141,7 @@ def plan_ctx(tmp_path, library: str, operators="auto"):
 def test_an_empty_library_plans_exactly_as_auto(tmp_path):
     ctx, sha = plan_ctx(tmp_path, "")
     auto = asyncio.run(operator_plan(ctx, sha, 1, (), []))
-    ctx.config = replace(ctx.config, experience=str(tmp_path / "empty"))
+    ctx.config = ctx.config.replace(experience=str(tmp_path / "empty"))
     assert asyncio.run(operator_plan(ctx, sha, 1, (), [])) == auto
     assert auto[:3] == ["interpreter", "plan", "verify"]
 
@@ -158,7 +158,7 @@ def test_measured_effect_on_a_similar_task_reorders_the_plan(tmp_path):
     ctx, sha = plan_ctx(tmp_path, str(tmp_path / "lib"))
     plan = asyncio.run(operator_plan(ctx, sha, 1, (), []))
     assert plan[0] == "vote" and plan[-1] == "interpreter"
-    ctx.config = replace(ctx.config, operators="none")  # library operators still come as arms
+    ctx.config = ctx.config.replace(operators="none")  # library operators still come as arms
     assert asyncio.run(operator_plan(ctx, sha, 1, (), [])) == [
         f"experience:{operator_id('vote')}", f"experience:{operator_id('interpreter')}"]
 

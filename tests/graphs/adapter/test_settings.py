@@ -3,12 +3,11 @@ run's config, or are refused by a started one."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
-from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.config import AdaptConfig, setting_name
 from harness_learning.graphs.adapter.racing import RaceRule
 from harness_learning.graphs.adapter.server_threads import (
     RUNS_ENV,
@@ -16,6 +15,7 @@ from harness_learning.graphs.adapter.server_threads import (
     studio_runs_root,
     thread_config,
 )
+from harness_learning.graphs.adapter.setting_kinds import parts_of
 from harness_learning.graphs.adapter.settings import (
     AdapterSettings,
     UnknownSetting,
@@ -29,12 +29,13 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 
 def test_every_field_is_a_setting_with_its_help() -> None:
     form = AdapterSettings.model_json_schema()["properties"]
-    for f in dataclasses.fields(AdaptConfig):
-        parts = f.metadata.get("parts") or ()
+    for name, info in AdaptConfig.model_fields.items():
+        parts = parts_of(info)
         names = [p.option for p in parts]
-        if not (parts and dataclasses.is_dataclass(f.default_factory())):  # budget: parts only
-            names.append(f.metadata.get("flag") or f.name)
-        assert names and all(n in form for n in names), f.name
+        if name != "budget":  # the budget: its parts only
+            names.append(setting_name(name))
+        assert names and all(n in form for n in names), name
+    assert "harness" in form and "seed_harness" not in form and "budget" not in form
     assert form["seed"]["description"] == "Seed of sampling and Proposer samples."
     assert form["max_tokens"]["description"] == "Budget: tokens (Solver+Proposer)."
     assert form["solver_params"]["default"] == {"temperature": 0.0, "max_tokens": 256}

@@ -11,7 +11,6 @@ local model (llama.cpp on loopback) as Solver and Proposer."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -74,7 +73,7 @@ def test_settings_form_input_and_output_schemas(served) -> None:
     form = schemas["context_schema"]["properties"]
     assert {"task", "data", "metric", "harness", "solver", "proposer", "rounds", "candidates",
             "policy", "approval", "max_solver_calls", "max_cost_usd", "run_dir"} <= set(form)
-    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(AdaptConfig)}
+    helps = {name: info.description for name, info in AdaptConfig.model_fields.items()}
     assert form["rounds"]["description"] == helps["rounds"]  # one source of settings
     assert form["harness"]["description"] == helps["seed_harness"]
     assert set(POLICIES) == set(form["policy"]["anyOf"][0]["enum"])  # every policy, no other

@@ -7,7 +7,6 @@ table from stored runs."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from types import SimpleNamespace
 
 import pytest
@@ -47,7 +46,7 @@ def test_ours_with_operators_differs_from_its_ablation_in_the_operators_only(tmp
     ends = Endpoints("http://127.0.0.1:1/v1", "qwen", "http://127.0.0.1:2/v1", "qwen")
     base = base_config(settings, ends, SimpleNamespace(base_url="http://127.0.0.1:3/v1"),
                        "rg:products", 0, {})
-    ops, plain = (asdict(adapter_config(s, base, tmp_path)) for s in ("best_valid+ops",
+    ops, plain = (adapter_config(s, base, tmp_path).model_dump() for s in ("best_valid+ops",
                                                                      "best_valid"))
     assert (ops.pop("operators"), plain.pop("operators")) == ("auto", "none")
     assert ops == plain and ops["policy"] == "best_valid"

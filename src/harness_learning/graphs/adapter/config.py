@@ -1,14 +1,36 @@
-"""Settings of one adaptation run, with the paper's defaults per track."""
+"""Settings of one adaptation run, with the paper's defaults per track.
+
+`AdaptConfig` is the one settings model: each field's description is its help, and its
+validation (ranges, choices, which values are paths) is declared on it. `harness-learn adapt`'s
+flags (`graphs.cli.options`), the settings file (`adapt --config`, `graphs.adapter.config_file`)
+and Studio's settings form (`graphs.adapter.settings`, `AdaptConfig.partial`) are generated
+from it, and one error format serves all three (`config_file.setting_error`). A setting has
+one name everywhere: the start harness is `harness` (flag, key, form field; `seed_harness`,
+the name config.json stores it under, is read as the same setting)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from dataclasses import asdict, dataclass, field, fields
+from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, create_model
+from pydantic.fields import FieldInfo
 
 from harness_learning.graphs.adapter.racing import RaceRule
+from harness_learning.graphs.adapter.setting_kinds import (
+    AtFile,
+    FileRef,
+    FileRefs,
+    HarnessRef,
+    OptionPaths,
+    Part,
+    Parts,
+    RelativePath,
+    setting,
+    setting_name_of,
+)
 from harness_learning.harnesses.contract import LINE_LIMIT
 from harness_learning.harnesses.edits.edit import EditFormat
 
@@ -31,141 +53,149 @@ HELD_OUT_SIZES: dict[str, dict[str, int]] = {
 }
 
 
-@dataclass(frozen=True)
-class Part:
-    """A command-line option that sets one key of a structured field (`task_options`,
-    `proposer_params`, `budget`): `adapt --dev 40` sets `task_options["n_dev"] = 40`."""
-
-    option: str
-    key: str
-    type: Any
-    help: str
 
 
-def _opt(default: Any = dataclasses.MISSING, *, help: str, factory: Any = None,
-         parts: tuple[Part, ...] = (), flag: str | None = None) -> Any:
-    """A field with its help text (TRL style): the one source of `adapt`'s options and docs.
-    `flag`: the option's name where it is not the field's (`--harness` sets `seed_harness`)."""
-    metadata = {"help": help, "parts": parts, "flag": flag}
-    if factory is not None:
-        return field(default_factory=factory, metadata=metadata)
-    return field(default=default, metadata=metadata)
+def _group_size(value: int | None) -> int | None:
+    if value is not None and value < 1:
+        raise ValueError(f"group_size must be at least 1, got {value} (it counts the Proposer "
+                         "samples per round, candidates included)")
+    return value
 
 
-@dataclass
-class Budget:
+def _store(value: str) -> str:
+    """A store URL is checked, and kept without its password (remembered in this process
+    only), so config.json never holds one."""
+    from harness_learning.harnesses.store.pgurl import check_url, remember_password
+
+    return remember_password(check_url(value)) if value else ""
+
+
+def _library(value: str) -> str:
+    """A library URL is checked, and kept without its password, like the store's."""
+    if not value:
+        return value
+    from harness_learning.harnesses.experience import check_location
+
+    return check_location(value)
+
+
+class Budget(BaseModel):
     """Spending limits; a run stops cleanly at the first one reached (None = no limit)."""
 
-    solver_calls: int | None = None
-    tokens: int | None = None
-    cost_usd: float | None = None
+    model_config = ConfigDict(extra="forbid")
+
+    solver_calls: int | None = Field(None, ge=0, description="Solver calls.")
+    tokens: int | None = Field(None, ge=0, description="Tokens (Solver+Proposer).")
+    cost_usd: float | None = Field(None, ge=0, description="Cost in USD.")
 
 
-@dataclass
-class AdaptConfig:
+class AdaptConfig(BaseModel):
     """Everything that defines a run. Stored in the run directory, so `resume` needs nothing else.
     `harness-learn adapt` has one option per field, generated from the help texts below."""
 
-    task: str = _opt(help="Task: rg:<dataset>, hotpotqa, musique, 2wiki; a data file of your own "
+    model_config = ConfigDict(extra="forbid", title="Adaptation settings")
+
+    task: Annotated[str, FileRef] = setting(help="Task: rg:<dataset>, hotpotqa, musique, 2wiki; a data file of your own "
                           "(.jsonl, .json, .csv or a saved `datasets` dir, copied into the run "
                           "directory); module:Class for a class implementing the Task protocol; "
                           "or a name registered under `harness_learning.tasks`.")
-    run_dir: str = _opt(help="Run directory (log, versions, checkpoints).")
-    task_options: dict[str, Any] = _opt(
-        factory=dict, help="The task's options (get_task's keyword arguments).",
-        parts=(Part("test", "n_test", int, "Held-out test problems (task's default)."),
-               Part("dev", "n_dev", int, "Dev pool size (task's default)."),
-               Part("data", "path", Path, "QA dataset file."),
-               Part("index", "index_dir", Path, "QA retrieval index directory.")))
-    metric: str | None = _opt(None, help="Data-file metric: exact, f1, contains, numeric[:REL_TOL], "
+    run_dir: Annotated[str, RelativePath] = setting(help="Run directory (log, versions, checkpoints).")
+    task_options: Annotated[dict[str, Any], OptionPaths, Parts((
+        Part("test", "n_test", int, "Held-out test problems (task's default)."),
+        Part("dev", "n_dev", int, "Dev pool size (task's default)."),
+        Part("data", "path", Path, "QA dataset file."),
+        Part("index", "index_dir", Path, "QA retrieval index directory.")))] = setting(
+        factory=dict, help="The task's options (get_task's keyword arguments).")
+    metric: Annotated[str | None, FileRef] = setting(None, help="Data-file metric: exact, f1, contains, numeric[:REL_TOL], "
                                          "regex, json, module:function (or file.py:function), "
                                          "judge:MODEL.")
-    describe: str | None = _opt(None, help="The Proposer's task description: TEXT or @file "
+    describe: Annotated[str | None, AtFile] = setting(None, help="The Proposer's task description: TEXT or @file "
                                            "(derived from the data and the metric if unset).")
-    tools: list[str] = _opt(factory=list, help="Your tool(s), module:attr or file.py:attr "
+    tools: Annotated[list[str], FileRefs] = setting(factory=list, help="Your tool(s), module:attr or file.py:attr "
                             "(repeatable): a LangChain tool, a list, a typed function or a "
                             "factory; or an MCP server's tools: 'mcp:COMMAND ARGS...' (stdio) "
                             "or mcp+http://HOST:PORT/PATH (streamable HTTP). Harnesses call "
                             "them with tools.call(name, ...).")
-    index_backend: str | None = _opt(None, help="QA index backend: auto, bm25, chroma, hybrid or "
+    index_backend: str | None = setting(None, help="QA index backend: auto, bm25, chroma, hybrid or "
                                                 "rank-bm25.")
-    aliases: str | None = _opt(None, help="2Wiki's id_aliases.json (answer aliases of its "
+    aliases: Annotated[str | None, RelativePath] = setting(None, help="2Wiki's id_aliases.json (answer aliases of its "
                                           "entities).")
-    solver: str = _opt("local", help="Solver model ('local' or litellm string).")
-    proposer: str = _opt("local", help="Proposer model.")
-    solver_params: dict[str, Any] = _opt(
+    solver: str = setting("local", help="Solver model ('local' or litellm string).")
+    proposer: str = setting("local", help="Proposer model.")
+    solver_params: dict[str, Any] = setting(
         factory=lambda: {"temperature": 0.0, "max_tokens": 256},
         help="Sampling parameters of Solver calls, as JSON.")
-    proposer_params: dict[str, Any] = _opt(
+    proposer_params: Annotated[dict[str, Any], Parts((
+        Part("proposer_max_tokens", "max_tokens", int, "Proposer completion limit."),))] = setting(
         factory=lambda: {"temperature": 0.7, "max_tokens": 2048},
-        help="Sampling parameters of Proposer calls, as JSON.",
-        parts=(Part("proposer_max_tokens", "max_tokens", int, "Proposer completion limit."),))
-    proposer_logprobs: bool = _opt(True, help=(
+        help="Sampling parameters of Proposer calls, as JSON.")
+    proposer_logprobs: bool = setting(True, help=(
         "Ask the Proposer endpoint for its sampled tokens' log-probs and log them with each "
         "proposal (llama.cpp and vLLM return them), so offline GRPO takes its importance ratio "
         "against the policy that wrote the log; turn off for an endpoint that rejects `logprobs`."))
-    rounds: int | None = _opt(None, help="Rounds (track default if unset).")
-    candidates: int | None = _opt(None, help="Candidates per round.")
-    group_size: int | None = _opt(None, help=(
+    rounds: int | None = setting(None, ge=0, help="Rounds (track default if unset).")
+    candidates: int | None = setting(None, ge=1, help="Candidates per round.")
+    group_size: Annotated[int | None, AfterValidator(_group_size)] = setting(None, help=(
         "Proposer samples per round from the same prompt, for training data: the first "
         "`candidates` compete for adoption under the policy, the others are judged and logged "
         "only, so every round leaves a GRPO group of this size whatever the policy."))
-    policy: Policy | None = _opt(None, help="strict, best_valid, racing or pareto (GEPA's "
+    policy: Policy | None = setting(None, help="strict, best_valid, racing or pareto (GEPA's "
                                             "parent selection from the Pareto front).")
-    merge: bool = _opt(False, help=(
+    merge: bool = setting(False, help=(
         "Each round, also try the merge of the two best valid candidates' SEARCH/REPLACE edits "
         "(both applied to the parent), judged and evaluated like a Proposer sample."))
-    edit_format: EditFormat | None = _opt(None, help=(
+    edit_format: EditFormat | None = setting(None, help=(
         "search_replace, whole_program, or function (a focused edit: the Proposer rewrites one "
         "node function at a time, in turn over the graph's nodes, from a short prompt)."))
-    repair_turns: int = _opt(0, help=(
+    repair_turns: int = setting(0, ge=0, help=(
         "Second chances per Proposer candidate: an unusable answer is shown its error and the "
         "program's closest lines and answered again; one that changes nothing or repeats a "
         "judged version is sampled afresh (a no-op with a note that a copy is refused). 0 "
         "(the paper's protocol) turns both off; so does `group_size` (a GRPO group's samples "
         "must all answer one prompt). The demo uses 1."))
-    operators: str = _opt("none", help=(
+    operators: str = setting("none", help=(
         "Operator candidates each round, beside the Proposer's: auto (every registered "
         "building block that fits the current harness), none, or names such as "
         "interpreter,vote,verify,plan,rewrite_query,extra_hop,check. Model-free; judged like "
         "any candidate."))
-    block_menu: bool = _opt(True, help=(
+    block_menu: bool = setting(True, help=(
         "List the building blocks in the Proposer's prompt. Off, the Proposer is told of "
         "none and writes every strategy itself: a trained Proposer's test (operators apply "
         "blocks either way)."))
-    operators_per_round: int = _opt(2, help=(
+    operators_per_round: int = setting(2, ge=0, help=(
         "At most this many operator candidates a round, in the order given, skipping those "
         "an earlier round already judged on the same version."))
-    split: Split | None = _opt(None, help=(
+    split: Split | None = setting(None, help=(
         "held_out (the default): selection problems are fixed for the run and never shown in a "
         "report, so a copied gold gains nothing; paper: the paper's draws (the reasoning track "
         "scores the feedback problems themselves, QA draws both afresh each round)."))
-    feedback: int | None = _opt(None, help="Feedback problems per round.")
-    selection: int | None = _opt(None, help="Selection problems per round.")
-    seed: int = _opt(0, help="Seed of sampling and Proposer samples.")
-    seed_harness: str | None = _opt(None, flag="harness", help=(
+    feedback: int | None = setting(None, ge=0, help="Feedback problems per round.")
+    selection: int | None = setting(None, ge=0, help="Selection problems per round.")
+    seed: int = setting(0, help="Seed of sampling and Proposer samples.")
+    seed_harness: Annotated[str | None, HarnessRef] = setting(
+        None, validation_alias=AliasChoices("harness", "seed_harness"), help=(
         "Start harness: a seed name, a harness .py file or its source text (a copy is kept in "
         "the run directory); the task's seed if unset."))
-    line_limit: int = _opt(LINE_LIMIT, help="Longest valid harness, in lines.")
-    patience: int | None = _opt(None, help="Stop after K rounds without gain.")
-    budget: Budget = _opt(
-        factory=Budget, help="Spending limits.",
-        parts=(Part("max_solver_calls", "solver_calls", int, "Budget: Solver calls."),
-               Part("max_tokens", "tokens", int, "Budget: tokens (Solver+Proposer)."),
-               Part("max_cost_usd", "cost_usd", float, "Budget: cost in USD.")))
-    race: RaceRule = _opt(
+    line_limit: int = setting(LINE_LIMIT, ge=1, help="Longest valid harness, in lines.")
+    patience: int | None = setting(None, ge=0, help="Stop after K rounds without gain.")
+    budget: Annotated[Budget, Parts((
+        Part("max_solver_calls", "solver_calls", int, "Budget: Solver calls."),
+        Part("max_tokens", "tokens", int, "Budget: tokens (Solver+Proposer)."),
+        Part("max_cost_usd", "cost_usd", float, "Budget: cost in USD.")))] = setting(
+        factory=Budget, help="Spending limits.")
+    race: RaceRule = setting(
         factory=RaceRule,
         help="Policy racing's rule as JSON; default \"keep 4 then 3\" (fractions [0.3125, "
              "0.75, 1], keep [0.5, 0.75]); successive halving: '{\"fractions\": [0.25, 0.5, "
              "1], \"keep\": [0.5]}' (see `bench racing --curve`).")
-    concurrency: int = _opt(8, help="Problems in flight per evaluation.")
-    report_chars: int = _opt(12_000, help="Size budget of the Proposer's report, in characters.")
-    memory_tokens: int = _opt(300, help=(
+    concurrency: int = setting(8, ge=1, help="Problems in flight per evaluation.")
+    report_chars: int = setting(12_000, ge=0, help="Size budget of the Proposer's report, in characters.")
+    memory_tokens: int = setting(300, ge=0, help=(
         "Run memory: the Proposer's prompt lists this run's earlier candidates (change, origin, "
         "outcome, score against the parent), most informative first, within about this many "
         "tokens (estimated as characters / 4; the default suits a 1.5B Proposer). 0 turns it "
         "off."))
-    experience: str = _opt("", help=(
+    experience: Annotated[str, AfterValidator(_library)] = setting("", help=(
         "Experience library (a directory, or postgresql://USER@HOST:PORT/DATABASE: the "
         "schema hl_experience there; made on first use): this run's judged changes are "
         "added at its end, and its search uses the library: past changes that apply to the "
@@ -173,21 +203,21 @@ class AdaptConfig:
         "changes a round tries is ranked by their measured effect on similar tasks, and the "
         "Proposer is shown the most relevant past successes. A password in the URL is used by "
         "this process and never stored."))
-    experience_shown: int = _opt(2, help=(
+    experience_shown: int = setting(2, ge=0, help=(
         "With --experience: past successes shown to the Proposer as worked diffs with their "
         "measured gain (0: none)."))
-    experience_tokens: int = _opt(400, help=(
+    experience_tokens: int = setting(400, ge=0, help=(
         "With --experience: the past successes' share of the Proposer's prompt, in tokens "
         "(characters / 4)."))
-    approval: bool = _opt(False, help="Ask before adopting a candidate.")
-    trace: Trace = _opt("none", help=(
+    approval: bool = setting(False, help="Ask before adopting a candidate.")
+    trace: Trace = setting("none", help=(
         "otel: the adaptation's own OpenTelemetry spans (a span per round, per node run, per "
         "candidate with its verdict, per Solver and Proposer call with tokens and cost), sent "
         "to the tracer provider your code sets, else to OTEL_TRACES_EXPORTER (console or "
         "otlp). langchain: each Solver and Proposer call as a chat-model run of its node's "
         "LangChain callbacks (LangSmith with LANGSMITH_TRACING=true). "
         "HARNESS_LEARNING_TRACE=MODE sets it for any run."))
-    store: str = _opt("", help=(
+    store: Annotated[str, AfterValidator(_store)] = setting("", help=(
         "Where the execution log is kept: empty or `sqlite` for log.sqlite in the run "
         "directory; postgresql://USER@HOST:PORT/DATABASE for a PostgreSQL database (a schema "
         "per run; needs the `postgres` extra). A password in the URL is used by this command "
@@ -195,33 +225,25 @@ class AdaptConfig:
         "is never connected to), with the password in it or ?passfile=PATH (PGPASSWORD and "
         "~/.pgpass are not read)."))
 
-    def __post_init__(self) -> None:
-        """A store or library URL is checked, and kept without its password (remembered in
-        this process only), so config.json never holds one."""
-        from harness_learning.harnesses.store.pgurl import check_url, remember_password
-
-        self.store = remember_password(check_url(self.store)) if self.store else ""
-        if self.experience:
-            from harness_learning.harnesses.experience import check_location
-
-            self.experience = check_location(self.experience)
 
     def with_track_defaults(self, track: str) -> AdaptConfig:
         """Fill every unset (None) knob from the paper's defaults for `track` (its problem
         counts resized for the held-out split, which the paper does not use)."""
-        if self.group_size is not None and self.group_size < 1:
-            raise ValueError(f"group_size must be at least 1, got {self.group_size} (it counts "
-                             "the Proposer samples per round, candidates included)")
-        values = asdict(self)
-        if values.get("split") is None:
-            values["split"] = "held_out"
-        sizes = HELD_OUT_SIZES.get(track, {}) if values["split"] == "held_out" else {}
-        for key, default in {**TRACK_DEFAULTS[track], **sizes}.items():
-            if values.get(key) is None:
-                values[key] = default
-        values["budget"] = Budget(**values["budget"])
-        values["race"] = RaceRule.from_dict(values["race"])
-        return AdaptConfig(**values)
+        split = self.split or "held_out"
+        sizes = HELD_OUT_SIZES.get(track, {}) if split == "held_out" else {}
+        filled = {key: default for key, default in {**TRACK_DEFAULTS[track], **sizes}.items()
+                  if getattr(self, key) is None}
+        return self.replace(split=split, **filled)
+
+    def replace(self, **changes: Any) -> AdaptConfig:
+        """A copy with `changes`, validated like any settings (`dataclasses.replace`'s role)."""
+        return type(self).model_validate({**dict(self), **changes})
+
+    @classmethod
+    def partial(cls) -> type[BaseModel]:
+        """The model with every field optional (a settings file, or a Studio thread, may set
+        only a few): each field's name is its setting's, its validation and help its own."""
+        return _partial(cls)
 
     @property
     def second_chance_turns(self) -> int:
@@ -235,7 +257,7 @@ class AdaptConfig:
         return max(self.candidates or 1, self.group_size or 0)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        return json.dumps(self.model_dump(), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> AdaptConfig:
@@ -243,15 +265,30 @@ class AdaptConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AdaptConfig:
-        data = dict(data)
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
+        """A stored config (config.json): a key this version lacks is refused, a field added
+        since takes its default."""
+        unknown = set(data) - set(cls.model_fields)
         if unknown:
             raise ValueError(f"run config has unknown keys {sorted(unknown)}: written by another version?")
-        data["budget"] = Budget(**data.get("budget", {}))
-        data["race"] = RaceRule.from_dict(data.get("race", {}))
-        return cls(**data)
+        return cls.model_validate(data)
 
     @property
     def path(self) -> Path:
         return Path(self.run_dir)
+
+
+def setting_name(name: str) -> str:
+    """A field's setting name: its flag, settings-file key and Studio field (`harness` for
+    `seed_harness`)."""
+    return setting_name_of(name, AdaptConfig.model_fields[name])
+
+
+@cache
+def _partial(cls: type[BaseModel]) -> type[BaseModel]:
+    fields: dict[str, Any] = {}
+    for name, info in cls.model_fields.items():
+        optional = (FieldInfo.merge_field_infos(info, default=None) if info.is_required()
+                    else FieldInfo.merge_field_infos(info))
+        fields[setting_name(name)] = (info.annotation | None, optional)
+    return create_model(f"{cls.__name__}Settings", __config__=ConfigDict(extra="forbid"),
+                        **fields)

@@ -1,7 +1,9 @@
 """A run's settings from a TOML file (`adapt --config FILE.toml`, `resume --config`, `studio
---settings`). Its keys are `AdaptConfig`'s field names and their types the fields' own, read
-from `dataclasses.fields(AdaptConfig)` like the CLI's options and Studio's form, so a new
-field is a new key with nothing else to write:
+--settings`), and the one error format of every settings surface (flags, file, Studio).
+
+The file is `AdaptConfig.partial()` validated (strictly: TOML's own types, no "2" for 2), so
+its keys are the settings' names and their types and checks the fields' own, and a new field
+is a new key with nothing else to write:
 
     task = "rg:basic_arithmetic"
     run_dir = "runs/arith"
@@ -10,32 +12,31 @@ field is a new key with nothing else to write:
     [budget]
     solver_calls = 500
 
-A key the dataclass does not have, or a value of the wrong type, is refused as one error that
-names the key and the file, with a hint (the closest key; a flag's field), before anything is
-written: a typo must not silently run the defaults. A flag's name is taken for its field's key
-(`harness` for `seed_harness`). Relative paths in the file (`run_dir`, a data file, the harness,
-a `file.py:attr` metric or tool, `describe = "@notes.md"`, `aliases`, `task_options`' `path` and
-`index_dir`) are read against the file's folder, not the working directory: `studio` serves
-from elsewhere, and a file's meaning must not depend on where a command was started.
+A key the model does not have, or a value it refuses, is one error that names the key and the
+file, with a hint (the closest key; the key a flag's part sets; the field's help), before
+anything is written: a typo must not silently run the defaults. Relative paths in the file
+are read against the file's folder (the fields say which values are paths:
+`graphs.adapter.setting_kinds`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
+import json
 import tomllib
-import types
-import typing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from harness_learning.graphs.adapter.config import AdaptConfig
+from pydantic import AliasChoices, BaseModel, ValidationError
+
+from harness_learning.graphs.adapter.config import AdaptConfig, setting_name
+from harness_learning.graphs.adapter.setting_kinds import parts_of
 
 HINT = "a key is the field behind one of `harness-learn adapt --help`'s flags"
 
 
 class ConfigFileError(ValueError):
-    """A settings file that cannot be used: its message names the file (and the key), and
+    """A setting that cannot be used: its message names where (the file, the key or flag), and
     `hint` says what to write instead."""
 
     def __init__(self, message: str, hint: str = HINT) -> None:
@@ -43,9 +44,13 @@ class ConfigFileError(ValueError):
         self.hint = hint
 
 
-def read_config_file(path: str | Path, cls: type = AdaptConfig) -> dict[str, Any]:
-    """The file's settings, keyed by field name, checked against `cls`'s fields; tables of a
-    dataclass field (`budget`, `race`) stay tables. Raises `ConfigFileError`."""
+SettingError = ConfigFileError
+"""The one error of every settings surface (a flag, a file's key, a Studio setting)."""
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The file's settings, keyed by field name (`seed_harness` for `harness`), checked by
+    the model, relative paths made absolute. Raises `ConfigFileError`."""
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -56,147 +61,147 @@ def read_config_file(path: str | Path, cls: type = AdaptConfig) -> dict[str, Any
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"{path}: not valid TOML: {exc}",
                               "see https://toml.io for the syntax") from exc
-    data = _aliased(data, cls, path)
-    _check_table(data, cls, path, prefix="")
-    return against_folder(data, path.resolve().parent)
+    return settings_values(data, f"{path}: ", folder=path.resolve().parent)
 
 
-def _aliased(data: dict[str, Any], cls: type, path: Path) -> dict[str, Any]:
-    """The file's keys with a flag's name (`harness`) read as its field's (`seed_harness`);
-    both at once is refused, since one would silently lose."""
-    out = dict(data)
-    for f in dataclasses.fields(cls):
-        flag = f.metadata.get("flag")
-        if flag and flag != f.name and flag in out:
-            if f.name in out:
-                raise ConfigFileError(f"{path}: keys {flag!r} and {f.name!r} both set one "
-                                      "setting", f"keep one of them ({flag!r} is {f.name!r})")
-            out[f.name] = out.pop(flag)
-    return out
-
-
-PATH_KEYS = ("run_dir", "aliases")
-"""Keys whose value is always a path."""
-PATH_OPTIONS = ("path", "index_dir")
-"""`task_options` keys whose value is a path."""
-
-
-def against_folder(data: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """`data` with every relative path it names made absolute against `folder` (the settings
-    file's own): the harness file, a data-file task, `file.py:attr` references (task class,
-    metric, tools), `@file` descriptions, run_dir, aliases and the task's path options. Seed
-    names, registered tasks, `module:attr` and `mcp:` references are left as written."""
-    from harness_learning.evals.custom.datafile import is_data_path
-    from harness_learning.harnesses.seeds import SEEDS
-
-    def at(text: str) -> str:
-        path = Path(text).expanduser()
-        return text if path.is_absolute() else str(folder / path)
-
-    def ref(text: str) -> str:
-        module, colon, attr = text.rpartition(":")
-        if colon and module.endswith(".py"):
-            return f"{at(module)}:{attr}"
-        return at(text) if is_data_path(str(folder / text)) else text
-
-    out = dict(data)
-    for key in PATH_KEYS:
-        if isinstance(out.get(key), str):
-            out[key] = at(out[key])
-    harness = out.get("seed_harness")
-    if isinstance(harness, str) and harness not in SEEDS and "\n" not in harness:
-        out["seed_harness"] = at(harness)
-    for key in ("task", "metric"):
-        if isinstance(out.get(key), str):
-            out[key] = ref(out[key])
-    if isinstance(out.get("tools"), list):
-        out["tools"] = [ref(t) if isinstance(t, str) else t for t in out["tools"]]
-    if isinstance(out.get("describe"), str) and out["describe"].startswith("@"):
-        out["describe"] = "@" + at(out["describe"][1:])
-    if isinstance(out.get("task_options"), dict):
-        out["task_options"] = {k: at(v) if k in PATH_OPTIONS and isinstance(v, str) else v
-                               for k, v in out["task_options"].items()}
-    return out
-
-
-def _check_table(data: dict[str, Any], cls: type, path: Path, prefix: str) -> None:
-    """Every key of `data` is a field of `cls` and holds a value of its type."""
-    hints = typing.get_type_hints(cls)
-    known = {f.name: f for f in dataclasses.fields(cls)}
-    for key, value in data.items():
-        name = prefix + key
-        if key not in known:
-            raise ConfigFileError(f"{path}: unknown key {name!r}",
-                                  _unknown_hint(key, cls, prefix))
-        hint = _unwrap(hints[key])
-        if dataclasses.is_dataclass(hint) and isinstance(value, dict):
-            _check_table(value, hint, path, prefix=f"{name}.")
-            _build(hint, value, name, path)
-            continue
-        expected = _mismatch(value, hint)
-        if expected:
-            raise ConfigFileError(
-                f"{path}: key {name!r} must be {expected}, not {_kind(value)} ({value!r})",
-                f"{name}: {known[key].metadata.get('help', '') or HINT}")
-
-
-def _unknown_hint(key: str, cls: type, prefix: str) -> str:
-    """The closest field; for a flag's name (`harness`, `dev`), the field it sets."""
-    for f in dataclasses.fields(cls):
-        if key == f.metadata.get("flag"):
-            return f"the flag --{key.replace('_', '-')} is the key {f.name!r}"
-        for part in f.metadata.get("parts") or ():
-            if key == part.option:
-                return (f"the flag --{key.replace('_', '-')} is the key {part.key!r} of "
-                        f"{f.name!r}: {f.name} = {{ {part.key} = ... }}")
-    close = difflib.get_close_matches(key, [f.name for f in dataclasses.fields(cls)], n=1)
-    return f"did you mean {prefix + close[0]!r}? {HINT}" if close else HINT
-
-
-def _build(cls: type, value: dict[str, Any], name: str, path: Path) -> Any:
-    """The dataclass a table describes (its own checks, e.g. a race rule's fractions)."""
+def settings_values(data: dict[str, Any], where: str = "", folder: Path | None = None,
+                    style: str = "key") -> dict[str, Any]:
+    """`data` (setting name or field name -> value, as a file or a request gives them)
+    validated strictly by `AdaptConfig.partial()`: the values given, keyed by field name, in
+    the fields' order (a nested model's value knows which of its keys were given:
+    `model_fields_set`). Raises `ConfigFileError` in the one format, naming `where`."""
+    one_name(data, where)
+    partial = AdaptConfig.partial()
     try:
-        return to_dataclass(cls, value)
-    except (TypeError, ValueError) as exc:
-        raise ConfigFileError(f"{path}: key {name!r}: {exc}") from exc
+        text = json.dumps(data, default=str)
+        model = partial.model_validate_json(text, strict=True,
+                                            context={"folder": folder} if folder else None)
+    except ValidationError as exc:
+        raise setting_error(exc, where, style) from None
+    names = {setting_name(name): name for name in AdaptConfig.model_fields}
+    return {names[k]: getattr(model, k) for k in partial.model_fields
+            if k in model.model_fields_set}
 
 
-def to_dataclass(cls: type, value: Any) -> Any:
-    """A dataclass field's value from its table (`from_dict` where the class has one)."""
-    if not isinstance(value, dict):
-        return value
-    from_dict = getattr(cls, "from_dict", None)
-    return from_dict(value) if from_dict is not None else cls(**value)
+def one_name(data: dict[str, Any], where: str = "") -> None:
+    """A setting given under both its names (`harness` and `seed_harness`) is refused: one
+    would silently lose."""
+    for name, info in AdaptConfig.model_fields.items():
+        alias = info.validation_alias
+        if isinstance(alias, AliasChoices):
+            given = [c for c in alias.choices if c in data]
+            if len(given) > 1:
+                raise ConfigFileError(f"{where}keys {given[0]!r} and {given[1]!r} both set one "
+                                      "setting", f"keep one of them ({given[1]!r} is "
+                                      f"{setting_name(name)!r})")
 
 
-def field_objects(values: dict[str, Any], cls: type = AdaptConfig) -> dict[str, Any]:
-    """`cls(**...)` keyword arguments from a file's values (a dataclass field's table built)."""
-    hints = typing.get_type_hints(cls)
-    return {k: to_dataclass(_unwrap(hints[k]), v) if dataclasses.is_dataclass(_unwrap(hints[k]))
-            else v for k, v in values.items()}
+WORDS = {"int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
+         "float_type": "a number", "float_parsing": "a number", "string_type": "a string",
+         "bool_type": "true or false", "bool_parsing": "true or false",
+         "dict_type": "a table", "model_type": "a table", "model_attributes_type": "a table",
+         "list_type": "an array", "tuple_type": "an array"}
+"""What a value must be, by pydantic's error type."""
 
 
-def over_file(values: dict[str, Any], file_values: dict[str, Any], given: dict[str, Any],
-              cls: type = AdaptConfig) -> dict[str, Any]:
-    """`values` (`cls(**...)` arguments) with a settings file's values put under the options
-    that were `given` explicitly (option or setting name -> value): defaults < file < given.
-    A part (`--dev 40`, Studio's `dev`) sets its key in the file's table, keeping its others."""
-    hints = typing.get_type_hints(cls)
+def setting_error(exc: ValidationError, where: str = "", style: str = "key") -> ConfigFileError:
+    """The first of `exc`'s errors as one line naming the setting (`style`: "key" of a file,
+    "flag" of the command line, "setting" of Studio's form) with a hint."""
+    error = exc.errors()[0]
+    loc = [str(p) for p in error["loc"]]
+    name, value, kind = ".".join(loc), error.get("input"), error["type"]
+    said = _named(loc, style)
+    if kind == "extra_forbidden":
+        return ConfigFileError(f"{where}unknown {style} {said}", _unknown_hint(loc, style))
+    label = said if style == "flag" else f"{style} {said}"
+    hint = f"{name}: {_help(loc) or HINT}"
+    if kind == "literal_error":
+        return ConfigFileError(f"{where}{label} must be one of {error['ctx']['expected']}, "
+                               f"not {value!r}", hint)
+    if kind in WORDS:
+        return ConfigFileError(f"{where}{label} must be {WORDS[kind]}, not {_kind(value)} "
+                               f"({value!r})", hint)
+    message = str(error["msg"]).removeprefix("Value error, ")
+    got = "" if kind == "value_error" else f" (got {value!r})"  # its own message names it
+    return ConfigFileError(f"{where}{label}: {message}{got}", hint)
+
+
+def _named(loc: list[str], style: str) -> str:
+    """A setting as `style` names it: `'budget.tokens'`, or the flag `--max-tokens`."""
+    if style != "flag":
+        return repr(".".join(loc))
+    info = AdaptConfig.model_fields.get(loc[0])
+    part = next((p for p in parts_of(info) if len(loc) > 1 and p.key == loc[1]), None)
+    flag = part.option if part else setting_name(loc[0]) if info else loc[0]
+    return "--" + flag.replace("_", "-")
+
+
+def _model_at(loc: list[str]) -> type[BaseModel]:
+    """The model holding the last key of `loc` (AdaptConfig, or a nested one)."""
+    model: type[BaseModel] = AdaptConfig
+    for key in loc[:-1]:
+        info = model.model_fields.get(key) or model.model_fields.get(_field_of(key))
+        inner = getattr(info, "annotation", None)
+        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            break
+        model = inner
+    return model
+
+
+def _field_of(key: str) -> str:
+    return {setting_name(n): n for n in AdaptConfig.model_fields}.get(key, key)
+
+
+def _help(loc: list[str]) -> str:
+    model = _model_at(loc)
+    info = model.model_fields.get(_field_of(loc[-1])) if model is AdaptConfig else \
+        model.model_fields.get(loc[-1])
+    return (info.description or "") if info is not None else ""
+
+
+def _unknown_hint(loc: list[str], style: str) -> str:
+    """The closest key; for a flag's part (`dev`), the key of the field it sets."""
+    key, prefix = loc[-1], "".join(f"{k}." for k in loc[:-1])
+    if len(loc) == 1:
+        for name, info in AdaptConfig.model_fields.items():
+            for part in parts_of(info):
+                if key == part.option:
+                    return (f"the flag --{key.replace('_', '-')} is the key {part.key!r} of "
+                            f"{name!r}: {name} = {{ {part.key} = ... }}")
+    model = _model_at(loc)
+    names = [setting_name(n) for n in model.model_fields] if model is AdaptConfig \
+        else list(model.model_fields)
+    close = difflib.get_close_matches(key, names, n=1)
+    general = HINT if style != "setting" else "the settings are the adapter's form"
+    return f"did you mean {prefix + close[0]!r}? {general}" if close else general
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    return {str: "a string", int: "an integer", float: "a number", list: "an array",
+            dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def over_file(values: dict[str, Any], file_values: dict[str, Any],
+              given: dict[str, Any]) -> dict[str, Any]:
+    """`values` (`AdaptConfig(**...)` arguments) with a settings file's values put under the
+    options that were `given` explicitly (option or setting name -> value): defaults < file <
+    given. A part (`--dev 40`, Studio's `dev`) sets its key in the file's table, keeping its
+    others."""
     merged = dict(values)
-    for f in dataclasses.fields(cls):
-        if f.name not in file_values:
-            continue
-        inner = _unwrap(hints[f.name])
-        from_file = to_dataclass(inner, file_values[f.name]) if dataclasses.is_dataclass(inner) \
-            else file_values[f.name]
-        parts = f.metadata.get("parts") or ()
+    for name, from_file in file_values.items():
+        parts = parts_of(AdaptConfig.model_fields[name])
         if parts:
             typed = {p.key: _plain(given[p.option]) for p in parts if p.option in given}
-            merged[f.name] = (dataclasses.replace(from_file, **typed)
-                              if dataclasses.is_dataclass(from_file) else {**from_file, **typed})
-        elif f.name not in given and f.metadata.get("flag") not in given:
-            merged[f.name] = from_file
+            merged[name] = {**_table(from_file), **typed}
+        elif name not in given and setting_name(name) not in given:
+            merged[name] = from_file
     return merged
+
+
+def _table(value: Any) -> dict[str, Any]:
+    return value.model_dump(exclude_unset=True) if isinstance(value, BaseModel) else dict(value)
 
 
 def _plain(value: Any) -> Any:
@@ -210,64 +215,9 @@ def disagreements(values: dict[str, Any], stored: AdaptConfig) -> list[str]:
     from harness_learning.graphs.adapter.inputs import resolve_inputs
     from harness_learning.graphs.adapter.settings import differences
 
-    resolved, _ = resolve_inputs(dataclasses.replace(stored, **field_objects(values)))
+    resolved, _ = resolve_inputs(stored.replace(**values))
     return differences({k: getattr(resolved, k) for k in values}, stored)
 
 
-def _unwrap(hint: Any) -> Any:
-    """The type inside `X | None` (TOML has no null: a key left out is the default)."""
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return hint
-
-
-def _mismatch(value: Any, hint: Any) -> str | None:
-    """What `hint` wants, in words, when `value` is not one; None when it is."""
-    origin = typing.get_origin(hint)
-    if origin is Literal:
-        choices = typing.get_args(hint)
-        return None if value in choices else "one of " + ", ".join(map(repr, choices))
-    if origin in (list, tuple):
-        item = _unwrap(typing.get_args(hint)[0]) if typing.get_args(hint) else Any
-        if not isinstance(value, list):
-            return f"an array of {_plural(item)}"
-        bad = next((v for v in value if _mismatch(v, item)), None)
-        return None if bad is None else f"an array of {_plural(item)}"
-    if origin is dict or hint is dict:
-        return None if isinstance(value, dict) else "a table"
-    if dataclasses.is_dataclass(hint):
-        return "a table"
-    if hint is Any:
-        return None
-    if hint is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-    elif hint is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif hint is Path:
-        ok = isinstance(value, str)
-    else:
-        ok = isinstance(value, hint)
-    return None if ok else _name(hint)
-
-
-def _name(hint: Any) -> str:
-    return {str: "a string", int: "an integer", float: "a number", bool: "true or false",
-            Path: "a path (a string)", Any: "values"}.get(hint, f"a {getattr(hint, '__name__', hint)}")
-
-
-def _plural(hint: Any) -> str:
-    return {str: "strings", int: "integers", float: "numbers", bool: "booleans"}.get(
-        hint, "values")
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    return {str: "a string", int: "an integer", float: "a number", list: "an array",
-            dict: "a table"}.get(type(value), type(value).__name__)
-
-
-__all__ = ["ConfigFileError", "disagreements", "field_objects", "over_file",
-           "read_config_file", "to_dataclass"]
+__all__ = ["ConfigFileError", "SettingError", "disagreements", "over_file", "read_config_file",
+           "setting_error", "settings_values"]

@@ -11,11 +11,10 @@ never takes back rounds it made.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
-from harness_learning.graphs.adapter.config import AdaptConfig, Budget
+from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.harnesses.rundir import RunDir
 
 EXTENDABLE = ("rounds", "budget")
@@ -53,8 +52,7 @@ def extended(stored: AdaptConfig, changes: dict[str, tuple[Any, Any]]) -> AdaptC
     rounds = changes.get("rounds", (None, stored.rounds))[1]
     limits = {k.removeprefix("budget."): new for k, (_, new) in changes.items()
               if k.startswith("budget.")}
-    return dataclasses.replace(stored, rounds=rounds,
-                               budget=Budget(**{**dataclasses.asdict(stored.budget), **limits}))
+    return stored.replace(rounds=rounds, budget=stored.budget.model_copy(update=limits))
 
 
 def extend_run(stored: AdaptConfig, changes: dict[str, tuple[Any, Any]], how: str,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +64,10 @@ async def final_evaluation(run_dir: str | Path, n: int = 0, console=None,
     run = RunDir.open(run_dir)
     config = load_config(run)
     if store:
-        config = replace(config, store=store)
+        config = config.replace(store=store)
     purpose, plot, diffs = "test", run.plot, run.diffs
     if solver:
-        config = replace(config, solver=solver)
+        config = config.replace(solver=solver)
         purpose = f"test@{solver}"
         from harness_learning.graphs.runreport.model import short_model
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +42,7 @@ def resolve_inputs(config: AdaptConfig) -> tuple[AdaptConfig, str | None]:
     """The config as stored (a `describe` given as @file becomes its text, a harness given as
     source text becomes the stored file's name) and the start source to store (None for a
     seed, which the package holds)."""
-    config = replace(config, tools=list(config.tools))
+    config = config.replace(tools=list(config.tools))
     if config.describe and config.describe.startswith("@"):
         config.describe = _read_text(config.describe[1:], "--describe")
     source = harness_text(config.seed_harness) if config.seed_harness is not None else None

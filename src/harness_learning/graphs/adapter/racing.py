@@ -32,18 +32,22 @@ from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
 K = TypeVar("K", bound=Hashable)
 
 
-@dataclass(frozen=True)
-class RaceRule:
-    """The schedule and the stopping rule of a race."""
+class RaceRule(BaseModel):
+    """The schedule and the stopping rule of a race (a run's `race` setting: a JSON object or a
+    TOML table of these keys; an unknown key is refused)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     fractions: tuple[float, ...] = (0.3125, 0.75, 1.0)
     """Cumulative fractions of the problems run by the end of each stage; the last must be 1.
     A first stage of 1/8 spends 4x fewer calls than full evaluation but picks the best
     candidate markedly less often (`harness-learn bench racing`)."""
-    z: float = 1.64
+    z: float = Field(1.64, ge=0)
     """A candidate behind the leader by more than z standard errors (paired) is dropped."""
     keep: tuple[float, ...] | None = (0.5, 0.75)
     """Of the candidates that entered a stage, at most this fraction (rounded up) go on: entry i
@@ -52,25 +56,26 @@ class RaceRule:
     of its P(best) in every simulated scenario; successive halving, `keep=(0.5,)` with
     fractions (0.25, 0.5, 1), saves 2x but picks the best less often in near ties
     (`harness-learn bench racing --curve`)."""
-    min_stage: int = 4
+    min_stage: int = Field(4, ge=1)
     """No stage ends before this many problems (tiny pools are raced in fewer stages)."""
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _schedule(self) -> RaceRule:
+        """The stages rise to the whole pool, and each `keep` is a fraction."""
         f = self.fractions
         if not f or any(b <= a for a, b in zip(f, f[1:], strict=False)) or f[-1] != 1.0 or f[0] <= 0:
             raise ValueError(f"RaceRule.fractions must rise strictly to 1.0, got {f}")
-        if self.z < 0 or self.min_stage < 1:
-            raise ValueError("RaceRule needs z >= 0 and min_stage >= 1")
         if self.keep is not None and (not self.keep or any(not 0 < k <= 1 for k in self.keep)):
             raise ValueError(f"RaceRule.keep must be None or fractions in (0, 1], got {self.keep}")
+        return self
 
     @classmethod
     def from_dict(cls, values: dict) -> RaceRule:
         """A rule from its JSON form (lists for tuples); unknown keys are an error."""
-        known = set(cls.__dataclass_fields__)
+        known = set(cls.model_fields)
         if unknown := set(values) - known:
             raise ValueError(f"unknown race rule keys {sorted(unknown)}; known: {sorted(known)}")
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+        return cls(**values)
 
     def survivors(self, stage: int, entered: int) -> int:
         """At most how many of the `entered` candidates go on after stage `stage` (from 0)."""

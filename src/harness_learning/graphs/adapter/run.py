@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import json
 from collections.abc import Callable
@@ -91,7 +90,7 @@ def with_split_secret(config: AdaptConfig, stored: AdaptConfig | None) -> AdaptC
     else:
         previous = new_split_secret()
     options = {**config.task_options, "split_secret": previous}
-    return dataclasses.replace(config, task_options=options)
+    return config.replace(task_options=options)
 
 
 def load_config(run_dir: str | Path | RunDir) -> AdaptConfig:

@@ -1,9 +1,11 @@
 """The adapter's settings as a typed schema: LangGraph's `context_schema`, so Studio shows a
-settings form and the SDK takes `context={...}`. Generated from `AdaptConfig`'s fields and help
-texts, like `harness-learn adapt`'s options (`graphs/cli/options.py`): a field is one setting
-(`seed_harness` under its flag's name, `harness`), a structured field also one setting per
-`Part` (`dev`, `test`, `data`, `max_solver_calls`, ...). A setting left unset (None) keeps the
-field's default, or the track's for the knobs the paper fixes per track.
+settings form and the SDK takes `context={...}`. It is `AdaptConfig.partial()` (every field
+optional, under its setting's name: `harness` for `seed_harness`), shown with the fields'
+defaults, and like `harness-learn adapt`'s flags also one setting per `Part` of a structured
+field (`dev`, `test`, `data`, `max_solver_calls`, ...; the budget by its parts only). A setting
+left unset (None) keeps the field's default, or the track's for the knobs the paper fixes per
+track. Given settings are validated by the model like a settings file's
+(`config_file.settings_values`), and refused in the same one-line format.
 
 Settings describe a run when it starts; the run directory then holds them (config.json), so a
 thread is resumed and read without repeating them (see `graphs.adapter.server_threads`).
@@ -11,68 +13,52 @@ thread is resumed and read without repeating them (see `graphs.adapter.server_th
 
 from __future__ import annotations
 
-import dataclasses
-import types
-import typing
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from harness_learning.graphs.adapter.config import AdaptConfig, Budget
-from harness_learning.graphs.adapter.racing import RaceRule
+from harness_learning.graphs.adapter.config import AdaptConfig, setting_name
+from harness_learning.graphs.adapter.setting_kinds import parts_of
 
 DEFAULT_TASK = "rg:basic_arithmetic"
 """The task of a thread whose settings name none: quick, and needs no data files."""
 
 
-def _unwrap(hint: Any) -> Any:
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return hint
-
-
-def _plain_type(hint: Any) -> Any:
-    """The JSON-friendly type of a setting (paths are strings, dataclasses JSON objects)."""
-    inner = _unwrap(hint)
-    if inner is Path:
-        return str
-    if dataclasses.is_dataclass(inner) or typing.get_origin(inner) is dict:
-        return dict[str, Any]
-    return inner
-
-
-def _shown_default(f: dataclasses.Field) -> Any:
-    """The default the form shows: the field's own when it is a plain value, else None."""
-    if f.name == "task":
-        return DEFAULT_TASK
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        value = f.default_factory()  # type: ignore[misc]
-        return value if isinstance(value, dict | list) else None
-    return None
-
-
-def _setting_specs() -> dict[str, tuple[Any, Any]]:
-    """name -> (type, pydantic Field) for every setting, in AdaptConfig's order."""
-    hints = typing.get_type_hints(AdaptConfig)
+def _form_fields() -> dict[str, tuple[Any, Any]]:
+    """name -> (type, Field) of the form: the partial model's fields, shown with their
+    defaults (a nested model as a JSON object), then the parts."""
+    partial = AdaptConfig.partial()
     specs: dict[str, tuple[Any, Any]] = {}
-    for f in dataclasses.fields(AdaptConfig):
-        help_text = f.metadata.get("help", "")
-        inner = _unwrap(hints[f.name])
-        parts = f.metadata.get("parts") or ()
-        if f.name == "run_dir":
-            help_text += " Default: a directory of its own per thread, outside the source tree."
-        if not (parts and dataclasses.is_dataclass(inner)):  # a dataclass with parts: parts only
-            name = f.metadata.get("flag") or f.name
-            specs[name] = (_plain_type(hints[f.name]) | None,
-                           Field(_shown_default(f), description=help_text))
+    for name, info in AdaptConfig.model_fields.items():
+        parts = parts_of(info)
+        form = partial.model_fields[setting_name(name)]
+        if not (parts and isinstance(info.annotation, type)
+                and issubclass(info.annotation, BaseModel)):  # the budget: its parts only
+            kind = form.annotation
+            if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+                kind = dict[str, Any] | None
+            specs[setting_name(name)] = (kind, Field(_shown_default(name, info),
+                                                     description=_help(name, info)))
         for part in parts:
-            specs[part.option] = (_plain_type(part.type) | None, Field(None, description=part.help))
+            kind = str if part.type is Path else part.type
+            specs[part.option] = (kind | None, Field(None, description=part.help))
     return specs
+
+
+def _shown_default(name: str, info: Any) -> Any:
+    """The default the form shows: the field's own when it is a plain value, else None."""
+    if name == "task":
+        return DEFAULT_TASK
+    value = None if info.is_required() else info.get_default(call_default_factory=True)
+    return None if isinstance(value, BaseModel) else value
+
+
+def _help(name: str, info: Any) -> str:
+    help_text = info.description or ""
+    if name == "run_dir":
+        help_text += " Default: a directory of its own per thread, outside the source tree."
+    return help_text
 
 
 AdapterSettings: type[BaseModel] = create_model(
@@ -81,7 +67,7 @@ AdapterSettings: type[BaseModel] = create_model(
     # by name (ignored, a typo would silently run the defaults).
     __config__=ConfigDict(extra="allow", title="Adaptation settings"),
     __doc__="The settings of one adaptation run (AdaptConfig); unset ones keep their defaults.",
-    **_setting_specs(),
+    **_form_fields(),
 )
 """Studio's settings form of the adapter (and the type of `runtime.context`)."""
 
@@ -108,8 +94,7 @@ def given_settings(context: Any) -> dict[str, Any]:
     else:
         values = dict(context)
     known = AdapterSettings.model_fields
-    aliases = {f.name: f.metadata["flag"] for f in dataclasses.fields(AdaptConfig)
-               if f.metadata.get("flag")}
+    aliases = {name: setting_name(name) for name in AdaptConfig.model_fields}
     out: dict[str, Any] = {}
     for key, value in values.items():
         name = aliases.get(key, key)
@@ -135,21 +120,20 @@ def _unknown(key: str, known: list[str]) -> str:
 
 
 def config_values(settings: dict[str, Any]) -> dict[str, Any]:
-    """`AdaptConfig(**...)` keyword arguments from settings (parts folded into their field)."""
+    """`AdaptConfig(**...)` keyword arguments from settings (parts folded into their field),
+    validated by the model; a bad one raises `config_file.ConfigFileError`, naming it."""
+    from harness_learning.graphs.adapter.config_file import settings_values
+
     values: dict[str, Any] = {}
-    for f in dataclasses.fields(AdaptConfig):
-        name = f.metadata.get("flag") or f.name
-        if name in settings:
-            values[f.name] = settings[name]
-        parts = {p.key: settings[p.option] for p in f.metadata.get("parts") or ()
-                 if p.option in settings}
+    for name, info in AdaptConfig.model_fields.items():
+        if setting_name(name) in settings:
+            values[name] = settings[setting_name(name)]
+        parts = {p.key: settings[p.option] for p in parts_of(info) if p.option in settings}
         if parts:
-            values[f.name] = {**(values.get(f.name) or {}), **parts}
-    if isinstance(values.get("budget"), dict):
-        values["budget"] = Budget(**values["budget"])
-    if isinstance(values.get("race"), dict):
-        values["race"] = RaceRule.from_dict(values["race"])
-    return values
+            given = values.get(name) or {}
+            values[name] = {**(given.model_dump(exclude_unset=True)
+                               if isinstance(given, BaseModel) else given), **parts}
+    return settings_values(values, style="setting")
 
 
 def conflicts(settings: dict[str, Any], stored: AdaptConfig) -> list[str]:
@@ -161,11 +145,11 @@ def conflicts(settings: dict[str, Any], stored: AdaptConfig) -> list[str]:
 def differences(wanted: dict[str, Any], stored: AdaptConfig) -> list[str]:
     """The fields of `wanted` (field name -> value) that `stored` holds otherwise, as
     `name: wanted != stored`; a dict is compared on the keys `wanted` gives."""
-    stored_values = dataclasses.asdict(stored)
+    stored_values = stored.model_dump()
     out = []
     for name, value in wanted.items():
-        if dataclasses.is_dataclass(value):
-            value = dataclasses.asdict(value)
+        if isinstance(value, BaseModel):
+            value = value.model_dump()
         have = stored_values.get(name)
         if name == "run_dir":
             same = Path(str(value)).expanduser().resolve() == Path(str(have)).resolve()

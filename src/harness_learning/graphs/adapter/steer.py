@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ async def adapter_app(run_dir: str | Path, *, exclusive: bool = False,
     (`--store`), instead of the one config.json names."""
     config = load_config(run_dir)
     if store:
-        config = dataclasses.replace(config, store=store)
+        config = config.replace(store=store)
     run = RunDir(run_dir)
     if not has_checkpoints(run, config.store):
         yield None

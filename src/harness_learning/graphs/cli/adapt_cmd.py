@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import BaseModel
 
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.sealed_inputs import TRUST_HELP
+from harness_learning.graphs.adapter.setting_kinds import parts_of
 from harness_learning.graphs.cli import app
 from harness_learning.graphs.cli._common import (
     SANDBOX_HELP,
@@ -62,10 +63,13 @@ def adapt(**options: Any) -> None:
 def _config_of(ctx: typer.Context, config_file: Path | None, options: dict[str, Any]) -> AdaptConfig:
     """The run's config: the fields' defaults, under the settings file's values, under the
     flags typed on the command line. Nothing is written before it is whole and checked."""
+    from pydantic import ValidationError
+
     from harness_learning.graphs.adapter.config_file import (
         ConfigFileError,
         over_file,
         read_config_file,
+        setting_error,
     )
     from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
 
@@ -79,7 +83,10 @@ def _config_of(ctx: typer.Context, config_file: Path | None, options: dict[str, 
                 flag = "--" + name.replace("_", "-")
                 raise CliError(f"Missing option '{flag}' (or the key {name!r} of a --config "
                                "file)", "see `harness-learn adapt --help`", EXIT_USAGE)
-        return AdaptConfig(**values)
+        try:
+            return AdaptConfig(**values)
+        except ValidationError as exc:  # a typed flag's value (a file's was checked)
+            raise setting_error(exc, style="flag") from None
     except ConfigFileError as exc:
         raise CliError(str(exc), exc.hint, EXIT_USAGE) from exc
     except (TypeError, ValueError) as exc:
@@ -138,7 +145,7 @@ def resume(**options: Any) -> None:
             give_location(str(settings["experience"]))
     config = _extended(config, settings, config_file, store)
     if store:  # for this process only: config.json keeps the store the run was started on
-        config = dataclasses.replace(config, store=store)
+        config = config.replace(store=store)
     _run(config, resume=True, as_json=as_json, trust=trust)
 
 
@@ -155,14 +162,14 @@ def _typed_settings(ctx: typer.Context, options: dict[str, Any]) -> dict[str, An
     typed = given_options(ctx, options)
     settings: dict[str, Any] = {}
     values = field_values(AdaptConfig, {**options, **dict.fromkeys(RESUME_OWN)})
-    for f in dataclasses.fields(AdaptConfig):
-        parts = f.metadata.get("parts") or ()
+    for name, info in AdaptConfig.model_fields.items():
+        parts = parts_of(info)
         if parts:
             given = {p.key: _plain(options[p.option]) for p in parts if p.option in typed}
             if given:
-                settings[f.name] = given
-        elif f.name in typed:
-            settings[f.name] = values[f.name]
+                settings[name] = given
+        elif name in typed:
+            settings[name] = values[name]
     return settings
 
 
@@ -182,8 +189,8 @@ def _extended(config: AdaptConfig, wanted: dict[str, Any], config_file: Path | N
         others["run_dir"] = wanted["run_dir"]
     _check_agrees(others, config, config_file)
     budget = wanted.get("budget") or {}
-    if not isinstance(budget, dict):
-        budget = dataclasses.asdict(budget)
+    if isinstance(budget, BaseModel):  # a file's table: the keys it gives
+        budget = budget.model_dump(exclude_unset=True)
     with user_errors("resume raises --rounds and the budgets (--max-solver-calls, "
                      "--max-tokens, --max-cost-usd); lower ones are refused"):
         changes = extension(config, wanted.get("rounds"), budget)

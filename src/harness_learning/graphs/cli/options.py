@@ -1,13 +1,14 @@
-"""Command-line options generated from a config dataclass (TRL's `HfArgumentParser` idea): each
-field's `metadata["help"]` is its `--help` text, so a new field becomes a new option and the
-flags, their defaults and their docs are written once, on the dataclass.
+"""Command-line options generated from a settings model (TRL's `HfArgumentParser` idea): each
+field's help (a pydantic field's description, a dataclass field's `metadata["help"]`) is its
+`--help` text, so a new field becomes a new option and the flags, their defaults and their
+docs are written once, on the model.
 
 - a scalar field (`str`, `int`, `float`, `bool`, optional or not) is one option; a `bool` gets
   `--x/--no-x`; a `Literal` is checked against its choices; a `list[str]` is a repeatable
-  option; `metadata["flag"]` renames the option (`--harness` sets `seed_harness`);
-- a field with `metadata["parts"]` (see `graphs.adapter.config.Part`) is one option per part,
-  each setting one key of the field's dict or dataclass;
-- any other field (a dict, a dataclass) is one option taking JSON.
+  option; the setting's name is the option's (`--harness` sets `seed_harness`);
+- a field with parts (see `graphs.adapter.setting_kinds.Part`) is one option per part, each
+  setting one key of the field's dict or model;
+- any other field (a dict, a model) is one option taking JSON.
 
 With a settings file (`adapt --config FILE.toml`, read by `graphs.adapter.config_file`) the
 file's values sit between the fields' defaults and the flags given on the command line
@@ -25,8 +26,39 @@ from pathlib import Path
 from typing import Any, Literal
 
 import typer
+from pydantic import BaseModel, ValidationError
 
 SCALARS = (str, int, float, bool, Path)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Field:
+    """One field of a settings model or a config dataclass, as the options see it."""
+
+    name: str
+    flag: str
+    hint: Any
+    default: Any  # ... when required
+    base: Any  # the default, a factory's called
+    help: str
+    parts: tuple = ()
+
+
+def _fields(cls: type) -> list[_Field]:
+    hints = typing.get_type_hints(cls)
+    if issubclass(cls, BaseModel):
+        from harness_learning.graphs.adapter.setting_kinds import parts_of, setting_name_of
+
+        return [_Field(name, setting_name_of(name, info), hints[name],
+                       ... if info.is_required() or info.default_factory else info.default,
+                       None if info.is_required() else info.get_default(call_default_factory=True),
+                       info.description or "", parts_of(info))
+                for name, info in cls.model_fields.items()]
+    return [_Field(f.name, f.metadata.get("flag") or f.name, hints[f.name],
+                   ... if f.default is dataclasses.MISSING else f.default,
+                   f.default_factory() if f.default_factory is not dataclasses.MISSING  # type: ignore[misc]
+                   else f.default, f.metadata.get("help", ""), f.metadata.get("parts") or ())
+            for f in dataclasses.fields(cls)]
 
 
 def _unwrap(hint: Any) -> tuple[Any, bool]:
@@ -56,40 +88,29 @@ def _is_str_list(hint: Any) -> bool:
     return typing.get_origin(hint) is list and typing.get_args(hint) == (str,)
 
 
-def _default(f: dataclasses.Field) -> Any:
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    return ...  # required (a default_factory field is never a scalar option)
-
-
 def field_parameters(cls: type, required: bool = True) -> list[inspect.Parameter]:
     """One keyword parameter per option of `cls`, ready for a typer command's signature.
     `required=False`: a field without a default is an option defaulting to None (a settings
     file may give it; the command checks that one of them did)."""
-    hints = typing.get_type_hints(cls)
     params: list[inspect.Parameter] = []
-    for f in dataclasses.fields(cls):
-        help_text = f.metadata.get("help", "")
-        inner, optional = _unwrap(hints[f.name])
-        parts = f.metadata.get("parts") or ()
-        flag = f.metadata.get("flag")
-        if parts:
-            params += [_param(p.option, p.type | None, None, p.help) for p in parts]
+    for f in _fields(cls):
+        inner, optional = _unwrap(f.hint)
+        if f.parts:
+            params += [_param(p.option, p.type | None, None, p.help) for p in f.parts]
         elif typing.get_origin(inner) is Literal:
             choices = ", ".join(map(str, typing.get_args(inner)))
-            params.append(_param(f.name, str | None if optional else str, _default(f),
-                                 help_text or f"One of {choices}.", flag=flag))
+            params.append(_param(f.name, str | None if optional else str, f.default,
+                                 f.help or f"One of {choices}.", flag=f.flag))
         elif inner in SCALARS:
-            default = _default(f)
-            if default is ... and not required:
-                params.append(_param(f.name, inner | None, None, help_text, flag=flag))
+            if f.default is ... and not required:
+                params.append(_param(f.name, inner | None, None, f.help, flag=f.flag))
                 continue
-            params.append(_param(f.name, hints[f.name], default, help_text,
-                                 is_bool=inner is bool, flag=flag))
+            params.append(_param(f.name, f.hint, f.default, f.help, is_bool=inner is bool,
+                                 flag=f.flag))
         elif _is_str_list(inner):
-            params.append(_param(f.name, list[str] | None, None, help_text, flag=flag))
+            params.append(_param(f.name, list[str] | None, None, f.help, flag=f.flag))
         else:
-            params.append(_param(f.name, str, "", help_text, flag=flag))
+            params.append(_param(f.name, str, "", f.help, flag=f.flag))
     return params
 
 
@@ -97,13 +118,11 @@ def field_values(cls: type, given: dict[str, Any]) -> dict[str, Any]:
     """The keyword arguments of `cls(...)` from a command's options (pops them from `given`).
     A part or JSON option left unset keeps the field's default; bad values raise
     `typer.BadParameter` naming the option."""
-    hints = typing.get_type_hints(cls)
     values: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        inner, _ = _unwrap(hints[f.name])
-        parts = f.metadata.get("parts") or ()
-        if parts:
-            set_ = {p.key: _plain(given.pop(p.option)) for p in parts}
+    for f in _fields(cls):
+        inner, _ = _unwrap(f.hint)
+        if f.parts:
+            set_ = {p.key: _plain(given.pop(p.option)) for p in f.parts}
             set_ = {k: v for k, v in set_.items() if v is not None}
             if set_:
                 values[f.name] = _merged(f, inner, set_)
@@ -111,7 +130,7 @@ def field_values(cls: type, given: dict[str, Any]) -> dict[str, Any]:
             value = given.pop(f.name)
             if value is not None and value not in typing.get_args(inner):
                 choices = ", ".join(map(str, typing.get_args(inner)))
-                raise typer.BadParameter(f"--{f.name.replace('_', '-')} {value!r}: choose one "
+                raise typer.BadParameter(f"--{f.flag.replace('_', '-')} {value!r}: choose one "
                                          f"of {choices}")
             values[f.name] = value
         elif inner in SCALARS:
@@ -129,23 +148,20 @@ def _plain(value: Any) -> Any:
     return str(value) if isinstance(value, Path) else value
 
 
-def _base(f: dataclasses.Field) -> Any:
-    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-
-
-def _merged(f: dataclasses.Field, inner: Any, set_: dict[str, Any]) -> Any:
+def _merged(f: _Field, inner: Any, set_: dict[str, Any]) -> Any:
     """The field's default with the parts that were given set."""
-    base = _base(f)
-    if dataclasses.is_dataclass(base):
-        return dataclasses.replace(base, **set_)
+    if isinstance(f.base, BaseModel):  # a table the model validates (naming the flag)
+        return {**f.base.model_dump(), **set_}
+    if dataclasses.is_dataclass(f.base):
+        return dataclasses.replace(f.base, **set_)  # type: ignore[type-var]
     if inner is dict or typing.get_origin(inner) is dict:
         # task_options: only what was given, so each task keeps its own defaults
-        return {**base, **set_}
-    raise TypeError(f"field {f.name}: parts need a dict or dataclass field")
+        return {**f.base, **set_}
+    raise TypeError(f"field {f.name}: parts need a dict or model field")
 
 
-def _from_json(f: dataclasses.Field, inner: Any, text: str) -> Any:
-    flag = "--" + f.name.replace("_", "-")
+def _from_json(f: _Field, inner: Any, text: str) -> Any:
+    flag = "--" + f.flag.replace("_", "-")
     try:
         data = json.loads(text)
         if not isinstance(data, dict):
@@ -153,9 +169,16 @@ def _from_json(f: dataclasses.Field, inner: Any, text: str) -> Any:
         from_dict = getattr(inner, "from_dict", None)
         if from_dict is not None:
             return from_dict(data)
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            return inner.model_validate(data)
         if dataclasses.is_dataclass(inner):
             return inner(**data)
         return data
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        said = str(first["msg"]).removeprefix("Value error, ")
+        raise typer.BadParameter(f"{flag}: {where + ': ' if where else ''}{said}") from exc
     except (ValueError, TypeError) as exc:
         raise typer.BadParameter(f"{flag}: {exc}") from exc
 

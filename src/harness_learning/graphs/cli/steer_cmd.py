@@ -3,7 +3,6 @@ approve` for a run that waits (from any shell) and `harness-learn rollback`."""
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -160,7 +159,7 @@ def approve(
     with user_errors():  # a handed run's kept code is not imported unasked (as resume)
         check_sealed(inputs_dir(config), trust_inputs)
     if store:  # for this process only, as `resume --store`
-        config = dataclasses.replace(config, store=store)
+        config = config.replace(store=store)
     pending = pending_approval(run_dir, store=store)
     if pending is None:
         raise CliError(f"{run_dir} waits for no approval",
