@@ -27,10 +27,11 @@ from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
-from harness_learning.graphs.adapter.nodes import make_candidate, round_exposure
+from harness_learning.graphs.adapter.nodes import round_exposure
 from harness_learning.graphs.adapter.proposer import build_proposer_messages
 from harness_learning.graphs.adapter.race_round import race_candidates
 from harness_learning.graphs.adapter.racing import RaceRule
+from harness_learning.graphs.adapter.rounds import make_candidate
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning.harnesses.store import proposal_id
 from harness_learning.harnesses.toolbox import Toolbox

@@ -12,7 +12,7 @@ from harness_learning.evals.guards import MEMO_PREFIX
 from harness_learning.evals.judge import INVALID_KINDS, REWARD_HACKING
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
-from harness_learning.graphs.adapter.nodes import make_candidate
+from harness_learning.graphs.adapter.rounds import make_candidate
 from harness_learning.harnesses.llm import Completion
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning_lab.reliability.common import SumTask

@@ -28,6 +28,7 @@ from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.merge_round import make_merge_node
 from harness_learning.graphs.adapter.nodes import make_nodes, stop_reason
 from harness_learning.graphs.adapter.race_round import make_race_node
+from harness_learning.graphs.adapter.rounds import make_round_nodes
 from harness_learning.graphs.adapter.settings import AdapterSettings
 from harness_learning.graphs.adapter.state import AdapterInput, AdapterOutput, AdapterState
 
@@ -44,7 +45,8 @@ NODES = ("init", "sample", "evaluate_current", "candidate", "race", "merge", "se
 def _steps(ctx: AdapterContext, on_finish: FinishHook | None = None) -> dict[str, Any]:
     """The node functions of one run, bound to its context (each in its span, when the run
     is traced: `trace_spans`)."""
-    steps = {**make_nodes(ctx), "race": make_race_node(ctx), "merge": make_merge_node(ctx)}
+    steps = {**make_nodes(ctx), **make_round_nodes(ctx), "race": make_race_node(ctx),
+             "merge": make_merge_node(ctx)}
 
     def route(state: AdapterState) -> str:
         return "finish" if stop_reason(ctx.config, state) else "sample"

@@ -11,8 +11,9 @@ stored evaluations (`merge_candidate`, `evaluate_cached`).
 from __future__ import annotations
 
 from harness_learning.graphs.adapter.context import AdapterContext
-from harness_learning.graphs.adapter.nodes import make_candidate, round_candidates
+from harness_learning.graphs.adapter.nodes import round_candidates
 from harness_learning.graphs.adapter.parents import merge_candidate
+from harness_learning.graphs.adapter.rounds import make_candidate
 from harness_learning.graphs.adapter.state import AdapterState
 
 
