@@ -92,9 +92,10 @@ def hostile_copy(sim_run: Path, tmp_path: Path) -> Path:
     run = tmp_path / "run"
     shutil.copytree(sim_run, run)
     with sqlite3.connect(run / "log.sqlite") as db:
-        db.execute("UPDATE proposals SET invalid_reason = ? WHERE valid = 0",
-                   (HOSTILE.replace("\ud800", "\ufffd"),))
-        pid = db.execute("SELECT id FROM proposals WHERE valid = 0 LIMIT 1").fetchone()[0]
+        invalid = "json_extract(outcome, '$.valid') = 0"  # the judge's outcome, as JSON
+        db.execute(f"UPDATE proposals SET outcome = json_set(outcome, '$.invalid_reason', ?) "
+                   f"WHERE {invalid}", (HOSTILE.replace("\ud800", "\ufffd"),))
+        pid = db.execute(f"SELECT id FROM proposals WHERE {invalid} LIMIT 1").fetchone()[0]
         prompt = json.dumps([{"role": "user", "content": HOSTILE}])  # ASCII: "\ud800" escaped
         db.execute("UPDATE proposals SET prompt = ? WHERE id = ?", (prompt, pid))
     return run
