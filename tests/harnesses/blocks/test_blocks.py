@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from renamed_qa import RENAMED_TWO_HOP
 
 from harness_learning.harnesses.blocks import majority, normalise_short
 from harness_learning.harnesses.blocks.qa import ANSWER_FROM_PASSAGES, Shown, bounded
@@ -214,7 +215,7 @@ SMOL = "local:smollm2-135m"
 def test_the_answer_reads_the_passages_of_every_hop_not_the_notes(local_model_url) -> None:
     source = apply_operator(OPERATORS["passages"], seed_source("multihop_two_hop"))
     question = "On which river lies the birthplace of Mara Lind?"
-    result = run(source, question, TinyBM25(), SMOL, max_tokens=48)
+    result = run(source, question, TinyBM25(), SMOL, max_tokens=16)
     searches = [c for c in result.calls if c.tool == "search"]
     hop1, _hop2, from_notes, answer = llm_calls(result)  # the harness's 3, then the block's
     assert len(searches) == 2  # both hops still search; the summaries wrote the second query
@@ -247,3 +248,23 @@ def test_the_short_answer_is_the_span_the_solver_extracts_normalised(local_model
     assert result.answer == (normalise_short(short_call.result) or normalise_short(long))
     assert result.answer == result.answer.rstrip(".,;:!?\"' ")
     assert not result.answer.lower().startswith(("the ", "a ", "an "))
+
+
+def test_passages_then_short_answer_on_a_harness_named_unlike_the_seed(local_model_url) -> None:
+    """Both QA operators stacked on a two-hop harness whose builder, state, nodes and helpers
+    share no name with the seed: the passages of both its hops reach the answer prompt, and
+    the short answer cuts that prompt's answer, not the harness's own."""
+    source = apply_operator(OPERATORS["short_answer"],
+                            apply_operator(OPERATORS["passages"], RENAMED_TWO_HOP))
+    question = "Where was the chemist Tomas Berg born?"
+    result = run(source, question, TinyBM25(), SMOL, max_tokens=16)
+    searches = [c for c in result.calls if c.tool == "search"]
+    *_hops, conclude, read, short = llm_calls(result)
+    assert len(searches) == 2 and all(c.args["k"] == 3 for c in searches)
+    shown = [Shown(p["title"], p["text"]) for c in searches for p in c.result]
+    assert text_of(read) == ANSWER_FROM_PASSAGES.format(question=question,
+                                                        passages=bounded(shown))
+    notes = conclude.result.strip().splitlines()
+    long = first_after_answer(read.result) or (notes[0].strip() if notes else "")
+    assert f"Answer: {long}\n" in text_of(short)
+    assert result.answer == (normalise_short(short.result) or normalise_short(long))

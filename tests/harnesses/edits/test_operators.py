@@ -9,6 +9,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from renamed_qa import RENAMED_TWO_HOP
 
 from harness_learning.harnesses.compiler import check_source
 from harness_learning.harnesses.edits.operators import (
@@ -61,12 +62,14 @@ HARNESSES = {
     "your_own_agent": (EXAMPLES / "shop_harness.py").read_text(encoding="utf-8"),
     "your_own_react_agent": (EXAMPLES / "react_agent.py").read_text(encoding="utf-8"),
     "renamed": RENAMED,
+    "renamed_two_hop": RENAMED_TWO_HOP,
 }
-SEARCHING = {"multihop_two_hop", "renamed"}
+SEARCHING = {"multihop_two_hop", "renamed", "renamed_two_hop"}
 BLOCK_NODES = {"interpreter": {"write_and_run", "fallback"}, "vote": {"sample", "vote"},
                "verify": {"solve", "check"}, "plan": {"plan", "solve_with_plan"},
                "check": {"draft", "check_draft"}, "few_shot": {"solve_with_examples"}}
-# passages and short_answer run in the sandbox in tests/harnesses/blocks/test_blocks.py.
+# passages and short_answer compile and run in the sandbox, on the QA seed and on the renamed
+# two-hop harness, in tests/harnesses/blocks/test_blocks.py.
 RETRIEVAL = sorted(name for name, op in OPERATORS.items() if "search" in op.needs)
 DEMOS = (("What is 12 * 3?", "36"), ('A "quoted"\nquestion?', "it's"))
 
@@ -122,6 +125,8 @@ def test_passages_and_short_answer_wrap_the_qa_seed_and_stack() -> None:
     assert both.count("def build_graph(tools):") == 1
     renamed = apply_operator(OPERATORS["passages"], HARNESSES["renamed"])
     assert "def build_graph_before_passages(t):" in renamed  # its own name for the tools kept
+    two_hop = apply_operator(OPERATORS["passages"], HARNESSES["renamed_two_hop"])
+    assert "def build_graph_before_passages(kit):" in two_hop
 
 
 def test_blocks_stack_and_each_wrapped_builder_keeps_its_own_name() -> None:
