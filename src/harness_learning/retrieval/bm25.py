@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness_learning.retrieval import memory
 from harness_learning.retrieval.passage import Passage
 from harness_learning.retrieval.store import PassageStore
 from harness_learning.retrieval.tokenizer import IdMapper, Tokenizer
@@ -40,8 +41,14 @@ class BM25Builder:
     BATCH = 4096
 
     def __init__(self, tokenizer: Tokenizer, k1: float = 1.5, b: float = 0.75,
-                 workers: int = 1) -> None:
+                 workers: int = 1, *, expected_passages: int | None = None,
+                 available: int | None = None) -> None:
+        """`expected_passages`: the corpus's size when known, so the memory check
+        (`retrieval.memory`) projects the whole build from its first batch; `available`:
+        bytes the build may use (default: the machine's available memory now)."""
         self.tokenizer, self.k1, self.b, self.workers = tokenizer, k1, b, workers
+        self.expected = expected_passages or 0
+        self.available = memory.available_bytes() if available is None else available
         self._mapper = IdMapper(tokenizer)
         self._terms, self._tfs = array("i"), array("i")
         self._lens, self._nnz = array("i"), array("i")
@@ -92,6 +99,17 @@ class BM25Builder:
         self._tfs.frombytes(tfs.astype(np.int32).tobytes())
         self._lens.frombytes(np.bincount(doc, minlength=n).astype(np.int32).tobytes())
         self._nnz.frombytes(np.bincount(pairs >> 32, minlength=n).astype(np.int32).tobytes())
+        self._check_memory()
+
+    def _check_memory(self) -> None:
+        """Stop before the peak when the corpus (as expected, or as read so far) cannot fit."""
+        seen = len(self._lens)
+        if not seen:
+            return
+        passages = max(self.expected, seen)
+        memory.require(passages, len(self._terms) / seen,
+                       memory.projected_vocab(len(self._mapper.vocab), seen, passages),
+                       self.workers, self.available, projected=passages > seen)
 
     def __len__(self) -> int:
         queued = self._parallel.pending if self._parallel is not None else 0

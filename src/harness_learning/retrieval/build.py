@@ -27,6 +27,9 @@ from harness_learning.retrieval.tokenizer import Tokenizer
 
 BACKENDS = ("bm25", "chroma", "both")
 STAGE_MARK = "stage.json"
+HOTPOTQA_ABSTRACTS = 5_233_329
+"""Passages in HotpotQA's Wikipedia abstracts as downloaded (the `.tar.bz2` archive): a build
+of the archive is checked against memory for this many from its first batch."""
 
 
 @dataclass
@@ -59,12 +62,20 @@ def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
+def expected_size(kind: str, src: Path) -> int | None:
+    """Passages the corpus is known to hold before it is read: the abstracts archive's."""
+    whole = src.is_file() and src.name.endswith((".tar.bz2", ".tar", ".tgz", ".tar.gz"))
+    return HOTPOTQA_ABSTRACTS if kind == "hotpotqa-wiki" and whole else None
+
+
 def _write_store(kind: str, src: Path, stage: Path, tok: Tokenizer, bm25: bool, k1: float,
-                 b: float, progress: bool, workers: int) -> tuple[int, dict | None]:
+                 b: float, progress: bool, workers: int,
+                 expected: int | None = None) -> tuple[int, dict | None]:
     from tqdm.auto import tqdm
 
     writer = StoreWriter(stage)
-    builder = BM25Builder(tok, k1, b, workers) if bm25 else None
+    expected = expected or expected_size(kind, src)
+    builder = BM25Builder(tok, k1, b, workers, expected_passages=expected) if bm25 else None
     try:
         try:
             for rec in tqdm(iter_corpus(kind, src), desc="read corpus", unit="psg",
@@ -112,11 +123,15 @@ def build_index(corpus_kind: str, input_path: str | Path, out_dir: str | Path,
                 stopwords: str | None = "en", k1: float = 1.5, b: float = 0.75,
                 limit: int | None = None, device: str = "cpu", chroma_url: str | None = None,
                 batch_size: int = 256, progress: bool = True,
-                workers: int | None = None) -> BuildSummary:
+                workers: int | None = None,
+                expected_passages: int | None = None) -> BuildSummary:
     """Build (or resume) an index of `input_path` into `out_dir`; see the module docstring.
     `workers`: processes tokenising for BM25 (default: one per CPU, at most 8). They are
     spawned, and spawned processes import the calling script again: a script that calls this
-    needs the usual `if __name__ == "__main__":` guard (or workers=1)."""
+    needs the usual `if __name__ == "__main__":` guard (or workers=1).
+    `expected_passages`: the corpus's size if known, so a BM25 build that cannot fit in the
+    available memory stops after its first batch (`retrieval.memory.MemoryShortError`), not
+    once it has read enough to know."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
     t0 = time.perf_counter()
@@ -136,7 +151,7 @@ def build_index(corpus_kind: str, input_path: str | Path, out_dir: str | Path,
     else:
         target = out.with_name(out.name + ".partial")
         m = _stage(corpus_kind, src, target, corpus, tok, want_bm25, k1, b, progress,
-                   workers or default_workers())
+                   workers or default_workers(), expected_passages)
     if want_chroma:
         m = _add_chroma(target, m, corpus, limit, device, chroma_url, batch_size, progress)
     m.build_s = round(time.perf_counter() - t0, 2)
@@ -158,7 +173,8 @@ def _mismatch(out: Path, old: Manifest) -> Exception:
 
 
 def _stage(kind: str, src: Path, stage: Path, corpus: dict, tok: Tokenizer, want_bm25: bool,
-           k1: float, b: float, progress: bool, workers: int) -> Manifest:
+           k1: float, b: float, progress: bool, workers: int,
+           expected: int | None = None) -> Manifest:
     """Reuse a matching `.partial` directory, or write the store (and BM25) into a fresh one."""
     mark = stage / STAGE_MARK
     key = {"corpus": corpus, "tokenizer": tok.settings(), "bm25": want_bm25, "k1": k1, "b": b}
@@ -168,7 +184,8 @@ def _stage(kind: str, src: Path, stage: Path, corpus: dict, tok: Tokenizer, want
         shutil.rmtree(stage)
     stage.mkdir(parents=True)
     try:
-        n, bm25 = _write_store(kind, src, stage, tok, want_bm25, k1, b, progress, workers)
+        n, bm25 = _write_store(kind, src, stage, tok, want_bm25, k1, b, progress, workers,
+                               expected)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise

@@ -1,0 +1,91 @@
+"""A BM25 build short of memory stops early with one line naming its estimated peak and the
+memory available, instead of being killed by the kernel at its peak. The check is driven by a
+small fake "available" figure over real passages: no 5.23M build runs here."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from harness_learning.graphs.cli import app
+from harness_learning.retrieval import build_index, memory
+from harness_learning.retrieval.bm25 import BM25Builder
+from harness_learning.retrieval.build import HOTPOTQA_ABSTRACTS, expected_size
+from harness_learning.retrieval.memory import MemoryShortError
+from harness_learning.retrieval.tokenizer import Tokenizer
+
+GIB = 2**30
+
+
+def real_passages(musique_file, n: int) -> list[tuple[str, str]]:
+    """`n` (title, text) pairs from MuSiQue's paragraphs, repeated as needed."""
+    records = json.loads(musique_file.read_text(encoding="utf-8"))
+    paragraphs = [(p["title"], p["paragraph_text"]) for r in records for p in r["paragraphs"]]
+    return [paragraphs[i % len(paragraphs)] for i in range(n)]
+
+
+def test_a_build_of_the_abstracts_short_of_memory_stops_after_its_first_batch(musique_file):
+    builder = BM25Builder(Tokenizer("english", "en"), expected_passages=HOTPOTQA_ABSTRACTS,
+                          available=2 * GIB)
+    batch = real_passages(musique_file, BM25Builder.BATCH)
+    with pytest.raises(MemoryShortError) as err:
+        for title, text in batch:
+            builder.add(title, text)
+    said = str(err.value)
+    assert len(builder._lens) == BM25Builder.BATCH  # stopped after one batch, before the peak
+    assert "\n" not in said
+    assert said.startswith("a BM25 index of 5,233,329 passages (expected, ")
+    terms = len(builder._terms) / BM25Builder.BATCH
+    vocab = memory.projected_vocab(len(builder._mapper.vocab), BM25Builder.BATCH,
+                                   HOTPOTQA_ABSTRACTS)
+    need = memory.peak_bytes(HOTPOTQA_ABSTRACTS, terms, vocab)
+    assert need > 4 * GIB  # the pairs alone are gigabytes at this size
+    assert f"needs about {memory.gib(need)} at its peak, and 2.0 GiB is available" in said
+    assert said.endswith("a machine with more memory, or index part of the corpus")
+
+
+def test_the_same_batch_with_enough_memory_goes_on(musique_file):
+    builder = BM25Builder(Tokenizer("english", "en"), expected_passages=HOTPOTQA_ABSTRACTS,
+                          available=10**15)
+    for title, text in real_passages(musique_file, BM25Builder.BATCH + 1):
+        builder.add(title, text)
+    assert len(builder) == BM25Builder.BATCH + 1
+
+
+def test_the_estimate_grows_with_passages_terms_vocabulary_and_workers():
+    one = memory.peak_bytes(1_000_000, 50, 2_000_000)
+    assert memory.peak_bytes(2_000_000, 50, 2_000_000) > one
+    assert memory.peak_bytes(1_000_000, 60, 2_000_000) > one
+    assert memory.peak_bytes(1_000_000, 50, 2_000_000, workers=2) > one
+    assert memory.peak_bytes(1_000_000, 50, 2_000_000, workers=1) == one
+    assert memory.projected_vocab(1000, 100, 100) == 1000
+    assert 1000 < memory.projected_vocab(1000, 100, 1000) < 10_000  # sublinear (Heaps)
+    with pytest.raises(MemoryShortError, match=r"use fewer tokenising workers \(1 needs about"):
+        memory.require(5_000_000, 50, 5_000_000, 4, GIB, projected=True)
+
+
+def test_only_the_abstracts_archive_has_a_known_size(tmp_path):
+    archive = tmp_path / "abstracts.tar.bz2"
+    archive.write_bytes(b"")
+    assert expected_size("hotpotqa-wiki", archive) == HOTPOTQA_ABSTRACTS
+    assert expected_size("hotpotqa-wiki", tmp_path) is None  # some shards: unknown
+    assert expected_size("jsonl", archive) is None
+
+
+def test_index_build_short_of_memory_is_one_line_and_leaves_no_index(tmp_path, monkeypatch):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"title": f"T{i}", "text": f"alpha beta gamma {i}"})
+                              + "\n" for i in range(50)))
+    monkeypatch.setattr(memory, "available_bytes", lambda: 64 * 2**20)
+    with pytest.raises(MemoryShortError, match=r"^a BM25 index of 50 passages \(read so far, "):
+        build_index("jsonl", corpus, tmp_path / "ix", "bm25", progress=False, workers=1)
+    res = CliRunner().invoke(app, ["index", "build", "--corpus", "jsonl", "--input", str(corpus),
+                                   "--out", str(tmp_path / "ix"), "--workers", "1"])
+    assert res.exit_code == 2
+    (line,) = [x for x in res.output.splitlines() if "error" in x]
+    assert re.match(r"error: a BM25 index of 50 passages .* needs about 12\d MiB at its peak, "
+                    r"and 64 MiB is available", line), line
+    assert not list(tmp_path.glob("ix*"))  # neither the index nor a partial one
