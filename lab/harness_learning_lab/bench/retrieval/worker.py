@@ -53,8 +53,10 @@ def run_bm25(corpus: str, out: str, nq: int) -> dict:
     from harness_learning_lab.bench.retrieval.synthetic import queries
 
     load = os.getloadavg()[0]
+    with open(corpus, "rb") as f:  # one passage a line: the build checks memory for all of them
+        expected = sum(1 for line in f if line.strip())
     t, c = time.perf_counter(), _cpu_s()
-    s = build_index("jsonl", corpus, out, "bm25", progress=False)
+    s = build_index("jsonl", corpus, out, "bm25", progress=False, expected_passages=expected)
     build_s, build_cpu = time.perf_counter() - t, _cpu_s() - c
     build_peak = _peak_gib()
     workers = default_workers()
