@@ -4,6 +4,7 @@ small fake "available" figure over real passages: no 5.23M build runs here."""
 
 from __future__ import annotations
 
+import bz2
 import json
 import re
 
@@ -67,12 +68,22 @@ def test_the_estimate_grows_with_passages_terms_vocabulary_and_workers():
         memory.require(5_000_000, 50, 5_000_000, 4, GIB, projected=True)
 
 
-def test_only_the_abstracts_archive_has_a_known_size(tmp_path):
+def test_the_abstracts_size_is_known_from_the_archive_or_projected_from_shards(tmp_path):
     archive = tmp_path / "abstracts.tar.bz2"
     archive.write_bytes(b"")
     assert expected_size("hotpotqa-wiki", archive) == HOTPOTQA_ABSTRACTS
-    assert expected_size("hotpotqa-wiki", tmp_path) is None  # some shards: unknown
     assert expected_size("jsonl", archive) is None
+    shards = tmp_path / "AA"
+    shards.mkdir()
+    for n in range(8):  # shards cut by size, as the dump's are: 20 abstracts each
+        lines = "".join(json.dumps({"id": str(i), "title": f"Title {n} {i}",
+                                    "text": [f"Abstract {n} {i} is about a place."]}) + "\n"
+                        for i in range(20))
+        (shards / f"wiki_{n:02d}.bz2").write_bytes(bz2.compress(lines.encode()))
+    assert 8 * 20 * 0.9 <= expected_size("hotpotqa-wiki", shards) <= 8 * 20 * 1.1
+    for n in range(3, 8):
+        (shards / f"wiki_{n:02d}.bz2").unlink()
+    assert expected_size("hotpotqa-wiki", shards) is None  # as few as it samples: read them
 
 
 def test_index_build_short_of_memory_is_one_line_and_leaves_no_index(tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness_learning.retrieval.bm25 import BM25Builder, BM25Index, RankBM25Index, index_text
-from harness_learning.retrieval.corpus import iter_corpus
+from harness_learning.retrieval.corpus import iter_corpus, iter_hotpotqa_wiki
 from harness_learning.retrieval.embedding import MODEL_DIM, MODEL_NAME
 from harness_learning.retrieval.jsonstream import CorpusError
 from harness_learning.retrieval.manifest import Manifest
@@ -62,10 +62,25 @@ def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
+SAMPLE_SHARDS = 3
+
+
 def expected_size(kind: str, src: Path) -> int | None:
-    """Passages the corpus is known to hold before it is read: the abstracts archive's."""
-    whole = src.is_file() and src.name.endswith((".tar.bz2", ".tar", ".tgz", ".tar.gz"))
-    return HOTPOTQA_ABSTRACTS if kind == "hotpotqa-wiki" and whole else None
+    """Passages the abstracts are expected to hold before they are read: the archive's known
+    count, or for a directory of shards, the first shards' passages per byte times all its
+    bytes (the dump's shards are cut by size, so they hold alike). Other corpora: unknown."""
+    if kind != "hotpotqa-wiki":
+        return None
+    if src.is_file():
+        whole = src.name.endswith((".tar.bz2", ".tar", ".tgz", ".tar.gz"))
+        return HOTPOTQA_ABSTRACTS if whole else None
+    shards = sorted(p for p in src.rglob("*") if p.is_file() and not p.name.startswith("."))
+    sample = shards[:SAMPLE_SHARDS]
+    read = sum(p.stat().st_size for p in sample)
+    if len(shards) <= len(sample) or not read:
+        return None  # a few shards: the build reads them all before it could know more
+    counted = sum(1 for shard in sample for _ in iter_hotpotqa_wiki(shard))
+    return round(counted * sum(p.stat().st_size for p in shards) / read)
 
 
 def _write_store(kind: str, src: Path, stage: Path, tok: Tokenizer, bm25: bool, k1: float,
