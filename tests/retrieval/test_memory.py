@@ -100,3 +100,23 @@ def test_index_build_short_of_memory_is_one_line_and_leaves_no_index(tmp_path, m
     assert re.match(r"error: a BM25 index of 50 passages .* needs about 12\d MiB at its peak, "
                     r"and 64 MiB is available", line), line
     assert not list(tmp_path.glob("ix*"))  # neither the index nor a partial one
+
+
+def test_a_containers_memory_limit_bounds_the_memory_available(tmp_path):
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "memory.max").write_text(f"{4 * GIB}\n")
+    (v2 / "memory.current").write_text(f"{3 * GIB}\n")
+    (v2 / "memory.stat").write_text(f"anon 123\ninactive_file {GIB // 2}\n")
+    assert memory.cgroup_room(v2) == GIB + GIB // 2  # the limit less use, cache reclaimable
+    (v2 / "memory.max").write_text("max\n")
+    assert memory.cgroup_room(v2) is None
+    v1 = tmp_path / "v1" / "memory"
+    v1.mkdir(parents=True)
+    (v1 / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # v1's "no limit"
+    (v1 / "memory.usage_in_bytes").write_text(f"{GIB}\n")
+    (v1 / "memory.stat").write_text("total_inactive_file 0\n")
+    assert memory.cgroup_room(v1.parent) is None
+    (v1 / "memory.limit_in_bytes").write_text(f"{2 * GIB}\n")
+    assert memory.cgroup_room(v1.parent) == GIB
+    assert memory.cgroup_room(tmp_path / "none") is None

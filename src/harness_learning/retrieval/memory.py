@@ -31,16 +31,44 @@ class MemoryShortError(ValueError):
 
 
 def available_bytes() -> int:
-    """Memory the machine can give without swapping (MemAvailable), psutil's or /proc's."""
+    """Memory the build may take before the kernel kills it: the machine's MemAvailable
+    (psutil's, else /proc's), or less under a container's memory limit (cgroup v2 or v1)."""
     try:
         import psutil
 
-        return int(psutil.virtual_memory().available)
+        machine = int(psutil.virtual_memory().available)
     except ImportError:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    raise OSError("cannot read the available memory (no psutil, no /proc/meminfo)")
+        machine = _meminfo_available()
+    limited = cgroup_room(Path("/sys/fs/cgroup"))
+    return min(machine, limited) if limited is not None else machine
+
+
+def _meminfo_available() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    raise OSError("cannot read the available memory (no psutil, no MemAvailable in /proc/meminfo)")
+
+
+def cgroup_room(root: Path) -> int | None:
+    """Bytes left under the memory limit of the cgroup mounted at `root` (v2 files, else v1's
+    `memory/`), counting reclaimable file cache as room; None without a limit."""
+    for limit, usage, stat, cache in (("memory.max", "memory.current", "memory.stat",
+                                       "inactive_file"),
+                                      ("memory/memory.limit_in_bytes",
+                                       "memory/memory.usage_in_bytes", "memory/memory.stat",
+                                       "total_inactive_file")):
+        try:
+            cap = (root / limit).read_text().strip()
+            used = int((root / usage).read_text())
+            stats = (root / stat).read_text().split("\n")
+        except (OSError, ValueError):
+            continue
+        if cap == "max" or int(cap) >= 2**62:  # no limit (v1 writes a huge page-aligned number)
+            return None
+        free = dict(x.split() for x in stats if len(x.split()) == 2).get(cache, "0")
+        return max(0, int(cap) - used + int(free))
+    return None
 
 
 def peak_bytes(passages: int, terms_per_passage: float, vocab: int = 0,
