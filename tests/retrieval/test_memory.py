@@ -86,7 +86,7 @@ def test_the_abstracts_size_is_known_from_the_archive_or_projected_from_shards(t
     assert expected_size("hotpotqa-wiki", shards) is None  # as few as it samples: read them
 
 
-def test_index_build_short_of_memory_is_one_line_and_leaves_no_index(tmp_path, monkeypatch):
+def test_index_build_short_of_memory_is_one_line_and_loses_nothing(tmp_path, monkeypatch):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps({"title": f"T{i}", "text": f"alpha beta gamma {i}"})
                               + "\n" for i in range(50)))
@@ -100,6 +100,14 @@ def test_index_build_short_of_memory_is_one_line_and_leaves_no_index(tmp_path, m
     assert re.match(r"error: a BM25 index of 50 passages .* needs about 12\d MiB at its peak, "
                     r"and 64 MiB is available", line), line
     assert not list(tmp_path.glob("ix*"))  # neither the index nor a partial one
+    monkeypatch.undo()
+    build_index("jsonl", corpus, tmp_path / "ix", "bm25", progress=False, workers=1)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "ix").rglob("*") if p.is_file()}
+    monkeypatch.setattr(memory, "available_bytes", lambda: 64 * 2**20)
+    with pytest.raises(MemoryShortError):
+        build_index("jsonl", corpus, tmp_path / "ix", "bm25", progress=False, workers=1)
+    after = {p.name: p.read_bytes() for p in (tmp_path / "ix").rglob("*") if p.is_file()}
+    assert after == before and sorted(tmp_path.glob("ix*")) == [tmp_path / "ix"]  # kept whole
 
 
 def test_a_containers_memory_limit_bounds_the_memory_available(tmp_path):
