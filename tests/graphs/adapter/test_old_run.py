@@ -61,6 +61,7 @@ def test_a_run_made_with_log_schema_3_resumes_and_reads_its_proposals(tmp_path, 
         assert settled.outcome.valid and settled.outcome.selection_score == 0.5
         assert settled.outcome.view()["reward"] == first[index]["reward"] > 0
         assert settled.reward_parts["evaluated"] == first[index]["evaluated"]
+        assert settled.parent_score == final["rounds"][0]["current_selection_score"] == 0.0
     # round 2, all new: each proposal put once and settled once, the state's view its outcome's
     second = final["rounds"][1]["candidates"]
     assert len(second) == 3 and all(got[c["proposal_id"]].settled for c in second)

@@ -61,6 +61,16 @@ def verdicts_into_outcomes(cur: Any, sql: Callable[[str], str],
         cur.executemany(sql("UPDATE proposals SET outcome=? WHERE id=?"), updates)
 
 
+DRAFT_PARENT_SCORE = (
+    "UPDATE proposals SET parent_score = (SELECT AVG(e.score) FROM evaluations e "
+    "WHERE e.sha = proposals.parent_sha AND e.purpose = 'selection' "
+    "AND e.round = proposals.round) "
+    "WHERE outcome IS NULL AND parent_score IS NULL AND parent_sha IS NOT NULL")
+"""A version-3 draft got its parent's score when it was judged; a version-4 proposal has it
+when it is drawn, and settling does not write it: a draft carried forward gets it now, the
+parent's mean selection score of the round (as the adapter's state held it)."""
+
+
 MIGRATIONS: dict[int, tuple[str | Step, ...]] = {
     1: ("ALTER TABLE proposals ADD COLUMN invalid_kind TEXT",
         "ALTER TABLE proposals ADD COLUMN origin TEXT NOT NULL DEFAULT 'proposer'",
@@ -69,6 +79,7 @@ MIGRATIONS: dict[int, tuple[str | Step, ...]] = {
         BACKFILL_INVALID_KIND),
     2: ("ALTER TABLE evaluations ADD COLUMN refused_by TEXT",),
     3: ("ALTER TABLE proposals ADD COLUMN outcome TEXT", verdicts_into_outcomes,
+        DRAFT_PARENT_SCORE,
         *(f"ALTER TABLE proposals DROP COLUMN {name}" for name in FLAT_VERDICT)),
 }
 """Statements that bring a log of version N to N + 1 (applied in one transaction, in order).
