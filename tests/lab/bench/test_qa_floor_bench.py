@@ -100,18 +100,3 @@ def test_finished_problems_are_not_run_again(tmp_path, data_dir, monkeypatch) ->
     assert lines[0]["n"] == 2 and lines[0]["em"] == 1.0
     assert json.loads((tmp_path / "summary.json").read_text()) == lines
 
-
-@pytest.mark.slow
-def test_one_real_problem_is_kept_with_its_trace_and_staged(tmp_path, data_dir, monkeypatch,
-                                                            local_model_url) -> None:
-    from harness_learning_lab.bench.qa_floor_failures import STAGES, passages
-
-    monkeypatch.setenv("HARNESS_LEARNING_DATA", str(data_dir))
-    params = {"temperature": 0.0, "max_tokens": 24}
-    lines = qa_floor.run(["2wiki"], 1, tmp_path, "local:smollm2-135m", params, concurrency=1,
-                         log=lambda _: None)
-    [row] = qa_floor.load(tmp_path, "2wiki")
-    tools = [c["tool"] for c in row["result"]["calls"]]
-    assert tools == ["search", "llm", "search", "llm", "llm"]  # the seed's two hops and answer
-    assert len(passages(row)) == 10 and failure_stage(row) in STAGES
-    assert lines[0]["n"] == 1 and lines[0]["llm_calls"] == 3 and lines[0]["s_per_problem"] > 0
