@@ -212,7 +212,9 @@ def test_bad_input_is_one_line_and_changes_nothing(tmp_path, capsys):
 
 def test_an_entry_that_no_longer_applies(tmp_path):
     from harness_learning.evals.judge import check_candidate
-    from harness_learning.graphs.adapter.experience_propose import propose_any
+    from harness_learning.graphs.adapter.experience_propose import ExperienceProposer
+    from harness_learning.graphs.adapter.propose import ProposalContext
+    from harness_learning.graphs.adapter.slots import arm_slot
 
     ctx, sha = plan_ctx(tmp_path, str(tmp_path / "lib"), operators="none")
     stale = Entry("e" * 64, "edit", "proposer", "changed PROMPT",
@@ -224,17 +226,23 @@ def test_an_entry_that_no_longer_applies(tmp_path):
     assert asyncio.run(operator_plan(ctx, sha, 1, (), [])) == []  # its SEARCH is not there
     source = ctx.store.get_version_source(sha)
 
-    def check(text, finish, fmt):
-        return check_candidate(source, text, fmt, finish, track="reasoning", line_limit=200)
+    class Judge:
+        def check(self, text, finish, fmt):
+            return check_candidate(source, text, fmt, finish, track="reasoning", line_limit=200)
 
-    payload = {"round": 1, "index": 2, "current_sha": sha, "operator": "experience:" + "f" * 64}
-    made = asyncio.run(propose_any(ctx, payload, source, check))  # pruned since it was planned
-    assert made.origin == "experience:" + "f" * 12 and not made.outcome.valid
-    assert made.outcome.invalid_kind == "no_edit_found"
+    def proposed(arm: str):
+        context = ProposalContext(ctx, arm_slot(2, arm), {"round": 1, "current_sha": sha},
+                                  source, Judge())
+        (made,) = asyncio.run(ExperienceProposer().propose(context))
+        done = made.completion
+        return made, context.judge.check(done.text, done.finish_reason, made.edit_format)
+
+    made, outcome = proposed("experience:" + "f" * 64)  # pruned since it was planned
+    assert made.origin == "experience:" + "f" * 12 and not outcome.valid
+    assert outcome.invalid_kind == "no_edit_found"
     assert "no longer in the library" in made.messages[0]["content"]
-    payload["operator"] = "experience:" + stale.id  # planned, then the source moved on
-    made = asyncio.run(propose_any(ctx, payload, source, check))
-    assert made.outcome.invalid_kind == "unmatched_search" and made.outcome.invalid_reason
+    made, outcome = proposed("experience:" + stale.id)  # planned, then the source moved on
+    assert outcome.invalid_kind == "unmatched_search" and outcome.invalid_reason
 
 
 def test_a_held_out_gain_is_read_where_eval_measured_it(two_runs, tmp_path):

@@ -36,9 +36,9 @@ from harness_learning.graphs.adapter.experience_search import operator_plan
 from harness_learning.graphs.adapter.inputs import start_source
 from harness_learning.graphs.adapter.parents import parent_draw, selection_archive
 from harness_learning.graphs.adapter.policies import Scored, decide
-from harness_learning.graphs.adapter.propose import PROPOSER
 from harness_learning.graphs.adapter.report import build_report
 from harness_learning.graphs.adapter.result_writer import ResultWriter
+from harness_learning.graphs.adapter.slots import PROPOSER, plan_slots, round_slots
 from harness_learning.graphs.adapter.state import AdapterState, CandidateView, RoundView
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.sandbox import sandbox_choice, sandbox_fallbacks
@@ -153,11 +153,11 @@ def make_nodes(ctx: AdapterContext) -> dict[str, Any]:
         problems = [ctx.problems[r.problem_id] for r in fb.results]
         report = build_report(ctx.task, problems, fb, budget_chars=cfg.report_chars,
                               human_feedback=state.get("human_feedback") or [])
+        plan = await operator_plan(ctx, sha, round_, demonstrations(
+            ctx, state["feedback_ids"], state["selection_ids"]), state["feedback_ids"])
         return {"feedback_score": fb.mean_score, "current_selection_score": sel.mean_score,
-                "report": report, "operator_plan": await operator_plan(
-                    ctx, sha, round_, demonstrations(ctx, state["feedback_ids"],
-                                                     state["selection_ids"]),
-                    state["feedback_ids"])}
+                "report": report, "operator_plan": plan,  # the round's slots, planned once
+                "slots": [slot.to_dict() for slot in plan_slots(cfg, plan)]}
 
     async def select(state: AdapterState) -> dict:
         return await choose(ctx, state)
@@ -220,24 +220,13 @@ def candidate_view(round_: int, index: int, proposal_id: str, sha: str | None,
             "origin": origin, **outcome.view()}
 
 
-def training_only(cfg: Any, index: int) -> bool:
-    """Sample `index` of a round was drawn for training data only (`AdaptConfig.group_size`):
-    judged and logged like a candidate, never offered to the policy. (The merge takes index
-    `samples_per_round`, operator candidates the ones after it: `operator_index`.)"""
-    return (cfg.candidates or 1) <= index < cfg.samples_per_round
-
-
-def operator_index(cfg: Any, j: int) -> int:
-    """The proposal index of a round's `j`-th operator candidate (after the merge's)."""
-    return cfg.samples_per_round + 1 + j
-
-
 def round_candidates(cfg: Any, state: AdapterState) -> list[CandidateView]:
-    """This round's candidates the policy sees, by index: the Proposer's (training-only samples
-    left out), the merge's (`merge_round`) and the operators'."""
+    """This round's candidates the policy sees, by index: every slot's but the training-only
+    samples' (`slots.Slot.training_only`)."""
     round_ = state["round"]
+    training = {s.index for s in round_slots(cfg, state) if s.training_only}
     return sorted((c for c in state.get("candidates", [])
-                   if c["round"] == round_ and not training_only(cfg, c["index"])),
+                   if c["round"] == round_ and c["index"] not in training),
                   key=lambda c: c["index"])
 
 

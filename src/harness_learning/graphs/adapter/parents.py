@@ -2,9 +2,10 @@
 
 - `selection_archive`: every valid version's per-problem scores on the round's selection
   problems, from the log (the `pareto` policy draws the next parent from its front);
-- `merge_candidate` (`AdaptConfig.merge`): the two best valid candidates' SEARCH/REPLACE edits
-  put together as one more completion (the first's blocks, then the second's) and judged by the
-  same judge as a Proposer sample: parsed, applied to the parent, checked, evaluated. When the
+- `MergeProposer` (`AdaptConfig.merge`): the two best valid candidates' SEARCH/REPLACE edits
+  put together as one more completion (the first's blocks, then the second's), the Proposer of
+  the round's merge slot, judged by the same judge as a Proposer sample: parsed, applied to
+  the parent, checked, evaluated. When the
   second's SEARCH text was changed by the first, the merge does not apply and is an invalid
   candidate with its reason, like any other.
 """
@@ -12,12 +13,14 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness_learning.graphs.adapter.policies import Archive
-from harness_learning.graphs.adapter.propose import MERGE
+from harness_learning.graphs.adapter.propose import CandidateProposal, ProposalContext
+from harness_learning.graphs.adapter.slots import MERGE
 from harness_learning.harnesses.llm.completion import Completion
-from harness_learning.harnesses.store import new_proposal, proposal_id
+from harness_learning.harnesses.store import proposal_id
 
 MERGE_NOTE = "merge of candidates {a} and {b} (both edits applied to the parent)"
 
@@ -44,33 +47,32 @@ def merged_completion(first: str, second: str) -> str:
     return f"{first.rstrip()}\n\n{second.strip()}\n"
 
 
-async def merge_candidate(ctx: Any, state: dict, mine: list[dict],
-                          make_candidate: Any) -> dict | None:
-    """Judge the merge of the round's two best valid candidates (None if there are not two
-    with different versions); logged as proposal index `samples_per_round` and judged by
-    `make_candidate` (the adapter's candidate node, passed in: this module sits below it).
-    The `merge` node's work (merge_round.py); a logged merge draft is reused, not redrawn."""
-    cfg, round_ = ctx.config, state["round"]
-    if cfg.edit_format != "search_replace":
-        return None
+def merge_pair(mine: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...] | None:
+    """The round's two best valid candidates with different versions, best first (ties to
+    the lower index), or None without two."""
     best = sorted((c for c in mine if c["valid"] and c["selection_score"] is not None),
                   key=lambda c: (-c["selection_score"], c["index"]))
-    pair = [best[0], next((c for c in best[1:] if c["sha"] != best[0]["sha"]), None)] if best else []
-    if len(pair) < 2 or pair[1] is None:
-        return None
-    a, b = pair
-    index = cfg.samples_per_round
-    if await ctx.store.aget_proposal(proposal_id(round_, index)) is None:
-        texts = [(await ctx.store.aget_proposal(proposal_id(round_, c["index"]))).completion for c in (a, b)]
+    second = next((c for c in best[1:] if c["sha"] != best[0]["sha"]), None) if best else None
+    return None if second is None else (best[0], second)
+
+
+class MergeProposer:
+    """Fills the merge's slot (`AdaptConfig.merge`, edit format `search_replace`): the round's
+    two best valid candidates' completions, put together (`merged_completion`); nothing
+    without two. The `merge` node sends the slot once the round's others are judged
+    (merge_round.py)."""
+
+    async def propose(self, context: ProposalContext) -> list[CandidateProposal]:
+        cfg, store = context.run.config, context.run.store
+        pair = merge_pair(context.candidates) if cfg.edit_format == "search_replace" else None
+        if pair is None:
+            return []
+        a, b = pair
+        texts = [(await store.aget_proposal(proposal_id(context.round, c["index"]))).completion
+                 for c in (a, b)]
         note = MERGE_NOTE.format(a=a["index"], b=b["index"])
         completion = Completion(text=merged_completion(*texts), prompt_tokens=0,
                                 completion_tokens=0, latency_s=0.0, finish_reason="stop",
                                 cached=True, model="merge")
-        await ctx.store.aput_proposal(new_proposal(
-            round_, index, [{"role": "system", "content": note}], completion, cfg.edit_format,
-            parent_sha=state["current_sha"], origin=MERGE,
-            parent_score=state.get("current_selection_score")))
-    return await make_candidate(ctx, {
-        "round": round_, "index": index, "current_sha": state["current_sha"],
-        "report": state.get("report", ""), "selection_ids": state["selection_ids"],
-        "feedback_ids": state["feedback_ids"], "parent_score": state.get("current_selection_score")})
+        return [CandidateProposal(MERGE, [{"role": "system", "content": note}], completion,
+                                  cfg.edit_format)]

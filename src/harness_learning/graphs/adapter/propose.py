@@ -1,19 +1,22 @@
-"""The one Proposer seam: every candidate of a round is a `CandidateProposal` from `propose`.
+"""The one Proposer seam: a round's candidates are planned as typed slots, and each slot's
+`Proposer` turns it into a `CandidateProposal`.
 
-Three sources write candidates: the LLM Proposer (a completion in the run's edit format), an
-operator (a building block applied by rewriting the source, no model: `harnesses.edits.operators`)
-and the merge of two candidates' edits (`parents.merge_candidate`). Each proposal records its
-`origin` (`proposer`, `operator:NAME`, `merge`) and is logged as a draft before it is judged;
-the one judge (`evals.judge`) judges them all alike, and `show`, `report` and the benchmarks
-attribute each gain to its origin.
+Four Proposers fill slots: the LLM Proposer (a completion in the run's edit format), an
+operator (a building block applied by rewriting the source, no model:
+`harnesses.edits.operators`), the merge of two candidates' edits (`parents.MergeProposer`) and
+an experience library entry (`experience_propose.ExperienceProposer`). Each proposal records its
+`origin` (`proposer`, `operator:NAME`, `merge`, `experience:ID`) and is logged as a draft before
+it is judged; the one judge (`evals.judge`) judges them all alike, and `show`, `report` and the
+benchmarks attribute each gain to its origin. The slots are planned in `slots.py`; the round
+itself reads in `rounds.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from harness_learning.evals.judge import Outcome
 from harness_learning.graphs.adapter.budget import proposer_share
@@ -22,14 +25,13 @@ from harness_learning.graphs.adapter.experience_search import past_successes
 from harness_learning.graphs.adapter.memory import run_memory
 from harness_learning.graphs.adapter.proposer import build_focused_messages, build_proposer_messages
 from harness_learning.graphs.adapter.repair import second_chances
+from harness_learning.graphs.adapter.slots import PROPOSER, Slot
 from harness_learning.harnesses.edits.function_edit import focus_targets
 from harness_learning.harnesses.edits.operators import OPERATORS, Demonstrations, apply_operator
 from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS, Completion
 from harness_learning.harnesses.llm.ledger import used
 from harness_learning.harnesses.store.records import proposal_id
 
-PROPOSER = "proposer"
-MERGE = "merge"
 OPERATOR_PREFIX = "operator:"
 ATTEMPT_CHARS = 8_000
 
@@ -45,6 +47,49 @@ class CandidateProposal:
     edit_format: str
     outcome: Outcome | None = None
     """The judge's static check of `completion`, made once while proposing."""
+
+
+class Judge(Protocol):
+    """The round's judge as a Proposer sees it: the static check of a completion (its text,
+    finish reason and edit format), `evals.judge.check_candidate` against the round's parent
+    (`rounds.RoundJudge`)."""
+
+    def check(self, text: str, finish_reason: str | None, edit_format: str) -> Outcome: ...
+
+
+@dataclass(frozen=True)
+class ProposalContext:
+    """What a Proposer is given for one slot: the run (`AdapterContext`), the slot, the
+    round's facts as sent to the candidate node (`payload`: round, parent, report, problem
+    ids), the parent's source, the round's judge and the round's judged candidates (what the
+    merge combines)."""
+
+    run: Any
+    slot: Slot
+    payload: Mapping[str, Any]
+    parent_source: str
+    judge: Judge
+    candidates: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def round(self) -> int:
+        return int(self.payload["round"])
+
+    @property
+    def feedback_ids(self) -> list[str]:
+        return list(self.payload.get("feedback_ids") or [])
+
+    @property
+    def selection_ids(self) -> list[str]:
+        return list(self.payload.get("selection_ids") or [])
+
+
+class Proposer(Protocol):
+    """Fills a slot: the candidates it proposes for it (none when it has nothing to offer,
+    as the merge without two valid candidates). A proposal may carry the judge's check
+    (`CandidateProposal.outcome`) when proposing needed it; the round judges the others."""
+
+    async def propose(self, context: ProposalContext) -> list[CandidateProposal]: ...
 
 
 def operator_origin(name: str) -> str:
@@ -63,19 +108,6 @@ Check = Callable[[str, str | None, str], Outcome]
 `evals.judge.check_candidate` bound to the round's parent, exposure and rules."""
 
 
-async def propose(ctx: Any, payload: dict, parent_source: str, check: Check) -> CandidateProposal:
-    """The candidate asked for by `payload` (a fan-out's `Send`): an operator's when it names
-    one (`payload["operator"]`), else the LLM Proposer's."""
-    name = payload.get("operator")
-    if name is not None:
-        demos = demonstrations(ctx, payload.get("feedback_ids") or [],
-                               payload.get("selection_ids") or [])
-        proposal = propose_operator(name, parent_source, demos)
-        done = proposal.completion
-        return replace(proposal, outcome=check(done.text, done.finish_reason, proposal.edit_format))
-    return await propose_llm(ctx, payload, parent_source, check)
-
-
 def propose_operator(name: str, parent_source: str,
                      demos: Demonstrations = ()) -> CandidateProposal:
     """Operator `name` applied to the parent (no model call), given the round's `demos`."""
@@ -84,6 +116,14 @@ def propose_operator(name: str, parent_source: str,
     note = [{"role": "system", "content": f"operator {name}: {op.use}"}]
     return CandidateProposal(operator_origin(name), note,
                              program_completion(source, operator_origin(name)), "whole_program")
+
+
+class OperatorProposer:
+    """Fills an operator's slot: its building block applied to the parent (no model call)."""
+
+    async def propose(self, context: ProposalContext) -> list[CandidateProposal]:
+        demos = demonstrations(context.run, context.feedback_ids, context.selection_ids)
+        return [propose_operator(str(context.slot.name), context.parent_source, demos)]
 
 
 def proposer_messages(ctx: Any, payload: dict, parent_source: str,
@@ -103,6 +143,15 @@ def proposer_messages(ctx: Any, payload: dict, parent_source: str,
     return build_proposer_messages(ctx.task.description, parent_source, payload["report"],
                                    cfg.edit_format, cfg.line_limit, user_tools=ctx.user_tools,
                                    memory=memory, past=past, blocks=cfg.block_menu)
+
+
+class LLMProposer:
+    """Fills a Proposer sample's slot: one completion, judged while it is drawn (a completion
+    the judge refuses gets its second chances)."""
+
+    async def propose(self, context: ProposalContext) -> list[CandidateProposal]:
+        return [await propose_llm(context.run, dict(context.payload), context.parent_source,
+                                  context.judge.check)]
 
 
 async def propose_llm(ctx: Any, payload: dict, parent_source: str,

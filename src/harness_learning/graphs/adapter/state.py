@@ -84,6 +84,9 @@ class AdapterState(TypedDict, total=False):
     operator_plan: list[str]
     """The operators and experience-library changes this round tries on the current version
     (`experience_search.operator_plan`)."""
+    slots: list[dict[str, Any]]
+    """The round's candidate slots, planned once from the plan (`slots.Slot.to_dict`): the
+    Proposer's samples, the merge's, the operators' and the experience library's."""
     candidates: Annotated[list[CandidateView], operator.add]
     drafts: Annotated[list[CandidateView], operator.add]
     """Racing only: the valid candidates the race node evaluates together."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
+from harness_learning.graphs.adapter.slots import Slot
 from harness_learning.harnesses.tracing import Tracer, clean
 
 Step = Callable[[Any], Awaitable[dict]]
@@ -37,7 +38,9 @@ class RunSpans:
         parent = self.round_span(round_) if isinstance(round_, int) else None
         start = {"round": round_}
         if name == "candidate":
-            start.update(index=state.get("index"), origin=state.get("operator"),
+            slot = state.get("slot")
+            start.update(index=state.get("index"),
+                         origin=Slot.from_dict(slot).arm if slot else state.get("operator"),
                          parent_sha=state.get("current_sha"))
         try:
             with self.tracer.span(name, parent, **start) as span:
