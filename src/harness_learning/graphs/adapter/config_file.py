@@ -213,11 +213,38 @@ def disagreements(values: dict[str, Any], stored: AdaptConfig) -> list[str]:
     `adapt` stored them: a `describe = "@notes.md"` as the file's text, a dict on the keys the
     file gives (not a run's derived `split_secret`)."""
     from harness_learning.graphs.adapter.inputs import resolve_inputs
-    from harness_learning.graphs.adapter.settings import differences
 
     resolved, _ = resolve_inputs(stored.replace(**values))
     return differences({k: getattr(resolved, k) for k in values}, stored)
 
 
-__all__ = ["ConfigFileError", "SettingError", "disagreements", "over_file", "read_config_file",
+def differences(wanted: dict[str, Any], stored: AdaptConfig) -> list[str]:
+    """The fields of `wanted` (field name -> value) that `stored` holds otherwise, as
+    `name: wanted != stored`; a dict is compared on the keys `wanted` gives."""
+    stored_values = stored.model_dump()
+    out = []
+    for name, value in wanted.items():
+        if isinstance(value, BaseModel):
+            value = value.model_dump()
+        have = stored_values.get(name)
+        if name == "run_dir":
+            same = Path(str(value)).expanduser().resolve() == Path(str(have)).resolve()
+        elif isinstance(value, dict) and isinstance(have, dict):
+            value = {k: v for k, v in value.items() if v is not None}
+            have = {k: have.get(k) for k in value}  # only what was given (not split_secret)
+            same = all(_same(have[k], v) for k, v in value.items())
+        else:
+            same = _same(have, value)
+        if not same:
+            out.append(f"{name}: {value!r} != {have!r}")
+    return out
+
+
+def _same(have: Any, value: Any) -> bool:
+    if isinstance(have, tuple | list) and isinstance(value, tuple | list):
+        return list(have) == list(value)
+    return have == value or str(have) == str(value)
+
+
+__all__ = ["ConfigFileError", "SettingError", "differences", "disagreements", "over_file", "read_config_file",
            "setting_error", "settings_values"]

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from harness_learning.graphs.adapter.config import AdaptConfig, setting_name
+from harness_learning.graphs.adapter.config_file import differences, settings_values
 from harness_learning.graphs.adapter.setting_kinds import parts_of
 
 DEFAULT_TASK = "rg:basic_arithmetic"
@@ -122,8 +123,6 @@ def _unknown(key: str, known: list[str]) -> str:
 def config_values(settings: dict[str, Any]) -> dict[str, Any]:
     """`AdaptConfig(**...)` keyword arguments from settings (parts folded into their field),
     validated by the model; a bad one raises `config_file.ConfigFileError`, naming it."""
-    from harness_learning.graphs.adapter.config_file import settings_values
-
     values: dict[str, Any] = {}
     for name, info in AdaptConfig.model_fields.items():
         if setting_name(name) in settings:
@@ -140,34 +139,6 @@ def conflicts(settings: dict[str, Any], stored: AdaptConfig) -> list[str]:
     """The given settings a started run's config contradicts, as `name: given != stored`.
     A dict setting conflicts only in the keys it gives (the stored one holds derived keys)."""
     return differences(config_values(settings), stored)
-
-
-def differences(wanted: dict[str, Any], stored: AdaptConfig) -> list[str]:
-    """The fields of `wanted` (field name -> value) that `stored` holds otherwise, as
-    `name: wanted != stored`; a dict is compared on the keys `wanted` gives."""
-    stored_values = stored.model_dump()
-    out = []
-    for name, value in wanted.items():
-        if isinstance(value, BaseModel):
-            value = value.model_dump()
-        have = stored_values.get(name)
-        if name == "run_dir":
-            same = Path(str(value)).expanduser().resolve() == Path(str(have)).resolve()
-        elif isinstance(value, dict) and isinstance(have, dict):
-            value = {k: v for k, v in value.items() if v is not None}
-            have = {k: have.get(k) for k in value}  # only what was given (not split_secret)
-            same = all(_same(have[k], v) for k, v in value.items())
-        else:
-            same = _same(have, value)
-        if not same:
-            out.append(f"{name}: {value!r} != {have!r}")
-    return out
-
-
-def _same(have: Any, value: Any) -> bool:
-    if isinstance(have, tuple | list) and isinstance(value, tuple | list):
-        return list(have) == list(value)
-    return have == value or str(have) == str(value)
 
 
 __all__ = ["DEFAULT_TASK", "AdapterSettings", "UnknownSetting", "config_values", "conflicts", "differences",

@@ -3,6 +3,8 @@ tried (`entry`), stored (`library`: a directory, `sqlite_library`, or a PostgreS
 `postgres_library`), made safe to share (`redact`), and ranked for a new run by
 their measured effect on similar tasks (`choice`)."""
 
+# imported to register the backends in library.BACKENDS
+from harness_learning.harnesses.experience import postgres_library, sqlite_library  # noqa: F401
 from harness_learning.harnesses.experience.entry import (
     EDIT,
     OPERATOR,

@@ -74,6 +74,11 @@ def give_location(location: str) -> str:
     return safe
 
 
+BACKENDS: dict[str, type[Library]] = {}
+"""The library's backends by kind ("directory", "postgres"), each registered by its own module
+on import (`experience/__init__` imports both), so this module imports none of them."""
+
+
 class Library(ABC):
     """An experience library. `Library(location)` opens the one at `location` (made on first
     use unless `create` is False): `SQLiteLibrary` for a directory, `PostgresLibrary` for a
@@ -87,14 +92,7 @@ class Library(ABC):
     def __new__(cls, location: str | Path, *, create: bool = True) -> Library:
         kind: type[Library] = cls
         if cls is Library:
-            if is_postgres(check_location(str(location))):
-                from harness_learning.harnesses.experience.postgres_library import (
-                    PostgresLibrary as kind,
-                )
-            else:
-                from harness_learning.harnesses.experience.sqlite_library import (
-                    SQLiteLibrary as kind,
-                )
+            kind = BACKENDS["postgres" if is_postgres(check_location(str(location))) else "directory"]
         return super().__new__(kind)
 
     # -- what a backend gives ----------------------------------------------------------------

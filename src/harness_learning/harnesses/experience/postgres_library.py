@@ -23,6 +23,7 @@ from typing import Any
 
 from harness_learning.harnesses.experience.entry import SCHEMA_VERSION
 from harness_learning.harnesses.experience.library import (
+    BACKENDS,
     URL_FORM,
     Library,
     LibraryError,
@@ -165,3 +166,6 @@ class PostgresLibrary(Library):
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
+
+
+BACKENDS["postgres"] = PostgresLibrary

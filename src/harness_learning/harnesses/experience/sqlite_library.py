@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness_learning.harnesses.experience.entry import SCHEMA_VERSION
 from harness_learning.harnesses.experience.library import (
+    BACKENDS,
     FILE,
     TIMEOUT_S,
     Library,
@@ -99,3 +100,6 @@ class SQLiteLibrary(Library):
 
     def close(self) -> None:
         self._conn.close()
+
+
+BACKENDS["directory"] = SQLiteLibrary
