@@ -147,6 +147,7 @@ def test_a_real_proposer_answers_the_second_chance_turn(local_model_url, tmp_pat
     assert told in turn[-1]["content"] and turn[-1]["role"] == "user"
     shown_back = turn[-2]["role"] == "assistant" and turn[-2]["content"] == first
     assert shown_back == (attempt == "repair")  # a no-op is not shown back to be copied
-    # the real model's answer is what was logged, checked and judged
-    assert proposal.completion == attempts[1]["completion"] and proposal.completion.strip()
+    # the real model's answer is what was kept, checked and judged; the pinned one replaced
+    assert proposal.completion.strip() and attempts[0]["completion"] == first
+    assert attempts[1]["kept"] and "completion" not in attempts[1]  # stored once, in the proposal
     assert view["invalid_kind"] == attempts[1]["invalid_kind"]
