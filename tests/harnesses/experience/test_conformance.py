@@ -23,6 +23,7 @@ from types import SimpleNamespace
 
 import pytest
 from cli_run import free_port
+from experience_records import entry, outcome
 from scripted_sums import ScriptedModel, SumTask, solver_rule
 
 from harness_learning.harnesses.experience import (
@@ -30,8 +31,6 @@ from harness_learning.harnesses.experience import (
     Entry,
     Library,
     LibraryError,
-    Outcome,
-    Signature,
     give_location,
 )
 from harness_learning.harnesses.experience.entry import operator_id
@@ -87,19 +86,6 @@ BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Backend]] = {
 @pytest.fixture(params=sorted(BACKENDS))
 def backend(request) -> Backend:
     return BACKENDS[request.param](request)
-
-
-def outcome(run="r1", round_=1, candidate=0, task="rg:products", **kw) -> Outcome:
-    kw.setdefault("parent_score", 0.5)
-    kw.setdefault("score", 0.6)
-    return Outcome(run, round_, candidate, task, "multiply numbers",
-                   Signature((("wrong_answer", 3),), ("arithmetic slips",), ("off by one",)),
-                   **kw)
-
-
-def entry(outcomes, name="plan") -> Entry:
-    return Entry(operator_id(name), "operator", f"operator:{name}", f"block {name}",
-                 operator=name, outcomes=tuple(outcomes))
 
 
 def hl(capsys, *args) -> tuple[int, str, str]:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from experience_records import entry, outcome
 
 from harness_learning.harnesses.edits.edit import Block, Edit
 from harness_learning.harnesses.edits.search_replace import apply_blocks
-from harness_learning.harnesses.experience import Entry, Library, LibraryError, Outcome, Signature
+from harness_learning.harnesses.experience import Library, LibraryError
 from harness_learning.harnesses.experience.entry import (
     SCHEMA_VERSION,
     change_blocks,
@@ -61,19 +62,6 @@ def test_one_id_per_normalised_change():
     assert edit_id(a) == edit_id(tuple((f"  {s}\n\n", r) for s, r in a))
     assert edit_id(a) != edit_id(spaced) != edit_id(other)
     assert operator_id("plan") != operator_id("vote")
-
-
-def outcome(run="r1", round_=1, candidate=0, task="rg:products", **kw) -> Outcome:
-    kw.setdefault("parent_score", 0.5)
-    kw.setdefault("score", 0.6)
-    return Outcome(run, round_, candidate, task, "multiply numbers",
-                   Signature((("wrong_answer", 3),), ("arithmetic slips",), ("off by one",)),
-                   **kw)
-
-
-def entry(outcomes, name="plan") -> Entry:
-    return Entry(operator_id(name), "operator", f"operator:{name}", f"block {name}",
-                 operator=name, outcomes=tuple(outcomes))
 
 
 def test_a_damaged_file_is_refused_and_left_as_it_was(tmp_path):
