@@ -67,6 +67,43 @@ def test_a_proposer_call_reserves_its_share_and_a_refused_one_is_never_sent(tmp_
     assert stop["reason"] == "token budget 3000 reached" and stop["before"] == "proposer call"
 
 
+def test_proposer_calls_refused_together_log_the_stop_before_either_stops_the_run(
+        tmp_path: Path):
+    """The graph cancels its other branches when one raises: the second of two refused calls
+    must not raise before the first has written the run's one `budget_stop` (CI once saw none)."""
+    proposer = ScriptedModel(lambda text, params: "edit")
+    config = AdaptConfig(task="sums", run_dir=str(tmp_path), rounds=1,
+                         budget=Budget(tokens=100)).with_track_defaults("reasoning")
+    ctx = AdapterContext.from_config(config, task=SumTask(3), proposer=proposer,
+                                     toolbox=Toolbox(solver=ScriptedModel(solver_rule)))
+    ctx.store.init_run({"test": "parallel refusals"})
+    slow_append = ctx.store.aappend_event
+
+    async def append_later(kind: str, payload: dict) -> None:
+        await asyncio.sleep(0.2)  # the first refusal's write is still in flight ...
+        await slow_append(kind, payload)
+
+    ctx.store.aappend_event = append_later
+
+    async def sample() -> None:
+        async with proposer_share(ctx, proposer, MESSAGES, {}):
+            await proposer.acomplete(MESSAGES)
+
+    async def go() -> None:
+        async with ctx:
+            with pytest.raises(ExceptionGroup) as raised:  # ... when the second one raises
+                async with asyncio.TaskGroup() as group:
+                    group.create_task(sample())
+                    group.create_task(sample())
+            assert all(isinstance(e, BudgetStop) for e in raised.value.exceptions)
+
+    asyncio.run(go())
+    assert not proposer.calls
+    with SQLiteLogStore(tmp_path) as log:
+        (stop,) = [e.payload for e in log.iter_events(kinds=["budget_stop"])]
+    assert stop["reason"] == "token budget 100 reached" and stop["before"] == "proposer call"
+
+
 class JudgedSums:
     """Sums scored by `judge:` a scripted judge that compares (CORRECT only against "7")."""
 

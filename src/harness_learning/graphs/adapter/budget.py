@@ -17,6 +17,7 @@ the ledger and raises `BudgetStop` once a limit is reached, so no evaluation sta
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -110,14 +111,20 @@ async def proposer_share(ctx: AdapterContext, proposer: Any, messages: Any,
     except InfraError as exc:
         if exc.kind != ErrorKind.BUDGET:
             raise
-        spent = await committed(ctx)
         reason = ledger.refused or "budget reached"
-        if not ledger.stop_logged:
-            ledger.stop_logged = True
-            await ctx.store.aappend_event("budget_stop", {
-                "reason": reason, "before": "proposer call", "spent": spent})
+        if ledger.stop_write is None:
+            ledger.stop_write = asyncio.ensure_future(log_stop(ctx, reason, "proposer call"))
+        spent = await asyncio.shield(ledger.stop_write)
         raise BudgetStop(reason, f" (spent {spent_line(spent)}; a Proposer call was not "
                                  "sent)") from None
+
+
+async def log_stop(ctx: AdapterContext, reason: str, before: str) -> dict[str, Any]:
+    """Log the run's `budget_stop` before `before`; return the spend it records."""
+    spent = await committed(ctx)
+    await ctx.store.aappend_event("budget_stop", {"reason": reason, "before": before,
+                                                  "spent": spent})
+    return spent
 
 
 async def committed(ctx: AdapterContext) -> dict[str, Any]:
@@ -150,11 +157,9 @@ async def check_budget(ctx: AdapterContext, what: str) -> None:
     budget = ctx.config.budget
     if not limited(budget):
         return
-    spent = await committed(ctx)
-    reason = budget_reason(budget, spent)
+    reason = budget_reason(budget, await committed(ctx))
     if reason is not None:
-        await ctx.store.aappend_event("budget_stop", {"reason": reason, "before": what,
-                                                      "spent": spent})
+        spent = await log_stop(ctx, reason, what)
         raise BudgetStop(reason, f" (spent {spent_line(spent)}; {what} not started)")
 
 

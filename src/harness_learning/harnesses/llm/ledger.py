@@ -100,9 +100,10 @@ class SpendLedger:
         """Reserved by calls in flight."""
         self.refused: str | None = None
         """Why a reservation was refused (`solver-call budget 10 reached`); None until one is."""
-        self.stop_logged = False
-        """Whether the run's log holds the stop `refused` caused (Proposer calls refused at
-        once in parallel log it once)."""
+        self.stop_write: asyncio.Future[Any] | None = None
+        """The write of the stop `refused` caused to the run's log: Proposer calls refused at
+        once in parallel start it once and each awaits it before raising, so the first to
+        stop the run cannot cancel it."""
         self._unbounded = 0
         self._changed: asyncio.Condition | None = None
 
