@@ -69,7 +69,7 @@ async def final_evaluation(run_dir: str | Path, n: int = 0, console=None,
     if solver:
         config = config.replace(solver=solver)
         purpose = f"test@{solver}"
-        from harness_learning.graphs.runreport.model import short_model
+        from harness_learning.harnesses.llm.models import short_model
 
         slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(short_model(solver)).stem).strip("-")
         plot = plot.with_name(f"{plot.stem}-{slug}{plot.suffix}")
@@ -109,7 +109,7 @@ async def _adopted_diffs(ctx: AdapterContext, rows: list[RoundScore]) -> str:
 
 def plot_title(config, run_dir: Path) -> str:
     """Task, models and run, so a plot read on its own says what it shows."""
-    from harness_learning.graphs.runreport.model import short_model
+    from harness_learning.harnesses.llm.models import short_model
 
     return (f"{config.task} · solver {short_model(config.solver)} · proposer "
             f"{short_model(config.proposer)} · run {Path(run_dir).resolve().name}")

@@ -14,9 +14,8 @@ from harness_learning.graphs.adapter.checkpoints import has_checkpoints, open_ch
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.graph import build_adapter_graph
 from harness_learning.graphs.adapter.run import THREAD, load_config
-from harness_learning.graphs.runreport.model import ROLLBACK_POLICY
 from harness_learning.harnesses.rundir import RunDir
-from harness_learning.harnesses.store import Decision, LineageStep, LogStore
+from harness_learning.harnesses.store import ROLLBACK_POLICY, Decision, LineageStep, LogStore
 
 
 @contextlib.asynccontextmanager

@@ -9,15 +9,15 @@ from html import escape
 from typing import Any
 
 from harness_learning.graphs.runreport.model import (
-    ROLLBACK_POLICY,
     SPEND_COLUMNS,
     CandidateRecord,
     RoundRecord,
     RunRecord,
-    short_model,
     spend_cell,
 )
 from harness_learning.graphs.runreport.svg import COLORS, lineage_svg, scores_svg, spend_svg
+from harness_learning.harnesses.llm.models import short_model
+from harness_learning.harnesses.store import ROLLBACK_POLICY
 
 TRACE_CHARS = 3000
 CSS = """

@@ -13,8 +13,10 @@ from harness_learning.evals.failures import UserCodeFailures
 from harness_learning.graphs.adapter.experience import shown_ids
 from harness_learning.harnesses.edits import parse_and_apply
 from harness_learning.harnesses.edits.candidate import unified_diff
+from harness_learning.harnesses.llm.models import short_model
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.store import (
+    ROLLBACK_POLICY,
     Decision,
     Evaluation,
     LineageStep,
@@ -30,8 +32,6 @@ from harness_learning.harnesses.store.spend import (
 
 DIFF_EVENT = "candidate_diff"
 """Event kind under which the adapter logs every candidate's diff (invalid ones included)."""
-ROLLBACK_POLICY = "rollback"
-"""`Decision.policy` of a rollback: a person made an earlier version current."""
 REVIEWER_REJECTED = "rejected by reviewer"
 
 
@@ -185,13 +185,6 @@ class RunRecord:
             ids = ", ".join(c.id for c in every) or "none"
             raise KeyError(f"no candidate {key!r} in this run (candidates: {ids})")
         return found[0]
-
-
-def short_model(spec: Any) -> str:
-    """`openai/qwen@http://h:8000/v1?temperature=0` -> `openai/qwen`."""
-    if isinstance(spec, dict):
-        spec = spec.get("model", "?")
-    return str(spec or "?").split("@", 1)[0].split("?", 1)[0]
 
 
 def mean_score(results: list[Evaluation]) -> float | None:

@@ -11,12 +11,12 @@ from rich.text import Text
 from rich.tree import Tree
 
 from harness_learning.graphs.runreport.model import (
-    ROLLBACK_POLICY,
     SPEND_COLUMNS,
     CandidateRecord,
     RunRecord,
     spend_cell,
 )
+from harness_learning.harnesses.store import ROLLBACK_POLICY
 from harness_learning.harnesses.text_safety import for_rich, for_terminal
 
 STYLES = {"adopted": "bold green", "rejected": "yellow", "valid": "cyan", "raced out": "magenta",

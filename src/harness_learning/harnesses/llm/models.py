@@ -93,6 +93,13 @@ MODELS: dict[str, LocalModel] = {
 ROLE_DEFAULTS = {"solver": SMOLLM2, "proposer": QWEN_CODER}
 
 
+def short_model(spec: object) -> str:
+    """`openai/qwen@http://h:8000/v1?temperature=0` -> `openai/qwen` (a spec or its dict)."""
+    if isinstance(spec, dict):
+        spec = spec.get("model", "?")
+    return str(spec or "?").split("@", 1)[0].split("?", 1)[0]
+
+
 def local_model(name: str) -> LocalModel:
     """The model called `name` (or the GGUF file `name` when it ends in .gguf); a clear error
     listing the known ones otherwise."""

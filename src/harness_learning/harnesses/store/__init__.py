@@ -24,6 +24,7 @@ from harness_learning.harnesses.store.families import (
 )
 from harness_learning.harnesses.store.jsonl import export_run, import_run
 from harness_learning.harnesses.store.records import (
+    ROLLBACK_POLICY,
     Decision,
     Evaluation,
     Event,
@@ -45,6 +46,7 @@ from harness_learning.harnesses.store.schema import SCHEMA_VERSION
 from harness_learning.harnesses.store.sqlite import SQLiteLogStore
 
 __all__ = [
+    "ROLLBACK_POLICY",
     "SCHEMA_VERSION",
     "UNFINISHED_KINDS",
     "Decision",

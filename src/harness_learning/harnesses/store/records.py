@@ -336,6 +336,10 @@ def new_proposal(round_: int, index: int, messages: Any, completion: Any, edit_f
         origin=origin, cost_usd=float(getattr(completion, "cost", 0.0) or 0.0))
 
 
+ROLLBACK_POLICY = "rollback"
+"""`Decision.policy` of a rollback: a person made an earlier version current."""
+
+
 @dataclass
 class Decision:
     round: int
