@@ -127,7 +127,7 @@ def test_the_wheel_installs_one_top_level_package_and_the_cli_runs(local_model_u
     # dir's .pth files (the editable install among them) are not processed, so only the
     # wheel's copy of harness_learning can be imported.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    where = subprocess.run([str(py), "-c", "import harness_learning.graphs.cli as c; print(c.__file__)"],
+    where = subprocess.run([str(py), "-c", "import harness_learning.cli as c; print(c.__file__)"],
                            capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert where.returncode == 0, where.stderr[-2000:]
     assert where.stdout.strip().startswith(str(site))

@@ -18,13 +18,13 @@ from harness_learning.harnesses.compiler import parse_source
 REPO = Path(__file__).resolve().parent.parent
 SRC = REPO / "src" / "harness_learning"
 LAB_SRC = REPO / "lab" / "harness_learning_lab"
-LAYERS = {"graphs": 4, "training": 3, "evals": 2, "harnesses": 1, "retrieval": 0}
+LAYERS = {"cli": 6, "report": 5, "graphs": 4, "training": 3, "evals": 2, "harnesses": 1, "retrieval": 0}
 """Folder -> rank: a module may import its own layer and the ones below (a lower rank)."""
 PACKAGE = "harness_learning"
 LAB = "harness_learning_lab"
 """The lab (lab/harness_learning_lab): above the product, which never imports it; its commands
 reach the product's command line through an entry point, not an import."""
-CLI = f"{PACKAGE}.graphs.cli"
+CLI = f"{PACKAGE}.cli"
 LAB_CLI = f"{LAB}.cli"
 MAX_LINES = 400
 

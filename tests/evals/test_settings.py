@@ -20,7 +20,7 @@ def test_unset_is_one_line_naming_the_setting(monkeypatch):
                                            r"HARNESS_LEARNING_DATA=") as unset:
         get_task("hotpotqa")
     assert "\n" not in str(unset.value) and "--data" in str(unset.value)
-    from harness_learning.graphs.cli.errors import classify
+    from harness_learning.cli.errors import classify
 
     error = classify(unset.value)  # the command line's hint is the setting's own, not a path's
     assert error.hint == DataDirUnset.hint and error.code == 2

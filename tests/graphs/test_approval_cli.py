@@ -11,7 +11,7 @@ from pathlib import Path
 import sim_adapt
 from cli_run import cli, error_line
 
-from harness_learning.graphs.runreport import load_run
+from harness_learning.report import load_run
 
 REASON = "MARK-B loses every answer"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness_learning.graphs.cli.candidate_outcomes import count_outcomes, describe_counts, outcome
-from harness_learning.graphs.cli.live import LiveView
+from harness_learning.cli.candidate_outcomes import count_outcomes, describe_counts, outcome
+from harness_learning.cli.live import LiveView
 
 ROUND = [
     {"index": 0, "valid": True, "invalid_kind": None, "invalid_reason": None,

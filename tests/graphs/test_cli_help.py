@@ -8,7 +8,7 @@ import re
 import typer
 from typer.testing import CliRunner
 
-from harness_learning.graphs.cli import app
+from harness_learning.cli import app
 
 UNESCAPED_TAG = re.compile(r"(?<!\\)\[[a-z][a-z_./-]*\]")
 

@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from harness_learning.graphs.cli import _common
+from harness_learning.cli import _common
 
 
 def lines_for(total: int, monkeypatch) -> list[str]:
@@ -40,7 +40,7 @@ CANDIDATE = {"round": 1, "index": 2, "origin": "operator:interpreter", "valid": 
 
 
 def test_a_judged_candidate_is_one_line_with_its_verdict_and_the_spend():
-    from harness_learning.graphs.cli.live import candidate_line
+    from harness_learning.cli.live import candidate_line
 
     assert candidate_line(CANDIDATE) == ("round 1 · candidate 2 · operator:interpreter · valid · "
                                          "selection 0.625 vs current 0.500 · spent: Solver "
@@ -55,7 +55,7 @@ def test_a_judged_candidate_is_one_line_with_its_verdict_and_the_spend():
 
 
 def live_output(monkeypatch, terminal: bool, lines: bool = True) -> str:
-    from harness_learning.graphs.cli import live
+    from harness_learning.cli import live
 
     buffer = io.StringIO()
     monkeypatch.setattr(live, "console", Console(file=buffer, force_terminal=terminal,

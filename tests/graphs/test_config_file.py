@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cli_run import cli, error_line
 
-from harness_learning.graphs.cli.main import main
+from harness_learning.cli.main import main
 
 
 def settings(sim_url: str, run_dir: Path) -> str:

@@ -12,7 +12,7 @@ import sqlite3
 import pytest
 from typer.testing import CliRunner
 
-from harness_learning.graphs.cli import app
+from harness_learning.cli import app
 
 # The demo's module fixture runs a whole adaptation inside its first test's time.
 pytestmark = pytest.mark.timeout(1200)
@@ -20,8 +20,8 @@ TEST = 8
 
 
 def test_demo_without_the_proposer_model_names_the_fetch_command(tmp_path, monkeypatch, capsys):
-    from harness_learning.graphs.cli.errors import EXIT_USAGE
-    from harness_learning.graphs.cli.main import main
+    from harness_learning.cli.errors import EXIT_USAGE
+    from harness_learning.cli.main import main
 
     monkeypatch.setenv("HARNESS_LEARNING_MODELS", str(tmp_path / "empty"))
     with pytest.raises(SystemExit) as exit_info:

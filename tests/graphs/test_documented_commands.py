@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 import typer
 
+from harness_learning.cli import app
+from harness_learning.cli.options import field_values
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.config_file import read_config_file
-from harness_learning.graphs.cli import app
-from harness_learning.graphs.cli.options import field_values
 from harness_learning.harnesses.edits import EDIT_FORMATS
 
 ROOT = Path(__file__).resolve().parents[2]

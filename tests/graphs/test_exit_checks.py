@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness_learning.graphs.cli.errors import EXIT_UNREACHABLE, CliError
-from harness_learning.graphs.cli.exit_checks import check_evaluation
+from harness_learning.cli.errors import EXIT_UNREACHABLE, CliError
+from harness_learning.cli.exit_checks import check_evaluation
 
 
 def _all_unscored(first_error: str) -> dict:
@@ -29,8 +29,8 @@ def test_an_endpoint_that_failed_every_problem_is_named():
 
 
 def test_an_adaptation_stopped_by_the_sandbox_names_the_sandbox_not_the_endpoint():
+    from harness_learning.cli.errors import classify, unreachable
     from harness_learning.graphs.adapter.nodes import InfraStop
-    from harness_learning.graphs.cli.errors import classify, unreachable
 
     stopped = ("4 problem(s) failed for infrastructure reasons 2 times (last: basic_arithmetic/"
                "dev/15: the sandbox did not start: the worker exited with code 1)")

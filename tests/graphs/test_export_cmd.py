@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cli_run import cli
 
-from harness_learning.graphs.cli.main import main
+from harness_learning.cli.main import main
 from harness_learning.graphs.serving.embed import load_harness
 from harness_learning.graphs.serving.harness_source import resolve_harness
 from harness_learning.harnesses.store import SQLiteLogStore

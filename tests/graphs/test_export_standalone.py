@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from harness_learning.graphs.cli.main import main
+from harness_learning.cli.main import main
 from harness_learning.harnesses.edits.operators import OPERATORS, OperatorError, apply_operator
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning.harnesses.standalone import (

@@ -16,13 +16,13 @@ from types import SimpleNamespace
 from cli_run import cli
 from rich.console import Console
 
+from harness_learning.cli._common import results_table
+from harness_learning.cli.export_cmd import export_header
+from harness_learning.cli.live import LiveView
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult, ProblemResult
 from harness_learning.graphs.adapter.proposer import DATA_NOTE, build_proposer_messages
 from harness_learning.graphs.adapter.report import build_report
-from harness_learning.graphs.cli._common import results_table
-from harness_learning.graphs.cli.export_cmd import export_header
-from harness_learning.graphs.cli.live import LiveView
 from harness_learning.graphs.serving.harness_source import resolve_harness
 
 ESCAPES = ("\x1b[1A", "\x1b[2K", "\x1b[8m")  # cursor up, erase the line, conceal

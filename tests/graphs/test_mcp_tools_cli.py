@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness_learning.graphs.cli import app
+from harness_learning.cli import app
 from harness_learning.harnesses.mcptools import close_servers
 
 HERE = Path(__file__).resolve().parents[1] / "support" / "mcp_sums"
@@ -45,9 +45,9 @@ def test_adapt_a_harness_calling_an_mcp_tool(local_model_url, tmp_path, monkeypa
     and eval open them), and export's "run it" line carries the run's --metric and --tools."""
     import shutil
 
+    from harness_learning.cli.main import main
     from harness_learning.graphs.adapter.inputs import open_tools
     from harness_learning.graphs.adapter.run import load_config
-    from harness_learning.graphs.cli.main import main
     from harness_learning.harnesses.mcptools import McpServer
     from harness_learning.harnesses.rundir import RunDir
 
@@ -97,8 +97,8 @@ def test_adapt_a_harness_calling_an_mcp_tool(local_model_url, tmp_path, monkeypa
 
 
 def test_a_server_that_does_not_start_is_one_line_and_exit_2(tmp_path, capsys) -> None:
-    from harness_learning.graphs.cli.errors import EXIT_USAGE
-    from harness_learning.graphs.cli.main import main
+    from harness_learning.cli.errors import EXIT_USAGE
+    from harness_learning.cli.main import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["run", "--task", str(HERE / "sums.jsonl"), "--metric", "exact",
@@ -169,8 +169,8 @@ def test_load_harness_takes_an_mcp_reference_and_warns_or_refuses_without_it(tmp
 
 def test_a_harness_calling_a_tool_it_was_not_given_is_one_line_and_exit_2(tmp_path,
                                                                           capsys) -> None:
-    from harness_learning.graphs.cli.errors import EXIT_USAGE
-    from harness_learning.graphs.cli.main import main
+    from harness_learning.cli.errors import EXIT_USAGE
+    from harness_learning.cli.main import main
 
     for command in (["run"], ["adapt", "--run-dir", str(tmp_path / "run")]):
         with pytest.raises(SystemExit) as exit_info:

@@ -7,7 +7,7 @@ import os
 
 from typer.testing import CliRunner
 
-from harness_learning.graphs.cli import app
+from harness_learning.cli import app
 
 
 def test_run_evaluates_a_seed_with_the_local_model(local_model_url):

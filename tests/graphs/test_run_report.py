@@ -12,9 +12,9 @@ import pytest
 from cli_run import cli
 from sim_adapt import ROLLBACK_REASON
 
-from harness_learning.graphs.runreport import load_run
 from harness_learning.graphs.serving.embed import resolve_harness
 from harness_learning.harnesses.store import SQLiteLogStore
+from harness_learning.report import load_run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

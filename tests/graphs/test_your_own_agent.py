@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness_learning.graphs.cli import app
+from harness_learning.cli import app
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "your_own_agent"
 SMALL = ["--proposer", "local:smollm2-135m", "--rounds", "1", "--candidates", "1", "--feedback", "2", "--selection", "3",

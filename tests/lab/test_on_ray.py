@@ -14,7 +14,7 @@ import pytest
 from sim_adapt import EDIT, arithmetic
 from typer.testing import CliRunner
 
-from harness_learning.graphs.cli import app
+from harness_learning.cli import app
 from harness_learning.harnesses.llm.simserver import SimServer
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning_lab import ray_cluster
@@ -120,7 +120,7 @@ def test_an_experiment_on_ray_gives_the_serial_records_and_resumes(tmp_path, clu
     ["experiment", str(REASONING), "--smoke"]], ids=["bench_peers", "experiment"])
 def test_a_cluster_that_does_not_answer_is_one_line_before_anything_is_written(
         tmp_path, capsys, monkeypatch, command):
-    from harness_learning.graphs.cli.main import main
+    from harness_learning.cli.main import main
 
     monkeypatch.setattr(ray_cluster, "PROBE_S", 1.0)
     monkeypatch.setattr(ray, "is_initialized", lambda: False)  # not the fixture's cluster
@@ -133,7 +133,7 @@ def test_a_cluster_that_does_not_answer_is_one_line_before_anything_is_written(
 
 
 def test_a_missing_ray_names_the_extra(tmp_path, capsys, monkeypatch):
-    from harness_learning.graphs.cli.main import main
+    from harness_learning.cli.main import main
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
     with pytest.raises(SystemExit) as exit_:
@@ -146,7 +146,7 @@ def test_a_missing_ray_names_the_extra(tmp_path, capsys, monkeypatch):
 
 
 def test_an_address_that_is_no_address_is_bad_input(tmp_path, capsys, monkeypatch):
-    from harness_learning.graphs.cli.main import main
+    from harness_learning.cli.main import main
 
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     with pytest.raises(SystemExit) as exit_:

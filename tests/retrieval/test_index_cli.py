@@ -5,7 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from harness_learning.graphs.cli import app
+from harness_learning.cli import app
 
 pytestmark = pytest.mark.slow
 runner = CliRunner()

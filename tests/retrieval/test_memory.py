@@ -11,7 +11,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from harness_learning.graphs.cli import app
+from harness_learning.cli import app
 from harness_learning.retrieval import build_index, memory
 from harness_learning.retrieval.bm25 import BM25Builder
 from harness_learning.retrieval.build import HOTPOTQA_ABSTRACTS, expected_size

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from cli_run import free_port
 
-from harness_learning.graphs.cli.studio_cmd import dev_command, offline_env, write_config
+from harness_learning.cli.studio_cmd import dev_command, offline_env, write_config
 
 ALLOW_BLOCKING_WARNING = "You've set --allow-blocking"
 """What the server logs at start when its blocking-call detector is off."""

@@ -10,9 +10,9 @@ import pytest
 from cli_run import cli, error_line
 from typer.testing import CliRunner
 
+from harness_learning.cli import app
 from harness_learning.evals.registry import get_task
 from harness_learning.graphs.adapter.proposer import build_focused_messages
-from harness_learning.graphs.cli import app
 from harness_learning.harnesses.edits.function_edit import apply_function
 from harness_learning.harnesses.edits.operators import OPERATORS, apply_operator
 from harness_learning.harnesses.results import ProblemResult

@@ -144,7 +144,7 @@ def test_a_group_can_train_in_micro_batches(tmp_path):
 def test_bench_grpo_step_times_both_paths_on_one_group(short_run, tiny_dir, local_model_url):
     from typer.testing import CliRunner
 
-    from harness_learning.graphs.cli import app
+    from harness_learning.cli import app
     from harness_learning_lab.bench.grpo_step import PHASES
 
     result = CliRunner().invoke(app, ["bench", "grpo-step", str(short_run), "--model",
@@ -162,7 +162,7 @@ def test_bench_grpo_step_times_both_paths_on_one_group(short_run, tiny_dir, loca
 
 
 def test_bench_grpo_step_refuses_a_directory_without_a_log(tmp_path, capsys):
-    from harness_learning.graphs.cli.main import main
+    from harness_learning.cli.main import main
 
     with pytest.raises(SystemExit) as exit_:
         main(["bench", "grpo-step", str(tmp_path)])

@@ -9,7 +9,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from harness_learning.graphs.cli import app
+from harness_learning.cli import app
 from harness_learning.training.config import GRPOOfflineConfig
 from harness_learning.training.ratio import (
     NO_LOGPROBS,

@@ -7,8 +7,8 @@ import pytest
 from cli_run import cli, error_line
 from typer.testing import CliRunner
 
-from harness_learning.graphs.cli import app
-from harness_learning.graphs.cli.collect_edits import run_dir_name, task_config
+from harness_learning.cli import app
+from harness_learning.cli.collect_edits import run_dir_name, task_config
 from harness_learning.training.data import FilterReport, LogError
 from harness_learning.training.teacher import run_dirs_under, sft_dataset
 

@@ -5,7 +5,7 @@ import json
 
 from typer.testing import CliRunner
 
-from harness_learning.graphs.cli import app
+from harness_learning.cli import app
 from harness_learning.training.config import GRPOOfflineConfig, GRPOOnlineConfig, SFTTrainConfig
 
 runner = CliRunner()

@@ -9,7 +9,7 @@ from typing import Annotated as _Annotated  # noqa: E402
 
 import typer as _typer  # noqa: E402
 
-from harness_learning.graphs.cli import bench_app as _bench_app  # noqa: E402
+from harness_learning.cli import bench_app as _bench_app  # noqa: E402
 
 
 @_bench_app.command("bm25")
@@ -84,7 +84,7 @@ def bench_racing(
     as_json: _Annotated[bool, _typer.Option("--json", help="Last line: a JSON object of figures.")] = False,
 ) -> None:
     """Racing vs full evaluation on simulated candidates with known accuracies: calls and P(best)."""
-    from harness_learning.graphs.cli._common import race_rule
+    from harness_learning.cli._common import race_rule
     from harness_learning_lab.bench import racing as racing_bench
 
     rule = race_rule(race)
@@ -128,9 +128,9 @@ def bench_log_round(
 ) -> None:
     """Evaluate the seed and hand-written candidates on the same problems with a real Solver and
     log them as one round (what `bench racing --from-log` replays)."""
+    from harness_learning.cli._common import progress, read_harness, run_async
     from harness_learning.evals.registry import get_task
     from harness_learning.graphs.adapter.context import run_solver
-    from harness_learning.graphs.cli._common import progress, read_harness, run_async
     from harness_learning.harnesses.rundir import RunDir
     from harness_learning.harnesses.toolbox import Toolbox
     from harness_learning_lab.bench import candidate_round
@@ -265,7 +265,7 @@ def bench_store(
 def _peers_settings(config: _Path, scale: str, smoke: bool, overrides: dict) -> dict:
     """The scale's settings with the command line's overrides, checked before anything runs
     (a bad name fails here, in one line with a hint)."""
-    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+    from harness_learning.cli.errors import EXIT_USAGE, CliError
     from harness_learning_lab.bench import peers
     from harness_learning_lab.bench.peers_systems import MENU, PEERS, SYSTEMS
 
@@ -319,7 +319,7 @@ def bench_peers(
     """Our adapter (best_valid, racing) against GEPA and OpenEvolve: same seed harness, models,
     problems and Solver-call budget; held-out score with a 95% interval, calls, tokens, wall;
     with ours with operators among the systems, the paired head-to-head figure under the table."""
-    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+    from harness_learning.cli.errors import EXIT_USAGE, CliError
     from harness_learning_lab.bench import peers, peers_report, peers_stats
 
     def fail(message: str, hint: str) -> None:
@@ -370,7 +370,7 @@ def bench_grpo_step(
 ) -> None:
     """One online GRPO step with its evaluations, timed by phase: TRL's per-row forward against
     the shared prompt prefix, same prompts and model, in one run."""
-    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+    from harness_learning.cli.errors import EXIT_USAGE, CliError
     from harness_learning.training.config import GRPOOnlineConfig
     from harness_learning_lab.bench import grpo_step
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from harness_learning.graphs.cli import bench_app
+from harness_learning.cli import bench_app
 
 
 @bench_app.command("judge")

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from harness_learning.graphs.cli import bench_app
+from harness_learning.cli import bench_app
 
 
 @bench_app.command("sft-step")
@@ -29,7 +29,7 @@ def bench_sft_step(
     cost of training on 2 cores goes, and what completion-only logits and a cached prompt save."""
     import torch
 
-    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+    from harness_learning.cli.errors import EXIT_USAGE, CliError
     from harness_learning_lab.bench import sft_step
 
     chosen = tuple(s.strip() for s in settings.split(",") if s.strip())

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from harness_learning.graphs.cli import bench_app
+from harness_learning.cli import bench_app
 
 TYPES = ("rg:products,rg:chain_sum,rg:basic_arithmetic,rg:letter_counting,rg:gcd,rg:lcm,"
          "rg:prime_factorization,rg:count_bits,rg:fraction_simplification,rg:decimal_arithmetic,"

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from harness_learning.graphs.cli import app
-from harness_learning.graphs.cli._common import (
+from harness_learning.cli import app
+from harness_learning.cli._common import (
     console,
     print_json_last,
     run_async,

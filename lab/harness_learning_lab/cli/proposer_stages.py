@@ -15,7 +15,7 @@ from typing import Any
 
 def collect_stage(spec: Any, train: Any, folder: Path,
                   options: Callable[[str], dict]) -> dict[str, Any]:
-    from harness_learning.graphs.cli.collect_edits import collect_edits, task_config
+    from harness_learning.cli.collect_edits import collect_edits, task_config
 
     configs = [task_config(t, folder, train.teacher, train.per_task, solver=spec.solver,
                            feedback=spec.feedback, selection=spec.selection,

@@ -239,10 +239,10 @@ def test_the_real_local_judge_reads_the_answer_as_quoted_data(local_model_url, t
 def test_show_and_report_count_the_flagged_problems(tmp_path):
     from rich.console import Console
 
-    from harness_learning.graphs.runreport.html import render_html
-    from harness_learning.graphs.runreport.model import RunRecord, flag_counts
-    from harness_learning.graphs.runreport.terminal import run_summary
     from harness_learning.harnesses.store import Evaluation
+    from harness_learning.report.html import render_html
+    from harness_learning.report.model import RunRecord, flag_counts
+    from harness_learning.report.terminal import run_summary
 
     task, _ = judged_task(tmp_path)
     results = [scored(task, INJECTION), scored(task, "Paris"), scored(task, INJECTION)]

@@ -6,10 +6,10 @@ import json
 
 from typer.testing import CliRunner
 
+from harness_learning.cli import app
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.estimate import estimate_budget
 from harness_learning.graphs.adapter.racing import RaceRule
-from harness_learning.graphs.cli import app
 
 SEED = "def solve(problem, tools):\n    return tools.llm(problem)\n"  # one Solver call
 
@@ -64,8 +64,8 @@ def test_every_config_field_is_an_adapt_option_with_its_help():
 
 
 def test_adapt_options_fill_the_config_as_the_hand_written_flags_did(tmp_path):
+    from harness_learning.cli.options import field_values
     from harness_learning.graphs.adapter.config import Budget
-    from harness_learning.graphs.cli.options import field_values
 
     given = {"task": "rg:basic_arithmetic", "run_dir": str(tmp_path), "test": 3, "dev": None,
              "data": None, "index": tmp_path / "idx", "metric": None, "describe": None,

@@ -21,12 +21,12 @@ from harness_learning.graphs.adapter.experience import shown_ids
 from harness_learning.graphs.adapter.experience_search import PAST_HEADING, operator_plan
 from harness_learning.graphs.adapter.inputs import start_source
 from harness_learning.graphs.adapter.run import prepare, run_adaptation
-from harness_learning.graphs.runreport import load_run
-from harness_learning.graphs.runreport.html import render_html
-from harness_learning.graphs.runreport.terminal import candidate_detail, run_summary
 from harness_learning.harnesses.experience import Entry, Library, Outcome, Signature
 from harness_learning.harnesses.experience.entry import operator_id, texts
 from harness_learning.harnesses.rundir import RunDir
+from harness_learning.report import load_run
+from harness_learning.report.html import render_html
+from harness_learning.report.terminal import candidate_detail, run_summary
 
 CAREFULLY = ('<<<<<<< SEARCH\nPROMPT = """Solve the problem. Think briefly, then give the final '
              'answer on the last line\n=======\nPROMPT = """Solve the problem. Think CAREFULLY, '
@@ -165,7 +165,7 @@ def test_measured_effect_on_a_similar_task_reorders_the_plan(tmp_path):
 
 def hl(capsys, *args) -> tuple[int, str, str]:
     """`harness-learn ARGS` in this process: (exit code, stdout, stderr)."""
-    from harness_learning.graphs.cli.main import main
+    from harness_learning.cli.main import main
 
     with pytest.raises(SystemExit) as done:
         main([str(a) for a in args])

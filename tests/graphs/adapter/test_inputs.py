@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from harness_learning.cli.main import main
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.inputs import MissingInput, open_task, open_tools, start_source
 from harness_learning.graphs.adapter.run import load_config, prepare
-from harness_learning.graphs.cli.main import main
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "your_own_agent"
 

@@ -27,11 +27,11 @@ from harness_learning.graphs.adapter.memory import (
 )
 from harness_learning.graphs.adapter.proposer import build_focused_messages, build_proposer_messages
 from harness_learning.graphs.adapter.run import run_adaptation
-from harness_learning.graphs.runreport import load_run
-from harness_learning.graphs.runreport.html import render_html
-from harness_learning.graphs.runreport.terminal import run_summary
 from harness_learning.harnesses.edits.normalise import normalised_sha
 from harness_learning.harnesses.rundir import RunDir
+from harness_learning.report import load_run
+from harness_learning.report.html import render_html
+from harness_learning.report.terminal import run_summary
 
 SOURCE = 'PROMPT = "Solve."\n\n\ndef solve(q):\n    return q\n\n\ndef build_graph(tools):\n    return solve\n'
 

@@ -53,8 +53,8 @@ def test_an_operator_candidate_is_judged_logged_with_its_origin_and_adopted(tmp_
 def test_an_unknown_operator_is_one_line_before_anything_is_written(tmp_path, capsys) -> None:
     import pytest
 
-    from harness_learning.graphs.cli.errors import EXIT_USAGE
-    from harness_learning.graphs.cli.main import main
+    from harness_learning.cli.errors import EXIT_USAGE
+    from harness_learning.cli.main import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["adapt", "--task", "rg:basic_arithmetic", "--run-dir", str(tmp_path / "run"),

@@ -10,7 +10,7 @@ import asyncio
 import pytest
 from studio_server import dev_server
 
-from harness_learning.graphs.cli.studio_cmd import dev_command, offline_env
+from harness_learning.cli.studio_cmd import dev_command, offline_env
 from harness_learning.graphs.serving.studio import MODEL_ENV, RUNS_ENV
 from harness_learning.harnesses.llm import SimServer
 from harness_learning.harnesses.llm.simserver import ARITHMETIC_RULE

@@ -91,7 +91,7 @@ def backend(request) -> Backend:
 def hl(capsys, *args) -> tuple[int, str, str]:
     """`harness-learn ARGS` in this process: (exit code, stdout with its lines joined, as
     the console wraps a long URL, stderr)."""
-    from harness_learning.graphs.cli.main import main
+    from harness_learning.cli.main import main
 
     with pytest.raises(SystemExit) as done:
         main([str(a) for a in args])

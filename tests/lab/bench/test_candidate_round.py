@@ -97,7 +97,7 @@ def test_log_round_command_answers_a_parsing_twin_from_the_run_cache(local_model
 
     from typer.testing import CliRunner
 
-    from harness_learning.graphs.cli import app
+    from harness_learning.cli import app
 
     edits = tmp_path / "edits"
     edits.mkdir()

@@ -12,7 +12,7 @@ import pytest
 from sim_adapt import EDIT, arithmetic
 from typer.testing import CliRunner
 
-from harness_learning.graphs.cli import app
+from harness_learning.cli import app
 from harness_learning.harnesses.llm.simserver import SimServer
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning_lab.bench import peers_report
@@ -108,7 +108,7 @@ def test_every_system_runs_on_equal_terms_and_a_rerun_reads_the_cache(tmp_path):
 
 
 def test_bad_input_is_one_clear_line_with_a_hint(tmp_path, capsys):
-    from harness_learning.graphs.cli.main import main
+    from harness_learning.cli.main import main
 
     for args, words in ((["--system", "dspy"], "unknown system(s) dspy"),
                         (["--config", str(tmp_path / "none.toml")], "no bench config"),

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import CliRunner
 
-from harness_learning.graphs.cli import app
+from harness_learning.cli import app
 from harness_learning.harnesses.edits.operators import OPERATORS
 from harness_learning.harnesses.llm.models import QWEN_CODER, local_model
 from harness_learning_lab.bench import peers_report, peers_stats
@@ -194,7 +194,7 @@ def test_the_scales_solver_model_is_the_one_started():
 
 
 def test_a_scale_without_its_own_smoke_table_is_refused_in_one_line(tmp_path, capsys):
-    from harness_learning.graphs.cli.main import main
+    from harness_learning.cli.main import main
 
     with pytest.raises(SystemExit) as exit_:
         main(["bench", "peers", "--scale", "cpu", "--smoke", "--out", str(tmp_path / "o")])
@@ -205,7 +205,7 @@ def test_a_scale_without_its_own_smoke_table_is_refused_in_one_line(tmp_path, ca
 
 def test_a_run_stored_at_another_budget_is_refused_not_read_back(tmp_path, capsys):
     """Two scales in one --out would otherwise report the other scale's runs as this one's."""
-    from harness_learning.graphs.cli.main import main
+    from harness_learning.cli.main import main
 
     settings = load_settings(scale="qwen", smoke=True)
     for system in settings["systems"]:

@@ -122,7 +122,7 @@ def test_bench_racing_command_prints_the_adaptive_table_and_json():
 
     from typer.testing import CliRunner
 
-    from harness_learning.graphs.cli import app
+    from harness_learning.cli import app
 
     result = CliRunner().invoke(app, ["bench", "racing", "--seeds", "40", "--problems", "16",
                                       "--adaptive", "--json"])

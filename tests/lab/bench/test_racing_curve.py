@@ -6,8 +6,8 @@ import json
 
 from typer.testing import CliRunner
 
+from harness_learning.cli import app
 from harness_learning.graphs.adapter.racing import RaceRule
-from harness_learning.graphs.cli import app
 from harness_learning_lab.bench import racing_curve
 
 RULES = {"full": RaceRule(z=1e9, keep=None),

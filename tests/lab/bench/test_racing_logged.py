@@ -129,7 +129,7 @@ def test_bench_racing_command_replays_logged_rounds(tmp_path):
 
     from typer.testing import CliRunner
 
-    from harness_learning.graphs.cli import app
+    from harness_learning.cli import app
 
     _log_round(tmp_path / "a", np.full(8, 0.4), 64, 0.8, 7)
     _log_round(tmp_path / "b", np.linspace(0.2, 0.6, 8), 64, 0.8, 8)
@@ -150,7 +150,7 @@ def test_bench_racing_command_replays_logged_rounds(tmp_path):
 def test_bench_racing_command_names_a_missing_log(tmp_path):
     from typer.testing import CliRunner
 
-    from harness_learning.graphs.cli import app
+    from harness_learning.cli import app
 
     result = CliRunner().invoke(app, ["bench", "racing", "--from-log", str(tmp_path / "none")])
     assert result.exit_code != 0 and "no run log" in result.output
@@ -169,7 +169,7 @@ def test_bench_racing_command_skips_the_fit_simulation_when_no_rho_fits(tmp_path
 
     from typer.testing import CliRunner
 
-    from harness_learning.graphs.cli import app
+    from harness_learning.cli import app
 
     _log_round(tmp_path, np.zeros(4), 32, 0.5, 9)  # SmolLM2 on QA: everything wrong
     result = CliRunner().invoke(app, ["bench", "racing", "--seeds", "20", "--problems", "16",

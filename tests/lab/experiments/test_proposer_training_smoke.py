@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness_learning.graphs.cli import app
+from harness_learning.cli import app
 
 EXPERIMENT = Path(__file__).resolve().parents[3] / "experiments" / "proposer_training.toml"
 ARMS = {"seed", "tool_loop", "base", "sft", "sft_rl", "teacher", "oracle"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from harness_learning.graphs.cli import app
+from harness_learning.cli import app
 from harness_learning_lab.reliability.bench import summarise, table
 
 pytestmark = pytest.mark.reliability

@@ -11,8 +11,8 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from harness_learning.graphs.cli._common import console
-from harness_learning.graphs.cli.candidate_outcomes import count_outcomes, describe_counts, outcome
+from harness_learning.cli._common import console
+from harness_learning.cli.candidate_outcomes import count_outcomes, describe_counts, outcome
 from harness_learning.harnesses.text_safety import for_rich, for_terminal
 
 

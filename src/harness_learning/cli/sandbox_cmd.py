@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from harness_learning.graphs.cli import sandbox_app
-from harness_learning.graphs.cli._common import console, out
+from harness_learning.cli import sandbox_app
+from harness_learning.cli._common import console, out
 
 
 @sandbox_app.command("build-image")
@@ -23,7 +23,7 @@ def build_image(
     interpreter and no package: every container binds this machine's interpreter and the
     allowlisted view read-only, so the image can add nothing importable. A rebuild of an image
     that holds the same layer changes nothing."""
-    from harness_learning.graphs.cli.errors import EXIT_UNREACHABLE, CliError
+    from harness_learning.cli.errors import EXIT_UNREACHABLE, CliError
     from harness_learning.harnesses.sandbox import image
     from harness_learning.harnesses.sandbox.docker_backend import DEFAULT_IMAGE
 

@@ -9,11 +9,8 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel
 
-from harness_learning.graphs.adapter.config import AdaptConfig
-from harness_learning.graphs.adapter.sealed_inputs import TRUST_HELP
-from harness_learning.graphs.adapter.setting_kinds import parts_of
-from harness_learning.graphs.cli import app
-from harness_learning.graphs.cli._common import (
+from harness_learning.cli import app
+from harness_learning.cli._common import (
     SANDBOX_HELP,
     check_sandbox,
     choose_sandbox,
@@ -23,8 +20,11 @@ from harness_learning.graphs.cli._common import (
     run_async,
     user_errors,
 )
-from harness_learning.graphs.cli.options import field_parameters, field_values, given_options
-from harness_learning.graphs.cli.show_cmd import StoreOption
+from harness_learning.cli.options import field_parameters, field_values, given_options
+from harness_learning.cli.show_cmd import StoreOption
+from harness_learning.graphs.adapter.config import AdaptConfig
+from harness_learning.graphs.adapter.sealed_inputs import TRUST_HELP
+from harness_learning.graphs.adapter.setting_kinds import parts_of
 
 
 def check_inputs(config, trust: bool = False) -> Any:
@@ -43,8 +43,8 @@ def check_inputs(config, trust: bool = False) -> Any:
 
 def adapt(**options: Any) -> None:
     """Adapt a harness to TASK: evaluate, report, propose, validate, select, repeat."""
+    from harness_learning.cli.models_cmd import require_local_models
     from harness_learning.graphs.adapter.run import prepare
-    from harness_learning.graphs.cli.models_cmd import require_local_models
     from harness_learning.harnesses.experience import give_location
     from harness_learning.harnesses.llm.models import resolve_role
     from harness_learning.harnesses.store.pgurl import give as give_store
@@ -65,13 +65,13 @@ def _config_of(ctx: typer.Context, config_file: Path | None, options: dict[str, 
     flags typed on the command line. Nothing is written before it is whole and checked."""
     from pydantic import ValidationError
 
+    from harness_learning.cli.errors import EXIT_USAGE, CliError
     from harness_learning.graphs.adapter.config_file import (
         ConfigFileError,
         over_file,
         read_config_file,
         setting_error,
     )
-    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
 
     typed = {name: options[name] for name in given_options(ctx, options)}
     try:
@@ -99,7 +99,7 @@ CONFIG_HELP = ("Settings file (TOML) whose keys are the fields behind these flag
 
 
 def _register_adapt() -> None:
-    """`adapt`'s options are AdaptConfig's fields (graphs.cli.options), plus `--config` and
+    """`adapt`'s options are AdaptConfig's fields (cli.options), plus `--config` and
     `--json`; the click context tells which flags were typed (they override the file)."""
     keyword = inspect.Parameter.KEYWORD_ONLY
     params = [
@@ -206,8 +206,8 @@ def _extended(config: AdaptConfig, wanted: dict[str, Any], config_file: Path | N
 
 def _read_settings(config_file: Path) -> dict[str, Any]:
     """A settings file's values; a bad one is the command line's one error line (exit 2)."""
+    from harness_learning.cli.errors import EXIT_USAGE, CliError
     from harness_learning.graphs.adapter.config_file import ConfigFileError, read_config_file
-    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
 
     try:
         return read_config_file(config_file)
@@ -216,7 +216,7 @@ def _read_settings(config_file: Path) -> dict[str, Any]:
 
 
 def _run_dir_of(run_dir: Path | None, values: dict[str, Any], config_file: Path | None) -> Path:
-    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+    from harness_learning.cli.errors import EXIT_USAGE, CliError
 
     if run_dir is not None:
         return run_dir
@@ -229,8 +229,8 @@ def _run_dir_of(run_dir: Path | None, values: dict[str, Any], config_file: Path 
 def _check_agrees(values: dict[str, Any], config: AdaptConfig, config_file: Path | None) -> None:
     """A setting given to `resume` (typed, or in a settings file edited since the run started)
     that the run holds otherwise is refused, not silently ignored: each one is named."""
+    from harness_learning.cli.errors import EXIT_USAGE, CliError
     from harness_learning.graphs.adapter.config_file import disagreements
-    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
 
     if not values:
         return
@@ -246,7 +246,7 @@ def _check_agrees(values: dict[str, Any], config: AdaptConfig, config_file: Path
 
 def _register_resume() -> None:
     """`resume`'s options: the run directory, its own --config, --json and --store, and
-    AdaptConfig's fields (graphs.cli.options), of which only the typed ones are compared."""
+    AdaptConfig's fields (cli.options), of which only the typed ones are compared."""
     keyword = inspect.Parameter.KEYWORD_ONLY
     fields = [p for p in field_parameters(AdaptConfig, required=False)
               if p.name not in RESUME_OWN]
@@ -278,7 +278,7 @@ def _run(config, *, resume: bool, as_json: bool, test_problems: int = 0,
     """Check the inputs, say which sandbox backend runs the harness, run with the live view;
     returns the final state. `test_problems`: held-out problems the caller tests on after the
     run (the demo), counted in the estimate."""
-    from harness_learning.graphs.cli.steer_cmd import drive
+    from harness_learning.cli.steer_cmd import drive
 
     with user_errors():
         task = check_inputs(config, trust)
@@ -299,15 +299,15 @@ def eval_run(
     trust_inputs: Annotated[bool, typer.Option("--trust-inputs", help=TRUST_HELP)] = False,
 ) -> None:
     """Evaluate the seed and each round's selected version on held-out test problems."""
+    from harness_learning.cli.errors import unreachable
     from harness_learning.graphs.adapter.final_eval import final_evaluation
     from harness_learning.graphs.adapter.nodes import InfraStop
     from harness_learning.graphs.adapter.run import load_config
-    from harness_learning.graphs.cli.errors import unreachable
 
     if split != "test":
         raise typer.BadParameter("the final evaluation is on the held-out test split")
     if solver:
-        from harness_learning.graphs.cli.models_cmd import require_local_models
+        from harness_learning.cli.models_cmd import require_local_models
 
         require_local_models(solver)
     with user_errors():

@@ -1,12 +1,12 @@
 """What an evaluation or a run came to, said so a person can act on it: unscored problems are
 counted as such (never averaged in as zeros), and a harness that never ran or an endpoint that
-never answered ends the command with its own exit code (graphs/cli/errors.py)."""
+never answered ends the command with its own exit code (cli/errors.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness_learning.graphs.cli.errors import (
+from harness_learning.cli.errors import (
     EXIT_BUDGET,
     EXIT_INVALID,
     EXIT_UNREACHABLE,

@@ -8,16 +8,16 @@ import json
 from html import escape
 from typing import Any
 
-from harness_learning.graphs.runreport.model import (
+from harness_learning.harnesses.llm.models import short_model
+from harness_learning.harnesses.store import ROLLBACK_POLICY
+from harness_learning.report.model import (
     SPEND_COLUMNS,
     CandidateRecord,
     RoundRecord,
     RunRecord,
     spend_cell,
 )
-from harness_learning.graphs.runreport.svg import COLORS, lineage_svg, scores_svg, spend_svg
-from harness_learning.harnesses.llm.models import short_model
-from harness_learning.harnesses.store import ROLLBACK_POLICY
+from harness_learning.report.svg import COLORS, lineage_svg, scores_svg, spend_svg
 
 TRACE_CHARS = 3000
 CSS = """
@@ -109,7 +109,7 @@ def _round(run: RunRecord, rnd: RoundRecord) -> str:
 
 def _candidate(c: CandidateRecord, used: dict | None = None) -> str:
     """A candidate's card; `used`: the experience-library entries it came from or was shown."""
-    from harness_learning.graphs.runreport.terminal import used_lines
+    from harness_learning.report.terminal import used_lines
 
     p = c.proposal
     facts = (f"parent {escape((p.parent_sha or '')[:12])} · version {escape((c.sha or 'none')[:12])}"

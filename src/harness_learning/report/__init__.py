@@ -2,7 +2,7 @@
 round's candidates with their outcome, diff and per-problem results, the Proposer's inputs and the
 spend. `harness-learn show` prints it, `harness-learn report` writes it as one HTML file."""
 
-from harness_learning.graphs.runreport.model import (
+from harness_learning.report.model import (
     CandidateRecord,
     RoundRecord,
     RunRecord,

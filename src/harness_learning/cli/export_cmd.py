@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from harness_learning.graphs.cli import app
-from harness_learning.graphs.cli._common import console
-from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
-from harness_learning.graphs.cli.show_cmd import StoreOption
+from harness_learning.cli import app
+from harness_learning.cli._common import console
+from harness_learning.cli.errors import EXIT_USAGE, CliError
+from harness_learning.cli.show_cmd import StoreOption
 from harness_learning.harnesses.text_safety import for_rich, for_storage, for_terminal
 
 if TYPE_CHECKING:
@@ -136,8 +136,8 @@ def run_line(config: Any, out_file: Path) -> str:
 
 def _version_facts(run_dir: Path, sha: str) -> dict[str, Any]:
     """Round, adopted rounds and mean scores of one version, read from the run's log."""
-    from harness_learning.graphs.runreport.model import mean_score
     from harness_learning.harnesses.rundir import RunDir
+    from harness_learning.report.model import mean_score
 
     with RunDir(run_dir).open_store() as store:
         record = store.get_version(sha)

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from harness_learning.graphs.cli import app
-from harness_learning.graphs.cli._common import (
+from harness_learning.cli import app
+from harness_learning.cli._common import (
     SANDBOX_HELP,
     choose_sandbox,
     out,
@@ -20,8 +20,8 @@ from harness_learning.graphs.cli._common import (
     task_options,
     user_errors,
 )
-from harness_learning.graphs.cli.exit_checks import check_evaluation, score_line
-from harness_learning.graphs.cli.show_cmd import StoreOption
+from harness_learning.cli.exit_checks import check_evaluation, score_line
+from harness_learning.cli.show_cmd import StoreOption
 from harness_learning.harnesses.text_safety import for_terminal
 
 
@@ -44,9 +44,9 @@ def run(
     store: StoreOption = "",  # given (its callback), a --harness run's PostgreSQL log is read
 ) -> None:
     """Run a harness on N problems of a task and print per-problem results and the mean."""
+    from harness_learning.cli.models_cmd import require_local_models
     from harness_learning.evals.failures import UserCodeFailures, check_metric
     from harness_learning.evals.registry import get_task
-    from harness_learning.graphs.cli.models_cmd import require_local_models
 
     if split not in ("feedback", "test"):
         raise typer.BadParameter("split must be feedback or test")

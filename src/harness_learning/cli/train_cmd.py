@@ -3,7 +3,7 @@
 llama.cpp server.
 
 Each command's options are generated from its config dataclass (training/config.py) by
-`graphs.cli.options`, as `adapt`'s are from `AdaptConfig`: the `--help` text is the fields'
+`cli.options`, as `adapt`'s are from `AdaptConfig`: the `--help` text is the fields'
 help metadata and a new field becomes a new option.
 """
 
@@ -18,8 +18,8 @@ from typing import Annotated
 
 import typer
 
-from harness_learning.graphs.cli import app, train_app
-from harness_learning.graphs.cli.options import field_parameters, field_values
+from harness_learning.cli import app, train_app
+from harness_learning.cli.options import field_parameters, field_values
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.training.config import (
     GRPOOfflineConfig,
@@ -78,7 +78,7 @@ def _register(name: str, cls: type, runner: str, help_text: str) -> None:
             raise typer.BadParameter(f"no execution log ({RunDir.LOG}) in: {', '.join(missing)}")
         module, func = runner.rsplit(":", 1)
         train: Callable = getattr(__import__(module, fromlist=[func]), func)
-        from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+        from harness_learning.cli.errors import EXIT_USAGE, CliError
         from harness_learning.training.data import LogError
 
         try:
@@ -136,7 +136,7 @@ def export(
     """Export a trained student (llama or qwen2, e.g. SmolLM2 or the Qwen2.5-Coder Proposer) as
     a GGUF (Q8_0) that the local llama.cpp server loads: then `--proposer OUT.gguf` (or, for
     `train solver-sft`'s, `--solver local:OUT.gguf`) uses it."""
-    from harness_learning.graphs.cli._common import user_errors
+    from harness_learning.cli._common import user_errors
 
     with user_errors("give a checkpoint folder written by `harness-learn train ...`"):
         if out.suffix != ".gguf":
@@ -168,9 +168,9 @@ def collect_edits(
 ) -> None:
     """Teacher runs for `train sft --teacher`: single-step proposals on training task types,
     each scored by the real Solver; successful edits are valid and beat the seed."""
-    from harness_learning.graphs.cli._common import print_json_last, user_errors
-    from harness_learning.graphs.cli.collect_edits import collect_edits as collect
-    from harness_learning.graphs.cli.collect_edits import task_config
+    from harness_learning.cli._common import print_json_last, user_errors
+    from harness_learning.cli.collect_edits import collect_edits as collect
+    from harness_learning.cli.collect_edits import task_config
 
     names = [t.strip() for t in tasks.split(",") if t.strip()]
     with user_errors():
@@ -210,7 +210,7 @@ def demonstrations(
     """SFT demonstrations in the Proposer's focused format from logged successes: Proposer
     function edits and interpreter-operator adoptions (inlined) that are valid and beat their
     parent on selection, with provenance and the prompt format's hash."""
-    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+    from harness_learning.cli.errors import EXIT_USAGE, CliError
     from harness_learning.training.data import LogError
     from harness_learning.training.demonstrations import demonstrations as build
     from harness_learning.training.teacher import run_dirs_under

@@ -67,9 +67,9 @@ import, a missing run directory): shown as one line, not a traceback."""
 @contextlib.contextmanager
 def user_errors(hint: str = "check the values given on the command line (--help lists them)"
                 ) -> Iterator[None]:
-    """Turn bad input into the command line's one error line (graphs/cli/errors.py) with exit
+    """Turn bad input into the command line's one error line (cli/errors.py) with exit
     code 2, not a traceback."""
-    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+    from harness_learning.cli.errors import EXIT_USAGE, CliError
 
     try:
         yield
@@ -129,7 +129,7 @@ def check_sandbox(name: str) -> None:
     is the command line's one error line (exit 2)."""
     import os
 
-    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+    from harness_learning.cli.errors import EXIT_USAGE, CliError
     from harness_learning.harnesses.sandbox.backend import (
         SANDBOX_ENV,
         backend_class,

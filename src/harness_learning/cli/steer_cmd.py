@@ -9,19 +9,19 @@ from typing import Annotated, Any
 
 import typer
 
-from harness_learning.graphs.adapter.sealed_inputs import TRUST_HELP
-from harness_learning.graphs.cli import app
-from harness_learning.graphs.cli._common import (
+from harness_learning.cli import app
+from harness_learning.cli._common import (
     console,
     out,
     print_json_last,
     run_async,
     user_errors,
 )
-from harness_learning.graphs.cli.errors import EXIT_USAGE, EXIT_WAITING, CliError, unreachable
-from harness_learning.graphs.cli.exit_checks import check_stop
-from harness_learning.graphs.cli.live import LiveView
-from harness_learning.graphs.cli.show_cmd import StoreOption
+from harness_learning.cli.errors import EXIT_USAGE, EXIT_WAITING, CliError, unreachable
+from harness_learning.cli.exit_checks import check_stop
+from harness_learning.cli.live import LiveView
+from harness_learning.cli.show_cmd import StoreOption
+from harness_learning.graphs.adapter.sealed_inputs import TRUST_HELP
 from harness_learning.harnesses.text_safety import for_rich, for_terminal
 
 
@@ -79,7 +79,7 @@ def user_code_failures(config: Any) -> Any:
     """What the user's metric and tools did wrong over the run's evaluations, read from its log
     (`evals.failures`): a run ends with them said, as `run`, `show` and `report` say them."""
     from harness_learning.evals.failures import UserCodeFailures
-    from harness_learning.graphs.runreport.model import open_store
+    from harness_learning.report.model import open_store
 
     with open_store(config.run_dir, config.store or None) as store:
         return UserCodeFailures.of(ev.result for ev in store.iter_evaluations())
@@ -89,7 +89,7 @@ def _solver_calls(config: Any) -> int:
     """The Solver calls the run's log holds already (0 for a run not started): where the live
     view's bar starts. Display only: a log that cannot be read here counts 0, and the run
     itself says what is wrong with it."""
-    from harness_learning.graphs.runreport.model import open_store
+    from harness_learning.report.model import open_store
 
     try:
         with open_store(config.run_dir, config.store or None) as store:

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from harness_learning.graphs.cli import app
-from harness_learning.graphs.cli._common import console, out
+from harness_learning.cli import app
+from harness_learning.cli._common import console, out
 
 STORE_HELP = ("The run's log store URL (postgresql://USER@HOST:PORT/DB). A PostgreSQL run is "
               "read only with it: a store its config.json names is never connected to on the "
@@ -40,8 +40,8 @@ def show(
     store: StoreOption = "",
 ) -> None:
     """The run's lineage, each round's candidates (outcome, selection score, reward) and spend."""
-    from harness_learning.graphs.runreport import load_run
-    from harness_learning.graphs.runreport.terminal import candidate_detail, run_summary
+    from harness_learning.report import load_run
+    from harness_learning.report.terminal import candidate_detail, run_summary
 
     run = load_run(run_dir, store or None)
     out.print(candidate_detail(run, run.candidate(candidate)) if candidate else run_summary(run))
@@ -55,9 +55,9 @@ def report(
     store: StoreOption = "",
 ) -> None:
     """Write one self-contained HTML report of the run (opens from disk, needs no network)."""
-    from harness_learning.graphs.runreport import load_run
-    from harness_learning.graphs.runreport.html import render_html
     from harness_learning.harnesses.text_safety import for_rich, for_storage
+    from harness_learning.report import load_run
+    from harness_learning.report.html import render_html
 
     run = load_run(run_dir, store or None)
     path = out_file or Path(run_dir) / "report.html"

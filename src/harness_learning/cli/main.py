@@ -1,12 +1,12 @@
-"""The `harness-learn` console entry point: the Typer app (`graphs.cli.app`), whose failures
-end as one line and an exit code (`graphs.cli.errors`)."""
+"""The `harness-learn` console entry point: the Typer app (`cli.app`), whose failures
+end as one line and an exit code (`cli.errors`)."""
 
 from __future__ import annotations
 
 import sys
 import traceback
 
-from harness_learning.graphs.cli.errors import (
+from harness_learning.cli.errors import (
     DEBUG_FLAG,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -18,7 +18,7 @@ from harness_learning.graphs.cli.errors import (
 
 def main(argv: list[str] | None = None) -> None:
     """The `harness-learn` entry point: the Typer app, with errors turned into one line each."""
-    from harness_learning.graphs.cli import app
+    from harness_learning.cli import app
 
     args = list(sys.argv[1:] if argv is None else argv)
     debug = DEBUG_FLAG in args

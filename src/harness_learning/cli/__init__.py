@@ -29,7 +29,7 @@ app.add_typer(train_app, name="train")
 app.add_typer(models_app, name="models")
 app.add_typer(sandbox_app, name="sandbox")
 
-from harness_learning.graphs.cli import (  # noqa: E402,F401  (each module registers its commands)
+from harness_learning.cli import (  # noqa: E402,F401  (each module registers its commands)
     adapt_cmd,
     demo_cmd,
     experience_cmd,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from html import escape
 
-from harness_learning.graphs.runreport.model import RoundRecord, RunRecord
 from harness_learning.harnesses.llm.models import short_model
 from harness_learning.harnesses.store import ROLLBACK_POLICY
+from harness_learning.report.model import RoundRecord, RunRecord
 
 COLORS = {"adopted": "#1a7f37", "rejected": "#bf8700", "valid": "#0969da", "raced out": "#8250df",
           "invalid": "#cf222e", "kept": "#57606a", ROLLBACK_POLICY: "#0550ae", "seed": "#24292f"}

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from harness_learning.graphs.cli import app
-from harness_learning.graphs.cli._common import console, out, print_json_last, run_async
+from harness_learning.cli import app
+from harness_learning.cli._common import console, out, print_json_last, run_async
 
 DEMO_TASK = "rg:products"
 # Products of numbers up to 5 digits: Qwen2.5-Coder-1.5B gets about a third right by reasoning
@@ -60,10 +60,10 @@ def demo(
     """Adapt the reasoning seed on multiplications: Qwen2.5-Coder-1.5B solves and proposes, and
     operator candidates apply building blocks (2 rounds x 1 Proposer edit + 1 operator); then
     test the seed and the final version on 24 held-out problems (`--test`)."""
+    from harness_learning.cli.adapt_cmd import _run
+    from harness_learning.cli.models_cmd import require_local_models
     from harness_learning.graphs.adapter.final_eval import final_evaluation
     from harness_learning.graphs.adapter.run import prepare
-    from harness_learning.graphs.cli.adapt_cmd import _run
-    from harness_learning.graphs.cli.models_cmd import require_local_models
     from harness_learning.harnesses.llm.models import resolve_role
 
     started = time.monotonic()
@@ -120,8 +120,8 @@ def adopted_origins(final: dict[str, Any]) -> list[str]:
 
 def _candidates_table(final: dict[str, Any]):
     """Every candidate of every round: its outcome (valid, or why not) and selection score."""
-    from harness_learning.graphs.cli._common import results_table
-    from harness_learning.graphs.cli.candidate_outcomes import outcome
+    from harness_learning.cli._common import results_table
+    from harness_learning.cli.candidate_outcomes import outcome
 
     rows = []
     for r in final.get("rounds", []):
@@ -140,9 +140,9 @@ def _candidates_table(final: dict[str, Any]):
 
 def _answers_table(config, sha: str):
     """The final version's held-out answers, as the Solver wrote them, beside the gold."""
+    from harness_learning.cli._common import results_table
     from harness_learning.evals.registry import get_task
     from harness_learning.graphs.adapter.report import gold_answer
-    from harness_learning.graphs.cli._common import results_table
     from harness_learning.harnesses.rundir import RunDir
 
     problems = {p.id: p for p in get_task(config.task, **config.task_options).test()}

@@ -10,14 +10,14 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from harness_learning.graphs.runreport.model import (
+from harness_learning.harnesses.store import ROLLBACK_POLICY
+from harness_learning.harnesses.text_safety import for_rich, for_terminal
+from harness_learning.report.model import (
     SPEND_COLUMNS,
     CandidateRecord,
     RunRecord,
     spend_cell,
 )
-from harness_learning.harnesses.store import ROLLBACK_POLICY
-from harness_learning.harnesses.text_safety import for_rich, for_terminal
 
 STYLES = {"adopted": "bold green", "rejected": "yellow", "valid": "cyan", "raced out": "magenta",
           "invalid": "red", ROLLBACK_POLICY: "bold blue", "kept": "dim"}

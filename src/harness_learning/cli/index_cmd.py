@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from harness_learning.graphs.cli import index_app
+from harness_learning.cli import index_app
 
 
 class CorpusKind(StrEnum):

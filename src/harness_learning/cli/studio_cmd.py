@@ -12,8 +12,8 @@ from typing import Annotated
 
 import typer
 
-from harness_learning.graphs.cli import app
-from harness_learning.graphs.cli._common import console
+from harness_learning.cli import app
+from harness_learning.cli._common import console
 
 GRAPHS = {name: f"harness_learning.graphs.serving.studio:{name}" for name in
           ("adapter", "harness", "reasoning_direct", "multihop_two_hop", "baseline_tool_loop")}
@@ -86,8 +86,8 @@ def port_free(host: str, port: int) -> bool:
 def _checked_settings(path: Path) -> Path:
     """A settings file read now, so a typo is one line before the server starts (absolute:
     the server runs from its own folder; the file's relative paths are read against it)."""
+    from harness_learning.cli.errors import EXIT_USAGE, CliError
     from harness_learning.graphs.adapter.config_file import ConfigFileError, read_config_file
-    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
 
     try:
         read_config_file(path)

