@@ -6,7 +6,7 @@ Each line also flags `gold_not_full_credit` when the gold answer itself does not
 A scorer is *lenient* when an answer that is not the gold earns credit: the gold buried in
 junk, a long list of candidates, a huge number list. It *raises* when an odd answer (empty,
 "None", a 100k-character string, non-ASCII) makes `score_answer` throw. Without `--raw` the
-answers go through `evals.reasoning.ReasoningTask.score` (the guarded scorer) and every line
+answers go through `evals.reasoning_tasks.ReasoningTask.score` (the guarded scorer) and every line
 should then read clean; `--raw` shows the package's own behaviour.
 """
 
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import reasoning_gym  # noqa: E402
 
-from harness_learning.evals.reasoning import generate_entries, known_tasks  # noqa: E402
+from harness_learning.evals.reasoning_tasks import generate_entries, known_tasks  # noqa: E402
 
 
 def adversarial(gold: str, others: list[str]) -> dict[str, str]:
@@ -59,7 +59,7 @@ def probe(name: str, n: int, raw: bool) -> tuple[dict, dict, float]:
         raises["determinism"] = "NOT REPRODUCIBLE"
     score = data.score_answer
     if not raw:
-        from harness_learning.evals.reasoning import STRICT_MATCH, guarded_score
+        from harness_learning.evals.reasoning_tasks import STRICT_MATCH, guarded_score
 
         def score(answer, entry):
             return guarded_score(data, answer, entry, strict=name in STRICT_MATCH)

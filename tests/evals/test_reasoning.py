@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from harness_learning.evals.reasoning import (
+from harness_learning.evals.reasoning_tasks import (
     PAPER_DEV,
     PAPER_TEST,
     ReasoningTask,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from harness_learning.evals.qa.task import QATask
-from harness_learning.evals.reasoning import ReasoningTask
+from harness_learning.evals.reasoning_tasks import ReasoningTask
 from harness_learning.evals.registry import get_task, known_task_names
-from harness_learning.evals.settings import SAMPLE_FILES
+from harness_learning.evals.samples import SAMPLE_FILES
 
 
 def test_reasoning_task_by_name():

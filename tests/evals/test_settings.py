@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness_learning.evals.registry import get_task
-from harness_learning.evals.settings import SAMPLE_CORPORA, SAMPLE_FILES, DataDirUnset, data_dir
+from harness_learning.evals.samples import SAMPLE_CORPORA, SAMPLE_FILES, DataDirUnset, data_dir
 
 
 def test_env_var_wins(monkeypatch, tmp_path):

@@ -3,8 +3,8 @@ generator cannot regenerate them from public seeds, and the test split repeats n
 
 from __future__ import annotations
 
-import harness_learning.evals.reasoning as rg
-from harness_learning.evals.reasoning import ReasoningTask
+import harness_learning.evals.reasoning_tasks as rg
+from harness_learning.evals.reasoning_tasks import ReasoningTask
 
 
 def questions(task: ReasoningTask) -> list[str]:

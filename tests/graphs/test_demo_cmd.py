@@ -106,7 +106,7 @@ def test_the_demos_estimate_bounds_what_it_spent(demo_run):
 def test_round_twos_real_proposer_was_shown_round_ones_candidates(demo_run):
     """The run memory on a real run: round 2's logged prompt (what the real Proposer read)
     lists round 1's operator candidate, and `show` prints that history."""
-    from harness_learning.graphs.adapter.memory import shown_memory
+    from harness_learning.graphs.adapter.run_memory import shown_memory
     from harness_learning.harnesses.store import SQLiteLogStore
 
     run_dir, result = demo_run

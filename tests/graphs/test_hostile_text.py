@@ -21,8 +21,8 @@ from harness_learning.cli.export_cmd import export_header
 from harness_learning.cli.live import LiveView
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult, ProblemResult
+from harness_learning.graphs.adapter.execution_report import build_report
 from harness_learning.graphs.adapter.proposer import DATA_NOTE, build_proposer_messages
-from harness_learning.graphs.adapter.report import build_report
 from harness_learning.graphs.serving.harness_source import resolve_harness
 
 ESCAPES = ("\x1b[1A", "\x1b[2K", "\x1b[8m")  # cursor up, erase the line, conceal

@@ -19,7 +19,7 @@ from cli_run import cli, error_line, free_port
 from harness_learning.evals.custom import DataTask
 from harness_learning.evals.custom.task import MetricCheckFailed
 from harness_learning.evals.evaluator import evaluate_sync
-from harness_learning.evals.failures import UserCodeFailures
+from harness_learning.evals.user_failures import UserCodeFailures
 from harness_learning.harnesses.store import SQLiteLogStore
 from harness_learning.harnesses.toolbox import Toolbox
 from harness_learning.harnesses.usertools import build_user_tools

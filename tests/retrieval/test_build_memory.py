@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from harness_learning.cli import app
-from harness_learning.retrieval import build_index, memory
+from harness_learning.retrieval import build_index, build_memory
 from harness_learning.retrieval.bm25 import BM25Builder
 from harness_learning.retrieval.build import HOTPOTQA_ABSTRACTS, expected_size
-from harness_learning.retrieval.memory import MemoryShortError
+from harness_learning.retrieval.build_memory import MemoryShortError
 from harness_learning.retrieval.tokenizer import Tokenizer
 
 GIB = 2**30
@@ -40,11 +40,11 @@ def test_a_build_of_the_abstracts_short_of_memory_stops_after_its_first_batch(mu
     assert "\n" not in said
     assert said.startswith("a BM25 index of 5,233,329 passages (expected, ")
     terms = len(builder._terms) / BM25Builder.BATCH
-    vocab = memory.projected_vocab(len(builder._mapper.vocab), BM25Builder.BATCH,
+    vocab = build_memory.projected_vocab(len(builder._mapper.vocab), BM25Builder.BATCH,
                                    HOTPOTQA_ABSTRACTS)
-    need = memory.peak_bytes(HOTPOTQA_ABSTRACTS, terms, vocab)
+    need = build_memory.peak_bytes(HOTPOTQA_ABSTRACTS, terms, vocab)
     assert need > 4 * GIB  # the pairs alone are gigabytes at this size
-    assert f"needs about {memory.gib(need)} at its peak, and 2.0 GiB is available" in said
+    assert f"needs about {build_memory.gib(need)} at its peak, and 2.0 GiB is available" in said
     assert said.endswith("a machine with more memory, or index part of the corpus")
 
 
@@ -57,15 +57,15 @@ def test_the_same_batch_with_enough_memory_goes_on(musique_file):
 
 
 def test_the_estimate_grows_with_passages_terms_vocabulary_and_workers():
-    one = memory.peak_bytes(1_000_000, 50, 2_000_000)
-    assert memory.peak_bytes(2_000_000, 50, 2_000_000) > one
-    assert memory.peak_bytes(1_000_000, 60, 2_000_000) > one
-    assert memory.peak_bytes(1_000_000, 50, 2_000_000, workers=2) > one
-    assert memory.peak_bytes(1_000_000, 50, 2_000_000, workers=1) == one
-    assert memory.projected_vocab(1000, 100, 100) == 1000
-    assert 1000 < memory.projected_vocab(1000, 100, 1000) < 10_000  # sublinear (Heaps)
+    one = build_memory.peak_bytes(1_000_000, 50, 2_000_000)
+    assert build_memory.peak_bytes(2_000_000, 50, 2_000_000) > one
+    assert build_memory.peak_bytes(1_000_000, 60, 2_000_000) > one
+    assert build_memory.peak_bytes(1_000_000, 50, 2_000_000, workers=2) > one
+    assert build_memory.peak_bytes(1_000_000, 50, 2_000_000, workers=1) == one
+    assert build_memory.projected_vocab(1000, 100, 100) == 1000
+    assert 1000 < build_memory.projected_vocab(1000, 100, 1000) < 10_000  # sublinear (Heaps)
     with pytest.raises(MemoryShortError, match=r"use fewer tokenising workers \(1 needs about"):
-        memory.require(5_000_000, 50, 5_000_000, 4, GIB, projected=True)
+        build_memory.require(5_000_000, 50, 5_000_000, 4, GIB, projected=True)
 
 
 def test_the_abstracts_size_is_known_from_the_archive_or_projected_from_shards(tmp_path):
@@ -90,7 +90,7 @@ def test_index_build_short_of_memory_is_one_line_and_loses_nothing(tmp_path, mon
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps({"title": f"T{i}", "text": f"alpha beta gamma {i}"})
                               + "\n" for i in range(50)))
-    monkeypatch.setattr(memory, "available_bytes", lambda: 64 * 2**20)
+    monkeypatch.setattr(build_memory, "available_bytes", lambda: 64 * 2**20)
     with pytest.raises(MemoryShortError, match=r"^a BM25 index of 50 passages \(read so far, "):
         build_index("jsonl", corpus, tmp_path / "ix", "bm25", progress=False, workers=1)
     res = CliRunner().invoke(app, ["index", "build", "--corpus", "jsonl", "--input", str(corpus),
@@ -103,7 +103,7 @@ def test_index_build_short_of_memory_is_one_line_and_loses_nothing(tmp_path, mon
     monkeypatch.undo()
     build_index("jsonl", corpus, tmp_path / "ix", "bm25", progress=False, workers=1)
     before = {p.name: p.read_bytes() for p in (tmp_path / "ix").rglob("*") if p.is_file()}
-    monkeypatch.setattr(memory, "available_bytes", lambda: 64 * 2**20)
+    monkeypatch.setattr(build_memory, "available_bytes", lambda: 64 * 2**20)
     with pytest.raises(MemoryShortError):
         build_index("jsonl", corpus, tmp_path / "ix", "bm25", progress=False, workers=1)
     after = {p.name: p.read_bytes() for p in (tmp_path / "ix").rglob("*") if p.is_file()}
@@ -116,15 +116,15 @@ def test_a_containers_memory_limit_bounds_the_memory_available(tmp_path):
     (v2 / "memory.max").write_text(f"{4 * GIB}\n")
     (v2 / "memory.current").write_text(f"{3 * GIB}\n")
     (v2 / "memory.stat").write_text(f"anon 123\ninactive_file {GIB // 2}\n")
-    assert memory.cgroup_room(v2) == GIB + GIB // 2  # the limit less use, cache reclaimable
+    assert build_memory.cgroup_room(v2) == GIB + GIB // 2  # the limit less use, cache reclaimable
     (v2 / "memory.max").write_text("max\n")
-    assert memory.cgroup_room(v2) is None
+    assert build_memory.cgroup_room(v2) is None
     v1 = tmp_path / "v1" / "memory"
     v1.mkdir(parents=True)
     (v1 / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # v1's "no limit"
     (v1 / "memory.usage_in_bytes").write_text(f"{GIB}\n")
     (v1 / "memory.stat").write_text("total_inactive_file 0\n")
-    assert memory.cgroup_room(v1.parent) is None
+    assert build_memory.cgroup_room(v1.parent) is None
     (v1 / "memory.limit_in_bytes").write_text(f"{2 * GIB}\n")
-    assert memory.cgroup_room(v1.parent) == GIB
-    assert memory.cgroup_room(tmp_path / "none") is None
+    assert build_memory.cgroup_room(v1.parent) == GIB
+    assert build_memory.cgroup_room(tmp_path / "none") is None

@@ -26,7 +26,7 @@ def one_torch_thread():
 @pytest.fixture(scope="session")
 def tokenizer_dir(tmp_path_factory):
     """SmolLM2's tokenizer read from the bundled GGUF once, saved as a plain tokenizer dir."""
-    from harness_learning.training.models import load_tokenizer
+    from harness_learning.training.loading import load_tokenizer
 
     out = tmp_path_factory.mktemp("tokenizer")
     load_tokenizer("smollm2").save_pretrained(str(out))
@@ -38,7 +38,7 @@ def tiny_dir(tokenizer_dir, tmp_path_factory):
     """A tiny random Llama checkpoint (hidden 32, 2 layers) with SmolLM2's tokenizer."""
     from transformers import AutoTokenizer
 
-    from harness_learning.training.models import tiny_llama
+    from harness_learning.training.loading import tiny_llama
 
     tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
     out = tmp_path_factory.mktemp("tiny")

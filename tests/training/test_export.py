@@ -32,7 +32,7 @@ def test_the_untrained_student_exports_to_what_llama_cpp_reads_as_the_original(t
     from llama_cpp import Llama
 
     from harness_learning.training.export import max_difference, write_gguf
-    from harness_learning.training.models import load_model, smollm2_gguf_path
+    from harness_learning.training.loading import load_model, smollm2_gguf_path
 
     reference = smollm2_gguf_path()
     out = write_gguf(load_model("smollm2"), reference, tmp_path / "base.gguf")

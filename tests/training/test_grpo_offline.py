@@ -42,7 +42,7 @@ def test_logged_logprobs_are_used_when_they_match(logged_run, tiny_dir, tmp_path
 
     from harness_learning.training.data import grpo_dataset
     from harness_learning.training.grpo_offline import prepare_logprobs
-    from harness_learning.training.models import load_model
+    from harness_learning.training.loading import load_model
 
     cfg = GRPOOfflineConfig(model=str(tiny_dir), max_length=512)
     ds, _ = grpo_dataset([logged_run], cfg)

@@ -62,7 +62,7 @@ def _warm_on_group(tiny_dir, run, out, steps=120):
 
     from harness_learning.training.data import grpo_dataset
     from harness_learning.training.grpo_offline import completion_logprobs, encode
-    from harness_learning.training.models import load_model, save_checkpoint
+    from harness_learning.training.loading import load_model, save_checkpoint
 
     tok = AutoTokenizer.from_pretrained(str(tiny_dir))
     ds, _ = grpo_dataset([run], GRPOOnlineConfig())

@@ -31,7 +31,7 @@ def qwen_tiny(tmp_path_factory):
     from harness_learning.harnesses.llm.models import MODELS, QWEN_CODER
     from harness_learning.training.export import write_gguf
     from harness_learning.training.gguf_read import read_gguf
-    from harness_learning.training.models import load_tokenizer, tiny_qwen2
+    from harness_learning.training.loading import load_tokenizer, tiny_qwen2
 
     shipped = MODELS[QWEN_CODER].path()
     vocab = next(t for t in read_gguf(shipped).tensors if t.name == "token_embd.weight").shape[0]
@@ -79,7 +79,7 @@ def _kill_at(step: int):
 
 def test_tiny_qwen2_rebuilds_trains_resumes_exports_and_serves(qwen_tiny, tmp_path, caplog):
     from harness_learning.training.export import export_checkpoint
-    from harness_learning.training.models import load_model
+    from harness_learning.training.loading import load_model
 
     original, gguf = qwen_tiny
     rebuilt = load_model(str(gguf))
@@ -136,7 +136,7 @@ def _served_reply_tokens(gguf) -> int:
 def test_gguf_of_an_unknown_architecture_is_refused_in_one_line(tmp_path):
     import gguf
 
-    from harness_learning.training.models import load_model, load_tokenizer
+    from harness_learning.training.loading import load_model, load_tokenizer
 
     path = tmp_path / "gemma.gguf"
     writer = gguf.GGUFWriter(str(path), "gemma3")
@@ -206,7 +206,7 @@ def test_checkpoints_of_another_configuration_are_not_resumed(tmp_path):
 def test_export_refuses_a_reference_of_another_architecture_or_vocabulary(tmp_path):
     from harness_learning.harnesses.llm.models import MODELS, QWEN_CODER
     from harness_learning.training.export import write_gguf
-    from harness_learning.training.models import smollm2_gguf_path, tiny_qwen2
+    from harness_learning.training.loading import smollm2_gguf_path, tiny_qwen2
 
     model = tiny_qwen2(1000)
     with pytest.raises(ValueError, match=r"model is a 'qwen2' but .* is a 'llama' GGUF"):

@@ -62,7 +62,7 @@ def _log_policy(logged_run, tiny_dir, tmp_path, shift: float):
     from harness_learning.harnesses.store import SQLiteLogStore
     from harness_learning.training.data import grpo_dataset
     from harness_learning.training.grpo_offline import completion_logprobs, encode
-    from harness_learning.training.models import load_model
+    from harness_learning.training.loading import load_model
 
     run = tmp_path / "run"
     shutil.copytree(logged_run, run)

@@ -100,7 +100,7 @@ def load_settings(path: Path = SETTINGS, scale: str = "full",
 
 def split_secret(out: Path, task: str) -> str:
     """One secret per task for the whole bench: the same dev and test problems for all."""
-    from harness_learning.evals.reasoning import new_split_secret
+    from harness_learning.evals.reasoning_tasks import new_split_secret
 
     path = out / "splits.json"
     secrets = json.loads(path.read_text()) if path.exists() else {}
@@ -117,7 +117,7 @@ def task_options(settings: dict[str, Any], out: Path, task: str) -> dict[str, An
         return {**options, "split_secret": split_secret(out, task),
                 **({"config": config} if config else {})}
     from harness_learning import retrieval
-    from harness_learning.evals.settings import SAMPLE_CORPORA, data_dir
+    from harness_learning.evals.samples import SAMPLE_CORPORA, data_dir
 
     kind, corpus = SAMPLE_CORPORA[task]
     index = out / "indexes" / task

@@ -27,7 +27,7 @@ from typing import Any
 from harness_learning.evals.evaluator import evaluate
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult
-from harness_learning.graphs.adapter.report import build_report
+from harness_learning.graphs.adapter.execution_report import build_report
 from harness_learning.harnesses.llm.litellm_loop import BackgroundLoop
 from harness_learning.harnesses.sandbox import WorkerPool
 from harness_learning.harnesses.toolbox import Toolbox

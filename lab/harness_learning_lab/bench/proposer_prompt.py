@@ -30,9 +30,9 @@ from harness_learning.evals.judge import check_candidate, judge_candidate
 from harness_learning.evals.registry import get_task
 from harness_learning.evals.splits import sample_round
 from harness_learning.evals.stats import clopper_pearson
+from harness_learning.graphs.adapter.execution_report import build_report
 from harness_learning.graphs.adapter.proposer import build_focused_messages, build_proposer_messages
 from harness_learning.graphs.adapter.repair import second_chances
-from harness_learning.graphs.adapter.report import build_report
 from harness_learning.harnesses.edits.function_edit import node_functions
 from harness_learning.harnesses.llm import ModelConfig, get_client
 from harness_learning.harnesses.seeds import seed_source

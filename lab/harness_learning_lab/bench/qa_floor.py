@@ -2,7 +2,7 @@
 
 Before any QA change can be measured, the seed (`multihop_two_hop`) needs a floor it can be
 measured against: the exact match and token F1 the Solver earns on each task's closed sample
-corpus (`evals.settings.SAMPLE_CORPORA`, so every question is answerable from the index), the
+corpus (`evals.samples.SAMPLE_CORPORA`, so every question is answerable from the index), the
 seconds a problem costs (what every larger QA run is sized from), and, from each problem's
 trace, the stage at which a wrong answer was lost (`qa_floor_failures`).
 
@@ -49,7 +49,7 @@ def task_with_index(name: str, out: Path, n: int) -> Any:
     `n_test=n` with the default dev size picks the same held-out problems as `bench blocks`."""
     from harness_learning import retrieval
     from harness_learning.evals.registry import get_task
-    from harness_learning.evals.settings import SAMPLE_CORPORA, data_dir
+    from harness_learning.evals.samples import SAMPLE_CORPORA, data_dir
 
     kind, corpus = SAMPLE_CORPORA[name]
     index = out / "indexes" / name

@@ -86,7 +86,7 @@ def student(model_name: str, dtype: str, lora_r: int, checkpointing: bool) -> tu
     """(LoRA model, tokenizer) as `train sft` builds them, in `dtype` (bf16 or fp32)."""
     import torch
 
-    from harness_learning.training.models import (
+    from harness_learning.training.loading import (
         gguf_path,
         load_model,
         load_tokenizer,

@@ -50,8 +50,8 @@ def bench_blocks(
 
 def qa_options(task: str, data: Path, index: Path | None, out: Path) -> dict:
     """A QA task's sample file and the BM25 index of the closed corpus its questions are
-    answerable from (`evals.settings.SAMPLE_CORPORA`), built once into `out`."""
-    from harness_learning.evals.settings import SAMPLE_CORPORA, SAMPLE_FILES
+    answerable from (`evals.samples.SAMPLE_CORPORA`), built once into `out`."""
+    from harness_learning.evals.samples import SAMPLE_CORPORA, SAMPLE_FILES
     from harness_learning.retrieval.build import build_index
 
     if task not in SAMPLE_FILES:

@@ -35,7 +35,7 @@ def bench_bm25(
     figures = scale.run(passages, queries, ref_passages, ref_queries, log=log)
     print(report.scale_table(figures), flush=True)
     if recall:
-        from harness_learning.evals.settings import data_dir
+        from harness_learning.evals.samples import data_dir
 
         data = str(data_dir())
         backends = ("bm25", "chroma", "hybrid") if chroma else ("bm25",)

@@ -26,7 +26,7 @@ def bench_qa_floor(
     problem, EM and F1 with bootstrap 95% intervals, recall of the gold titles, and where each
     wrong answer was lost (not retrieved, lost in the summaries, or wrong in the output)."""
     from harness_learning.evals.registry import QA_TASKS
-    from harness_learning.evals.settings import DataDirUnset, data_dir
+    from harness_learning.evals.samples import DataDirUnset, data_dir
     from harness_learning_lab.bench import qa_floor
 
     chosen = [t for t in tasks.split(",") if t]

@@ -87,7 +87,7 @@ def export_stage(train: Any, folder: Path, checkpoints: dict[str, str | None]
     as the reference; the base is that GGUF rebuilt and re-exported, so every student arm is
     served at the same precision (Q8_0)."""
     from harness_learning.training.export import export_checkpoint, write_gguf
-    from harness_learning.training.models import gguf_path, load_model
+    from harness_learning.training.loading import gguf_path, load_model
 
     reference = gguf_path(train.student)
     if reference is None:

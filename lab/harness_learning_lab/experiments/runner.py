@@ -211,7 +211,7 @@ def task_options_for(spec: ExperimentSpec, out: Path, log: Log) -> Callable[[str
     if spec.track == "reasoning":
         return lambda task: {**sizes, "seed": 0, **(
             {"config": spec.task_configs[task]} if task in spec.task_configs else {})}
-    from harness_learning.evals.settings import SAMPLE_CORPORA, data_dir
+    from harness_learning.evals.samples import SAMPLE_CORPORA, data_dir
 
     options: dict[str, dict] = {}
     for task in dict.fromkeys([*spec.tasks.test, *spec.tasks.train]):

@@ -135,7 +135,7 @@ def demonstrations_work(spec: SFTExperimentSpec, folder: Path, run_dirs: list[st
                         log: Log) -> dict[str, Any]:
     from harness_learning.training.data import LogError
     from harness_learning.training.demonstrations import demonstrations, token_counts
-    from harness_learning.training.models import load_tokenizer
+    from harness_learning.training.loading import load_tokenizer
 
     folder.mkdir(parents=True, exist_ok=True)
     try:
@@ -188,7 +188,7 @@ def export_work(spec: SFTExperimentSpec, folder: Path, checkpoint: str | None) -
     """The base and the student as GGUF files of the student's architecture (the student is
     the base when SFT was skipped)."""
     from harness_learning.training.export import export_checkpoint, write_gguf
-    from harness_learning.training.models import gguf_path, load_model
+    from harness_learning.training.loading import gguf_path, load_model
 
     reference = gguf_path(spec.student)
     if reference is None:

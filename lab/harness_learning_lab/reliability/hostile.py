@@ -130,7 +130,7 @@ class HostileEnv:
     def plant(self) -> dict[str, Any]:
         """Write the targets; returns what the harness code is told (`P`)."""
         import harness_learning.harnesses.contract as contract
-        from harness_learning.evals.settings import data_dir
+        from harness_learning.evals.samples import data_dir
         from harness_learning.harnesses.store import SQLiteLogStore
 
         (self.root / "host").mkdir(parents=True)

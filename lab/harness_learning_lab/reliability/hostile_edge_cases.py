@@ -156,8 +156,8 @@ def prompt_sections_intact(result: Any, env: Any) -> bool:
     """The Proposer's prompt built on the problem's result opens only its own sections."""
     from harness_learning.evals.problem import Problem
     from harness_learning.evals.result import EvalResult
+    from harness_learning.graphs.adapter.execution_report import build_report
     from harness_learning.graphs.adapter.proposer import build_proposer_messages
-    from harness_learning.graphs.adapter.report import build_report
 
     if "## How to answer" not in (result.error or "") + (result.traceback or ""):
         return False  # the forged text did not reach the report: nothing was tested

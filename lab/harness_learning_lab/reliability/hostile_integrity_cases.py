@@ -228,7 +228,7 @@ except ImportError as exc:
     _c("import_the_evals_layer", "no_gold_inside", "no_generator", """
 sys.path[:0] = [P["project_root"]]
 try:
-    import harness_learning.evals.reasoning as rg
+    import harness_learning.evals.reasoning_tasks as rg
     answer = "imported " + rg.__file__
 except ImportError as exc:
     answer = f"blocked: {type(exc).__name__}"

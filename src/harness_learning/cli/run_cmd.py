@@ -45,8 +45,8 @@ def run(
 ) -> None:
     """Run a harness on N problems of a task and print per-problem results and the mean."""
     from harness_learning.cli.models_cmd import require_local_models
-    from harness_learning.evals.failures import UserCodeFailures, check_metric
     from harness_learning.evals.registry import get_task
+    from harness_learning.evals.user_failures import UserCodeFailures, check_metric
 
     if split not in ("feedback", "test"):
         raise typer.BadParameter("split must be feedback or test")
@@ -82,8 +82,8 @@ def run(
 
 async def _evaluate(task, source, problems, model, concurrency, user_tools=None):
     from harness_learning.evals.evaluator import evaluate
-    from harness_learning.evals.failures import UserCodeFailures
-    from harness_learning.graphs.adapter.report import gold_answer
+    from harness_learning.evals.user_failures import UserCodeFailures
+    from harness_learning.graphs.adapter.execution_report import gold_answer
     from harness_learning.harnesses.llm import get_client
     from harness_learning.harnesses.toolbox import Toolbox
 

@@ -77,8 +77,8 @@ def experience_json(config: Any) -> dict[str, Any]:
 
 def user_code_failures(config: Any) -> Any:
     """What the user's metric and tools did wrong over the run's evaluations, read from its log
-    (`evals.failures`): a run ends with them said, as `run`, `show` and `report` say them."""
-    from harness_learning.evals.failures import UserCodeFailures
+    (`evals.user_failures`): a run ends with them said, as `run`, `show` and `report` say them."""
+    from harness_learning.evals.user_failures import UserCodeFailures
     from harness_learning.report.model import open_store
 
     with open_store(config.run_dir, config.store or None) as store:

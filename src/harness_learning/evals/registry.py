@@ -7,7 +7,7 @@ installed packages register in the entry-point group `harness_learning.tasks`.
     get_task("musique", path="musique_ans_v1.0_dev.jsonl", index_dir="runs/index/musique")
 
 QA options: `path` (the dataset file; default: the real sample in the data folder, see
-`evals.settings`), `index_dir` (opened with `retrieval.open_index`, backend `index_backend`)
+`evals.samples`), `index_dir` (opened with `retrieval.open_index`, backend `index_backend`)
 or `retriever` (any `Retriever`), `aliases` (2Wiki's `id_aliases.json`), `n_dev`, `n_test`,
 `seed`.
 Data-file options: `metric` (see `evals.custom.metrics`), `describe`, `n_dev`, `n_test`, `seed`,
@@ -31,7 +31,7 @@ DATA_OPTIONS = {"metric", "describe", "n_dev", "n_test", "seed", "track"}
 
 def known_task_names() -> list[str]:
     """Every name `get_task` accepts."""
-    from harness_learning.evals.reasoning import known_tasks
+    from harness_learning.evals.reasoning_tasks import known_tasks
 
     return [*QA_TASKS, *sorted(_entry_points()), *(RG_PREFIX + n for n in known_tasks())]
 
@@ -42,7 +42,7 @@ def track_of(name: str, options: dict[str, Any] | None = None) -> str | None:
     None for a task of one's own (a data file without a `track` option says "reasoning"; a
     class or entry point says it only once built). Raises for a name `get_task` refuses."""
     if name.startswith(RG_PREFIX):
-        from harness_learning.evals.reasoning import known_tasks
+        from harness_learning.evals.reasoning_tasks import known_tasks
 
         if name[len(RG_PREFIX):] in known_tasks():
             return "reasoning"
@@ -55,7 +55,7 @@ def track_of(name: str, options: dict[str, Any] | None = None) -> str | None:
 def get_task(name: str, **options: Any) -> Task:
     """The task called `name`, built with `options` (see the module docstring)."""
     if name.startswith(RG_PREFIX):
-        from harness_learning.evals.reasoning import ReasoningTask, known_tasks
+        from harness_learning.evals.reasoning_tasks import ReasoningTask, known_tasks
 
         task = name[len(RG_PREFIX) :]
         if task not in known_tasks():
@@ -65,7 +65,7 @@ def get_task(name: str, **options: Any) -> Task:
         return ReasoningTask(task, **options)
     if name in QA_TASKS:
         from harness_learning.evals.qa.task import QATask
-        from harness_learning.evals.settings import SAMPLE_FILES, data_dir
+        from harness_learning.evals.samples import SAMPLE_FILES, data_dir
 
         _check(name, options, {"path", "index_dir", "index_backend", "retriever", "aliases",
                                "n_dev", "n_test", "seed"})
@@ -129,7 +129,7 @@ def _check(name: str, options: dict, allowed: set[str]) -> None:
 
 
 def _unknown(name: str) -> ValueError:
-    from harness_learning.evals.reasoning import known_tasks
+    from harness_learning.evals.reasoning_tasks import known_tasks
 
     rg = ", ".join(RG_PREFIX + n for n in known_tasks())
     return ValueError(f"unknown task {name!r}; known: {', '.join(QA_TASKS)}, a data file "

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_learning.evals.failures import UserCodeFailures
+from harness_learning.evals.user_failures import UserCodeFailures
 from harness_learning.graphs.adapter.experience import shown_ids
 from harness_learning.harnesses.edits import parse_and_apply
 from harness_learning.harnesses.edits.candidate import unified_diff
@@ -113,9 +113,9 @@ class RoundRecord:
 
     @property
     def memory(self) -> list[str]:
-        """The run memory the round's Proposer was given (`graphs.adapter.memory`), read back
+        """The run memory the round's Proposer was given (`graphs.adapter.run_memory`), read back
         from its logged prompt: every Proposer sample of a round shares it."""
-        from harness_learning.graphs.adapter.memory import shown_memory
+        from harness_learning.graphs.adapter.run_memory import shown_memory
 
         asked = next((c for c in self.candidates if c.proposal.origin == "proposer"), None)
         return shown_memory(asked.proposal.prompt) if asked else []

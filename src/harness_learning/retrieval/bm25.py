@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness_learning.retrieval import memory
+from harness_learning.retrieval import build_memory
 from harness_learning.retrieval.passage import Passage
 from harness_learning.retrieval.store import PassageStore
 from harness_learning.retrieval.tokenizer import IdMapper, Tokenizer
@@ -44,11 +44,11 @@ class BM25Builder:
                  workers: int = 1, *, expected_passages: int | None = None,
                  available: int | None = None) -> None:
         """`expected_passages`: the corpus's size when known, so the memory check
-        (`retrieval.memory`) projects the whole build from its first batch; `available`:
+        (`retrieval.build_memory`) projects the whole build from its first batch; `available`:
         bytes the build may use (default: the machine's available memory now)."""
         self.tokenizer, self.k1, self.b, self.workers = tokenizer, k1, b, workers
         self.expected = expected_passages or 0
-        self.available = memory.available_bytes() if available is None else available
+        self.available = build_memory.available_bytes() if available is None else available
         self._mapper = IdMapper(tokenizer)
         self._terms, self._tfs = array("i"), array("i")
         self._lens, self._nnz = array("i"), array("i")
@@ -107,8 +107,8 @@ class BM25Builder:
         if not seen:
             return
         passages = max(self.expected, seen)
-        memory.require(passages, len(self._terms) / seen,
-                       memory.projected_vocab(len(self._mapper.vocab), seen, passages),
+        build_memory.require(passages, len(self._terms) / seen,
+                       build_memory.projected_vocab(len(self._mapper.vocab), seen, passages),
                        self.workers, self.available, projected=passages > seen)
 
     def __len__(self) -> int:

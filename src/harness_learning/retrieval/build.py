@@ -145,7 +145,7 @@ def build_index(corpus_kind: str, input_path: str | Path, out_dir: str | Path,
     spawned, and spawned processes import the calling script again: a script that calls this
     needs the usual `if __name__ == "__main__":` guard (or workers=1).
     `expected_passages`: the corpus's size if known, so a BM25 build that cannot fit in the
-    available memory stops after its first batch (`retrieval.memory.MemoryShortError`), not
+    available memory stops after its first batch (`retrieval.build_memory.MemoryShortError`), not
     once it has read enough to know."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")

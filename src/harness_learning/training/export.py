@@ -108,7 +108,7 @@ def reference_gguf(checkpoint: Path) -> Path | None:
     """The GGUF a checkpoint was trained from: the `model` of the training run's config.json
     (OUT/config.json beside OUT/checkpoint), followed through checkpoints trained from
     checkpoints (SFT, then GRPO from the SFT student); None when it does not lead to a GGUF."""
-    from harness_learning.training.models import gguf_path
+    from harness_learning.training.loading import gguf_path
 
     for _ in range(8):  # a chain of runs; a cycle would be a hand-edited config
         config = Path(checkpoint).parent / "config.json"

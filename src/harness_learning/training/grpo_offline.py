@@ -26,14 +26,14 @@ import torch  # noqa: E402
 
 from harness_learning.training.config import GRPOOfflineConfig, as_dict  # noqa: E402
 from harness_learning.training.data import FilterReport, grpo_dataset  # noqa: E402
-from harness_learning.training.loss import grpo_loss  # noqa: E402
-from harness_learning.training.metrics import MetricsLog  # noqa: E402
-from harness_learning.training.models import (  # noqa: E402
+from harness_learning.training.loading import (  # noqa: E402
     load_model,
     load_tokenizer,
     save_checkpoint,
     with_lora,
 )
+from harness_learning.training.loss import grpo_loss  # noqa: E402
+from harness_learning.training.metrics import MetricsLog  # noqa: E402
 from harness_learning.training.ratio import (  # noqa: E402
     RECOMPUTE_ASKED,
     OldLogprobReport,

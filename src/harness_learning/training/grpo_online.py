@@ -266,7 +266,7 @@ def train_grpo_online(run_dirs: Sequence[str | Path], config: GRPOOnlineConfig,
     from harness_learning.evals.registry import get_task
     from harness_learning.evals.splits import sample_round
     from harness_learning.harnesses.llm.litellm_loop import cancel_tasks
-    from harness_learning.training.models import (
+    from harness_learning.training.loading import (
         load_model,
         load_tokenizer,
         lora_config,

@@ -19,8 +19,7 @@ import torch  # noqa: E402
 from harness_learning.training.config import SFTTrainConfig, as_dict  # noqa: E402
 from harness_learning.training.data import FilterReport  # noqa: E402
 from harness_learning.training.grpo_offline import TrainResult  # noqa: E402
-from harness_learning.training.metrics import MetricsLog, metrics_callback  # noqa: E402
-from harness_learning.training.models import (  # noqa: E402
+from harness_learning.training.loading import (  # noqa: E402
     gguf_path,
     load_model,
     load_tokenizer,
@@ -28,6 +27,7 @@ from harness_learning.training.models import (  # noqa: E402
     rebuild_from_gguf,
     save_checkpoint,
 )
+from harness_learning.training.metrics import MetricsLog, metrics_callback  # noqa: E402
 from harness_learning.training.resume import (  # noqa: E402
     check_same_run,
     checkpoint_step,

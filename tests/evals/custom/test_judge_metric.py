@@ -261,7 +261,7 @@ def test_the_proposers_report_tells_the_judges_calls_from_the_harnesss(tmp_path)
     import dataclasses
 
     from harness_learning.evals.result import EvalResult
-    from harness_learning.graphs.adapter.report import Item, build_report, likely_cause
+    from harness_learning.graphs.adapter.execution_report import Item, build_report, likely_cause
     from harness_learning.harnesses.contract import ToolCall
 
     task, _ = judged_task(tmp_path)

@@ -108,7 +108,7 @@ def test_a_metric_may_return_feedback_that_reaches_the_report(tmp_path):
     from harness_learning.evals.evaluator import to_result
     from harness_learning.evals.registry import get_task
     from harness_learning.evals.result import EvalResult, Graded, ProblemResult
-    from harness_learning.graphs.adapter.report import build_report
+    from harness_learning.graphs.adapter.execution_report import build_report
 
     graded = check_score((0.5, "off by one"), "m")
     assert isinstance(graded, Graded) and graded == 0.5 and graded.feedback == "off by one"

@@ -14,7 +14,7 @@ from harness_learning.evals.qa.datasets import (
     load_records,
 )
 from harness_learning.evals.qa.reader import RecordError
-from harness_learning.evals.settings import SAMPLE_FILES
+from harness_learning.evals.samples import SAMPLE_FILES
 
 
 def _raw(path):

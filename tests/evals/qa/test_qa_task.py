@@ -6,7 +6,7 @@ import pytest
 
 from harness_learning.evals.qa.datasets import load_records
 from harness_learning.evals.qa.task import QATask, default_sizes
-from harness_learning.evals.settings import SAMPLE_CORPORA, SAMPLE_FILES
+from harness_learning.evals.samples import SAMPLE_CORPORA, SAMPLE_FILES
 from harness_learning.evals.task import Task
 from harness_learning.retrieval.passage import Passage
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult, ProblemResult
-from harness_learning.graphs.adapter.report import (
+from harness_learning.graphs.adapter.execution_report import (
     build_report,
     documents_read,
     trim,

@@ -1,4 +1,4 @@
-"""Run memory (graphs/adapter/memory.py): the Proposer's prompt lists the run's earlier
+"""Run memory (graphs/adapter/run_memory.py): the Proposer's prompt lists the run's earlier
 candidates, most informative first, within a token budget, in every edit format; a repeat of a
 judged version (up to comments and layout) is refused before the Solver runs, whatever path
 proposed it; `show` and `report` print the history a round's Proposer was given. The adapt run
@@ -15,7 +15,9 @@ from scripted_sums import ScriptedModel, SumTask, solver_rule
 
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
-from harness_learning.graphs.adapter.memory import (
+from harness_learning.graphs.adapter.proposer import build_focused_messages, build_proposer_messages
+from harness_learning.graphs.adapter.run import run_adaptation
+from harness_learning.graphs.adapter.run_memory import (
     CHARS_PER_TOKEN,
     HEADING,
     Tried,
@@ -25,8 +27,6 @@ from harness_learning.graphs.adapter.memory import (
     shown_memory,
     within_budget,
 )
-from harness_learning.graphs.adapter.proposer import build_focused_messages, build_proposer_messages
-from harness_learning.graphs.adapter.run import run_adaptation
 from harness_learning.harnesses.edits.normalise import normalised_sha
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.report import load_run

@@ -8,6 +8,13 @@ from pathlib import Path
 import pytest
 
 from harness_learning.graphs.adapter.config import AdaptConfig, setting_name
+from harness_learning.graphs.adapter.context_schema import (
+    AdapterSettings,
+    UnknownSetting,
+    config_values,
+    conflicts,
+    given_settings,
+)
 from harness_learning.graphs.adapter.racing import RaceRule
 from harness_learning.graphs.adapter.server_threads import (
     RUNS_ENV,
@@ -16,13 +23,6 @@ from harness_learning.graphs.adapter.server_threads import (
     thread_config,
 )
 from harness_learning.graphs.adapter.setting_kinds import parts_of
-from harness_learning.graphs.adapter.settings import (
-    AdapterSettings,
-    UnknownSetting,
-    config_values,
-    conflicts,
-    given_settings,
-)
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 from harness_learning.cli.main import main
 from harness_learning.graphs.adapter.config import AdaptConfig, Budget
 from harness_learning.graphs.adapter.config_file import ConfigFileError, settings_values
+from harness_learning.graphs.adapter.context_schema import config_values
 from harness_learning.graphs.adapter.racing import RaceRule
-from harness_learning.graphs.adapter.settings import config_values
 
 
 def test_the_partial_model_makes_every_field_optional_under_its_setting_name() -> None:

@@ -3,7 +3,7 @@
 `AdaptConfig` is the one settings model: each field's description is its help, and its
 validation (ranges, choices, which values are paths) is declared on it. `harness-learn adapt`'s
 flags (`cli.options`), the settings file (`adapt --config`, `graphs.adapter.config_file`)
-and Studio's settings form (`graphs.adapter.settings`, `AdaptConfig.partial`) are generated
+and Studio's settings form (`graphs.adapter.context_schema`, `AdaptConfig.partial`) are generated
 from it, and one error format serves all three (`config_file.setting_error`). A setting has
 one name everywhere: the start harness is `harness` (flag, key, form field; `seed_harness`,
 the name config.json stores it under, is read as the same setting)."""

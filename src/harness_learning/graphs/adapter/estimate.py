@@ -181,7 +181,7 @@ def _operator_costs(config: AdaptConfig) -> list[Calls]:
 
 
 def _shape(config: AdaptConfig, seed_source: str, task: Task | None) -> _Shape:
-    from harness_learning.graphs.adapter.demonstrations import held_out_in_force
+    from harness_learning.graphs.adapter.few_shot import held_out_in_force
 
     calls, searches = call_sites(seed_source)
     judged = 1 if (config.metric or "").startswith("judge:") else 0
@@ -205,7 +205,7 @@ def _golds_showable(dev: list) -> bool:
     """Whether a report can show this task's golds the way the memorisation check looks for
     them (`evals.guards.shown_problems`): if not, the check never probes."""
     from harness_learning.evals.guards import shown_problems
-    from harness_learning.graphs.adapter.report import gold_text
+    from harness_learning.graphs.adapter.execution_report import gold_text
 
     sample = dev[:3]
     return any(shown_problems([p], f"Gold: {gold_text(p)}") for p in sample)

@@ -21,8 +21,8 @@ from typing import Any
 
 from harness_learning.evals.judge import DUPLICATE
 from harness_learning.evals.problem import Problem
-from harness_learning.graphs.adapter.memory import Tried, tried_before
-from harness_learning.graphs.adapter.report import Item, _status, likely_cause
+from harness_learning.graphs.adapter.execution_report import Item, _status, likely_cause
+from harness_learning.graphs.adapter.run_memory import Tried, tried_before
 from harness_learning.harnesses.edits import parse_and_apply
 from harness_learning.harnesses.experience import EDIT, OPERATOR, Entry, Outcome, Signature
 from harness_learning.harnesses.experience.entry import (

@@ -8,9 +8,9 @@ invalid candidate with the judge's reason, and the run goes on.
 
 from __future__ import annotations
 
-from harness_learning.graphs.adapter.demonstrations import demonstrations
 from harness_learning.graphs.adapter.experience import EXPERIENCE_PREFIX
 from harness_learning.graphs.adapter.experience_search import completion_of, entry_for
+from harness_learning.graphs.adapter.few_shot import demonstrations
 from harness_learning.graphs.adapter.propose import (
     CandidateProposal,
     ProposalContext,

@@ -28,7 +28,7 @@ from harness_learning.graphs.adapter.experience import (
     SHOWN_EVENT,
     failure_signature,
 )
-from harness_learning.graphs.adapter.memory import CHARS_PER_TOKEN
+from harness_learning.graphs.adapter.run_memory import CHARS_PER_TOKEN
 from harness_learning.harnesses.edits.edit import Block, Edit
 from harness_learning.harnesses.edits.errors import EditError
 from harness_learning.harnesses.edits.operators import (

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness_learning.evals.problem import Problem
 from harness_learning.graphs.adapter.config import AdaptConfig
-from harness_learning.graphs.adapter.report import gold_answer
+from harness_learning.graphs.adapter.execution_report import gold_answer
 
 N_DEMONSTRATIONS = 3
 

@@ -25,11 +25,11 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from harness_learning.graphs.adapter.context import AdapterContext
+from harness_learning.graphs.adapter.context_schema import AdapterSettings
 from harness_learning.graphs.adapter.merge_round import make_merge_node
 from harness_learning.graphs.adapter.nodes import make_nodes, stop_reason
 from harness_learning.graphs.adapter.race_round import make_race_node
 from harness_learning.graphs.adapter.rounds import make_round_nodes
-from harness_learning.graphs.adapter.settings import AdapterSettings
 from harness_learning.graphs.adapter.state import AdapterInput, AdapterOutput, AdapterState
 
 ContextSource = Callable[[Mapping[str, Any], Runtime | None], Awaitable[AdapterContext]]

@@ -27,16 +27,16 @@ from harness_learning.graphs.adapter.budget import (
 )
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
-from harness_learning.graphs.adapter.demonstrations import (
+from harness_learning.graphs.adapter.execution_report import build_report
+from harness_learning.graphs.adapter.experience_search import operator_plan
+from harness_learning.graphs.adapter.few_shot import (
     demonstrable,
     demonstrations,
     held_out_in_force,
 )
-from harness_learning.graphs.adapter.experience_search import operator_plan
 from harness_learning.graphs.adapter.inputs import start_source
 from harness_learning.graphs.adapter.parents import parent_draw, selection_archive
 from harness_learning.graphs.adapter.policies import Scored, decide
-from harness_learning.graphs.adapter.report import build_report
 from harness_learning.graphs.adapter.result_writer import ResultWriter
 from harness_learning.graphs.adapter.slots import PROPOSER, plan_slots, round_slots
 from harness_learning.graphs.adapter.state import AdapterState, CandidateView, RoundView

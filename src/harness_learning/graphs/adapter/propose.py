@@ -20,11 +20,11 @@ from typing import Any, Protocol
 
 from harness_learning.evals.judge import Outcome
 from harness_learning.graphs.adapter.budget import proposer_share
-from harness_learning.graphs.adapter.demonstrations import demonstrations
 from harness_learning.graphs.adapter.experience_search import past_successes
-from harness_learning.graphs.adapter.memory import run_memory
+from harness_learning.graphs.adapter.few_shot import demonstrations
 from harness_learning.graphs.adapter.proposer import build_focused_messages, build_proposer_messages
 from harness_learning.graphs.adapter.repair import second_chances
+from harness_learning.graphs.adapter.run_memory import run_memory
 from harness_learning.graphs.adapter.slots import PROPOSER, Slot
 from harness_learning.harnesses.edits.function_edit import focus_targets
 from harness_learning.harnesses.edits.operators import OPERATORS, Demonstrations, apply_operator

@@ -23,7 +23,7 @@ REPAIRABLE = frozenset(EDIT_ERROR_KINDS) - {"truncated"} | {"syntax", "too_long"
 """Invalid kinds a repair turn can fix (a truncated answer needs a shorter one, not a fix)."""
 RESAMPLED = frozenset({UNCHANGED, DUPLICATE})
 """Invalid kinds answered by a fresh sample: a no-op, and a repeat of a version the run already
-judged (`graphs.adapter.memory.refuse_repeats`)."""
+judged (`graphs.adapter.run_memory.refuse_repeats`)."""
 NO_OP_NOTE = (
     "\n\n(An earlier answer to this request left the program exactly as it was and was "
     "refused. Change what the program does: how the Solver is asked, how its reply is read "

@@ -27,7 +27,6 @@ from harness_learning.evals.memorisation import Exposure
 from harness_learning.evals.result import EvalResult
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.experience_propose import ExperienceProposer
-from harness_learning.graphs.adapter.memory import judged_versions, refuse_repeats
 from harness_learning.graphs.adapter.nodes import (
     candidate_view,
     evaluate_cached,
@@ -41,6 +40,7 @@ from harness_learning.graphs.adapter.propose import (
     ProposalContext,
     Proposer,
 )
+from harness_learning.graphs.adapter.run_memory import judged_versions, refuse_repeats
 from harness_learning.graphs.adapter.slots import (
     EXPERIENCE,
     MERGE,

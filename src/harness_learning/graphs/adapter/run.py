@@ -10,8 +10,8 @@ from typing import Any
 
 from langgraph.types import Command
 
-from harness_learning.evals.failures import check_metric
 from harness_learning.evals.registry import track_of
+from harness_learning.evals.user_failures import check_metric
 from harness_learning.graphs.adapter.budget import BudgetStop, check_priced
 from harness_learning.graphs.adapter.checkpoints import open_checkpointer
 from harness_learning.graphs.adapter.config import AdaptConfig
@@ -43,7 +43,7 @@ def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptCon
     the run dir and write config.json; refuse to reuse a run dir for another config. A built-in
     task's track is known from its name, so it is not loaded here (the context loads it once);
     a task of one's own is opened here, to learn its track and to fail before anything is
-    written; its metric is checked on the gold answers here (`evals.failures.check_metric`).
+    written; its metric is checked on the gold answers here (`evals.user_failures.check_metric`).
     A reasoning-gym run gets its split secret here (`with_split_secret`)."""
     config, harness_source = resolve_inputs(config)
     run = RunDir(config.path)
@@ -78,8 +78,8 @@ def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptCon
 def with_split_secret(config: AdaptConfig, stored: AdaptConfig | None) -> AdaptConfig:
     """A reasoning-gym run's splits are seeded from a secret the parent keeps (in config.json,
     which no worker sees): the stored run's, else a fresh one. Public seeds would let harness
-    code regenerate the problems with their gold (see `evals.reasoning`)."""
-    from harness_learning.evals.reasoning import new_split_secret
+    code regenerate the problems with their gold (see `evals.reasoning_tasks`)."""
+    from harness_learning.evals.reasoning_tasks import new_split_secret
 
     if not config.task.startswith("rg:") or "split_secret" in config.task_options:
         return config

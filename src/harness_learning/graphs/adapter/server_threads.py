@@ -36,7 +36,7 @@ from typing import Any
 
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
-from harness_learning.graphs.adapter.settings import (
+from harness_learning.graphs.adapter.context_schema import (
     DEFAULT_TASK,
     config_values,
     conflicts,

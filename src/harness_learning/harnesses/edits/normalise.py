@@ -3,7 +3,7 @@
 A small Proposer often repeats a change it already made in other whitespace, or with a comment
 added; judged again, the repeat costs a selection evaluation and teaches nothing. The adapter
 refuses a candidate whose normalised source equals a version the run already judged
-(`graphs.adapter.memory`), so "the same" has to be one definition: the syntax tree. Docstrings
+(`graphs.adapter.run_memory`), so "the same" has to be one definition: the syntax tree. Docstrings
 and string literals stay part of it (a prompt string *is* the program's behaviour).
 """
 

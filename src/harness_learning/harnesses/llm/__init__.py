@@ -12,6 +12,7 @@ Infrastructure failures raise `InfraError`; see `ModelConfig.parse` for the spec
 
 from harness_learning.harnesses.llm.cache import ResponseCache, cache_key
 from harness_learning.harnesses.llm.client import ModelClient, is_deterministic
+from harness_learning.harnesses.llm.client_cache import clear_clients, get_client
 from harness_learning.harnesses.llm.completion import Completion, UsageStats
 from harness_learning.harnesses.llm.config import LOCAL_MODEL, ModelConfig
 from harness_learning.harnesses.llm.errors import (
@@ -26,7 +27,6 @@ from harness_learning.harnesses.llm.local import (
     find_gguf,
     stop_local_server,
 )
-from harness_learning.harnesses.llm.registry import clear_clients, get_client
 
 __all__ = [
     "INFRA_KINDS",

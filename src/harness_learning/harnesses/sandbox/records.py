@@ -29,7 +29,7 @@ class ToolHandler(Protocol):
 
 USER_TOOL = "user_tool"
 """`meta["kind"]` of a traced call whose user tool itself raised (`UserToolError`): the user's
-code failed, not the harness's call; counted and shown apart (`evals.failures`)."""
+code failed, not the harness's call; counted and shown apart (`evals.user_failures`)."""
 
 
 def failure_kind(exc: BaseException) -> str:
