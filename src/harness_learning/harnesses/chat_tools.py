@@ -23,7 +23,7 @@ _CALL_BLOCK = re.compile(re.escape(CALL_OPEN) + r"\s*(.*?)\s*(?:" + re.escape(CA
 _ids = itertools.count(1)
 
 
-def tool_instructions(tools: list[dict[str, Any]], tool_choice: Any) -> str:
+def tool_instructions(tools: list[dict[str, Any]], tool_choice: object) -> str:
     """The system message that offers `tools` (OpenAI tool schemas)."""
     lines = ["You can call these tools:"]
     for tool in tools:
@@ -39,7 +39,7 @@ def tool_instructions(tools: list[dict[str, Any]], tool_choice: Any) -> str:
     return "\n".join(lines)
 
 
-def _forced(tool_choice: Any) -> str | None:
+def _forced(tool_choice: object) -> str | None:
     if tool_choice in ("any", "required"):
         return "one of the tools"
     if isinstance(tool_choice, str) and tool_choice not in ("auto", "none"):
@@ -50,8 +50,8 @@ def _forced(tool_choice: Any) -> str | None:
     return None
 
 
-def to_text_messages(messages: Any, tools: list[dict[str, Any]] | None,
-                     tool_choice: Any = None) -> list[dict[str, str]]:
+def to_text_messages(messages: object, tools: list[dict[str, Any]] | None,
+                     tool_choice: object = None) -> list[dict[str, str]]:
     """OpenAI-style chat messages as role/content text a plain chat template accepts."""
     if not isinstance(messages, list) or not messages:
         raise ToolInputError("chat needs a non-empty list of messages")
@@ -75,7 +75,7 @@ def to_text_messages(messages: Any, tools: list[dict[str, Any]] | None,
     return out
 
 
-def _text(content: Any) -> str:
+def _text(content: object) -> str:
     if content is None:
         return ""
     if isinstance(content, list):  # content blocks: keep the text ones

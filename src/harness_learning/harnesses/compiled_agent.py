@@ -20,14 +20,24 @@ Worker side: imports langchain-core, LangGraph and the standard library only.
 from __future__ import annotations
 
 import threading
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AnyMessage, HumanMessage
+from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
+
+if TYPE_CHECKING:
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForLLMRun,
+        CallbackManagerForLLMRun,
+    )
+    from langchain_core.outputs import ChatResult
+    from langgraph.pregel import Pregel
+
+    from harness_learning.harnesses.contract import Tools
 
 _route: dict[str, Any] = {}
 """The Solver's chat model every other chat model generates through (this process's tools)."""
@@ -58,15 +68,19 @@ def route_chat_models(solver: BaseChatModel) -> None:
         _route["original"] = original = BaseChatModel._generate_with_cache
         _route["aoriginal"] = aoriginal = BaseChatModel._agenerate_with_cache
 
-        def generate(self: BaseChatModel, messages: Any, stop: Any = None,
-                     run_manager: Any = None, **kwargs: Any) -> Any:
+        def generate(self: BaseChatModel, messages: list[BaseMessage],
+                     stop: list[str] | None = None,
+                     run_manager: CallbackManagerForLLMRun | None = None,
+                     **kwargs: object) -> ChatResult:
             target = _route["solver"]
             if isinstance(self, type(target)):
                 return original(self, messages, stop, run_manager, **kwargs)
             return original(target, messages, stop, run_manager, **_solver_kwargs(kwargs))
 
-        async def agenerate(self: BaseChatModel, messages: Any, stop: Any = None,
-                            run_manager: Any = None, **kwargs: Any) -> Any:
+        async def agenerate(self: BaseChatModel, messages: list[BaseMessage],
+                            stop: list[str] | None = None,
+                            run_manager: AsyncCallbackManagerForLLMRun | None = None,
+                            **kwargs: object) -> ChatResult:
             target = _route["solver"]
             if isinstance(self, type(target)):
                 return await aoriginal(self, messages, stop, run_manager, **kwargs)
@@ -77,7 +91,7 @@ def route_chat_models(solver: BaseChatModel) -> None:
         BaseChatModel._agenerate_with_cache = agenerate  # type: ignore[method-assign]
 
 
-def input_keys(compiled: Any) -> set[str]:
+def input_keys(compiled: Pregel) -> set[str]:
     """The keys a compiled graph's input takes."""
     schema = compiled.get_input_jsonschema()
     return set(schema.get("properties") or {})
@@ -94,7 +108,7 @@ def _reply(state: ChatAgentState) -> dict[str, Any]:
     return {"answer": content.strip()}
 
 
-def as_harness(compiled: Any, tools: Any, route: bool = True) -> Any:
+def as_harness(compiled: Pregel, tools: Tools, route: bool = True) -> Pregel:
     """`compiled` (a user's compiled graph) as a harness graph over the Solver; raises
     ValueError with one line when its state has neither `question` nor `messages`. `route`:
     send every chat model's calls to the Solver (in a sandbox worker, which runs nothing

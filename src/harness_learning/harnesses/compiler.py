@@ -14,11 +14,16 @@ import linecache
 import sys
 import traceback
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.harnesses.contract import LINE_LIMIT
+
+if TYPE_CHECKING:
+    from langgraph.pregel import Pregel
+
+    from harness_learning.harnesses.contract import Tools
 
 INVALID_KINDS = (
     "syntax",
@@ -163,7 +168,7 @@ def harness_traceback(exc: BaseException, filename_prefix: str = "<harness") -> 
     return text, line
 
 
-def build(module: types.ModuleType, tools: Any) -> Any:
+def build(module: types.ModuleType, tools: Tools) -> Pregel:
     """Call the module's `build_graph(tools)`, check it returned a StateGraph, compile it. A
     compiled graph (a user's own agent, e.g. `create_react_agent(...)`) is taken as it is,
     its chat model calls routed to the Solver (`harnesses.compiled_agent`)."""
@@ -199,7 +204,7 @@ def build(module: types.ModuleType, tools: Any) -> Any:
         ) from None
 
 
-def _compiled_agent(graph: Any, tools: Any) -> Any:
+def _compiled_agent(graph: Pregel, tools: Tools) -> Pregel:
     from harness_learning.harnesses.compiled_agent import as_harness
 
     try:
@@ -210,13 +215,13 @@ def _compiled_agent(graph: Any, tools: Any) -> Any:
 
 def compile_harness(
     source: str,
-    tools: Any,
+    tools: Tools,
     line_limit: int = LINE_LIMIT,
     *,
     filename: str | None = None,
     trusted: bool = False,
-    on_compiled: Any = None,
-) -> Any:
+    on_compiled: Callable[[Pregel], object] | None = None,
+) -> Pregel:
     """Check, execute and compile a harness; return the compiled graph.
 
     This runs the harness's module-level code and `build_graph`. Outside a sandbox worker,
@@ -247,7 +252,7 @@ def compile_harness(
         ) from None
 
 
-def answer_of(output: Any) -> str:
+def answer_of(output: object) -> str:
     """The `answer` of a finished run, as text; `HarnessInvalid("no_answer")` if missing."""
     if not isinstance(output, dict) or output.get("answer") is None:
         keys = sorted(output) if isinstance(output, dict) else type(output).__name__

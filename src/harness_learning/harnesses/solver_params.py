@@ -17,7 +17,7 @@ llama.cpp, which a cache that trusts seeds would replay).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 from harness_learning.harnesses.contract import ToolInputError
 
@@ -38,7 +38,7 @@ LLM_PARAMS = frozenset({*_RANGES, "max_tokens", "stop", "seed"})
 run's."""
 
 
-def check_params(params: Any) -> dict[str, Any]:
+def check_params(params: object) -> dict[str, Any]:
     """`params` if every name is allowed and every value in range; else `ToolInputError`
     with what was wrong and what is allowed. A None value means "not set" and is dropped, so
     the run's configured default applies."""
@@ -56,7 +56,7 @@ def check_params(params: Any) -> dict[str, Any]:
     return checked
 
 
-def _problem(name: str, value: Any) -> str | None:
+def _problem(name: str, value: object) -> str | None:
     """What is wrong with `value` for parameter `name`, or None."""
     if name in _RANGES:
         low, high = _RANGES[name]
@@ -77,15 +77,15 @@ def _problem(name: str, value: Any) -> str | None:
     return None
 
 
-def _real(value: Any) -> bool:
+def _real(value: object) -> TypeGuard[float]:
     return (isinstance(value, int | float) and not isinstance(value, bool)
             and math.isfinite(value))
 
 
-def _integer(value: Any) -> bool:
+def _integer(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

@@ -30,7 +30,7 @@ what was printed), and the bidirectional overrides that reorder a line as it is 
 _LINE_BREAKS = re.compile("\r\n|[\r\u2028\u2029]")
 
 
-def for_storage(text: Any) -> str:
+def for_storage(text: object) -> str:
     """`text` as a string any UTF-8 writer takes (a file, SQLite, Arrow): each lone surrogate
     becomes U+FFFD. Everything else is kept as it was (PostgreSQL's refusal of NUL is its
     store's own to handle, `store.postgres`)."""
@@ -38,7 +38,7 @@ def for_storage(text: Any) -> str:
     return _SURROGATE.sub(REPLACEMENT, text)
 
 
-def storable(value: Any) -> Any:
+def storable(value: object) -> Any:
     """`value` (JSON data: dicts, lists, strings, numbers) with every string in it, keys too,
     `for_storage`d. Containers are changed in place; walked without recursion, so nesting as
     deep as a JSON parser allows cannot overflow the stack here."""
@@ -62,7 +62,7 @@ def storable(value: Any) -> Any:
     return value
 
 
-def for_terminal(text: Any, newlines: bool = True) -> str:
+def for_terminal(text: object, newlines: bool = True) -> str:
     """`text` as a terminal may show it: escape sequences and control characters removed
     (tab and newline kept, or made spaces when `newlines` is False), line breaks as newlines,
     lone surrogates replaced."""
@@ -71,7 +71,7 @@ def for_terminal(text: Any, newlines: bool = True) -> str:
     return text if newlines else text.replace("\n", " ").replace("\t", " ")
 
 
-def for_rich(text: Any, newlines: bool = True) -> str:
+def for_rich(text: object, newlines: bool = True) -> str:
     """`text` for a string that rich reads as markup (a table cell, `console.print`): safe for a
     terminal, with every `[` that could open a tag escaped, so it is shown as written."""
     from rich.markup import escape

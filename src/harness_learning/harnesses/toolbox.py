@@ -15,7 +15,7 @@ before it is sent, so no budget is passed with problems in flight.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from harness_learning.harnesses.contract import ToolInputError
 from harness_learning.harnesses.llm.ledger import (
@@ -29,10 +29,19 @@ from harness_learning.harnesses.sandbox.python_exec import run_python
 from harness_learning.harnesses.sandbox.records import ToolReply
 from harness_learning.harnesses.solver_params import LLM_PARAMS, check_params
 
+if TYPE_CHECKING:
+    from harness_learning.harnesses.llm.prices import Price
+    from harness_learning.harnesses.sandbox.backend import SandboxBackend
+    from harness_learning.harnesses.tracing import CallbackTracer, Tracer
+    from harness_learning.harnesses.usertools import UserTools
+    from harness_learning.retrieval.protocol import Retriever
+
 MAX_TEXT_CHARS = 100_000
 """Longest Solver reply passed back to a harness."""
 MAX_PASSAGE_CHARS = 20_000
 MAX_K = 50
+Prompt = str | list[dict[str, str]]
+"""What `tools.llm` sends the Solver: a prompt string or {role, content} messages."""
 __all__ = ["LLM_PARAMS", "MAX_K", "MAX_TEXT_CHARS", "SolverClient", "ToolInputError", "Toolbox"]
 
 
@@ -41,16 +50,17 @@ class SolverClient(Protocol):
     whose `accepts_empty` is true is asked with `allow_empty=True`: it must return an empty
     completion as it came, not raise it as an infrastructure failure."""
 
-    async def acomplete(self, messages: str | list[dict[str, str]], **params: Any) -> Any: ...
+    async def acomplete(self, messages: Prompt, **params: object) -> object: ...
 
 
 class Toolbox:
     """Serves bridge calls. `solver`, `retriever` may be None (the tool then fails cleanly)."""
 
-    def __init__(self, solver: SolverClient | None = None, retriever: Any = None,
+    def __init__(self, solver: SolverClient | None = None, retriever: Retriever | None = None,
                  python_limits: Limits | None = None,
-                 *, solver_params: dict[str, Any] | None = None, backend: Any = None,
-                 user_tools: Any = None, tracer: Any = None) -> None:
+                 *, solver_params: dict[str, Any] | None = None,
+                 backend: SandboxBackend | None = None, user_tools: UserTools | None = None,
+                 tracer: Tracer | CallbackTracer | None = None) -> None:
         self.solver = solver
         self.tracer = tracer
         """A `harnesses.tracing` tracer when the run is traced: each Solver call is traced."""
@@ -63,7 +73,7 @@ class Toolbox:
         self.ledger: SpendLedger | None = None
         """The run's budgets (`harnesses.llm.ledger`), set by the adapter: each Solver call
         reserves its share there before it is sent. None: calls are not budgeted."""
-        self.solver_price: Any = None
+        self.solver_price: Price | None = None
         """The Solver's `prices.Price`, for the $ share of a reservation (None: free)."""
         self.python_limits = python_limits or Limits()
         self.backend = backend
@@ -86,7 +96,7 @@ class Toolbox:
         """Name, description and argument schema of each user tool (sent to the worker)."""
         return self.user_tools.specs() if self.user_tools is not None else []
 
-    async def user_tool(self, name: Any, args: Any) -> ToolReply:
+    async def user_tool(self, name: object, args: object) -> ToolReply:
         if self.user_tools is None:
             raise ToolInputError(f"tools.call({name!r}): this run has no tools of its own "
                                  "(pass --tools module:attr)")
@@ -102,7 +112,7 @@ class Toolbox:
         except ToolArgumentError as exc:
             raise ToolInputError(str(exc)) from None
 
-    async def chat(self, messages: Any, tools: list[dict[str, Any]], tool_choice: Any,
+    async def chat(self, messages: object, tools: list[dict[str, Any]], tool_choice: object,
                    params: dict[str, Any]) -> ToolReply:
         """The Solver as a chat model: tool schemas in, a reply with tool calls out
         (prompted tool calling, see `harnesses.chat_tools`)."""
@@ -114,19 +124,20 @@ class Toolbox:
         reply.result = parse_reply(reply.result, tools)
         return reply
 
-    async def llm(self, messages: Any, params: dict[str, Any]) -> ToolReply:
+    async def llm(self, messages: object, params: dict[str, Any]) -> ToolReply:
         if self.solver is None:
             raise ToolInputError("no Solver model is configured")
         check_messages(messages)
+        prompt = cast("Prompt", messages)
         params = check_params(params)
         # An empty reply is an answer the harness gets: its own stop sequences or token limit
         # can produce one from a healthy endpoint, and only the parent's failures go unscored.
         empty_ok = {"allow_empty": True} if getattr(self.solver, "accepts_empty", False) else {}
         merged = {**self.solver_params, **params}
         if self.ledger is None:
-            completion = await self._ask(messages, empty_ok, merged)
+            completion = await self._ask(prompt, empty_ok, merged)
         else:
-            completion = await self._budgeted(messages, empty_ok, merged)
+            completion = await self._budgeted(prompt, empty_ok, merged)
         tokens = _tokens(completion)
         text = str(getattr(completion, "text", completion) or "")
         meta = {k: getattr(completion, k, None) for k in
@@ -135,13 +146,14 @@ class Toolbox:
             text, meta["truncated_from"] = text[:MAX_TEXT_CHARS], len(text)
         return ToolReply(text, tokens, bool(getattr(completion, "cached", False)), meta)
 
-    async def _ask(self, messages: Any, empty_ok: dict[str, Any], params: dict[str, Any]) -> Any:
+    async def _ask(self, messages: Prompt, empty_ok: dict[str, bool],
+                   params: dict[str, Any]) -> object:
         if self.tracer is None:
             return await self.solver.acomplete(messages, **empty_ok, **params)
         return await self._traced_llm(messages, empty_ok, params)
 
-    async def _budgeted(self, messages: Any, empty_ok: dict[str, Any],
-                        params: dict[str, Any]) -> Any:
+    async def _budgeted(self, messages: Prompt, empty_ok: dict[str, bool],
+                        params: dict[str, Any]) -> object:
         """One call inside its reservation: at most its prompt bound plus its `max_tokens`
         (the run's, the model's default, else `DEFAULT_COMPLETION_TOKENS`, then sent
         explicitly so the bound holds), priced at the Solver's price."""
@@ -158,8 +170,8 @@ class Toolbox:
             _used(use, completion)
         return completion
 
-    async def _traced_llm(self, messages: Any, empty_ok: dict[str, Any],
-                          params: dict[str, Any]) -> Any:
+    async def _traced_llm(self, messages: Prompt, empty_ok: dict[str, bool],
+                          params: dict[str, Any]) -> object:
         """A Solver call as a traced model call, under the problem's run (the candidate's:
         `sandbox.client` serves each call in the context its run started in)."""
         model = str(getattr(getattr(self.solver, "config", None), "model", "solver"))
@@ -167,7 +179,7 @@ class Toolbox:
             call.result = await self.solver.acomplete(messages, **empty_ok, **params)
         return call.result
 
-    async def search(self, query: Any, k: Any) -> ToolReply:
+    async def search(self, query: object, k: object) -> ToolReply:
         if self.retriever is None:
             raise ToolInputError("this task has no retriever: tools.search is unavailable")
         if not isinstance(query, str) or not query.strip():
@@ -182,7 +194,7 @@ class Toolbox:
             rows.append(row)
         return ToolReply(rows, meta={"k": min(k, MAX_K), "n": len(rows)})
 
-    async def python(self, code: Any, timeout: Any) -> ToolReply:
+    async def python(self, code: object, timeout: object) -> ToolReply:
         if not isinstance(code, str):
             raise ToolInputError(f"tools.python needs code as a string, got {type(code).__name__}")
         wall = float(timeout) if isinstance(timeout, int | float) and timeout > 0 else None
@@ -190,19 +202,19 @@ class Toolbox:
         return ToolReply({"stdout": result.stdout, "error": result.error})
 
 
-def _tokens(completion: Any) -> int:
+def _tokens(completion: object) -> int:
     return int(getattr(completion, "prompt_tokens", 0) or 0) + int(
         getattr(completion, "completion_tokens", 0) or 0)
 
 
-def _used(use: Use, completion: Any) -> None:
+def _used(use: Use, completion: object) -> None:
     """What a call used, as the run's log will count it (a cached answer costs nothing)."""
     use.tokens = _tokens(completion)
     cost = getattr(completion, "cost", None)
     use.cost_usd = float(cost) if isinstance(cost, int | float) and cost > 0 else 0.0
 
 
-def check_messages(messages: Any) -> None:
+def check_messages(messages: object) -> None:
     """A prompt string or a list of {role, content} messages."""
     if isinstance(messages, str):
         return

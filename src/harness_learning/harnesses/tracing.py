@@ -24,7 +24,14 @@ import os
 import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+    from langchain_core.outputs import LLMResult
+    from opentelemetry.sdk.trace.export import SpanExporter
+    from opentelemetry.trace import Span
 
 TRACE_ENV = "HARNESS_LEARNING_TRACE"
 TRACE_MODES = ("none", "otel", "langchain")
@@ -58,7 +65,7 @@ def tracer_for(configured: str | None) -> Tracer | CallbackTracer | None:
     return Tracer(trace)
 
 
-def configure_from_env(trace: Any) -> None:
+def configure_from_env(trace: ModuleType) -> None:
     """An SDK provider exporting to `OTEL_TRACES_EXPORTER` (console: stderr; otlp: the
     `OTEL_EXPORTER_OTLP_*` endpoint), only where the process set no provider of its own."""
     exporter_name = os.environ.get("OTEL_TRACES_EXPORTER", "").split(",")[0].strip()
@@ -69,7 +76,7 @@ def configure_from_env(trace: Any) -> None:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
     if exporter_name == "console":  # stdout carries the commands' --json line
-        exporter: Any = ConsoleSpanExporter(out=sys.stderr)
+        exporter: SpanExporter = ConsoleSpanExporter(out=sys.stderr)
     elif exporter_name == "otlp":
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
@@ -83,25 +90,26 @@ def configure_from_env(trace: Any) -> None:
     trace.set_tracer_provider(provider)
 
 
-def _unset(trace: Any) -> bool:
+def _unset(trace: ModuleType) -> bool:
     return type(trace.get_tracer_provider()).__name__ == "ProxyTracerProvider"
 
 
 class Tracer:
     """Makes the spans; one per run context. Spans nest through the current OTel context."""
 
-    def __init__(self, trace: Any) -> None:
+    def __init__(self, trace: ModuleType) -> None:
         self._trace = trace
         self.tracer = trace.get_tracer(SCOPE)
 
-    def start(self, name: str, parent: Any = None, **attributes: Any) -> Any:
+    def start(self, name: str, parent: Span | None = None, **attributes: object) -> Span:
         """A span that the caller ends (a round outlives any one node); `parent` a span, else
         the current one."""
         context = self._trace.set_span_in_context(parent) if parent is not None else None
         return self.tracer.start_span(name, context=context, attributes=clean(attributes))
 
     @contextlib.contextmanager
-    def span(self, name: str, parent: Any = None, **attributes: Any) -> Iterator[Any]:
+    def span(self, name: str, parent: Span | None = None,
+             **attributes: object) -> Iterator[Span]:
         """A span around a block, current inside it (so model calls nest under it); an
         exception is recorded on it and passed on."""
         context = self._trace.set_span_in_context(parent) if parent is not None else None
@@ -111,7 +119,7 @@ class Tracer:
 
     @contextlib.asynccontextmanager
     async def model_call(self, role: str, model: str, params: dict[str, Any],
-                         messages: Any = None) -> AsyncIterator[Traced]:
+                         messages: object = None) -> AsyncIterator[Traced]:
         """The span of one Solver or Proposer call; the block sets `call.result`."""
         attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
                       f"{PREFIX}role": role}
@@ -147,7 +155,7 @@ class CallbackTracer:
 
     @contextlib.asynccontextmanager
     async def model_call(self, role: str, model: str, params: dict[str, Any],
-                         messages: Any = None) -> AsyncIterator[Traced]:
+                         messages: object = None) -> AsyncIterator[Traced]:
         call = Traced()
         manager = _callbacks()
         if not manager.handlers:
@@ -192,7 +200,7 @@ def _callbacks() -> Any:
     return get_async_callback_manager_for_config(ensure_config())
 
 
-def _messages(messages: Any) -> list[Any]:
+def _messages(messages: object) -> list[BaseMessage]:
     from langchain_core.messages import HumanMessage, convert_to_messages
 
     if isinstance(messages, str):
@@ -203,7 +211,7 @@ def _messages(messages: Any) -> list[Any]:
         return [HumanMessage(str(messages))]
 
 
-def _llm_result(completion: Any) -> Any:
+def _llm_result(completion: object) -> LLMResult:
     """A completion as LangChain's result, with its token usage and cost."""
     from langchain_core.messages import AIMessage
     from langchain_core.outputs import ChatGeneration, LLMResult
@@ -220,7 +228,7 @@ def _llm_result(completion: Any) -> Any:
         "cached": bool(getattr(completion, "cached", False))})
 
 
-def completed(span: Any, completion: Any) -> None:
+def completed(span: Span, completion: object) -> None:
     """A model call's answer on its span: tokens, finish reason, cost, cache, latency."""
     finish = getattr(completion, "finish_reason", None)
     span.set_attributes(clean({

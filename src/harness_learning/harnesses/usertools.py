@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.harnesses.sandbox.records import ToolReply
+
+if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
 
 MAX_RESULT_CHARS = 20_000
 """Longest JSON text of one tool result handed to a harness (longer ones are cut, as text)."""
@@ -46,7 +49,7 @@ class UserTool:
     description: str
     parameters: dict[str, Any]
     """JSON schema of the arguments (an object schema), as the Proposer and chat models see it."""
-    tool: Any
+    tool: BaseTool
     """The LangChain tool that runs the call."""
     deterministic: bool = False
 
@@ -69,7 +72,7 @@ class UserTools:
     def specs(self) -> list[dict[str, Any]]:
         return [self.tools[n].spec() for n in self.names]
 
-    async def call(self, name: Any, args: Any) -> ToolReply:
+    async def call(self, name: object, args: object) -> ToolReply:
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             known = ", ".join(self.names) or "none"
@@ -129,7 +132,7 @@ def validate_args(tool: UserTool, args: dict[str, Any]) -> dict[str, Any]:
     return dict(args)
 
 
-def jsonable_capped(output: Any) -> tuple[Any, dict[str, Any]]:
+def jsonable_capped(output: object) -> tuple[Any, dict[str, Any]]:
     """A tool's output as JSON data (messages give their content; other objects their
     `model_dump()` or text), cut to `MAX_RESULT_CHARS` of JSON text."""
     content = getattr(output, "content", None)
@@ -148,7 +151,7 @@ def jsonable_capped(output: Any) -> tuple[Any, dict[str, Any]]:
     return shown[:MAX_RESULT_CHARS], {"truncated_from": len(text)}
 
 
-def to_user_tools(obj: Any, origin: str) -> list[UserTool]:
+def to_user_tools(obj: object, origin: str) -> list[UserTool]:
     """The tools `obj` stands for (see the module docstring)."""
     from langchain_core.tools import BaseTool
 
@@ -171,7 +174,7 @@ def to_user_tools(obj: Any, origin: str) -> list[UserTool]:
                          "function, a list of them or a factory returning them")
 
 
-def _from_function(fn: Any) -> UserTool:
+def _from_function(fn: Callable[..., object]) -> UserTool:
     from langchain_core.tools import StructuredTool
 
     if not (fn.__doc__ or "").strip():
@@ -184,7 +187,7 @@ def _from_function(fn: Any) -> UserTool:
     return wrapped
 
 
-def _wrap(tool: Any) -> UserTool:
+def _wrap(tool: BaseTool) -> UserTool:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
     function = convert_to_openai_tool(tool)["function"]
