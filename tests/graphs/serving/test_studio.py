@@ -25,6 +25,22 @@ EDIT = f"I will ask the Solver to be careful.\n<<<<<<< SEARCH\n{SEED_LINE}\n====
 GRAPHS = {"adapter", "harness", "reasoning_direct", "multihop_two_hop", "baseline_tool_loop"}
 
 
+def test_every_graph_factory_resolves_its_annotations() -> None:
+    """The server picks each factory's arguments from its resolved annotations, the return's
+    too: a name imported for type checking only would leave the adapter without its runtime."""
+    import typing
+
+    from langgraph_sdk.runtime import ServerRuntime
+
+    from harness_learning.graphs.serving import studio
+
+    for name in GRAPHS:
+        hints = typing.get_type_hints(getattr(studio, name), localns={"ServerRuntime": ServerRuntime})
+        assert {"config", "return"} <= set(hints), name
+    assert typing.get_type_hints(studio.adapter, localns={"ServerRuntime": ServerRuntime}
+                                 )["runtime"] is ServerRuntime
+
+
 @pytest.fixture(scope="module")
 def sim():
     rules = [(r"## How to answer", lambda m: EDIT), ARITHMETIC_RULE]

@@ -30,22 +30,32 @@ import itertools
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.graphs.serving.harness_source import (
     HarnessSource,
     OpenedHarness,
+    TaskRef,
     open_harness,
     resolve_harness,
 )
-from harness_learning.graphs.serving.mirror import HarnessRunError
+from harness_learning.graphs.serving.mirror import HarnessRunError, ServedHarness
 from harness_learning.graphs.serving.served_harness import HarnessInputError, HarnessOutput
 from harness_learning.harnesses.compiler import HarnessInvalid, check_source
 from harness_learning.harnesses.contract import LINE_LIMIT
 from harness_learning.harnesses.results import ErrorKind, ProblemResult
 from harness_learning.harnesses.sandbox import Limits, Worker
 from harness_learning.harnesses.sandbox.graph_shape import GraphShape, check_shape
+
+if TYPE_CHECKING:
+    from langgraph.pregel import Pregel
+
+    from harness_learning.evals.task import Task
+    from harness_learning.harnesses.sandbox.problem_run import RunObserver
+    from harness_learning.harnesses.toolbox import Toolbox
+    from harness_learning.harnesses.usertools import UserTools
 
 IDLE_CLOSE_S = 300.0
 """A warm worker nobody used for this long is closed (the next call starts a fresh one)."""
@@ -72,9 +82,10 @@ _exit_hook = False
 class SandboxedHarness:
     """One harness source served from a warm sandbox worker on the background loop."""
 
-    def __init__(self, source: str, *, model: str = "local", task: Any = None,
+    def __init__(self, source: str, *, model: str = "local", task: TaskRef = None,
                  limits: Limits | None = None, line_limit: int = LINE_LIMIT,
-                 solver_params: dict[str, Any] | None = None, user_tools: Any = None) -> None:
+                 solver_params: dict[str, Any] | None = None,
+                 user_tools: UserTools | None = None) -> None:
         check_source(source, line_limit)  # static: a broken file fails here, naming the line
         self.source, self.model, self.task_ref = source, model, task
         self.user_tools = user_tools
@@ -88,10 +99,11 @@ class SandboxedHarness:
         self._shape: GraphShape | None = None
         _LIVE.add(self)
 
-    def toolbox(self) -> Any:
+    def toolbox(self) -> Toolbox:
         return make_toolbox(self.model, self.task_ref, self.solver_params, self.user_tools)
 
-    async def _arun(self, inputs: dict[str, Any], observer: Any = None) -> ProblemResult:
+    async def _arun(self, inputs: dict[str, Any], observer: RunObserver | None = None
+                    ) -> ProblemResult:
         async with self._using():
             try:
                 worker = await self._warm()
@@ -109,7 +121,7 @@ class SandboxedHarness:
             return self._shape
 
     @contextlib.asynccontextmanager
-    async def _using(self) -> Any:
+    async def _using(self) -> AsyncIterator[None]:
         """Keeps the warm worker from its idle close while in use."""
         self._busy += 1
         try:
@@ -155,7 +167,8 @@ class SandboxedHarness:
     def run(self, inputs: dict[str, Any]) -> ProblemResult:
         return asyncio.run_coroutine_threadsafe(self._arun(inputs), _loop()).result()
 
-    def start(self, inputs: dict[str, Any], observer: Any) -> concurrent.futures.Future:
+    def start(self, inputs: dict[str, Any], observer: RunObserver
+              ) -> concurrent.futures.Future[ProblemResult]:
         """Start one served run (streamed to `observer`); its `ProblemResult` future."""
         return asyncio.run_coroutine_threadsafe(self._arun(inputs, observer), _loop())
 
@@ -189,8 +202,9 @@ def _close_all() -> None:
             harness.close()
 
 
-def make_toolbox(model: str = "local", task: Any = None,
-                 solver_params: dict[str, Any] | None = None, user_tools: Any = None) -> Any:
+def make_toolbox(model: str = "local", task: TaskRef = None,
+                 solver_params: dict[str, Any] | None = None,
+                 user_tools: UserTools | None = None) -> Toolbox:
     """The parent-side tools: the shared client of `model` (with `solver_params` as its
     defaults), the retriever of `task` (a name, {"name", "options"}, a Task, or None) and the
     user's tools (a `UserTools`, or None)."""
@@ -203,7 +217,7 @@ def make_toolbox(model: str = "local", task: Any = None,
                    user_tools=user_tools)
 
 
-def _task(task: Any) -> Any:
+def _task(task: TaskRef) -> Task | None:
     if task is None or not isinstance(task, str | dict):
         return task
     from harness_learning.evals.registry import get_task
@@ -223,7 +237,7 @@ def _output(outcome: ProblemResult, version: str) -> dict[str, Any]:
             "version": version}
 
 
-def _trim(value: Any) -> Any:
+def _trim(value: object) -> object:
     text = value if isinstance(value, str) else repr(value)
     if len(text) <= TRACE_CHARS:
         return value
@@ -231,7 +245,7 @@ def _trim(value: Any) -> Any:
 
 
 def served_graph(runner: SandboxedHarness, name: str = "harness", version: str = "",
-                 with_fields: bool = False) -> Any:
+                 with_fields: bool = False) -> ServedHarness:
     """The harness's own graph, mirrored (see `graphs.serving.mirror`): its nodes run in the worker.
     `with_fields`: the input also takes `fields`, more public inputs for the sandbox."""
     from harness_learning.graphs.serving.served_harness import served_graph as build
@@ -263,8 +277,8 @@ def shared_runner(opened: OpenedHarness) -> SandboxedHarness:
 _shared_lock = threading.Lock()
 
 
-def serve(harness: str | Path, *, model: str | None = None, task: Any = None,
-          version: str = "current", name: str = "harness") -> Any:
+def serve(harness: str | Path, *, model: str | None = None, task: TaskRef = None,
+          version: str = "current", name: str = "harness") -> ServedHarness:
     """`load_harness` (sandboxed) for servers: `harness` is opened again on each call (a run
     directory's current version may have changed), and the warm worker of an unchanged
     source, Solver, task and tool set is reused."""
@@ -277,10 +291,11 @@ def serve(harness: str | Path, *, model: str | None = None, task: Any = None,
 
 
 def load_harness(harness: str | Path, *, sandboxed: bool = True, reviewed: bool = False,
-                 model: str | None = None, task: Any = None, version: str = "current",
+                 model: str | None = None, task: TaskRef = None, version: str = "current",
                  limits: Limits | None = None, line_limit: int = LINE_LIMIT,
                  solver_params: dict[str, Any] | None = None, name: str = "harness",
-                 tools: Any = None, strict_tools: bool = False) -> Any:
+                 tools: object = None, strict_tools: bool = False
+                 ) -> ServedHarness | Pregel:
     """A compiled graph running `harness` (a seed name, a .py file, or a run directory).
 
     `model`: the Solver (default: the run's Solver for a run directory, else `local`).
@@ -314,7 +329,7 @@ def load_harness(harness: str | Path, *, sandboxed: bool = True, reviewed: bool 
                         with_fields=opened.with_fields)
 
 
-def _check_tools(found: HarnessSource, user_tools: Any, strict: bool) -> None:
+def _check_tools(found: HarnessSource, user_tools: UserTools | None, strict: bool) -> None:
     """Warn (or, `strict`, refuse) when the harness calls tools it was not given: it would
     otherwise fail on each call, or run an agent with no tools, without a word."""
     import warnings

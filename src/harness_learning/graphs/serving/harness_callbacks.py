@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
 from langchain_core.outputs import ChatGeneration, LLMResult
@@ -20,11 +20,12 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import get_async_callback_manager_for_config
 
 SOLVER_TOOLS = ("llm", "chat")
+R = TypeVar("R")
 
 
 async def traced_tool_call(config: RunnableConfig, loop: asyncio.AbstractEventLoop | None,
                            model: str, tool: str, args: dict[str, Any],
-                           call: Awaitable[Any]) -> Any:
+                           call: Awaitable[R]) -> R:
     """Await `call` (the toolbox serving one bridge call), reporting it to `config`'s
     callbacks on `loop` (their owner's event loop: a handler may hold that loop's queues);
     the reply, or the exception, is passed on unchanged."""
@@ -55,14 +56,14 @@ async def traced_tool_call(config: RunnableConfig, loop: asyncio.AbstractEventLo
     return reply
 
 
-async def _on(loop: asyncio.AbstractEventLoop | None, event: Awaitable[Any]) -> Any:
+async def _on(loop: asyncio.AbstractEventLoop | None, event: Awaitable[R]) -> R:
     """Run a callback event on `loop` (here, if None, already here, or no longer running)."""
     if loop is None or loop is asyncio.get_running_loop() or not loop.is_running():
         return await event
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(event, loop))
 
 
-def _messages(messages: Any) -> list[BaseMessage]:
+def _messages(messages: object) -> list[BaseMessage]:
     if isinstance(messages, str):
         return [HumanMessage(messages)]
     try:
@@ -71,7 +72,7 @@ def _messages(messages: Any) -> list[BaseMessage]:
         return [HumanMessage(_text(messages))]
 
 
-def _llm_result(reply: Any) -> LLMResult:
+def _llm_result(reply: object) -> LLMResult:
     """The reply as a chat generation with its token usage (`ToolReply.meta`)."""
     result, meta = getattr(reply, "result", reply), getattr(reply, "meta", {}) or {}
     if isinstance(result, dict):  # a `chat` reply: text and tool calls
@@ -92,5 +93,5 @@ def _llm_result(reply: Any) -> LLMResult:
                                  "cached": bool(getattr(reply, "cached", False))})
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)[:20_000]

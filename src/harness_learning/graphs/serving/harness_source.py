@@ -8,7 +8,17 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from harness_learning.evals.task import Task
+
+if TYPE_CHECKING:
+    from harness_learning.graphs.adapter.config import AdaptConfig
+    from harness_learning.harnesses.usertools import UserTools
+
+TaskRef = str | dict[str, Any] | Task | None
+"""The task whose retriever backs `tools.search`: a name, {"name": ..., "options": {...}},
+a `Task`, or None (no retriever)."""
 
 
 @dataclass(frozen=True)
@@ -20,7 +30,7 @@ class HarnessSource:
     task: str | None = None
     task_options: dict[str, Any] = field(default_factory=dict)
     solver: str | None = None
-    config: Any = None
+    config: AdaptConfig | None = None
     """The run's `AdaptConfig` for a run directory (its tools are reopened from it)."""
 
     @property
@@ -80,8 +90,9 @@ class OpenedHarness:
 
     found: HarnessSource
     model: str
-    task: Any
-    given_tools: Any = None
+    task: TaskRef
+    given_tools: object = None
+    """Tool objects or references (one, or a list or tuple), or a `UserTools`."""
 
     @property
     def with_fields(self) -> bool:
@@ -91,14 +102,14 @@ class OpenedHarness:
         return self.found.config is not None and is_data_path(self.found.config.task)
 
     @property
-    def tools_key(self) -> Any:
+    def tools_key(self) -> int | tuple[str, ...]:
         """What names the user tools, for reusing a warm runner: a run's tool references, or
         the given tools' identity."""
         if self.given_tools is not None:
             return id(self.given_tools)
         return tuple(self.found.config.tools) if self.found.config is not None else ()
 
-    def user_tools(self) -> Any:
+    def user_tools(self) -> UserTools | None:
         """The given tools (tool objects, references as `--tools` takes them: `mcp:COMMAND
         ARGS...`, `mcp+http://...`, `module:attr`, `file.py:attr`; or a `UserTools`), else the
         run directory's own."""
@@ -120,8 +131,8 @@ class OpenedHarness:
         return None
 
 
-def open_harness(ref: str | Path, *, model: str | None = None, task: Any = None,
-                 version: str = "current", tools: Any = None) -> OpenedHarness:
+def open_harness(ref: str | Path, *, model: str | None = None, task: TaskRef = None,
+                 version: str = "current", tools: object = None) -> OpenedHarness:
     """`ref` resolved (`resolve_harness`), with the Solver and task given, else the run's,
     else the local Solver and no task."""
     found = resolve_harness(ref, version)

@@ -16,23 +16,65 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langgraph.graph.state import CompiledStateGraph
+from langgraph.graph.state import CompiledStateGraph, StateGraph
 from langgraph.types import Command
 
 from harness_learning.graphs.serving.harness_callbacks import traced_tool_call
+from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.sandbox.graph_shape import END, START, GraphShape
+from harness_learning.harnesses.sandbox.problem_run import RunObserver
+from harness_learning.harnesses.sandbox.records import ToolReply
+
+if TYPE_CHECKING:
+    from langchain_core.tools import StructuredTool
+    from pydantic import BaseModel
 
 SESSION_KEY = "__harness_mirror_run"
 RESERVED = frozenset({"calls", "latency_s", "version", "fields"})
 """Keys of the served graph's own output; a harness key of the same name is not mirrored."""
 
+Finish = Callable[[ProblemResult], dict[str, Any]]
+"""What the last mirror node adds to its output from the sandbox's outcome (the answer, the
+calls): `graphs.serving.embed` says which keys."""
+Update = Command | dict[str, Any]
+"""What a mirror node returns: its keys, and a `Command` when it routes on."""
+K = TypeVar("K", int, tuple[int, str])
 
-def newest(_old: Any, new: Any) -> Any:
+
+class HarnessRunner(Protocol):
+    """What runs a served harness (`graphs.serving.embed.SandboxedHarness`): a warm sandbox
+    worker with the source loaded, started once per run, streaming to the run's observer."""
+
+    model: str
+
+    def start(self, inputs: dict[str, Any], observer: RunObserver) -> Future[ProblemResult]: ...
+
+    def shape(self) -> GraphShape: ...
+
+    def close(self) -> None: ...
+
+
+class Serving(Protocol):
+    """What a `ServedHarness` serves (`graphs.serving.served_harness.Served`): it starts each
+    run, stops it, and gives the inputs as a pydantic model for `as_tool`."""
+
+    runner: HarnessRunner
+
+    def begin(self, given: object, config: RunnableConfig | None,
+              loop: asyncio.AbstractEventLoop | None = None
+              ) -> tuple[MirrorRun, RunnableConfig]: ...
+
+    def end(self, run: MirrorRun) -> None: ...
+
+    def tool_schema(self) -> type[BaseModel]: ...
+
+
+def newest(_old: object, new: object) -> object:
     """Mirror channels take the sandbox's value as it is (its reducers already ran there)."""
     return new
 
@@ -68,7 +110,7 @@ class MirrorRun:
         """What the worker's run gets of the caller's config."""
         self.result: Future = Future()
         """The sandbox's `ProblemResult`, once its run is over."""
-        self.task: Any = None
+        self.task: Future[ProblemResult] | None = None
         """The sandbox's run in flight (a concurrent future; cancelling it stops the run)."""
         self._lock = threading.Lock()
         self._steps: dict[int, Future] = {}
@@ -88,7 +130,8 @@ class MirrorRun:
             if not future.done():
                 future.set_result(message)
 
-    async def tool_call(self, tool: str, args: dict[str, Any], node: Any, call: Any) -> Any:
+    async def tool_call(self, tool: str, args: dict[str, Any], node: object,
+                        call: Awaitable[ToolReply]) -> ToolReply:
         """Make the call under the mirror node that stands for `node` in the step running now,
         so the caller's callbacks nest it there. That step is the one after the last reported:
         the worker reports a step before it starts the next, on the same ordered bridge. The
@@ -110,7 +153,7 @@ class MirrorRun:
 
     # -- the mirror's side -----------------------------------------------------------------
 
-    def _future(self, table: dict, key: Any) -> Future:
+    def _future(self, table: dict[K, Future], key: K) -> Future:
         with self._lock:
             future = table.get(key)
             if future is None:
@@ -136,7 +179,8 @@ class MirrorRun:
             future.set_result((config, loop))
         return self._future(self._steps, step)
 
-    def update(self, name: str, step: int, message: dict[str, Any] | None) -> Any:
+    def update(self, name: str, step: int, message: dict[str, Any] | None
+               ) -> tuple[dict[str, Any], list[str], bool]:
         """What mirror node `name` returns for sandbox step `step` (`message`)."""
         if message is None:
             raise self._failure(f"node {name!r} (step {step})")
@@ -154,7 +198,8 @@ class MirrorRun:
             goto += [n for n in following if n not in expected and n not in goto]
         return (out, goto, not following)
 
-    def route(self, source: str, ends: tuple[str, ...] | None, message: dict | None) -> Any:
+    def route(self, source: str, ends: tuple[str, ...] | None, message: dict | None
+              ) -> str | list[str]:
         """Where a branch of `source` went: its ends among the sandbox's next nodes."""
         following = list((message or {}).get("next") or [])
         allowed = set(self.shape.nodes) | {END} if ends is None else set(ends)
@@ -178,24 +223,25 @@ def run_of(config: RunnableConfig) -> MirrorRun:
     return run
 
 
-def node(name: str, finish: Any) -> RunnableLambda:
+def node(name: str, finish: Finish) -> RunnableLambda:
     """Mirror node `name`: waits for its step, returns what it wrote (and, on the last step,
     `finish(outcome)`: the answer and trace), routing on where the sandbox went next."""
 
-    def reply(run: MirrorRun, step: int, message: Any, outcome: Any = None) -> Any:
+    def reply(run: MirrorRun, step: int, message: dict[str, Any] | None,
+              outcome: ProblemResult | None = None) -> Update:
         out, goto, last = run.update(name, step, message)
         if last:
             out.update(finish(outcome))
         return Command(update=out, goto=goto) if goto else out
 
-    def run_sync(state: Any, config: RunnableConfig) -> Any:
+    def run_sync(state: object, config: RunnableConfig) -> Update:
         run = run_of(config)
         step = run.relative(config)
         message = run.started(step, name, config).result()
         last = message is not None and not message.get("next")
         return reply(run, step, message, run.result.result() if last else None)
 
-    async def run_async(state: Any, config: RunnableConfig) -> Any:
+    async def run_async(state: object, config: RunnableConfig) -> Update:
         run = run_of(config)
         step = run.relative(config)
         message = await asyncio.wrap_future(
@@ -215,11 +261,11 @@ def router(source: str, ends: tuple[str, ...] | None) -> RunnableLambda:
         step = 0 if source == START else run.relative(config)
         return run, run._future(run._steps, step)
 
-    def pick_sync(state: Any, config: RunnableConfig) -> Any:
+    def pick_sync(state: object, config: RunnableConfig) -> str | list[str]:
         run, message = future(config)
         return run.route(source, ends, message.result())
 
-    async def pick_async(state: Any, config: RunnableConfig) -> Any:
+    async def pick_async(state: object, config: RunnableConfig) -> str | list[str]:
         run, message = future(config)
         return run.route(source, ends, await asyncio.wrap_future(message))
 
@@ -227,10 +273,8 @@ def router(source: str, ends: tuple[str, ...] | None) -> RunnableLambda:
 
 
 def mirror_graph(shape: GraphShape, state: type, input_schema: type, output_schema: type,
-                 finish: Any) -> Any:
+                 finish: Finish) -> StateGraph:
     """A StateGraph with the harness's nodes, edges, waiting edges and branches."""
-    from langgraph.graph import StateGraph
-
     graph = StateGraph(state, input_schema=input_schema, output_schema=output_schema)
     for name in shape.nodes:
         graph.add_node(name, node(name, finish), defer=name in shape.deferred,
@@ -249,12 +293,12 @@ class ServedHarness(CompiledStateGraph):
     """The compiled mirror graph; every run (invoke, stream, batch, astream_events, as a
     subgraph) starts the harness in the sandbox first. `harness` holds what it serves."""
 
-    def __init__(self, *, harness: Any = None, **kwargs: Any) -> None:
+    def __init__(self, *, harness: Serving | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.harness = harness
 
     @property
-    def harness_runner(self) -> Any:
+    def harness_runner(self) -> HarnessRunner:
         """The sandboxed runner (`close()` it to stop its warm worker early)."""
         return self.harness.runner
 
@@ -276,16 +320,16 @@ class ServedHarness(CompiledStateGraph):
             self.harness.end(run)
 
     def as_tool(self, *, name: str | None = None, description: str | None = None,
-                **kwargs: Any) -> Any:
+                **kwargs: Any) -> StructuredTool:
         """A tool whose content is the answer and whose artifact is the whole output (the
         trace included): `response_format="content_and_artifact"`."""
         from langchain_core.tools import StructuredTool
 
-        def run(**args: Any) -> tuple[str, dict[str, Any]]:
+        def run(**args: object) -> tuple[str, dict[str, Any]]:
             out = self.invoke(args)
             return out["answer"], out
 
-        async def arun(**args: Any) -> tuple[str, dict[str, Any]]:
+        async def arun(**args: object) -> tuple[str, dict[str, Any]]:
             out = await self.ainvoke(args)
             return out["answer"], out
 

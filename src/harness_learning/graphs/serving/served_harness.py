@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from dataclasses import dataclass, field
-from typing import Annotated, Any, NotRequired, Required
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired, Required
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config, merge_configs
@@ -19,6 +19,8 @@ from typing_extensions import TypedDict
 from harness_learning.graphs.serving.mirror import (
     RESERVED,
     SESSION_KEY,
+    Finish,
+    HarnessRunner,
     MirrorRun,
     ServedHarness,
     mirror_graph,
@@ -26,6 +28,9 @@ from harness_learning.graphs.serving.mirror import (
 )
 from harness_learning.harnesses.results import ErrorKind, ProblemResult
 from harness_learning.harnesses.sandbox.graph_shape import NAME, GraphShape
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool,
                               "array": list, "object": dict}
@@ -54,14 +59,14 @@ class HarnessOutput(TypedDict):
 class Served:
     """What a `ServedHarness` serves: the sandboxed runner, the harness's shape, its inputs."""
 
-    runner: Any
+    runner: HarnessRunner
     shape: GraphShape
     version: str
     inputs: dict[str, str | None] = field(default_factory=dict)
     """Each public input's JSON type (None: not checked here), `question` first."""
     with_fields: bool = False
 
-    def begin(self, given: Any, config: RunnableConfig | None,
+    def begin(self, given: object, config: RunnableConfig | None,
               loop: asyncio.AbstractEventLoop | None = None) -> tuple[MirrorRun, RunnableConfig]:
         """Check the input, start the harness in the sandbox, and give the config under
         which the mirror's nodes find this run (`loop`: an async caller's)."""
@@ -78,7 +83,7 @@ class Served:
         if not run.result.done():
             run.task.cancel()
 
-    def check(self, given: Any) -> dict[str, Any]:
+    def check(self, given: object) -> dict[str, Any]:
         """The public inputs in `given` (other keys, as a parent graph's state has, are left
         out); HarnessInputError when `question` is missing or a value has the wrong type."""
         takes = ", ".join(self.inputs)
@@ -104,7 +109,7 @@ class Served:
             inputs = {**given["fields"], **inputs}
         return inputs
 
-    def tool_schema(self) -> type:
+    def tool_schema(self) -> type[BaseModel]:
         """The inputs as a pydantic model, for `as_tool`."""
         from pydantic import create_model
 
@@ -128,7 +133,8 @@ def settle(run: MirrorRun, done: concurrent.futures.Future) -> None:
     run.finished()
 
 
-def served_graph(runner: Any, name: str, version: str, with_fields: bool, finish: Any) -> Any:
+def served_graph(runner: HarnessRunner, name: str, version: str, with_fields: bool,
+                 finish: Finish) -> ServedHarness:
     """The mirror of `runner`'s harness, compiled; `finish(outcome)` gives the output."""
     shape = runner.shape()
     served = Served(runner, shape, version, input_types(shape), with_fields)

@@ -31,9 +31,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
 
 from harness_learning.graphs.adapter.server_threads import RUNS_ENV, studio_runs_root
 from harness_learning.graphs.serving.embed import serve
+from harness_learning.graphs.serving.mirror import ServedHarness
 from harness_learning.harnesses.offline import set_offline_switches
 
 if TYPE_CHECKING:  # the server resolves the annotation itself, to pass its runtime
@@ -52,7 +54,8 @@ def _configurable(config: RunnableConfig | None) -> dict[str, Any]:
 # -- the adapter ------------------------------------------------------------------------------
 
 @contextlib.asynccontextmanager
-async def adapter(config: RunnableConfig, runtime: ServerRuntime) -> AsyncIterator[Any]:
+async def adapter(config: RunnableConfig, runtime: ServerRuntime
+                  ) -> AsyncIterator[CompiledStateGraph]:
     """The adapter graph. Its settings are its context schema (`AdapterSettings`: Studio's
     form); a thread keeps them (`graphs.adapter.server_threads`). The run's resources are opened by
     its first node and closed when the run ends; a schema or state read opens nothing.
@@ -76,12 +79,12 @@ async def adapter(config: RunnableConfig, runtime: ServerRuntime) -> AsyncIterat
 
 # -- harness graphs ---------------------------------------------------------------------------
 
-async def _serve(ref: str | Path, config: RunnableConfig | None, name: str) -> Any:
+async def _serve(ref: str | Path, config: RunnableConfig | None, name: str) -> ServedHarness:
     """Resolved in a thread: reading a run directory is blocking I/O, kept off the server's loop."""
     return await asyncio.to_thread(_serve_now, ref, _configurable(config), name)
 
 
-def _serve_now(ref: str | Path, conf: dict[str, Any], name: str) -> Any:
+def _serve_now(ref: str | Path, conf: dict[str, Any], name: str) -> ServedHarness:
     task = conf.get("task")
     if task is not None:  # e.g. {"task": "hotpotqa", "task_options": {"index_dir": "..."}}
         task = {"name": task, "options": dict(conf.get("task_options") or {})}
@@ -96,22 +99,22 @@ def _default_model(ref: str | Path) -> str | None:
     return os.environ.get(MODEL_ENV) or "local"
 
 
-async def reasoning_direct(config: RunnableConfig) -> Any:
+async def reasoning_direct(config: RunnableConfig) -> ServedHarness:
     """Seed, reasoning track: one Solver call that answers directly."""
     return await _serve("reasoning_direct", config, "reasoning_direct")
 
 
-async def multihop_two_hop(config: RunnableConfig) -> Any:
+async def multihop_two_hop(config: RunnableConfig) -> ServedHarness:
     """Seed, multi-hop QA: search, summarise, search again, answer (set `task` for a retriever)."""
     return await _serve("multihop_two_hop", config, "multihop_two_hop")
 
 
-async def baseline_tool_loop(config: RunnableConfig) -> Any:
+async def baseline_tool_loop(config: RunnableConfig) -> ServedHarness:
     """Baseline: a fixed, human-written tool loop of up to 5 Solver turns."""
     return await _serve("baseline_tool_loop", config, "baseline_tool_loop")
 
 
-async def harness(config: RunnableConfig) -> Any:
+async def harness(config: RunnableConfig) -> ServedHarness:
     """A run directory's current version (or `version`), else `harness` (a file or seed name)."""
     conf = _configurable(config)
     ref = conf.get("run_dir") or conf.get("harness") or os.environ.get(RUN_DIR_ENV) \

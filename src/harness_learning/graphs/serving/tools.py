@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Literal
+from collections.abc import Coroutine
+from typing import Any, Literal, TypeVar
 
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, Field
@@ -28,11 +29,14 @@ from harness_learning.graphs.serving.embed import (
     resolve_harness,
     serve,
 )
+from harness_learning.graphs.serving.mirror import ServedHarness
 from harness_learning.graphs.serving.served_harness import HarnessInputError
 from harness_learning.harnesses.compiler import HarnessInvalid
 
+R = TypeVar("R")
 
-def _sync(coro: Any) -> Any:
+
+def _sync(coro: Coroutine[Any, Any, R]) -> R:
     """Run a coroutine from sync code (a tool's `_run` may be called inside a running loop's
     worker thread, never on the loop itself)."""
     return asyncio.run(coro)
@@ -61,18 +65,18 @@ class RunHarness(BaseTool):
     model: str | None = None
     task: str | None = None
 
-    def _graph(self, harness: str) -> Any:
+    def _graph(self, harness: str) -> ServedHarness:
         """The served graph (blocking: it reads the harness and asks its worker for the
         graph's shape; `_arun` calls it in a thread)."""
         return serve(harness, model=self.model, task=self.task, name=self.name)
 
-    def _run(self, question: str, harness: str = "reasoning_direct", **_: Any) -> str:
+    def _run(self, question: str, harness: str = "reasoning_direct", **_: object) -> str:
         try:
             return self._graph(harness).invoke({"question": question})["answer"]
         except USER_ERRORS as exc:
             raise ToolException(str(exc)) from exc
 
-    async def _arun(self, question: str, harness: str = "reasoning_direct", **_: Any) -> str:
+    async def _arun(self, question: str, harness: str = "reasoning_direct", **_: object) -> str:
         try:
             graph = await asyncio.to_thread(self._graph, harness)
             return (await graph.ainvoke({"question": question}))["answer"]
@@ -99,11 +103,12 @@ class EvaluateHarness(BaseTool):
     model: str = "local"
     concurrency: int = 4
 
-    def _run(self, task: str, harness: str = "", n: int = 5, split: str = "test", **_: Any) -> str:
+    def _run(self, task: str, harness: str = "", n: int = 5, split: str = "test",
+             **_: object) -> str:
         return _sync(self._arun(task, harness, n, split))
 
     async def _arun(self, task: str, harness: str = "", n: int = 5, split: str = "test",
-                    **_: Any) -> str:
+                    **_: object) -> str:
         from harness_learning.evals.evaluator import evaluate
         from harness_learning.evals.registry import get_task
 
@@ -158,7 +163,7 @@ class AdaptHarness(BaseTool):
 
     async def _arun(self, task: str, run_dir: str, rounds: int = 1, candidates: int = 1,
                     feedback: int = 4, selection: int = 4, policy: str | None = None,
-                    **_: Any) -> str:
+                    **_: object) -> str:
         from harness_learning.graphs.adapter.config import AdaptConfig
         from harness_learning.graphs.adapter.run import load_config, prepare, run_adaptation
         from harness_learning.harnesses.rundir import RunDir
