@@ -45,9 +45,13 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.harnesses.usertools import RESERVED_NAMES, ToolSetupError
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from mcp.types import CallToolResult, Tool
 
 STDIO_PREFIX = "mcp:"
 HTTP_PREFIXES = ("mcp+http://", "mcp+https://")
@@ -119,12 +123,12 @@ class McpServer:
 
     def __init__(self, ref: str) -> None:
         self.ref = ref
-        self.tools: list[Any] = []
+        self.tools: list[Tool] = []
         """The server's `mcp.types.Tool`s, as listed at start."""
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                         name=f"mcp:{ref[:40]}")
-        self._session: Any = None
+        self._session: ClientSession | None = None
         self._stop: asyncio.Event | None = None
         self._held: concurrent.futures.Future[None] | None = None
         # the server's stderr, read back when it fails; open as long as the session
@@ -150,7 +154,7 @@ class McpServer:
         """Start the server (or connect), initialise and list its tools; raises
         `ToolSetupError` naming the server when any of it fails or takes too long."""
         self._thread.start()
-        ready: concurrent.futures.Future[list[Any]] = concurrent.futures.Future()
+        ready: concurrent.futures.Future[list[Tool]] = concurrent.futures.Future()
         self._held = asyncio.run_coroutine_threadsafe(self._hold(ready), self._loop)
         try:
             self.tools = ready.result(START_TIMEOUT_S)
@@ -168,7 +172,7 @@ class McpServer:
             self.close()
             raise
 
-    async def _hold(self, ready: concurrent.futures.Future[list[Any]]) -> None:
+    async def _hold(self, ready: concurrent.futures.Future[list[Tool]]) -> None:
         """Open the transport and the session, list the tools, then keep both open until
         `close`: anyio requires them to be entered and left in this one task."""
         from mcp import ClientSession
@@ -217,7 +221,7 @@ class McpServer:
             name, args, read_timeout_seconds=timedelta(seconds=CALL_TIMEOUT_S))
         return call_result(name, result, self._tool(name))
 
-    def _tool(self, name: str) -> Any:
+    def _tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
 
     def langchain_tools(self) -> list[Any]:
@@ -226,7 +230,7 @@ class McpServer:
 
         made = []
         for tool in self.tools:
-            async def run(_name: str = tool.name, **args: Any) -> Any:
+            async def run(_name: str = tool.name, **args: object) -> Any:
                 return await self.acall(_name, args)
 
             made.append(StructuredTool(
@@ -261,7 +265,7 @@ class McpServer:
         return f"; its stderr: …{text[-STDERR_CHARS:]}" if text else ""
 
 
-async def _list_all(session: Any) -> list[Any]:
+async def _list_all(session: ClientSession) -> list[Tool]:
     """Every tool, following the listing's pages."""
     tools, cursor = [], None
     while True:
@@ -272,7 +276,7 @@ async def _list_all(session: Any) -> list[Any]:
             return tools
 
 
-def check_tool(ref: str, tool: Any) -> None:
+def check_tool(ref: str, tool: Tool) -> None:
     """A harness calls a tool as `tools.NAME(**args)`: its name and its arguments' names must
     be identifiers, and its input schema an object schema."""
     where = f"tool {ref}: MCP tool {tool.name!r}"
@@ -290,7 +294,7 @@ def check_tool(ref: str, tool: Any) -> None:
                              "be passed as keywords")
 
 
-def call_result(name: str, result: Any, tool: Any = None) -> Any:
+def call_result(name: str, result: CallToolResult, tool: Tool | None = None) -> Any:
     """A `CallToolResult` as JSON data: the structured content (FastMCP's `{"result": x}`
     wrapper of a plain return value taken off), else the text blocks joined. An error result
     raises `McpToolError` with its text, which the harness sees as the tool's error. A

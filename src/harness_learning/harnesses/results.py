@@ -10,6 +10,7 @@ defined here and nowhere else.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -156,7 +157,7 @@ _FIELDS = tuple(f.name for f in dataclasses.fields(ProblemResult))
 _CALL_FIELDS = tuple(f.name for f in dataclasses.fields(ToolCall))
 
 
-def calls_from_json(items: Any) -> list[ToolCall]:
+def calls_from_json(items: Iterable[object]) -> list[ToolCall]:
     """`ToolCall`s from their JSON form (entries that are not calls are skipped)."""
     out = []
     for item in items:

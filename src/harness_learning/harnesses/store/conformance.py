@@ -49,7 +49,7 @@ class ConformanceError(AssertionError):
     """A backend did not do what a `LogStore` must."""
 
 
-def expect(got: Any, want: Any, what: str) -> None:
+def expect(got: object, want: object, what: str) -> None:
     if got != want:
         raise ConformanceError(f"{what}: got {got!r}, expected {want!r}")
 

@@ -37,7 +37,7 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def mismatch(value: Any, hint: Any, key: str) -> str:
+def mismatch(value: Any, hint: object, key: str) -> str:
     """Why `value` does not fit `hint` ("" if it does), naming `key`."""
     if _fits(value, hint):
         if dataclasses.is_dataclass(hint) and isinstance(hint, type):
@@ -52,7 +52,7 @@ def _nested(value: dict[str, Any], cls: type, key: str) -> str:
     return wrong_field(cls, value, f"{key}.")
 
 
-def _fits(value: Any, hint: Any) -> bool:  # noqa: PLR0911 - one case per kind of annotation
+def _fits(value: object, hint: object) -> bool:  # noqa: PLR0911 - one case per kind of annotation
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is Any:
         return True
@@ -80,7 +80,7 @@ def _fits(value: Any, hint: Any) -> bool:  # noqa: PLR0911 - one case per kind o
     return True  # an annotation this check does not know: left to the constructor
 
 
-def _fits_items(value: list | tuple, origin: Any, args: tuple) -> bool:
+def _fits_items(value: list | tuple, origin: object, args: tuple) -> bool:
     """The items of a JSON list against list[X], tuple[X, ...] or tuple[X, Y]."""
     inner = [a for a in args if a is not Ellipsis]
     if not inner:
@@ -90,7 +90,7 @@ def _fits_items(value: list | tuple, origin: Any, args: tuple) -> bool:
     return len(inner) == len(value) and all(_fits(v, t) for v, t in zip(value, inner, strict=True))
 
 
-def _describe(hint: Any) -> str:
+def _describe(hint: object) -> str:
     """An annotation as a person reads it: `an integer or null`, `one of 'a', 'b'`."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):

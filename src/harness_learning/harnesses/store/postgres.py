@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.harnesses.contract import SOLVER_OPS
 from harness_learning.harnesses.store.base import (
@@ -42,6 +42,7 @@ from harness_learning.harnesses.store.schema import (
     SCHEMA_TABLE,
     SCHEMA_VERSION,
     TABLES,
+    Cursor,
     to_postgres,
 )
 from harness_learning.harnesses.store.spend import (
@@ -51,6 +52,9 @@ from harness_learning.harnesses.store.spend import (
     spend,
 )
 from harness_learning.harnesses.store.sql import SQLLogStore, encode
+
+if TYPE_CHECKING:
+    from psycopg import Connection
 
 POINTER = "store.json"
 """The run directory's record of where its PostgreSQL log is: {"url", "schema"}."""
@@ -69,7 +73,7 @@ def psycopg_module() -> ModuleType:
     return psycopg
 
 
-def _encode_pg(name: str, value: Any) -> Any:
+def _encode_pg(name: str, value: object) -> Any:
     """SQLite's encoding; PostgreSQL text cannot hold NUL, which becomes U+FFFD (as SQLite's
     lone surrogates do) so odd model output is stored, not refused."""
     value = encode(name, value)
@@ -82,7 +86,7 @@ class PostgresLogStore(SQLLogStore):
     PARAM = "%s"
     ORDER = "_pos"  # an identity column: PostgreSQL has no rowid
 
-    def _encode(self, name: str, value: Any) -> Any:
+    def _encode(self, name: str, value: object) -> Any:
         return _encode_pg(name, value)
 
     def __init__(self, run_dir: str | Path, url: str | None = None) -> None:
@@ -98,7 +102,7 @@ class PostgresLogStore(SQLLogStore):
         self.where = f"{self.url} (schema {self.schema})"
         self._pg = psycopg_module()
         self._lock = threading.RLock()
-        self._conn: Any = None
+        self._conn: Connection[dict[str, Any]] | None = None
         try:
             self._setup()
         except BaseException:
@@ -215,7 +219,7 @@ class PostgresLogStore(SQLLogStore):
             elif found < SCHEMA_VERSION:
                 self._migrate(cur, found)
 
-    def _check_schema(self, cur: Any, names: set[str]) -> int | None:
+    def _check_schema(self, cur: Cursor, names: set[str]) -> int | None:
         """The stored schema version (None for a new schema); refuses another version's."""
         if SCHEMA_TABLE not in names:
             if names & set(TABLES):
@@ -233,7 +237,7 @@ class PostgresLogStore(SQLLogStore):
             f"version {SCHEMA_VERSION}. Nothing was changed: use a new run directory or the "
             "harness-learning version that wrote it.")
 
-    def _migrate(self, cur: Any, found: int) -> None:
+    def _migrate(self, cur: Cursor, found: int) -> None:
         """Bring an older log up to `SCHEMA_VERSION` (inside the setup's transaction)."""
         for version in range(found, SCHEMA_VERSION):
             for step in MIGRATIONS[version]:
@@ -256,11 +260,11 @@ class PostgresLogStore(SQLLogStore):
             cur.execute(self._pg.sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
                 self._pg.sql.Identifier(self.schema)))
 
-    def _serialise(self, cur: Any, table: str) -> None:
+    def _serialise(self, cur: Cursor, table: str) -> None:
         """A table lock readers pass: PostgreSQL's transactions do not serialise writers."""
         cur.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
 
-    def _inserted(self, cur: Any, statement: str, params: Iterable[Any], column: str) -> int:
+    def _inserted(self, cur: Cursor, statement: str, params: Iterable[Any], column: str) -> int:
         return int(cur.execute(self._sql(f"{statement} RETURNING {column}"),
                                tuple(params)).fetchone()[column])
 

@@ -13,9 +13,12 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from harness_learning.harnesses.results import ProblemResult
+
+if TYPE_CHECKING:
+    from harness_learning.harnesses.llm.completion import Completion
 
 
 def clean_text(text: str) -> str:
@@ -33,18 +36,18 @@ def source_sha(source: str) -> str:
     return hashlib.sha256(clean_text(source).encode("utf-8")).hexdigest()
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: object) -> str:
     """Key-sorted, ASCII-only JSON: the same value always gives the same text."""
     return json.dumps(to_jsonable(value), sort_keys=True, ensure_ascii=True, separators=(",", ":"))
 
 
-def prompt_group_id(prompt: Any) -> str:
+def prompt_group_id(prompt: object) -> str:
     """GRPO group key: sha256 of the prompt (a string or a list of chat messages), canonicalised."""
     text = clean_text(prompt) if isinstance(prompt, str) else canonical_json(prompt)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def to_jsonable(value: Any) -> Any:
+def to_jsonable(value: object) -> Any:
     """Dataclasses, tuples, sets and objects with `to_dict` become plain JSON values."""
     if value is None or isinstance(value, str | int | float | bool):
         return value
@@ -319,7 +322,8 @@ class Proposal:
         return cls(**data)
 
 
-def new_proposal(round_: int, index: int, messages: Any, completion: Any, edit_format: str, *,
+def new_proposal(round_: int, index: int, messages: object, completion: Completion,
+                 edit_format: str, *,
                  parent_sha: str | None = None, origin: str = "proposer",
                  parent_score: float | None = None) -> Proposal:
     """The record of a candidate just drawn (`completion`, a `harnesses.llm.Completion`), not

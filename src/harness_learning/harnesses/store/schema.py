@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
 
 from harness_learning.harnesses.store.base import LogStoreError
 from harness_learning.harnesses.store.records import FLAT_VERDICT, outcome_from_flat
@@ -23,12 +23,35 @@ BACKFILL_INVALID_KIND = (
     "AND invalid_reason <> ''")
 """A version-1 log kept only the reason text ("<kind>: <detail>"): its kind is read out once,
 here, so every reader reads `invalid_kind` and none parses reasons."""
-Step = Callable[[Any, Callable[[str], str], Callable[[str, Any], Any]], None]
+
+
+class Rows(Protocol):
+    """What a statement gives back (a sqlite3 or psycopg cursor): its rows, and how many
+    rows it changed."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Cursor(Protocol):
+    """What the backends' shared statements and the migration steps use of a transaction
+    (a sqlite3 `Connection`, a psycopg `Cursor`): statements in the backend's placeholder."""
+
+    def execute(self, query: str, params: Sequence[Any] = ..., /) -> Rows: ...
+
+    def executemany(self, query: str, params: Iterable[Sequence[Any]], /) -> object: ...
+
+
+Step = Callable[[Cursor, Callable[[str], str], Callable[[str, Any], Any]], None]
 """A migration step written in Python: (cursor in the migration's transaction, the backend's
 `?`-to-placeholder translation, its value encoding)."""
 
 
-def _stored_json(text: Any, what: str) -> Any:
+def _stored_json(text: object, what: str) -> Any:
     if text is None or not isinstance(text, str):
         return text
     try:
@@ -38,7 +61,7 @@ def _stored_json(text: Any, what: str) -> Any:
                             f"({type(exc).__name__}); nothing was changed") from exc
 
 
-def verdicts_into_outcomes(cur: Any, sql: Callable[[str], str],
+def verdicts_into_outcomes(cur: Cursor, sql: Callable[[str], str],
                            encode: Callable[[str, Any], Any]) -> None:
     """Version 4: each proposal's verdict columns (`records.FLAT_VERDICT`) become its one
     `outcome`, the judge's record, with the diff its `candidate_diff` event kept; a draft never

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from harness_learning.harnesses.contract import SOLVER_OPS
+from harness_learning.harnesses.contract import SOLVER_OPS, ToolCall
 
 PROPOSER_ATTEMPT_EVENT = "proposer_attempt"
 """Event kind: one Proposer call of a candidate ({"attempt": "sample" | "resample" | "repair",
@@ -40,16 +40,16 @@ def spend(solver_calls: int = 0, solver_tokens: int = 0, solver_cost_usd: float 
             "cost_usd": float(solver_cost_usd) + float(proposer_cost_usd)}
 
 
-def _field(call: Any, name: str) -> Any:
+def _field(call: ToolCall | Mapping[str, Any], name: str) -> Any:
     return call.get(name) if isinstance(call, Mapping) else getattr(call, name, None)
 
 
-def is_solver_call(call: Any) -> bool:
+def is_solver_call(call: ToolCall | Mapping[str, Any]) -> bool:
     """A trace entry (a `ToolCall` or its stored dict) that called the Solver."""
     return _field(call, "tool") in SOLVER_OPS
 
 
-def call_cost(call: Any) -> float:
+def call_cost(call: ToolCall | Mapping[str, Any]) -> float:
     """The USD a trace entry's Solver call cost (0 when unpriced, cached or not the Solver)."""
     meta = _field(call, "meta")
     cost = meta.get("cost") if isinstance(meta, Mapping) and is_solver_call(call) else None

@@ -17,7 +17,7 @@ import time
 import uuid
 from abc import abstractmethod
 from collections.abc import Iterable, Iterator
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from harness_learning.harnesses.results import ProblemResult
 from harness_learning.harnesses.store.base import LogStore, LogStoreError
@@ -34,13 +34,19 @@ from harness_learning.harnesses.store.records import (
     source_sha,
     to_jsonable,
 )
-from harness_learning.harnesses.store.schema import JSON_FIELDS, SCHEMA_VERSION
+from harness_learning.harnesses.store.schema import JSON_FIELDS, SCHEMA_VERSION, Cursor
 
 R = TypeVar("R")
 NULLABLE_JSON = frozenset({"outcome", "logprobs"})
 
 
-def encode(name: str, value: Any) -> Any:
+class Row(Protocol):
+    """A stored row, read by column name (a `sqlite3.Row`, a psycopg dict row)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+def encode(name: str, value: object) -> Any:
     """A record field as stored: JSON fields as text, NaN as NULL, and text cleaned of what
     cannot be stored (lone surrogates)."""
     if name in JSON_FIELDS:
@@ -54,7 +60,7 @@ def encode(name: str, value: Any) -> Any:
     return value
 
 
-def decode_row(names: Iterable[str], row: Any, where: str = "the log") -> dict[str, Any]:
+def decode_row(names: Iterable[str], row: Row, where: str = "the log") -> dict[str, Any]:
     """The fields `names` of a stored row (anything indexable by column name), as put. A JSON
     field that is not JSON (a damaged or crafted log) is `LogStoreError` naming `where`."""
     out = {}
@@ -74,7 +80,7 @@ def columns(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls)]
 
 
-def decode(cls: type[R], row: Any, where: str = "the log") -> R:
+def decode(cls: type[R], row: Row, where: str = "the log") -> R:
     """The record `cls` of a stored row; a value its field cannot hold (a damaged or crafted
     log: text for a number, a list for a mapping) is `LogStoreError` naming `where`."""
     values = decode_row(columns(cls), row, where)
@@ -82,7 +88,7 @@ def decode(cls: type[R], row: Any, where: str = "the log") -> R:
     return cls(**values)
 
 
-def decode_evaluation(row: Any, where: str = "the log") -> Evaluation:
+def decode_evaluation(row: Row, where: str = "the log") -> Evaluation:
     """An `Evaluation` from its flat row, its columns checked as `decode` checks a record's."""
     values = decode_row(Evaluation.COLUMNS, row, where)
     checked(Evaluation, values, where)
@@ -90,7 +96,7 @@ def decode_evaluation(row: Any, where: str = "the log") -> Evaluation:
     return Evaluation.from_row(values)
 
 
-def decode_proposal(row: Any, where: str = "the log") -> Proposal:
+def decode_proposal(row: Row, where: str = "the log") -> Proposal:
     """A `Proposal` from its row, its columns and its outcome checked as `decode` checks a
     record's."""
     values = decode_row(columns(Proposal), row, where)
@@ -122,7 +128,7 @@ class SQLLogStore(LogStore):
     where: str
     """The log's location, for error messages."""
 
-    def _encode(self, name: str, value: Any) -> Any:
+    def _encode(self, name: str, value: object) -> Any:
         return encode(name, value)
 
     def _sql(self, statement: str) -> str:
@@ -140,7 +146,7 @@ class SQLLogStore(LogStore):
         """A context holding one transaction; it gives an object with `execute` and
         `executemany`, committed on a normal exit and rolled back on an exception."""
 
-    def _upsert(self, cur: Any, table: str, records: list[Any], key: tuple[str, ...]) -> None:
+    def _upsert(self, cur: Cursor, table: str, records: list[Any], key: tuple[str, ...]) -> None:
         """Insert or update records of one type (`executemany`: one round trip where the
         driver pipelines, as psycopg does)."""
         if not records:
@@ -154,12 +160,12 @@ class SQLLogStore(LogStore):
             f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {update}"),
             [[self._encode(n, row[n]) for n in cols] for row in rows])
 
-    def _serialise(self, cur: Any, table: str) -> None:  # noqa: B027 - SQLite needs nothing
+    def _serialise(self, cur: Cursor, table: str) -> None:  # noqa: B027 - SQLite needs nothing
         """Make this transaction the only writer of `table` until it commits (SQLite's
         BEGIN IMMEDIATE already holds the whole file's write lock)."""
 
     @abstractmethod
-    def _inserted(self, cur: Any, statement: str, params: Iterable[Any], column: str) -> int:
+    def _inserted(self, cur: Cursor, statement: str, params: Iterable[Any], column: str) -> int:
         """Run one INSERT (in `?` style) and return the `column` the database numbered."""
 
     # -- run and versions --------------------------------------------------------------------
