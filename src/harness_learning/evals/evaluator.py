@@ -13,7 +13,7 @@ import inspect
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult, Graded, with_metric_calls
@@ -25,6 +25,11 @@ from harness_learning.harnesses.llm.ledger import SPEND
 from harness_learning.harnesses.results import SANDBOX_FAILED, UNSCORED, ErrorKind, ProblemResult
 from harness_learning.harnesses.sandbox import Limits, Worker, WorkerPool
 
+if TYPE_CHECKING:
+    from harness_learning.harnesses.llm.ledger import SpendLedger
+    from harness_learning.harnesses.sandbox.backend import SandboxBackend
+    from harness_learning.harnesses.sandbox.records import ToolHandler
+
 ROUND_OVER = ("wall-clock limit: the evaluation ran past its time (Limits.round_s: its problems' "
               "Limits.problem_timeout_s and bounded waits added up) before this problem started")
 
@@ -35,14 +40,14 @@ async def evaluate(
     source: str,
     problems: Sequence[Problem],
     task: Task,
-    toolbox: Any,
+    toolbox: ToolHandler,
     *,
     concurrency: int = 8,
     limits: Limits | None = None,
     on_result: OnResult | None = None,
     pool: WorkerPool | None = None,
     line_limit: int = LINE_LIMIT,
-    backend: Any = None,
+    backend: SandboxBackend | None = None,
 ) -> EvalResult:
     """Run `source` on every problem and score the answers with `task.score`.
 
@@ -100,7 +105,7 @@ async def evaluate(
     return EvalResult(list(results))
 
 
-def evaluate_sync(source: str, problems: Sequence[Problem], task: Task, toolbox: Any,
+def evaluate_sync(source: str, problems: Sequence[Problem], task: Task, toolbox: ToolHandler,
                   **kwargs: Any) -> EvalResult:
     """`evaluate` for scripts without an event loop."""
     return asyncio.run(evaluate(source, problems, task, toolbox, **kwargs))
@@ -127,7 +132,7 @@ def to_result(problem: Problem, outcome: ProblemResult, task: Task) -> ProblemRe
 
 
 async def ato_result(problem: Problem, outcome: ProblemResult, task: Task,
-                     ledger: Any = None) -> ProblemResult:
+                     ledger: SpendLedger | None = None) -> ProblemResult:
     """`to_result`, awaiting a task's `ascore` (an LLM judge) where it has one, so a scorer
     that calls a model does not block the event loop the problems run on. `ledger`: the run's
     budgets, on which a judge's calls reserve their share (`ledger.SPEND`); a refused one
@@ -150,7 +155,7 @@ async def ato_result(problem: Problem, outcome: ProblemResult, task: Task,
     return with_metric_calls(to_result(problem, outcome, _Scored(value)), value)
 
 
-def budget_refusal(value: Any) -> InfraError | None:
+def budget_refusal(value: object) -> InfraError | None:
     """The budget's refusal behind `value` (an exception, perhaps a metric's wrapping one)."""
     seen = 0
     while isinstance(value, BaseException) and seen < 8:
@@ -163,7 +168,7 @@ def budget_refusal(value: Any) -> InfraError | None:
 class _Scored:
     """A task whose `score` replays one known value (or exception) through `guarded_score`."""
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: float | Exception) -> None:
         self.value = value
 
     def score(self, problem: Problem, answer: str) -> float:

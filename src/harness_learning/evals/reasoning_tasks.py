@@ -51,10 +51,13 @@ import re
 import secrets
 import threading
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.evals.answers import strip_answer
 from harness_learning.evals.problem import Problem
+
+if TYPE_CHECKING:
+    from reasoning_gym.dataset import ProceduralDataset
 
 PAPER_DEV, PAPER_TEST = 25, 75
 STRICT_MATCH = frozenset({"game_of_life_halting"})
@@ -115,7 +118,7 @@ def _norm(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-def guarded_score(dataset: Any, answer: object, entry: dict, *, partial_credit: bool = False,
+def guarded_score(dataset: ProceduralDataset, answer: object, entry: dict, *, partial_credit: bool = False,
                   strict: bool = False) -> float:
     """The package's `dataset.score_answer(answer, entry)` behind the guard described above."""
     if not isinstance(answer, str):
@@ -198,7 +201,7 @@ def _generate(name: str, seed: int, size: int, config_json: str) -> tuple[dict, 
 
 
 @cache
-def _scorer_dataset(name: str, config_json: str) -> Any:
+def _scorer_dataset(name: str, config_json: str) -> ProceduralDataset:
     """A dataset instance whose `score_answer` scores entries of `name` (any seed)."""
     import reasoning_gym
 
@@ -234,7 +237,7 @@ class ReasoningTask:
         self._dev: list[Problem] | None = None
         self._test: list[Problem] | None = None
 
-    def _scorer(self) -> Any:
+    def _scorer(self) -> ProceduralDataset:
         return _scorer_dataset(self.task, self._config_json)
 
     def _problem(self, split: str, index: int, entry: dict) -> Problem:

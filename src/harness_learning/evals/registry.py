@@ -103,7 +103,7 @@ def _user_task(name: str, options: dict[str, Any]) -> Task:
     raise _unknown(name)
 
 
-def _instance(factory: Any, name: str, options: dict[str, Any]) -> Task:
+def _instance(factory: object, name: str, options: dict[str, Any]) -> Task:
     task = factory(**options) if callable(factory) else factory
     if not isinstance(task, Task):
         missing = [a for a in ("name", "track", "description", "seed", "dev", "test", "score",

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.harnesses.results import ErrorKind, ProblemResult
 from harness_learning.harnesses.sandbox.records import USER_TOOL
+
+if TYPE_CHECKING:
+    from harness_learning.evals.problem import Problem
+    from harness_learning.evals.task import Task
 
 MESSAGE_CHARS = 200
 """Longest first message kept (it is shown on one line)."""
@@ -76,7 +80,7 @@ def _first(messages: list[str]) -> str | None:
     return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"
 
 
-def check_metric(task: Any, problems: list[Any] | None = None) -> None:
+def check_metric(task: Task, problems: list[Problem] | None = None) -> None:
     """Before anything is scored: a task of one's own checks its metric on the gold answers
     (`DataTask.check_metric`, raising one clear error); built-in tasks have nothing to check."""
     check = getattr(task, "check_metric", None)

@@ -48,7 +48,7 @@ def load_examples(path: str | Path) -> list[dict[str, Any]]:
     return examples
 
 
-def check_example(row: Any, where: str) -> dict[str, Any]:
+def check_example(row: object, where: str) -> dict[str, Any]:
     if not isinstance(row, dict):
         raise DataFileError(f"{where}: an example must be an object with `question` and "
                             f"`answer`, got {type(row).__name__}")

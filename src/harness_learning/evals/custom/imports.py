@@ -10,6 +10,7 @@ import importlib.util
 import sys
 import sysconfig
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 
@@ -56,7 +57,7 @@ def _find_file(name: str, base: Path | None) -> Path:
     raise FileNotFoundError(f"no file {name}")
 
 
-def _load_file(path: Path, what: str, ref: str) -> Any:
+def _load_file(path: Path, what: str, ref: str) -> ModuleType:
     """Import a file once per (place, content): a stable module name, so reloads agree, and
     one whose `__file__` is this very file (a reference to it must name where it is)."""
     digest = hashlib.sha256(str(path.resolve()).encode() + b"\0" + path.read_bytes()).hexdigest()[:12]
@@ -76,7 +77,7 @@ def _load_file(path: Path, what: str, ref: str) -> Any:
     return module
 
 
-def _by_file(module: str, mod: Any) -> bool:
+def _by_file(module: str, mod: ModuleType | None) -> bool:
     """A loose script-side module (one file next to a script, not an installed package) is
     referred to by its file, so a run can keep a copy and reopen it from anywhere."""
     if module.startswith("_user_"):
@@ -93,7 +94,7 @@ def file_of(ref: str) -> str | None:
     return module_name if module_name.endswith(".py") else None
 
 
-def reference_of(obj: Any) -> str | None:
+def reference_of(obj: object) -> str | None:
     """`module:attr` (or `file.py:attr` for a loose script-side module) for an importable,
     module-level object, so a run can re-import it by name; None for lambdas, closures and
     objects defined in `__main__`. A LangChain tool made by `@tool` is found in the module of

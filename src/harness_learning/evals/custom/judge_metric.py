@@ -27,14 +27,20 @@ import json
 import string
 import time
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.evals.qa.metrics import normalize_answer
 from harness_learning.evals.result import Graded
 from harness_learning.harnesses.contract import JUDGE_OP, ToolCall
 from harness_learning.harnesses.llm.ledger import SPEND, reserved, used
 from harness_learning.harnesses.results import Flag
+
+if TYPE_CHECKING:
+    from harness_learning.harnesses.llm.client import ModelClient
+    from harness_learning.harnesses.llm.completion import Completion
+    from harness_learning.harnesses.llm.prices import Price
 
 JUDGE_RUBRIC = (
     "You grade answers. You are given a question, a reference answer and an answer to grade, "
@@ -65,7 +71,7 @@ INJECTION_FEEDBACK = (
 _TRIM = string.whitespace + string.punctuation
 
 
-def quote(text: Any) -> str:
+def quote(text: object) -> str:
     """`text` as one JSON string that cannot end a tagged block: quotes, backslashes and
     control characters escaped by JSON, `<`, `>` and `&` as \\u escapes, lone surrogates
     replaced, cut to `QUOTED_CHARS` (the cut is said inside the string)."""
@@ -76,7 +82,7 @@ def quote(text: Any) -> str:
     return encoded.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def judge_messages(question: Any, prediction: str, reference: Any) -> list[dict[str, str]]:
+def judge_messages(question: object, prediction: str, reference: object) -> list[dict[str, str]]:
     """The judge's prompt: the rubric, then the three quoted blocks (the answer before the
     reference) and the one-word ask."""
     user = (f"<question>{quote(question)}</question>\n"
@@ -85,14 +91,14 @@ def judge_messages(question: Any, prediction: str, reference: Any) -> list[dict[
     return [{"role": "system", "content": JUDGE_RUBRIC}, {"role": "user", "content": user}]
 
 
-def parse_grade(text: Any) -> float | None:
+def parse_grade(text: object) -> float | None:
     """The grade of a reply that is exactly one grade word (surrounding whitespace and
     punctuation, and case, aside: `correct.`, `**PARTIAL**`); None for anything else."""
     word = str(text).strip(_TRIM).upper()
     return JUDGE_GRADES.get(word)
 
 
-def decoy_for(prediction: str, golds: list[Any]) -> str | None:
+def decoy_for(prediction: str, golds: Sequence[object]) -> str | None:
     """A decoy reference: the first of `DECOYS` (in an order fixed by the golds) whose words
     appear in neither the answer nor a gold; None when the answer holds every one."""
     seen = f" {normalize_answer(prediction)} " + " ".join(
@@ -114,26 +120,27 @@ class Judge:
     calls: int = 0
     cache_hits: int = 0
     injections: int = 0
-    _client: Any = field(default=None, repr=False)
+    _client: ModelClient | None = field(default=None, repr=False)
 
-    def messages(self, question: Any, prediction: str, gold: Any) -> list[dict[str, str]]:
+    def messages(self, question: object, prediction: str, gold: object) -> list[dict[str, str]]:
         return judge_messages(question, prediction, gold)
 
-    def price(self) -> Any:
+    def price(self) -> Price | None:
         """The judge model's price per token (None when nothing prices it)."""
         from harness_learning.harnesses.llm.prices import price_of
 
         config = getattr(self.client(), "config", None)
         return price_of(config) if config is not None else None
 
-    def client(self) -> Any:
+    def client(self) -> ModelClient:
         if self._client is None:
             from harness_learning.harnesses.llm import get_client
 
             self._client = get_client(self.model)
         return self._client
 
-    async def agrade_all(self, question: Any, prediction: str, golds: list[Any]) -> Graded:
+    async def agrade_all(self, question: object, prediction: str, golds: Sequence[object]
+                         ) -> Graded:
         """The best grade over `golds`, checked against a decoy; the calls ride along on the
         `Graded` score for the evaluator to add to the problem's trace."""
         calls: list[ToolCall] = []
@@ -150,17 +157,18 @@ class Judge:
                 return Graded(0.0, INJECTION_FEEDBACK, tuple(calls))
         return Graded(best, None, tuple(calls))
 
-    def grade_sync(self, prediction: str, gold: Any, example: dict[str, Any]) -> Graded:
+    def grade_sync(self, prediction: str, gold: object, example: dict[str, Any]) -> Graded:
         """`agrade_all` for one gold, blocking: the metric's `(prediction, gold, example)` form."""
         return self.grade_sync_all(example.get("question", ""), prediction, [gold])
 
-    def grade_sync_all(self, question: Any, prediction: str, golds: list[Any]) -> Graded:
+    def grade_sync_all(self, question: object, prediction: str, golds: Sequence[object]
+                       ) -> Graded:
         """`agrade_all`, blocking (scripts; the evaluator awaits `agrade_all`)."""
         from harness_learning.harnesses.llm.litellm_loop import background_loop
 
         return background_loop().run(self.agrade_all(question, prediction, golds))
 
-    async def _one(self, question: Any, prediction: str, reference: Any, against: str,
+    async def _one(self, question: object, prediction: str, reference: object, against: str,
                    calls: list[ToolCall]) -> float:
         """One judge call, traced into `calls`; its grade (0 for a reply that is not one)."""
         client = self.client()
@@ -184,7 +192,7 @@ class Judge:
         return 0.0 if grade is None else grade
 
 
-def _trace_entry(completion: Any, model: str, against: str, reply: str, grade: float | None,
+def _trace_entry(completion: Completion, model: str, against: str, reply: str, grade: float | None,
                  cached: bool, latency: float) -> ToolCall:
     """A judge call as the trace keeps it: which reference, the grade word read (or None),
     tokens and price as a Solver call records them. Neither the prompt nor the raw reply."""

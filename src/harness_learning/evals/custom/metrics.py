@@ -88,7 +88,7 @@ class Metric:
 _ONE_AT_A_TIME = threading.Lock()
 
 
-async def metered(score: Callable[..., float], *args: Any) -> float:
+async def metered(score: Callable[..., float], *args: object) -> float:
     """A user metric's `score(*args)` in a thread of its own, one at a time (as it ran before,
     on the loop), so it may call the model layer's blocking `complete`. Each model call it
     makes through the model layer (`ledger.METERED`) comes back on the `Graded` score as a
@@ -112,7 +112,7 @@ async def metered(score: Callable[..., float], *args: Any) -> float:
     return Graded(float(value), None, entries)
 
 
-def check_score(value: Any, spec: str) -> float:
+def check_score(value: object, spec: str) -> float:
     """A number in [0, 1] (bools count), else `MetricError` naming what came back. A metric may
     also return feedback text beside its score, as `(score, "text")` or
     `{"score": score, "feedback": "text"}`: the result is then a `Graded` score."""
@@ -182,15 +182,15 @@ def _tolerance(spec: str, arg: str) -> float:
     return tol
 
 
-def exact(prediction: str, gold: Any, example: dict[str, Any]) -> float:
+def exact(prediction: str, gold: object, example: dict[str, Any]) -> float:
     return float(normalize_answer(prediction) == normalize_answer(str(gold)))
 
 
-def token_f1(prediction: str, gold: Any, example: dict[str, Any]) -> float:
+def token_f1(prediction: str, gold: object, example: dict[str, Any]) -> float:
     return f1_score(prediction, str(gold), rule="musique")
 
 
-def contains(prediction: str, gold: Any, example: dict[str, Any]) -> float:
+def contains(prediction: str, gold: object, example: dict[str, Any]) -> float:
     needle = normalize_answer(str(gold))
     return float(bool(needle) and f" {needle} " in f" {normalize_answer(prediction)} ")
 
@@ -206,7 +206,7 @@ def last_number(text: str) -> float | None:
 
 
 def _numeric(tol: float) -> Callable[[str, Any, dict[str, Any]], float]:
-    def numeric(prediction: str, gold: Any, example: dict[str, Any]) -> float:
+    def numeric(prediction: str, gold: object, example: dict[str, Any]) -> float:
         want = gold if isinstance(gold, int | float) else last_number(str(gold))
         got = last_number(prediction)
         if want is None:
@@ -216,14 +216,14 @@ def _numeric(tol: float) -> Callable[[str, Any, dict[str, Any]], float]:
     return numeric
 
 
-def regex(prediction: str, gold: Any, example: dict[str, Any]) -> float:
+def regex(prediction: str, gold: object, example: dict[str, Any]) -> float:
     try:
         return float(re.fullmatch(str(gold), prediction.strip(), re.DOTALL) is not None)
     except re.error as exc:
         raise MetricError(f"metric 'regex': the gold pattern {gold!r:.60} is invalid: {exc}") from exc
 
 
-def json_keys(prediction: str, gold: Any, example: dict[str, Any]) -> float:
+def json_keys(prediction: str, gold: object, example: dict[str, Any]) -> float:
     if isinstance(gold, str):
         try:
             gold = json.loads(gold)
@@ -240,7 +240,7 @@ def json_keys(prediction: str, gold: Any, example: dict[str, Any]) -> float:
 _MISSING = object()
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: object, b: object) -> bool:
     if isinstance(a, str) and isinstance(b, str):
         return normalize_answer(a) == normalize_answer(b)
     return a == b
