@@ -1,6 +1,5 @@
 """`harness-learn train ...` from the command line."""
 
-import dataclasses
 import json
 
 from typer.testing import CliRunner
@@ -16,8 +15,8 @@ def test_every_config_field_is_an_option_with_its_help():
                       ("grpo-online", GRPOOnlineConfig)]:
         result = runner.invoke(app, ["train", name, "--help"], env={"COLUMNS": "300"})
         assert result.exit_code == 0, result.output
-        for f in dataclasses.fields(cls):
-            assert "--" + f.name.replace("_", "-") in result.output, (name, f.name)
+        for field in cls.model_fields:
+            assert "--" + field.replace("_", "-") in result.output, (name, field)
 
 
 def test_grpo_offline_from_the_command_line(logged_run, tiny_dir, tmp_path):

@@ -15,7 +15,6 @@ import inspect
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +77,8 @@ def run(logs: list[Path], base: Any, paths: tuple[str, ...] = ("trl", "shared"),
     with tempfile.TemporaryDirectory(prefix="bench-grpo-") as tmp:
         for path in paths:
             shared = path == "shared"
-            config = replace(base, out=str(Path(tmp) / path), shared_prefix=shared, max_steps=1,
-                             save=False, micro_batch_size=0 if shared else base.micro_batch_size)
+            config = base.replace(out=str(Path(tmp) / path), shared_prefix=shared, max_steps=1,
+                                 save=False, micro_batch_size=0 if shared else base.micro_batch_size)
             log(f"grpo step: {path} path ({base.num_generations} completions of up to "
                 f"{base.max_completion_length} tokens, micro-batch {config.micro_batch_size or 'all'})")
             rows[path] = one_step(logs, config)

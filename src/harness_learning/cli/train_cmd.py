@@ -2,9 +2,10 @@
 (or the Solver) from execution logs, serve the result, or export it as a GGUF for the local
 llama.cpp server.
 
-Each command's options are generated from its config dataclass (training/config.py) by
+Each command's options are generated from its settings model (training/config.py) by
 `cli.options`, as `adapt`'s are from `AdaptConfig`: the `--help` text is the fields'
-help metadata and a new field becomes a new option.
+descriptions and a new field becomes a new option. A value the model refuses is one line
+naming the flag, with the field's help as the hint, and exit 2, before any log is read.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
 from harness_learning.cli import app, train_app
+from harness_learning.cli.errors import EXIT_USAGE, CliError
 from harness_learning.cli.options import field_parameters, field_values
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.training.config import (
@@ -26,12 +29,13 @@ from harness_learning.training.config import (
     GRPOOnlineConfig,
     SFTTrainConfig,
     SolverSFTConfig,
+    TrainConfig,
 )
 
 LOGS_HELP = "Run directories whose execution logs (log.sqlite) are read; repeat or list them."
 
 
-def _parameters(cls: type) -> list[inspect.Parameter]:
+def _parameters(cls: type[TrainConfig]) -> list[inspect.Parameter]:
     params = [
         inspect.Parameter("logs", inspect.Parameter.KEYWORD_ONLY, annotation=list[Path],
                           default=typer.Option([], "--logs", help=LOGS_HELP)),
@@ -59,18 +63,42 @@ def _show(result: object) -> None:
     typer.echo("last: " + json.dumps({k: round(v, 5) for k, v in result.summary.items()}))
 
 
-def _register(name: str, cls: type, runner: str, help_text: str) -> None:
+def _settings_error(name: str, cls: type[TrainConfig], exc: ValidationError) -> CliError:
+    """The first value `cls` refused, in `adapt`'s format: the flag, what is wrong with the
+    value, and the field's help as the hint."""
+    error = exc.errors()[0]
+    field = str(error["loc"][0]) if error["loc"] else ""
+    flag = "--" + field.replace("_", "-") if field else f"train {name}"
+    said = str(error["msg"]).removeprefix("Value error, ")
+    got = "" if error["type"] == "value_error" else f" (got {error.get('input')!r})"
+    info = cls.model_fields.get(field)
+    hint = (f"{field}: {info.description}" if info is not None and info.description
+            else f"see `harness-learn train {name} --help`")
+    return CliError(f"{flag}: {said}{got}", hint, EXIT_USAGE)
+
+
+def _config(name: str, cls: type[TrainConfig], options: dict[str, object]) -> TrainConfig:
+    """The command's config from its options (popped from `options`), checked by the model."""
+    try:
+        return cls(**field_values(cls, options))
+    except ValidationError as exc:
+        raise _settings_error(name, cls, exc) from None
+
+
+def _register(name: str, cls: type[TrainConfig], runner: str, help_text: str) -> None:
     def command(**kwargs: object) -> None:
         logs = list(kwargs.pop("logs") or []) + list(kwargs.pop("more_logs") or [])
-        if not logs and not kwargs.get("teacher"):
+        config = _config(name, cls, kwargs)  # nothing is read before the settings are checked
+        teacher = config.teacher if isinstance(config, SFTTrainConfig) else None
+        if not logs and not teacher:
             raise typer.BadParameter("give at least one run directory with --logs"
-                                     + (" or --teacher" if "teacher" in kwargs else ""))
-        if kwargs.get("teacher"):
+                                     + (" or --teacher" if teacher is not None else ""))
+        if teacher:
             from harness_learning.training.data import LogError
             from harness_learning.training.teacher import run_dirs_under
 
             try:
-                run_dirs_under(kwargs["teacher"])
+                run_dirs_under(teacher)
             except LogError as err:
                 raise typer.BadParameter(str(err)) from err
         missing = [str(p) for p in logs if not RunDir(p).has_log()]
@@ -78,11 +106,10 @@ def _register(name: str, cls: type, runner: str, help_text: str) -> None:
             raise typer.BadParameter(f"no execution log ({RunDir.LOG}) in: {', '.join(missing)}")
         module, func = runner.rsplit(":", 1)
         train: Callable = getattr(__import__(module, fromlist=[func]), func)
-        from harness_learning.cli.errors import EXIT_USAGE, CliError
         from harness_learning.training.data import LogError
 
         try:
-            result = train(logs, cls(**field_values(cls, kwargs)))
+            result = train(logs, config)
         except LogError as err:  # the logs hold nothing this trainer can use: say why
             raise CliError(str(err), "give runs with usable proposals, or relax the filters "
                            f"(`harness-learn train {name} --help`)", EXIT_USAGE) from err

@@ -24,7 +24,7 @@ set_offline_switches()
 
 import torch  # noqa: E402
 
-from harness_learning.training.config import GRPOOfflineConfig, as_dict  # noqa: E402
+from harness_learning.training.config import GRPOOfflineConfig  # noqa: E402
 from harness_learning.training.data import FilterReport, grpo_dataset  # noqa: E402
 from harness_learning.training.loading import (  # noqa: E402
     load_model,
@@ -174,7 +174,7 @@ def train_grpo_offline(run_dirs: Sequence[str | Path], config: GRPOOfflineConfig
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.learning_rate)
     log = MetricsLog(out)
-    (out / "config.json").write_text(json.dumps({**as_dict(config), "logs": list(map(
+    (out / "config.json").write_text(json.dumps({**config.model_dump(), "logs": list(map(
         str, run_dirs))}, indent=1))
     order: list[int] = []
     first: list[torch.Tensor] = []

@@ -25,7 +25,7 @@ set_offline_switches()
 from harness_learning.evals.judge import NOTHING_SHOWN, Outcome, judge_candidate  # noqa: E402
 from harness_learning.evals.memorisation import Exposure  # noqa: E402
 from harness_learning.harnesses.contract import LINE_LIMIT  # noqa: E402
-from harness_learning.training.config import GRPOOnlineConfig, as_dict  # noqa: E402
+from harness_learning.training.config import GRPOOnlineConfig  # noqa: E402
 from harness_learning.training.data import LogError, as_messages  # noqa: E402
 from harness_learning.training.grpo_offline import TrainResult  # noqa: E402
 from harness_learning.training.metrics import MetricsLog, metrics_callback  # noqa: E402
@@ -292,7 +292,7 @@ def train_grpo_online(run_dirs: Sequence[str | Path], config: GRPOOnlineConfig,
     tokenizer = load_tokenizer(config.model)
     model = load_model(config.model, tokenizer, config.seed)
     log = MetricsLog(out)
-    (out / "config.json").write_text(json.dumps({**as_dict(config), "logs": list(map(
+    (out / "config.json").write_text(json.dumps({**config.model_dump(), "logs": list(map(
         str, run_dirs))}, indent=1))
     trainer = trainer_class(
         model=model, reward_funcs=[reward], args=grpo_args(config, out, progress),

@@ -16,7 +16,7 @@ set_offline_switches()
 
 import torch  # noqa: E402
 
-from harness_learning.training.config import SFTTrainConfig, as_dict  # noqa: E402
+from harness_learning.training.config import SFTTrainConfig  # noqa: E402
 from harness_learning.training.data import FilterReport  # noqa: E402
 from harness_learning.training.grpo_offline import TrainResult  # noqa: E402
 from harness_learning.training.loading import (  # noqa: E402
@@ -113,7 +113,7 @@ def fit_sft(dataset: Any, config: Any, run_dirs: Sequence[Path], report: Any, ti
         raise ValueError(f"every SFT example is longer than --max-length {config.max_length} "
                          "tokens; TRL truncates on the right, which would cut off every "
                          "completion: raise --max-length")
-    run_config = {**as_dict(config), "logs": list(map(str, run_dirs))}
+    run_config = {**config.model_dump(), "logs": list(map(str, run_dirs))}
     resume = None
     if checkpointing(config)["save_strategy"] != "no" and any(
             (out / "trainer").glob("checkpoint-*")):
