@@ -53,7 +53,7 @@ def sandbox_info() -> dict[str, Any]:
     return info
 
 
-def sandbox_choice(backend: Any = None) -> str:
+def sandbox_choice(backend: SandboxBackend | None = None) -> str:
     """The one line saying which backend a run's workers use (`backend`, else the one
     `HARNESS_SANDBOX` names, auto by default) and why; logged at INFO too, so a server's log
     (Studio's) says it. Blocking: it may probe the machine."""
@@ -77,7 +77,7 @@ FALLBACKS = {
 }
 
 
-def sandbox_fallbacks(backend: Any = None) -> dict[str, str]:
+def sandbox_fallbacks(backend: SandboxBackend | None = None) -> dict[str, str]:
     """The protections a local backend lacks here, each with what holds instead (empty for
     Docker, or when everything is in place): a run says so once in its events."""
     from harness_learning.harnesses.sandbox.backend import default_backend

@@ -70,7 +70,7 @@ class SandboxBackend(ABC):
 
     @abstractmethod
     async def spawn(self, args: list[str], limits: Limits, env: dict[str, str], *,
-                    pass_fds: tuple[int, ...] = (), stdin: Any = subprocess.DEVNULL,
+                    pass_fds: tuple[int, ...] = (), stdin: int = subprocess.DEVNULL,
                     ) -> SandboxProcess:
         """Start `python <args>` in a fresh sandbox; `env` is added to a scrubbed base."""
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from harness_learning.harnesses.sandbox.chat_bridge import BridgeChatModel
 
 
 class BridgeCall(Protocol):
@@ -19,7 +22,7 @@ class BridgeTools:
         self._specs: list[dict[str, Any]] = []
         """The user's tools (name, description, schema), sent with the source by the parent."""
 
-    def call(self, name: str, **args: Any) -> Any:
+    def call(self, name: str, **args: object) -> Any:
         """Run the user's tool `name` in the parent; its JSON result."""
         return self._bridge.call("tool", {"name": name, "args": args})
 
@@ -29,7 +32,7 @@ class BridgeTools:
             raise AttributeError(name)
         return lambda **args: self.call(name, **args)
 
-    def chat_model(self, **params: Any) -> Any:
+    def chat_model(self, **params: object) -> BridgeChatModel:
         """The Solver as a LangChain chat model (`bind_tools` included), over the bridge."""
         from harness_learning.harnesses.sandbox.chat_bridge import BridgeChatModel
 
@@ -41,7 +44,7 @@ class BridgeTools:
 
         return bridge_tools(self._specs, self._bridge.call)
 
-    def llm(self, messages_or_prompt: Any, **params: Any) -> str:
+    def llm(self, messages_or_prompt: str | list[dict[str, str]], **params: object) -> str:
         result = self._bridge.call("llm", {"messages": messages_or_prompt, "params": params})
         return "" if result is None else str(result)
 

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_messages
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+
+if TYPE_CHECKING:
+    from langchain_core.callbacks import CallbackManagerForLLMRun
+    from langchain_core.language_models import LanguageModelInput
+    from langchain_core.runnables import Runnable
 
 CHAT_PARAMS = ("temperature", "top_p", "max_tokens", "stop", "seed")
 
@@ -31,7 +36,8 @@ class BridgeChatModel(BaseChatModel):
         return "harness-bridge"
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: Any = None, **kwargs: Any) -> ChatResult:
+                  run_manager: CallbackManagerForLLMRun | None = None,
+                  **kwargs: object) -> ChatResult:
         params = {**self.params, **{k: kwargs[k] for k in CHAT_PARAMS if k in kwargs}}
         if stop:
             params["stop"] = stop
@@ -44,8 +50,9 @@ class BridgeChatModel(BaseChatModel):
         message = AIMessage(content=str(reply.get("content") or ""), tool_calls=calls)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
-    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None,
-                   **kwargs: Any) -> Any:
+    def bind_tools(self, tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+                   *, tool_choice: str | bool | dict[str, Any] | None = None,
+                   **kwargs: object) -> Runnable[LanguageModelInput, AIMessage]:
         """Offer `tools` (LangChain tools, functions, pydantic models or schemas) to the Solver."""
         formatted = [convert_to_openai_tool(t) for t in tools]
         if tool_choice is True:
@@ -61,7 +68,7 @@ def bridge_tools(specs: list[dict[str, Any]], call: Callable[[str, dict[str, Any
     for spec in specs:
         name = spec["name"]
 
-        def run(_name: str = name, **args: Any) -> Any:
+        def run(_name: str = name, **args: object) -> str:
             result = call("tool", {"name": _name, "args": args})
             return result if isinstance(result, str) else json.dumps(result)
 

@@ -18,6 +18,7 @@ import json
 import socket
 import subprocess
 import time
+from collections.abc import Coroutine
 from contextvars import Context, copy_context
 from typing import Any
 
@@ -63,7 +64,7 @@ class Worker(ServedCalls):
         self.stdout = CappedOutput(self.limits.output_bytes)
         self.stderr = CappedOutput(self.limits.output_bytes)
         self.info: dict[str, Any] = {}
-        self.shape: Any = None
+        self.shape: object = None
         """The loaded graph's shape as the worker described it (check it: `check_shape`)."""
         self.start_s = 0.0
         self._runs: dict[str, ProblemRun] = {}
@@ -227,7 +228,7 @@ class Worker(ServedCalls):
 
     # -- internals -------------------------------------------------------------------------
 
-    def _spawn(self, coro: Any, context: Context | None = None) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, object], context: Context | None = None) -> None:
         task = asyncio.get_running_loop().create_task(coro, context=context)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

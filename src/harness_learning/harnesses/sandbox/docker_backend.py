@@ -38,7 +38,7 @@ import sys
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.harnesses.sandbox import docker_care, seccomp
 from harness_learning.harnesses.sandbox.backend import (
@@ -63,6 +63,10 @@ from harness_learning.harnesses.sandbox.local import (
     base_env,
     view_mounts,
 )
+
+if TYPE_CHECKING:
+    from docker import DockerClient
+    from docker.models.containers import Container
 
 logger = logging.getLogger(__name__)
 
@@ -200,8 +204,8 @@ class _Proc:
     """The parts of `asyncio.subprocess.Process` the sandbox client uses. The exit is awaited
     from before the container starts (`waiter`): the engine removes it once it exits."""
 
-    container: Any
-    stdin: Any
+    container: Container
+    stdin: SocketWriter | None
     stdout: asyncio.StreamReader
     stderr: asyncio.StreamReader
     returncode: int | None = None
@@ -288,7 +292,7 @@ class DockerBackend(SandboxBackend):
     def available(cls) -> bool:
         return docker_available()
 
-    def __init__(self, image: str = DEFAULT_IMAGE, client: Any = None,
+    def __init__(self, image: str = DEFAULT_IMAGE, client: DockerClient | None = None,
                  use_cgroup: bool | None = None) -> None:
         self.image = image
         self._client = client
@@ -348,7 +352,7 @@ class DockerBackend(SandboxBackend):
             raise
 
     async def spawn(self, args: list[str], limits: Limits, env: dict[str, str], *,
-                    pass_fds: tuple[int, ...] = (), stdin: Any = None,
+                    pass_fds: tuple[int, ...] = (), stdin: int | None = None,
                     within: Group | None = None) -> DockerProcess:
         """Start `python <args>` in a fresh container; `within` (default: the candidate whose
         tool call this is) puts it in that candidate's cgroup. Nothing here blocks the event

@@ -23,10 +23,13 @@ import contextlib
 import logging
 import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.harnesses.sandbox.cgroups import ROOT, Cgroups, Group
 from harness_learning.harnesses.sandbox.local import _dead
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +50,7 @@ def orphaned(container_labels: dict[str, str]) -> bool:
             and pid.isdigit() and _dead(int(pid)))
 
 
-def sweep_orphans(client: Any) -> list[str]:
+def sweep_orphans(client: DockerClient) -> list[str]:
     """Remove (forcibly: a running one is killed) every labelled container whose parent no
     longer runs; the ids removed. Blocking: call it in a thread."""
     removed = []
@@ -67,7 +70,7 @@ _SWEPT: set[str] = set()
 """The engines (by address) this process has swept already: once each is enough."""
 
 
-def sweep_once(client: Any) -> None:
+def sweep_once(client: DockerClient) -> None:
     """`sweep_orphans` at a process's first container on an engine. Blocking."""
     where = str(getattr(getattr(client, "api", None), "base_url", id(client)))
     if where not in _SWEPT:
@@ -75,7 +78,7 @@ def sweep_once(client: Any) -> None:
         sweep_orphans(client)
 
 
-def engine_cgroups(client: Any) -> Cgroups | None:
+def engine_cgroups(client: DockerClient) -> Cgroups | None:
     """The hierarchy candidate groups are made in, where the engine nests containers under a
     `cgroup_parent` path of it (cgroupfs driver, cgroup v1 on both sides); else None.
     Blocking (asks the engine once per address)."""
@@ -96,7 +99,7 @@ _INFO: dict[str, dict[str, Any]] = {}
 """The engines' answers to `info`, by address (asked again only where one did not answer)."""
 
 
-def _ask_info(client: Any) -> dict[str, Any]:
+def _ask_info(client: DockerClient) -> dict[str, Any]:
     try:
         return dict(client.info())
     except Exception:

@@ -12,7 +12,12 @@ import contextlib
 import queue
 import struct
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import socket
+
+    from docker.models.containers import Container
 
 
 class Demux:
@@ -38,7 +43,7 @@ class SocketWriter:
     one (the engine client's), so a thread sends what `write` queues: the event loop, perhaps
     a server's, never waits on it."""
 
-    def __init__(self, sock: Any) -> None:
+    def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.queued = 0
         self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
@@ -79,7 +84,7 @@ DRAIN_TO_BYTES = 64 * 1024
 """`drain` returns once the sending thread has at most this much left to send."""
 
 
-def pump(sock: Any, out: asyncio.StreamReader, err: asyncio.StreamReader,
+def pump(sock: socket.socket, out: asyncio.StreamReader, err: asyncio.StreamReader,
           loop: asyncio.AbstractEventLoop, line_bytes: int) -> None:
     """Split the attach stream into the two readers. Past a stdout line of `line_bytes` the
     reader has what it needs to fail (the client kills the worker as a protocol violation),
@@ -101,13 +106,13 @@ def pump(sock: Any, out: asyncio.StreamReader, err: asyncio.StreamReader,
     loop.call_soon_threadsafe(err.feed_eof)
 
 
-def exit_waiter(container: Any) -> asyncio.Future:
+def exit_waiter(container: Container) -> asyncio.Future[dict[str, Any]]:
     """A future of the engine's wait result for `container`, asked now, before it starts: the
     engine removes it once it exits, and a wait asked after that finds nothing (the condition
     is `removed`: asked late, it fails at once rather than waiting for an exit that has passed).
     A thread of its own, not the loop's executor: it is held for the container's whole life."""
     loop = asyncio.get_running_loop()
-    future: asyncio.Future = loop.create_future()
+    future: asyncio.Future[dict[str, Any]] = loop.create_future()
 
     def settle(outcome: Any, failed: bool) -> None:
         if not future.done():

@@ -13,7 +13,11 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
+    from langgraph.pregel import Pregel
 
 START, END = "__start__", "__end__"
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,99}$")
@@ -28,7 +32,7 @@ STEP_BYTES = 4 * 1024 * 1024
 
 # -- child side ----------------------------------------------------------------------------
 
-def describe(compiled: Any) -> dict[str, Any]:
+def describe(compiled: CompiledStateGraph) -> dict[str, Any]:
     """Nodes, edges, conditional branches and input schema of a compiled StateGraph."""
     builder = compiled.builder
     try:
@@ -72,7 +76,7 @@ def run_config(config: dict[str, Any]) -> dict[str, Any]:
     return {"recursion_limit": limit, "tags": tags, "metadata": meta}
 
 
-def stream_steps(graph: Any, inputs: dict[str, Any], config: dict[str, Any],
+def stream_steps(graph: Pregel, inputs: dict[str, Any], config: dict[str, Any],
                  send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """Run `graph` on `inputs`, calling `send` after every superstep with the step number,
     the nodes that ran and the keys each wrote, the state's values and the next step's
@@ -107,7 +111,7 @@ def step_message(step: int, tasks: list[list[Any]], values: dict[str, Any],
     return message
 
 
-def jsonable(value: Any, depth: int = 0) -> Any:
+def jsonable(value: object, depth: int = 0) -> Any:
     """`value` as plain JSON data: messages and models as their dicts, long strings cut."""
     if isinstance(value, str):
         if len(value) <= VALUE_CHARS:
@@ -163,7 +167,7 @@ class GraphShape:
         return out
 
 
-def check_shape(data: Any) -> GraphShape:
+def check_shape(data: object) -> GraphShape:
     """The shape in `data`, or ShapeError naming what is wrong."""
     if not isinstance(data, dict):
         raise ShapeError("the worker sent no graph shape")
@@ -173,7 +177,7 @@ def check_shape(data: Any) -> GraphShape:
         raise ShapeError(f"bad node names: {nodes[:20]!r}")
     known = set(nodes)
 
-    def endpoint(value: Any, *extra: str) -> str:
+    def endpoint(value: object, *extra: str) -> str:
         if not isinstance(value, str) or value not in known | set(extra):
             raise ShapeError(f"an edge names an unknown node: {value!r}")
         return value
@@ -203,7 +207,7 @@ def _list(data: dict[str, Any], key: str) -> list[Any]:
     return value
 
 
-def _list_of(value: Any) -> list[Any]:
+def _list_of(value: object) -> list[Any]:
     if not isinstance(value, list):
         raise ShapeError(f"expected a list, got {type(value).__name__}")
     return value

@@ -20,9 +20,12 @@ from __future__ import annotations
 import hashlib
 import io
 import tarfile
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness_learning.harnesses.sandbox.local import SCRATCH
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 SANDBOX_UID = 65534
 DIRECTORIES = ("etc", "tmp", SCRATCH.lstrip("/"), "dev", "proc", "sys")
@@ -73,7 +76,7 @@ def split_tag(image: str) -> tuple[str, str]:
     return repository, tag
 
 
-def layers_of(client: Any, image: str) -> list[str] | None:
+def layers_of(client: DockerClient, image: str) -> list[str] | None:
     """The diff ids of `image`'s layers in the engine, or None when it holds no such image."""
     import docker.errors
 
@@ -83,7 +86,7 @@ def layers_of(client: Any, image: str) -> list[str] | None:
         return None
 
 
-def build_image(client: Any, image: str) -> tuple[str, bool]:
+def build_image(client: DockerClient, image: str) -> tuple[str, bool]:
     """(id, whether it was imported now) of `image` in the engine `client` (a
     `docker.DockerClient`), imported from the rootfs unless it holds exactly that layer already
     (an import always makes a new id, since the engine stamps its creation time). Fails when the

@@ -7,9 +7,12 @@ import contextvars
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness_learning.harnesses.contract import ToolCall, ToolInputError
+
+if TYPE_CHECKING:
+    from harness_learning.harnesses.sandbox.limits import Limits
 
 
 class RunObserver(Protocol):
@@ -21,7 +24,7 @@ class RunObserver(Protocol):
 
     def step(self, message: dict[str, Any]) -> None: ...
 
-    def tool_call(self, tool: str, args: dict[str, Any], node: Any,
+    def tool_call(self, tool: str, args: dict[str, Any], node: object,
                   call: Awaitable[Any]) -> Awaitable[Any]: ...
 
 
@@ -109,7 +112,7 @@ class ProblemRun:
                 f"retriever waits count past {self.wait_s:g} s, Limits.problem_wait_factor x "
                 "that)" + then)
 
-    def count_call(self, solver: bool, limits: Any) -> str | None:
+    def count_call(self, solver: bool, limits: Limits) -> str | None:
         """Count one tool call; why the run must stop, past its Solver-call or tool-call cap
         (`Limits.llm_calls_per_problem`, `Limits.tool_calls_per_problem`), else None."""
         self.tool_calls += 1

@@ -5,10 +5,13 @@ failure is classified, and the capped capture of a process's output. A run's out
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness_learning.harnesses.contract import ToolCall
 from harness_learning.harnesses.results import UNSCORED, ErrorKind, ProblemResult
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 @dataclass
@@ -89,7 +92,7 @@ def judged_outcome(problem_id: str, message: dict[str, Any] | Verdict, calls: li
                          tokens=sum(c.tokens for c in calls))
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
@@ -105,7 +108,7 @@ class CappedOutput:
         if len(self.data) > self.cap:
             del self.data[: len(self.data) - self.cap]
 
-    async def drain(self, stream: Any) -> None:
+    async def drain(self, stream: asyncio.StreamReader | None) -> None:
         """Read an asyncio stream to its end into this buffer (nothing for None)."""
         if stream is None:
             return

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable
+from collections.abc import Coroutine
 from contextvars import Context
 from typing import Any
 
@@ -38,7 +38,7 @@ class ServedCalls:
     _trace: TraceBounds
     _python_gate: asyncio.Semaphore
 
-    def _spawn(self, coro: Awaitable[Any], context: Context | None = None) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, object], context: Context | None = None) -> None:
         raise NotImplementedError
 
     async def _send(self, message: dict[str, Any]) -> None:
@@ -113,7 +113,7 @@ class ServedCalls:
             if off_clock:
                 run.unpause()
 
-    def _record(self, run: ProblemRun, tool: str, args: dict[str, Any], result: Any, error: str | None,
+    def _record(self, run: ProblemRun, tool: str, args: dict[str, Any], result: object, error: str | None,
                 latency: float, tokens: int = 0, cached: bool = False,
                 meta: dict[str, Any] | None = None) -> None:
         """Trace the call, cut to the trace's bounds as it arrives (see `Limits`)."""

@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.harnesses.contract import ToolCall
+
+if TYPE_CHECKING:
+    from harness_learning.harnesses.sandbox.limits import Limits
+    from harness_learning.harnesses.sandbox.problem_run import ProblemRun
 
 MAX_ITEMS = 256
 MAX_DEPTH = 8
 
 
-def trim(value: Any, cap: int, depth: int = 0) -> tuple[Any, int]:
+def trim(value: object, cap: int, depth: int = 0) -> tuple[Any, int]:
     """(`value` with every string over `cap` characters cut, lists and dicts past `MAX_ITEMS`
     entries or `MAX_DEPTH` levels shortened; the characters removed in all (0: unchanged))."""
     if isinstance(value, str):
@@ -72,13 +76,13 @@ class TraceBounds:
     to them as it is recorded, charged to its problem's budget (`trace_left` of the run) and
     to the candidate's."""
 
-    def __init__(self, limits: Any) -> None:
+    def __init__(self, limits: Limits) -> None:
         self.arg_chars: int = limits.trace_arg_chars
         self.call_bytes: int = limits.trace_call_bytes
         self.problem_bytes: int = limits.trace_problem_bytes
         self.candidate_left: int = limits.trace_candidate_bytes
 
-    def store(self, call: ToolCall, run: Any) -> ToolCall:
+    def store(self, call: ToolCall, run: ProblemRun) -> ToolCall:
         """`call` as the trace keeps it; its stored size is taken from both budgets."""
         call = traced_call(call, self.arg_chars)
         candidate_first = self.candidate_left < run.trace_left
@@ -132,7 +136,7 @@ def _cut(call: ToolCall, keep: int, error_chars: int) -> ToolCall:
     return replace(call, args=args, result=result, error=error)
 
 
-def _head(value: Any, size: int) -> str:
+def _head(value: object, size: int) -> str:
     """The first `size` bytes of `value`'s JSON (a character cut in two is dropped)."""
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text.encode()[:size].decode("utf-8", "ignore")

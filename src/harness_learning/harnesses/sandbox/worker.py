@@ -162,7 +162,7 @@ class Bridge:
             entry[0].set()
 
 
-def rough_size(value: Any, stop: int) -> int:
+def rough_size(value: object, stop: int) -> int:
     """About how many bytes `value` takes as JSON (strings by length); stops counting past
     `stop`, so a huge argument is refused without encoding it."""
     total, todo = 0, [value]
