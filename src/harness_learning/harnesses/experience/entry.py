@@ -168,7 +168,7 @@ def _outcome_of(d: dict[str, Any]) -> Outcome:
                    _num(d.get("held_out_gain")))
 
 
-def _num(value: Any) -> float | None:
+def _num(value: object) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -176,7 +176,7 @@ def _num(value: Any) -> float | None:
     return float(value)
 
 
-def _hash(kind: str, payload: Any) -> str:
+def _hash(kind: str, payload: object) -> str:
     text = json.dumps([kind, payload], sort_keys=True, ensure_ascii=True)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 

@@ -31,10 +31,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness_learning.harnesses.experience.entry import SCHEMA_VERSION, Entry
 from harness_learning.harnesses.store.pgurl import SCHEMES, give, is_postgres, remember_password
+
+if TYPE_CHECKING:
+    from harness_learning.harnesses.store.schema import Cursor
 
 FILE = "library.sqlite"
 """The SQLite backend's file in the library's directory."""
@@ -101,21 +104,21 @@ class Library(ABC):
         """(id, body) of the entries whose id starts with `prefix`, by id, at most `limit`."""
 
     @abstractmethod
-    def _transaction(self) -> AbstractContextManager[Any]:
+    def _transaction(self) -> AbstractContextManager[Cursor]:
         """One write transaction holding the library's write lock from before its first read,
         so no other writer reads or writes in between; committed when the block ends, rolled
         back if it raises. Yields the handle `_body`, `_put` and `_delete` take."""
 
     @abstractmethod
-    def _body(self, tx: Any, entry_id: str) -> str | None:
+    def _body(self, tx: Cursor, entry_id: str) -> str | None:
         """The stored body of `entry_id` (None: no such entry), inside `tx`."""
 
     @abstractmethod
-    def _put(self, tx: Any, entry_id: str, body: str, updated_at: float) -> None:
+    def _put(self, tx: Cursor, entry_id: str, body: str, updated_at: float) -> None:
         """Store `body` as `entry_id`'s, replacing any, inside `tx`."""
 
     @abstractmethod
-    def _delete(self, tx: Any, entry_id: str) -> int:
+    def _delete(self, tx: Cursor, entry_id: str) -> int:
         """Delete `entry_id` inside `tx`; how many entries went (0 or 1)."""
 
     @abstractmethod

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.harnesses.experience.entry import SCHEMA_VERSION
 from harness_learning.harnesses.experience.library import (
@@ -38,6 +38,11 @@ from harness_learning.harnesses.store.pgurl import (
     connect_params,
     given_url,
 )
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+
+    from harness_learning.harnesses.store.schema import Cursor
 
 SCHEMA = "hl_experience"
 LOCK = "harness-learning experience library"
@@ -63,7 +68,7 @@ class PostgresLibrary(Library):
         self.location = check_location(str(url))
         self.skipped: list[str] = []
         self._lock = threading.RLock()
-        self._conn: Any = None
+        self._conn: Connection[tuple[Any, ...]] | None = None
         try:
             self._url = given_url(self.location, "a run's config.json")
         except StoreNotGiven:
@@ -149,17 +154,17 @@ class PostgresLibrary(Library):
             except self._pg.Error as exc:
                 raise self._failed(exc) from None
 
-    def _body(self, tx: Any, entry_id: str) -> str | None:
+    def _body(self, tx: Cursor, entry_id: str) -> str | None:
         row = tx.execute(f"SELECT body FROM {SCHEMA}.entries WHERE id = %s", (entry_id,)
                          ).fetchone()
         return None if row is None else row[0]
 
-    def _put(self, tx: Any, entry_id: str, body: str, updated_at: float) -> None:
+    def _put(self, tx: Cursor, entry_id: str, body: str, updated_at: float) -> None:
         tx.execute(f"INSERT INTO {SCHEMA}.entries VALUES (%s, %s, %s) ON CONFLICT (id) DO "
                    "UPDATE SET body = EXCLUDED.body, updated_at = EXCLUDED.updated_at",
                    (entry_id, body, updated_at))
 
-    def _delete(self, tx: Any, entry_id: str) -> int:
+    def _delete(self, tx: Cursor, entry_id: str) -> int:
         return tx.execute(f"DELETE FROM {SCHEMA}.entries WHERE id = %s", (entry_id,)).rowcount
 
     def close(self) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness_learning.harnesses.experience.entry import SCHEMA_VERSION
 from harness_learning.harnesses.experience.library import (
@@ -25,6 +26,9 @@ from harness_learning.harnesses.experience.library import (
     no_library,
 )
 from harness_learning.harnesses.sqlite_wal import enable_wal, write_transaction
+
+if TYPE_CHECKING:
+    from harness_learning.harnesses.store.schema import Cursor
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -88,14 +92,14 @@ class SQLiteLibrary(Library):
     def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
         return write_transaction(self._conn)
 
-    def _body(self, tx: sqlite3.Connection, entry_id: str) -> str | None:
+    def _body(self, tx: Cursor, entry_id: str) -> str | None:
         row = tx.execute("SELECT body FROM entries WHERE id = ?", (entry_id,)).fetchone()
         return None if row is None else row[0]
 
-    def _put(self, tx: sqlite3.Connection, entry_id: str, body: str, updated_at: float) -> None:
+    def _put(self, tx: Cursor, entry_id: str, body: str, updated_at: float) -> None:
         tx.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", (entry_id, body, updated_at))
 
-    def _delete(self, tx: sqlite3.Connection, entry_id: str) -> int:
+    def _delete(self, tx: Cursor, entry_id: str) -> int:
         return tx.execute("DELETE FROM entries WHERE id = ?", (entry_id,)).rowcount
 
     def close(self) -> None:
