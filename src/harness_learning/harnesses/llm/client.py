@@ -15,7 +15,8 @@ import time
 import warnings
 import weakref
 from dataclasses import dataclass, field, replace
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.harnesses.llm.cache import ResponseCache, cache_key
 from harness_learning.harnesses.llm.completion import Completion, UsageStats, parse_logprobs
@@ -36,6 +37,9 @@ from harness_learning.harnesses.llm.local import (
     litellm_model,
 )
 from harness_learning.harnesses.llm.prices import stated_price
+
+if TYPE_CHECKING:
+    from litellm import ModelResponse, Router
 
 Messages = str | list[dict[str, Any]]
 _RESERVED = frozenset({"model", "messages", "api_base", "base_url", "api_key", "stream"})
@@ -63,7 +67,7 @@ class _LoopState:
     """Objects bound to one event loop (asyncio primitives and litellm's Router)."""
 
     semaphore: asyncio.Semaphore
-    router: Any = None
+    router: Router | None = None
     direct: DirectTransport | None = None
     inflight: dict[str, asyncio.Task[Completion]] = field(default_factory=dict)
     resolving: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -261,7 +265,8 @@ class ModelClient:
                        latency_s=completion.latency_s, cost=completion.cost or 0.0)  # fmt: skip
         return completion
 
-    def _to_completion(self, response: Any, latency: float, litellm: Any) -> Completion:
+    def _to_completion(self, response: ModelResponse, latency: float,
+                       litellm: ModuleType) -> Completion:
         try:
             choice = response.choices[0]
             text = choice.message.content
@@ -283,7 +288,7 @@ class ModelClient:
             logprobs=parse_logprobs(getattr(choice, "logprobs", None)),
         )  # fmt: skip
 
-    def _cost(self, response: Any, litellm: Any, prompt_tokens: int,
+    def _cost(self, response: ModelResponse, litellm: ModuleType, prompt_tokens: int,
               completion_tokens: int) -> float | None:
         """The call's price (`harnesses.llm.prices`): 0 for a local model, the spec's own
         `price_in`/`price_out`, else litellm's; None for a model nothing prices."""
@@ -338,7 +343,7 @@ class ModelClient:
                 self._loops[loop] = state
         return state
 
-    def _make_router(self, target: _Target) -> Any:
+    def _make_router(self, target: _Target) -> Router:
         """litellm's Router over replicas of one model, each with its own concurrency bound."""
         litellm = import_litellm()
         deployments = [

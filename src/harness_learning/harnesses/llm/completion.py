@@ -64,7 +64,7 @@ LOGPROB_PARAMS: dict[str, Any] = {"logprobs": True, "top_logprobs": 1}
 log-probs; llama.cpp's server returns none unless `top_logprobs` is at least 1."""
 
 
-def parse_logprobs(raw: Any) -> tuple[TokenLogprob, ...] | None:
+def parse_logprobs(raw: object) -> tuple[TokenLogprob, ...] | None:
     """The `choices[0].logprobs` of an OpenAI chat response (a dict or litellm's object) as
     tokens with log-probs; None when the endpoint sent none or something unreadable (log-probs
     are a by-product: their absence never fails a call)."""

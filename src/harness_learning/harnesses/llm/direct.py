@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
@@ -60,7 +61,7 @@ class DirectTransport:
         return to_completion(raw, latency, model)
 
 
-def check_status(status: int, raw: bytes, headers: Any, url: str) -> None:
+def check_status(status: int, raw: bytes, headers: Mapping[str, str], url: str) -> None:
     """Raise the model layer's error for a non-2xx reply (as `failures.classify` sorts them:
     a request the endpoint refused as invalid is the caller's fault, never infrastructure)."""
     if 200 <= status < 300:

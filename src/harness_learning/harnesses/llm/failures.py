@@ -15,6 +15,7 @@ import json
 import random
 import re
 import time
+from types import ModuleType
 from typing import Any
 
 from harness_learning.harnesses.llm.errors import InfraError, ModelRequestError
@@ -40,7 +41,7 @@ _MALFORMED_HINTS = (
 )
 
 
-def classify(exc: BaseException, litellm: Any) -> InfraError | ModelRequestError | None:
+def classify(exc: BaseException, litellm: ModuleType) -> InfraError | ModelRequestError | None:
     """The error to raise for `exc`, or None when `exc` is not a model-call failure (a bug)."""
     if isinstance(exc, InfraError | ModelRequestError):
         return exc

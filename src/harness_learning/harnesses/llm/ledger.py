@@ -30,9 +30,12 @@ import contextlib
 import contextvars
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.harnesses.llm.errors import InfraError
+
+if TYPE_CHECKING:
+    from harness_learning.harnesses.llm.prices import Price
 
 TEMPLATE_TOKENS = 64
 """Tokens a chat template may add to a call (a default system prompt, the reply's opening)."""
@@ -64,7 +67,7 @@ class Use:
     cost_usd: float = 0.0
 
 
-def prompt_bound(messages: Any) -> int:
+def prompt_bound(messages: object) -> int:
     """Most tokens `messages` (a prompt string or chat messages) can make, template included."""
     if isinstance(messages, str):
         return len(messages.encode("utf-8", "replace")) + MESSAGE_TOKENS + TEMPLATE_TOKENS
@@ -203,8 +206,9 @@ class SpendLedger:
         return self._changed
 
 
-def reserved(ledger: SpendLedger | None, messages: Any, completion_tokens: int, price: Any,
-             solver_calls: int = 1) -> contextlib.AbstractAsyncContextManager[Use]:
+def reserved(ledger: SpendLedger | None, messages: object, completion_tokens: int,
+             price: Price | None, solver_calls: int = 1,
+             ) -> contextlib.AbstractAsyncContextManager[Use]:
     """The reservation of one call of `messages` answered in at most `completion_tokens`,
     priced at `price` (a `prices.Price` or None): the ledger's, or a free one when no ledger
     binds the call."""
@@ -215,7 +219,7 @@ def reserved(ledger: SpendLedger | None, messages: Any, completion_tokens: int, 
     return ledger.reserve(tokens, cost, solver_calls=solver_calls)
 
 
-def used(use: Use, completion: Any) -> None:
+def used(use: Use, completion: object) -> None:
     """Record on `use` what `completion` used (a cached answer costs nothing)."""
     use.tokens = int(getattr(completion, "prompt_tokens", 0) or 0) + int(
         getattr(completion, "completion_tokens", 0) or 0)

@@ -7,16 +7,17 @@ import atexit
 import contextlib
 import threading
 from collections.abc import Coroutine
+from types import ModuleType
 from typing import Any, TypeVar
 
 from harness_learning.harnesses.offline import set_offline_switches
 
 T = TypeVar("T")
 _import_lock = threading.Lock()
-_litellm: Any = None
+_litellm: ModuleType | None = None
 
 
-def import_litellm() -> Any:
+def import_litellm() -> ModuleType:
     """Import litellm (~3 s) once, offline, with telemetry and logging callbacks off."""
     global _litellm
     if _litellm is not None:
@@ -39,7 +40,7 @@ def import_litellm() -> Any:
     return _litellm
 
 
-def litellm_if_imported() -> Any:
+def litellm_if_imported() -> ModuleType | None:
     """The configured litellm module, or None before `import_litellm` ran."""
     return _litellm
 

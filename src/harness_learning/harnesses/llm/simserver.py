@@ -27,7 +27,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +59,7 @@ ARITHMETIC_RULE: tuple[str, Reply] = (
 """Answers "What is 3 + 4" correctly ("Answer: 7"), so tests can check scoring."""
 
 
-def _stopped(text: str, finish: str, stop: Any) -> tuple[str, str]:
+def _stopped(text: str, finish: str, stop: str | Iterable[object] | None) -> tuple[str, str]:
     """The reply cut before the first of the request's stop sequences, as a real endpoint
     does (so a stop that matches at once gives an empty completion, finish "stop")."""
     stops = [stop] if isinstance(stop, str) else [s for s in stop or () if isinstance(s, str)]
