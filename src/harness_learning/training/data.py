@@ -15,11 +15,21 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.evals.rewards import group_advantages
 from harness_learning.harnesses.text_safety import for_storage
 from harness_learning.training.config import DataConfig
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+    from harness_learning.harnesses.store import LogStore
+    from harness_learning.harnesses.store import Proposal as ProposalRecord
+
+ChatMessages = list[dict[str, str]]
+Prompt = str | ChatMessages
+"""A logged Proposer prompt: text, or the chat messages it was sent as."""
 
 
 class LogError(ValueError):
@@ -33,7 +43,7 @@ class Proposal:
     id: str
     run: str
     group_id: str
-    prompt: Any
+    prompt: Prompt
     """Text, or a list of chat messages, as the Proposer was sent it."""
     completion: str
     reward: float
@@ -52,7 +62,7 @@ class Proposal:
 @dataclass
 class Group:
     group_id: str
-    prompt: Any
+    prompt: Prompt
     proposals: list[Proposal]
 
     @property
@@ -78,13 +88,14 @@ class FilterReport:
     notes: list[str] = field(default_factory=list)
 
 
-def _get(record: Any, name: str, default: Any = None) -> Any:
+def _get(record: ProposalRecord | dict[str, object], name: str, default: object = None
+         ) -> Any:  # the caller checks the value's type
     if isinstance(record, dict):
         return record.get(name, default)
     return getattr(record, name, default)
 
 
-def _logprobs(raw: Any, where: str) -> tuple[list[float] | None, list[str] | None]:
+def _logprobs(raw: object, where: str) -> tuple[list[float] | None, list[str] | None]:
     """Logged log-probs and, when the log has them, the tokens they belong to."""
     if raw in (None, "", []):
         return None, None
@@ -100,7 +111,7 @@ def _logprobs(raw: Any, where: str) -> tuple[list[float] | None, list[str] | Non
     return out, tokens
 
 
-def _proposal(record: Any, run: str) -> Proposal | None:
+def _proposal(record: ProposalRecord | dict[str, object], run: str) -> Proposal | None:
     """Training's view of one logged proposal; None when it was never judged (no reward yet,
     e.g. the run stopped mid-round)."""
     pid = str(_get(record, "id"))
@@ -131,7 +142,7 @@ def _proposal(record: Any, run: str) -> Proposal | None:
 
 
 @contextlib.contextmanager
-def open_log(run_dir: str | Path) -> Iterator[Any]:
+def open_log(run_dir: str | Path) -> Iterator[LogStore]:
     """The log store of a run directory, closed on the way out; a LogError naming the
     directory when it holds no execution log."""
     from harness_learning.harnesses.rundir import RunDir
@@ -244,7 +255,7 @@ def drop_notes(small: Counter[int], flat: Counter[float], report: FilterReport,
     return notes
 
 
-def as_messages(prompt: Any) -> list[dict[str, str]]:
+def as_messages(prompt: Prompt) -> ChatMessages:
     """A logged prompt as chat messages: a list (or JSON list) of {role, content} is used as
     is, any other text becomes one user message. Text is `for_storage`d: JSON's `\\ud800`
     decodes to a lone surrogate, which no dataset file can hold."""
@@ -289,7 +300,8 @@ def load_groups(run_dirs: Sequence[str | Path], config: DataConfig
     return kept, report
 
 
-def grpo_dataset(run_dirs: Sequence[str | Path], config: DataConfig) -> tuple[Any, FilterReport]:
+def grpo_dataset(run_dirs: Sequence[str | Path], config: DataConfig
+                 ) -> tuple[Dataset, FilterReport]:
     """The GRPO set as a Hugging Face `datasets.Dataset` (one row per completion)."""
     from datasets import Dataset
 

@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.harnesses.edits.errors import EditError
 from harness_learning.harnesses.edits.function_edit import (
@@ -37,6 +37,12 @@ from harness_learning.harnesses.edits.function_edit import (
 from harness_learning.harnesses.edits.inline import INLINERS, inline_block, inlined_function
 from harness_learning.harnesses.edits.operators import OperatorError
 from harness_learning.training.data import LogError, as_messages, open_log
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from harness_learning.harnesses.store import LogStore
+    from harness_learning.harnesses.store import Proposal as ProposalRecord
 
 FOCUS = re.compile(r"^## Your job\nRewrite the function `([A-Za-z_]\w*)`", re.M)
 HEADING = re.compile(r"^## .+$", re.M)
@@ -103,7 +109,7 @@ def prompt_format(messages: list[dict[str, str]]) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
-def held_questions(store: Any) -> list[str]:
+def held_questions(store: LogStore) -> list[str]:
     """The questions of every selection and test problem the run scored (rebuilt from its
     task); `LogError` when they cannot be, since the check must not pass blind."""
     from harness_learning.evals.registry import get_task
@@ -126,7 +132,7 @@ def held_questions(store: Any) -> list[str]:
     return [by_id[i] for i in sorted(ids)]
 
 
-def _judged(p: Any, keep_ties: bool = False) -> str | None:
+def _judged(p: ProposalRecord, keep_ties: bool = False) -> str | None:
     """Why a candidate is no success by the log's judging (None: valid and above its parent,
     or level with it under `keep_ties`)."""
     if not p.valid:
@@ -139,16 +145,18 @@ def _judged(p: Any, keep_ties: bool = False) -> str | None:
     return None
 
 
-def _focused_prompts(proposals: list[Any]) -> dict[tuple[int, str | None], Any]:
+def _focused_prompts(proposals: list[ProposalRecord]
+                     ) -> dict[tuple[int, str | None], ProposalRecord]:
     """(round, parent) -> the first Proposer proposal of it that was sent a focused prompt."""
-    out: dict[tuple[int, str | None], Any] = {}
+    out: dict[tuple[int, str | None], ProposalRecord] = {}
     for p in proposals:
         if p.origin == "proposer" and focused_function(as_messages(p.prompt)):
             out.setdefault((p.round, p.parent_sha), p)
     return out
 
 
-def _demonstration(p: Any, store: Any, prompts: dict,
+def _demonstration(p: ProposalRecord, store: LogStore,
+                   prompts: dict[tuple[int, str | None], ProposalRecord],
                    keep_ties: bool = False) -> tuple[dict | None, str | None]:
     """(the row, None) for a success, or (None, why it is left out)."""
     if p.origin == "merge":
@@ -197,7 +205,7 @@ def _demonstration(p: Any, store: Any, prompts: dict,
                                                   p.id)}}, None
 
 
-def _questions_or_reason(store: Any) -> list[str] | str:
+def _questions_or_reason(store: LogStore) -> list[str] | str:
     """The held questions, or why they are unknown (each row of the run is then left out)."""
     try:
         return held_questions(store)
@@ -275,7 +283,7 @@ the sequence (training/README.md), and ~30 demonstrations x 2 epochs fit in abou
 only with a prompt this short."""
 
 
-def token_counts(rows: Sequence[dict], tokenizer: Any) -> dict[str, Any]:
+def token_counts(rows: Sequence[dict], tokenizer: PreTrainedTokenizerBase) -> dict[str, Any]:
     """Prompt and completion tokens of each row under `tokenizer`'s chat template (what SFT
     trains on), their means and maxima, and how many prompts exceed `PROMPT_AIM`."""
     prompts, completions = [], []

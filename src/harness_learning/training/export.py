@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +28,13 @@ from harness_learning.training.gguf_arch import (
 from harness_learning.training.gguf_arch import gguf_name as gguf_name
 from harness_learning.training.gguf_arch import interleave_rotary as interleave_rotary
 
+if TYPE_CHECKING:  # imported where they are used
+    from gguf import GGUFValueType
+    from transformers import PreTrainedModel
+
+    from harness_learning.training.gguf_read import GGUFFile
+    from harness_learning.training.loading import CausalLM
+
 QUANT = "Q8_0"
 """Matrices are written Q8_0 (near-lossless, half of F16); 1-D norms and biases stay F32 as
 llama.cpp expects."""
@@ -36,12 +43,13 @@ _MODEL_TYPES = {"llama": ("llama",), "qwen2": ("qwen2",)}
 """The transformers `model_type`s a reference architecture can hold."""
 
 
-def gguf_tensors(model: Any, arch: str = "llama") -> Iterator[tuple[str, np.ndarray]]:
+def gguf_tensors(model: PreTrainedModel, arch: str = "llama") -> Iterator[tuple[str, np.ndarray]]:
     """(llama.cpp name, float32 array) for every weight of a plain (LoRA-merged) model."""
     return tensors_to_gguf(model, arch)
 
 
-def _metadata(file: Any, model: Any, arch: str, name: str) -> Iterator[tuple[str, Any, Any, Any]]:
+def _metadata(file: GGUFFile, model: PreTrainedModel, arch: str, name: str
+              ) -> Iterator[tuple[str, object, GGUFValueType, GGUFValueType | None]]:
     """(key, value, type, array sub-type) of the export: the reference's keys with the file
     type, the name and the shape keys replaced, then shape keys the reference lacks."""
     import gguf
@@ -63,7 +71,7 @@ def _metadata(file: Any, model: Any, arch: str, name: str) -> Iterator[tuple[str
         yield key, value, vtype, None
 
 
-def write_gguf(model: Any, reference: Path, out: Path, name: str = "") -> Path:
+def write_gguf(model: CausalLM, reference: Path, out: Path, name: str = "") -> Path:
     """Write `model`'s weights as `out` with `reference`'s metadata (architecture, tokenizer,
     chat template); the reference must be the GGUF the model was fine-tuned from, or one of
     the same architecture and tokenizer."""

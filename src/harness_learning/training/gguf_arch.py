@@ -13,9 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # torch and transformers are imported where they are used
+    import torch
+    from transformers import LlamaConfig, PretrainedConfig, PreTrainedModel, Qwen2Config
+
+    from harness_learning.training.gguf_read import GGUFFile
 
 SUPPORTED = ("llama", "qwen2")
 
@@ -101,7 +107,7 @@ def halve_rotary(weight: np.ndarray, n_head: int) -> np.ndarray:
             .swapaxes(1, 2).reshape(weight.shape))
 
 
-def _heads(config: Any, target: str) -> int | None:
+def _heads(config: PretrainedConfig, target: str) -> int | None:
     """The head count a q/k tensor is permuted by (None: not a q/k weight)."""
     if target.endswith("attn_q.weight"):
         return config.num_attention_heads
@@ -110,7 +116,7 @@ def _heads(config: Any, target: str) -> int | None:
     return None
 
 
-def tensors_to_gguf(model: Any, arch: str) -> Iterator[tuple[str, np.ndarray]]:
+def tensors_to_gguf(model: PreTrainedModel, arch: str) -> Iterator[tuple[str, np.ndarray]]:
     """(llama.cpp name, float32 array) for every weight of a plain (LoRA-merged) model."""
     config = model.config
     tied = bool(getattr(config, "tie_word_embeddings", False))
@@ -125,7 +131,8 @@ def tensors_to_gguf(model: Any, arch: str) -> Iterator[tuple[str, np.ndarray]]:
         yield target, array
 
 
-def tensors_from_gguf(file: Any, arch: str, config: Any, dtype: Any) -> dict[str, Any]:
+def tensors_from_gguf(file: GGUFFile, arch: str, config: PretrainedConfig, dtype: torch.dtype
+                      ) -> dict[str, torch.Tensor]:
     """A transformers state dict from a `gguf_read.GGUFFile`'s tensors, each dequantised and
     cast to `dtype` one at a time (so the float32 copy of the whole model never exists); a
     tensor with no transformers name is refused by name."""
@@ -147,12 +154,12 @@ def tensors_from_gguf(file: Any, arch: str, config: Any, dtype: Any) -> dict[str
     return state
 
 
-def config_from_gguf(file: Any, arch: str) -> Any:
+def config_from_gguf(file: GGUFFile, arch: str) -> LlamaConfig | Qwen2Config:
     """The transformers config of a supported GGUF, from its `{arch}.*` and tokenizer keys
     (the inverse of `hyperparameters`)."""
     from transformers import LlamaConfig, Qwen2Config
 
-    def key(name: str, default: Any = None) -> Any:
+    def key(name: str, default: object = None) -> Any:  # a metadata value, typed by its key
         return file.get(f"{arch}.{name}", default)
 
     embed = next(t for t in file.tensors if t.name == "token_embd.weight")
@@ -177,7 +184,7 @@ def config_from_gguf(file: Any, arch: str) -> Any:
     return config
 
 
-def hyperparameters(config: Any, arch: str) -> dict[str, int | float]:
+def hyperparameters(config: PretrainedConfig, arch: str) -> dict[str, int | float]:
     """The `{arch}.*` metadata llama.cpp builds the graph from, taken from the model's config
     (so a model of another size than the reference still gets its own shape)."""
     rope = getattr(config, "rope_parameters", None) or {}

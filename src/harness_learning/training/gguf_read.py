@@ -43,7 +43,7 @@ class GGUFFile:
     tensors: list[TensorInfo]
     _raw: dict[str, bytes] = field(default_factory=dict, repr=False)
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: object = None) -> Any:  # a metadata value, typed by its key
         entry = self.fields.get(key)
         return default if entry is None else entry[2]
 
@@ -73,7 +73,7 @@ class GGUFFile:
 
 
 class _Cursor:
-    def __init__(self, buf: Any, pos: int = 0) -> None:
+    def __init__(self, buf: mmap.mmap | bytes, pos: int = 0) -> None:
         self.buf, self.pos = buf, pos
 
     def scalar(self, fmt: str) -> Any:

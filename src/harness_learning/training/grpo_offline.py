@@ -16,7 +16,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.harnesses.offline import set_offline_switches
 
@@ -42,6 +42,12 @@ from harness_learning.training.ratio import (  # noqa: E402
     ratio_stats,
     sampled_ids,
 )
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+    from transformers import PreTrainedTokenizerBase
+
+    from harness_learning.training.loading import CausalLM
 
 
 @dataclass
@@ -77,7 +83,7 @@ class TrainResult:
     gap between the logging policy and the model before any update) and over all steps."""
 
 
-def encode(tokenizer: Any, row: dict[str, Any], max_length: int) -> Encoded:
+def encode(tokenizer: PreTrainedTokenizerBase, row: dict[str, Any], max_length: int) -> Encoded:
     """Prompt through the chat template, then the completion's tokens (plus end-of-turn when
     the model stopped by itself); the prompt is cut on the left to fit. The completion's tokens
     are the ones the endpoint logged when they map onto ours (`ratio.sampled_ids`), else the
@@ -94,7 +100,7 @@ def encode(tokenizer: Any, row: dict[str, Any], max_length: int) -> Encoded:
                    float(row["reward"]), text_ids=list(text_ids), eos=eos)
 
 
-def completion_logprobs(model: Any, e: Encoded, device: str) -> torch.Tensor:
+def completion_logprobs(model: CausalLM, e: Encoded, device: str) -> torch.Tensor:
     """Log-prob of each completion token of one sequence, shape (n_completion,). Logits are
     computed for the completion positions only (`logits_to_keep`): with long prompts and a 49k
     or 150k vocabulary, full logits would dominate time and memory."""
@@ -105,8 +111,10 @@ def completion_logprobs(model: Any, e: Encoded, device: str) -> torch.Tensor:
 
 
 @torch.no_grad()
-def prepare_logprobs(model: Any, items: list[Encoded], rows: Any, config: GRPOOfflineConfig,
-                     device: str, tokenizer: Any = None) -> OldLogprobReport:
+def prepare_logprobs(model: CausalLM, items: list[Encoded],
+                     rows: Dataset | Sequence[dict[str, Any]],
+                     config: GRPOOfflineConfig, device: str,
+                     tokenizer: PreTrainedTokenizerBase | None = None) -> OldLogprobReport:
     """Fill `old` (logged when they align with our tokens, else the base model's) and `ref`;
     returns how many rows used logged log-probs and why the others were recomputed."""
     model.eval()
@@ -129,7 +137,7 @@ def prepare_logprobs(model: Any, items: list[Encoded], rows: Any, config: GRPOOf
     return report
 
 
-def train_step(model: Any, batch: list[Encoded], config: GRPOOfflineConfig, device: str,
+def train_step(model: CausalLM, batch: list[Encoded], config: GRPOOfflineConfig, device: str,
                ratios: list[torch.Tensor] | None = None) -> dict[str, float]:
     """One optimizer step's forward/backward, one sequence at a time so memory stays that of one
     sequence; token-level normalisation over the whole batch. The ratios of tokens whose

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.harnesses.offline import set_offline_switches
 
@@ -29,6 +29,16 @@ from harness_learning.training.config import GRPOOnlineConfig  # noqa: E402
 from harness_learning.training.data import LogError, as_messages  # noqa: E402
 from harness_learning.training.grpo_offline import TrainResult  # noqa: E402
 from harness_learning.training.metrics import MetricsLog, metrics_callback  # noqa: E402
+
+if TYPE_CHECKING:
+    from trl import GRPOConfig
+
+    from harness_learning.evals.problem import Problem
+    from harness_learning.evals.result import EvalResult
+    from harness_learning.evals.task import Task
+    from harness_learning.harnesses.store import LogStore, ProposalGroup
+    from harness_learning.harnesses.toolbox import Toolbox
+    from harness_learning.training.data import Prompt
 
 
 @dataclass
@@ -47,7 +57,7 @@ class PromptSet:
         return {row["task_key"]: json.loads(row["task_key"])[1] for row in self.rows}
 
 
-def _parent_source(store: Any, group: Any) -> str | None:
+def _parent_source(store: LogStore, group: ProposalGroup) -> str | None:
     """The harness a group's prompt showed: the parent of any candidate it produced."""
     for p in group.proposals:
         sha = getattr(p, "parent_sha", None)
@@ -60,7 +70,7 @@ def _parent_source(store: Any, group: Any) -> str | None:
     return None
 
 
-def _run_config(store: Any) -> dict[str, Any]:
+def _run_config(store: LogStore) -> dict[str, Any]:
     """The run's config: its run record, else the adapter's `run_started` event."""
     run = store.get_run()
     if run is not None and run.config:
@@ -105,18 +115,19 @@ class HarnessReward:
 
     __name__ = "harness_reward"
 
-    def __init__(self, config: GRPOOnlineConfig, task: Any, problems: list[Any],
-                 log_dir: Path, by_key: dict[str, tuple[Any, list[Any]]] | None = None) -> None:
+    def __init__(self, config: GRPOOnlineConfig, task: Task, problems: list[Problem],
+                 log_dir: Path, by_key: dict[str, tuple[Task, list[Problem]]] | None = None
+                 ) -> None:
         self.config, self.task, self.problems = config, task, problems
         self.by_key = dict(by_key or {})
         self.log_dir = log_dir
         self.step = 0
         self._parent_scores: dict[tuple[str | None, str], float] = {}
-        self._toolboxes: dict[str | None, Any] = {}
-        self._dev: dict[str | None, list[Any]] = {}
+        self._toolboxes: dict[str | None, Toolbox] = {}
+        self._dev: dict[str | None, list[Problem]] = {}
 
     @cached_property
-    def store(self) -> Any:
+    def store(self) -> LogStore:
         from harness_learning.harnesses.rundir import RunDir
 
         store = RunDir(self.log_dir).open_store()
@@ -124,20 +135,20 @@ class HarnessReward:
                         "model": self.config.model})
         return store
 
-    def unit(self, key: str | None) -> tuple[Any, list[Any]]:
+    def unit(self, key: str | None) -> tuple[Task, list[Problem]]:
         """The (task, selection problems) a row of `key` is judged on."""
         return self.by_key.get(key, (self.task, self.problems)) if key else (self.task,
                                                                              self.problems)
 
     @property
-    def toolbox(self) -> Any:
+    def toolbox(self) -> Toolbox:
         return self.toolbox_for(None)
 
     @toolbox.setter
-    def toolbox(self, value: Any) -> None:  # tests give a scripted Solver
+    def toolbox(self, value: Toolbox) -> None:  # tests give a scripted Solver
         self._toolboxes[None] = value
 
-    def toolbox_for(self, key: str | None) -> Any:
+    def toolbox_for(self, key: str | None) -> Toolbox:
         if key not in self._toolboxes:
             from harness_learning.harnesses.llm import get_client
             from harness_learning.harnesses.toolbox import Toolbox
@@ -146,13 +157,14 @@ class HarnessReward:
                                            retriever=self.unit(key)[0].retriever())
         return self._toolboxes[key]
 
-    def dev_pool(self, key: str | None = None) -> list[Any]:
+    def dev_pool(self, key: str | None = None) -> list[Problem]:
         """The task's dev problems: a logged prompt's report showed some of them."""
         if key not in self._dev:
             self._dev[key] = list(self.unit(key)[0].dev())
         return self._dev[key]
 
-    async def evaluate(self, source: str, problems: list[Any], key: str | None = None) -> Any:
+    async def evaluate(self, source: str, problems: list[Problem], key: str | None = None
+                       ) -> EvalResult:
         """`source` on `problems` in sandbox workers, within `eval_timeout_s`."""
         from harness_learning.evals.evaluator import evaluate
 
@@ -171,14 +183,14 @@ class HarnessReward:
         guards against what its prompt's report showed, the memorisation check included."""
         task, problems = self.unit(key)
 
-        async def evaluate(src: str, chosen: list[Any]) -> Any:
+        async def evaluate(src: str, chosen: list[Problem]) -> EvalResult:
             return await self.evaluate(src, chosen, key)
 
         return await judge_candidate(source, text, fmt, finish, track=task.track,
                                      line_limit=line_limit, selection=problems,
                                      evaluate=evaluate, exposure=exposure)
 
-    def exposure(self, prompt: Any, key: str | None = None) -> Exposure:
+    def exposure(self, prompt: Prompt, key: str | None = None) -> Exposure:
         """What the prompt's report showed: the dev problems whose question it quotes (the
         feedback problems of the round that logged it) and whose gold it shows."""
         text = prompt if isinstance(prompt, str) else "\n".join(
@@ -195,7 +207,7 @@ class HarnessReward:
     async def __call__(self, prompts: list, completions: list, completion_ids: list,
                        source: list[str], edit_format: list[str],
                        line_limit: list[int] | None = None, task_key: list[str] | None = None,
-                       **_: Any) -> list[float]:
+                       **_: object) -> list[float]:
         limit = self.config.max_completion_length
         texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
         finish = ["length" if len(ids) >= limit else "stop" for ids in completion_ids]
@@ -231,7 +243,7 @@ class HarnessReward:
                 outcome=j, parent_score=parents[i]))
 
 
-def grpo_args(config: GRPOOnlineConfig, out: Path, progress: bool) -> Any:
+def grpo_args(config: GRPOOnlineConfig, out: Path, progress: bool) -> GRPOConfig:
     from trl import GRPOConfig
 
     from harness_learning.training.sft import trl_common

@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from harness_learning.harnesses.offline import set_offline_switches
 
 set_offline_switches()
 
 import torch  # noqa: E402
+
+if TYPE_CHECKING:  # heavy imports, made where they are used
+    from peft import LoraConfig, PeftModel
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    CausalLM: TypeAlias = PreTrainedModel | PeftModel
+    """A trainable causal LM: a transformers model, or one wrapped with LoRA adapters."""
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -57,12 +64,12 @@ def gguf_path(model: str) -> Path | None:
 
 
 
-_GGUF_TOKENIZERS: dict[str, Any] = {}
+_GGUF_TOKENIZERS: dict[str, PreTrainedTokenizerBase] = {}
 """Tokenizers read from GGUFs in this process, by a hash of the tokenizer metadata: reading a
 Qwen GGUF's took ~20 s, and a run reads it for the tokenizer, the student and the export."""
 
 
-def load_tokenizer(model: str) -> Any:
+def load_tokenizer(model: str) -> PreTrainedTokenizerBase:
     """The tokenizer of `model` (GGUF tokenizers are read from the GGUF's metadata, once per
     process for each distinct tokenizer)."""
     import copy
@@ -88,7 +95,7 @@ def load_tokenizer(model: str) -> Any:
     return tok
 
 
-def rebuild_from_gguf(path: Path, dtype: torch.dtype = torch.float32) -> Any:
+def rebuild_from_gguf(path: Path, dtype: torch.dtype = torch.float32) -> PreTrainedModel:
     """A plain, trainable transformers model of the GGUF's own architecture (`general.
     architecture`; `gguf_arch.SUPPORTED`, anything else refused in one line): built on the meta
     device, then each dequantised tensor assigned, so no second copy of the weights exists."""
@@ -121,7 +128,8 @@ def rebuild_from_gguf(path: Path, dtype: torch.dtype = torch.float32) -> Any:
     return model
 
 
-def tiny_llama(tokenizer: Any, hidden: int = 32, layers: int = 2, seed: int = 0) -> Any:
+def tiny_llama(tokenizer: PreTrainedTokenizerBase, hidden: int = 32, layers: int = 2,
+               seed: int = 0) -> PreTrainedModel:
     """A random Llama with `tokenizer`'s vocabulary: a step takes well under a second on CPU."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -137,7 +145,7 @@ def tiny_llama(tokenizer: Any, hidden: int = 32, layers: int = 2, seed: int = 0)
 
 
 def tiny_qwen2(vocab_size: int, hidden: int = 64, layers: int = 2, seed: int = 0,
-               tokenizer: Any = None) -> Any:
+               tokenizer: PreTrainedTokenizerBase | None = None) -> PreTrainedModel:
     """A random Qwen2 (q/k/v biases, tied embeddings) of `vocab_size` tokens, the shipped
     Proposer's architecture at a size whose step takes a fraction of a second: the plumbing
     test writes it as a GGUF with the Qwen tokenizer and trains it through the real path."""
@@ -155,7 +163,8 @@ def tiny_qwen2(vocab_size: int, hidden: int = 64, layers: int = 2, seed: int = 0
     return Qwen2ForCausalLM(config)
 
 
-def load_model(model: str, tokenizer: Any = None, seed: int = 0) -> Any:
+def load_model(model: str, tokenizer: PreTrainedTokenizerBase | None = None, seed: int = 0
+               ) -> PreTrainedModel:
     """A trainable causal LM for `model` (see `TrainConfig.model`), in float32 on CPU and
     bfloat16 on GPU."""
     from transformers import AutoModelForCausalLM
@@ -169,7 +178,7 @@ def load_model(model: str, tokenizer: Any = None, seed: int = 0) -> Any:
     return AutoModelForCausalLM.from_pretrained(model, dtype=dtype)
 
 
-def lora_config(r: int, alpha: int, dropout: float) -> Any:
+def lora_config(r: int, alpha: int, dropout: float) -> LoraConfig:
     """LoRA on every attention and MLP projection."""
     from peft import LoraConfig
 
@@ -180,13 +189,13 @@ def lora_config(r: int, alpha: int, dropout: float) -> Any:
     )
 
 
-def with_lora(model: Any, r: int, alpha: int, dropout: float) -> Any:
+def with_lora(model: PreTrainedModel, r: int, alpha: int, dropout: float) -> PeftModel:
     from peft import get_peft_model
 
     return get_peft_model(model, lora_config(r, alpha, dropout))
 
 
-def save_checkpoint(model: Any, tokenizer: Any, out: Path) -> Path:
+def save_checkpoint(model: CausalLM, tokenizer: PreTrainedTokenizerBase, out: Path) -> Path:
     """Save a plain checkpoint (LoRA merged into the weights) with its tokenizer and chat
     template, ready for `vllm serve OUT` or `AutoModelForCausalLM.from_pretrained(OUT)`."""
     if hasattr(model, "merge_and_unload"):

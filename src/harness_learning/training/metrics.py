@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 CURVES = ("reward_mean", "reward_std", "loss", "kl", "grad_norm")
 TRL_KEYS = {"reward": "reward_mean", "reward_std": "reward_std", "loss": "loss", "kl": "kl",
@@ -72,12 +75,13 @@ class MetricsLog:
         return last
 
 
-def metrics_callback(log: MetricsLog, progress: Any = None) -> Any:
+def metrics_callback(log: MetricsLog, progress: object = None) -> TrainerCallback:
     """A transformers TrainerCallback that copies TRL's logged metrics into `log`."""
     from transformers import TrainerCallback
 
     class MetricsCallback(TrainerCallback):
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+        def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                   logs: dict[str, float] | None = None, **kw: object) -> None:
             if not logs or "train_runtime" in logs:
                 return
             values = {ours: logs[theirs] for theirs, ours in TRL_KEYS.items() if theirs in logs}

@@ -21,7 +21,7 @@ class SharedPrefixGRPOTrainer(GRPOTrainer):
         self.model.generate = shared_prefix_generate(self.model, self.model.generate)
 
     def _get_per_token_logps_and_entropies(  # type: ignore[override]
-        self, model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+        self, model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
         logits_to_keep: int, batch_size: int | None = None, compute_entropy: bool = False,
         compute_aux_loss: bool = False, **multimodal: Any,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:

@@ -13,9 +13,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 NO_LOGPROBS = "no log-probs in the log"
 RECOMPUTE_ASKED = "--recompute-logprobs"
@@ -28,7 +31,7 @@ def _count_mismatch(logged: int, ours: int) -> str:
 TOKENS_DIFFER = "tokenisation differs from the endpoint's"
 
 
-def sampled_ids(tokenizer: Any, pieces: list[str], text: str) -> list[int] | None:
+def sampled_ids(tokenizer: PreTrainedTokenizerBase, pieces: list[str], text: str) -> list[int] | None:
     """The endpoint's sampled tokens as our token ids, when its pieces spell `text` and each
     piece is exactly one token of ours. A model may sample a non-canonical split (' {}' then
     ',' where re-tokenising the text gives ' {},'); training on the sampled split keeps the
@@ -46,7 +49,8 @@ def sampled_ids(tokenizer: Any, pieces: list[str], text: str) -> list[int] | Non
 
 
 def align_logged(logged: list[float], tokens: list[str], text_ids: list[int], eos: bool,
-                 kept: int, tokenizer: Any = None) -> tuple[list[float] | None, str | None]:
+                 kept: int, tokenizer: PreTrainedTokenizerBase | None = None
+                 ) -> tuple[list[float] | None, str | None]:
     """Logged log-probs aligned to our completion tokens, or None and why not.
 
     `text_ids` is our tokenisation of the whole completion text; `eos` says an end-of-turn

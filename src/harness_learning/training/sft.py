@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.harnesses.offline import set_offline_switches
 
@@ -35,8 +35,18 @@ from harness_learning.training.resume import (  # noqa: E402
 )
 from harness_learning.training.teacher import run_dirs_under, sft_dataset  # noqa: E402
 
+if TYPE_CHECKING:
+    from datasets import Dataset
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase, TrainerCallback
+    from trl import SFTTrainer
 
-def trl_common(config, out: Path) -> dict:
+    from harness_learning.training.config import SolverSFTConfig, TrainConfig
+
+    SFTConfigs = SFTTrainConfig | SolverSFTConfig
+    """The configs TRL's SFTTrainer runs (both have `num_epochs`)."""
+
+
+def trl_common(config: TrainConfig, out: Path) -> dict[str, Any]:
     """Arguments every TRL config of ours shares (CPU needs use_cpu, else bf16 fails)."""
     cpu = not torch.cuda.is_available()
     return dict(
@@ -58,7 +68,7 @@ def train_sft(run_dirs: Sequence[str | Path], config: SFTTrainConfig,
     return fit_sft(dataset, config, run_dirs, report, "SFT", progress)
 
 
-def checkpointing(config: Any) -> dict:
+def checkpointing(config: TrainConfig) -> dict[str, Any]:
     """The trainer's save arguments: every `save_steps` steps, the last two kept, or none."""
     steps = int(getattr(config, "save_steps", 0) or 0)
     if steps <= 0:
@@ -66,7 +76,8 @@ def checkpointing(config: Any) -> dict:
     return {"save_strategy": "steps", "save_steps": steps, "save_total_limit": 2}
 
 
-def _student(model: str, tokenizer: Any, seed: int, bf16: bool) -> Any:
+def _student(model: str, tokenizer: PreTrainedTokenizerBase, seed: int, bf16: bool
+             ) -> PreTrainedModel:
     """The model to train; with `bf16`, a GGUF is rebuilt straight into bfloat16 (never whole
     in float32) and any other model cast to it."""
     if not bf16:
@@ -76,8 +87,8 @@ def _student(model: str, tokenizer: Any, seed: int, bf16: bool) -> Any:
             else load_model(model, tokenizer, seed).to(torch.bfloat16))
 
 
-def sft_trainer(dataset: Any, config: Any, tokenizer: Any, callbacks: Sequence[Any] = (),
-                progress: bool = False) -> Any:
+def sft_trainer(dataset: Dataset, config: SFTConfigs, tokenizer: PreTrainedTokenizerBase,
+                callbacks: Sequence[TrainerCallback] = (), progress: bool = False) -> SFTTrainer:
     """TRL's SFTTrainer as every SFT stage of ours builds it. On a prompt-completion set TRL
     masks the prompt out of the labels (`completion_only_loss`) and runs the output layer only
     on labelled positions (its fused LM head): with a 152k-token vocabulary the full logits
@@ -99,8 +110,9 @@ def sft_trainer(dataset: Any, config: Any, tokenizer: Any, callbacks: Sequence[A
     )
 
 
-def fit_sft(dataset: Any, config: Any, run_dirs: Sequence[Path], report: Any, title: str,
-            progress: bool = True, callbacks: Sequence[Any] = ()) -> TrainResult:
+def fit_sft(dataset: Dataset, config: SFTConfigs, run_dirs: Sequence[Path],
+            report: FilterReport | None, title: str, progress: bool = True,
+            callbacks: Sequence[TrainerCallback] = ()) -> TrainResult:
     """TRL's SFTTrainer on a conversational prompt-completion set (`config`: a TrainConfig
     with num_epochs); the loss falls on the completions. With `save_steps`, a rerun on the same
     OUT resumes from the last whole checkpoint (`training.resume`)."""

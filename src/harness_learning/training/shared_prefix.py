@@ -16,9 +16,12 @@ one graph), so the loss and its gradient are TRL's, up to float rounding
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from transformers.modeling_outputs import CausalLMOutputWithPast
 
 
 def prompt_groups(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> list[list[int]]:
@@ -30,8 +33,8 @@ def prompt_groups(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> list[l
     return list(groups.values())
 
 
-def _prefill(model: Any, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, rows: int,
-             **kwargs: Any) -> Any:
+def _prefill(model: torch.nn.Module, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
+             rows: int, **kwargs: object) -> CausalLMOutputWithPast:
     """One prompt (a 1-row batch) through `model`, its cache repeated for `rows` rows."""
     out = model(input_ids=prompt_ids, attention_mask=prompt_mask, use_cache=True, **kwargs)
     out.cache.batch_repeat_interleave(rows)
@@ -42,7 +45,7 @@ def _tempered(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     return torch.log_softmax(logits.float() / temperature, dim=-1)
 
 
-def shared_prefix_logps(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+def shared_prefix_logps(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                         logits_to_keep: int, temperature: float = 1.0,
                         compute_entropy: bool = False
                         ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -75,13 +78,13 @@ def shared_prefix_logps(model: Any, input_ids: torch.Tensor, attention_mask: tor
     return torch.cat(logp_rows)[back], entropies
 
 
-def shared_prefix_generate(model: Any, generate: Callable[..., torch.Tensor]
+def shared_prefix_generate(model: torch.nn.Module, generate: Callable[..., torch.Tensor]
                            ) -> Callable[..., torch.Tensor]:
     """`generate`, prefilling a batch of one repeated prompt once (all but its last token; the
     cache is repeated per row) instead of once per row. Other batches pass through as they are."""
 
     def run(input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None,
-            **kwargs: Any) -> torch.Tensor:
+            **kwargs: object) -> torch.Tensor:
         if input_ids is None or input_ids.size(0) < 2 or input_ids.size(1) < 2 or (
                 kwargs.get("cache") is not None or kwargs.get("past_key_values") is not None):
             return generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)

@@ -15,11 +15,15 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.training.config import SolverSFTConfig
 from harness_learning.training.data import LogError, open_log
 from harness_learning.training.grpo_offline import TrainResult
+
+if TYPE_CHECKING:
+    from harness_learning.harnesses.results import ProblemResult
+    from harness_learning.harnesses.store import LogStore
 
 LEARNED_PURPOSES = ("feedback", "selection")
 """The evaluations trajectories come from: the dev problems the loop itself ran."""
@@ -38,7 +42,7 @@ class TrajectoryReport:
     notes: list[str] = field(default_factory=list)
 
 
-def chosen_versions(store: Any, which: str) -> list[str]:
+def chosen_versions(store: LogStore, which: str) -> list[str]:
     """The shas whose trajectories are learned (see `SolverSFTConfig.version`)."""
     lineage = [step.sha for step in store.lineage()]
     if which == "final":
@@ -55,7 +59,7 @@ def chosen_versions(store: Any, which: str) -> list[str]:
     return matches
 
 
-def solver_calls(result: Any) -> Iterable[tuple[list[dict], str]]:
+def solver_calls(result: ProblemResult) -> Iterable[tuple[list[dict], str]]:
     """The successful Solver calls of one problem's trace: (messages, reply)."""
     for call in result.calls:
         messages = call.args.get("messages") if isinstance(call.args, dict) else None
