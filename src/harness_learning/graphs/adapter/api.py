@@ -109,7 +109,7 @@ def write_trainset(rows: Sequence[dict[str, Any]], run_dir: Path) -> Path:
     return path
 
 
-def _ref(obj: Any, kind: str, live: dict[str, Any]) -> str | None:
+def _ref(obj: object, kind: str, live: dict[str, Any]) -> str | None:
     """A string as given; an object by its import reference, else recorded as live."""
     if obj is None or isinstance(obj, str):
         return obj

@@ -26,11 +26,13 @@ from harness_learning.graphs.adapter.config import AdaptConfig, Budget
 from harness_learning.harnesses.contract import JUDGE_OP
 from harness_learning.harnesses.llm.errors import InfraError
 from harness_learning.harnesses.llm.ledger import Use, reserved
-from harness_learning.harnesses.results import ErrorKind
+from harness_learning.harnesses.results import ErrorKind, ProblemResult
 from harness_learning.harnesses.store.spend import call_cost
 
 if TYPE_CHECKING:
     from harness_learning.graphs.adapter.context import AdapterContext
+    from harness_learning.harnesses.llm import ModelClient
+    from harness_learning.harnesses.llm.client import Messages
 
 
 class BudgetStop(RuntimeError):
@@ -64,14 +66,14 @@ def spending(ctx: AdapterContext, budgeted: bool) -> contextlib.AbstractContextM
     return ledger.unbounded() if ledger is not None and not budgeted else contextlib.nullcontext()
 
 
-def cut_short(result: Any) -> bool:
+def cut_short(result: ProblemResult) -> bool:
     """A budget refused one of the problem's Solver calls: it did not finish, also where its
     harness caught the refusal and answered anyway."""
     return result.error_kind == ErrorKind.BUDGET or any(
         c.error and c.meta.get("kind") == ErrorKind.BUDGET for c in result.calls)
 
 
-def charge_judged(ctx: AdapterContext, result: Any) -> None:
+def charge_judged(ctx: AdapterContext, result: ProblemResult) -> None:
     """Count a finished problem's metric calls that no reservation held (Solver calls to every
     budget, made in the parent: a user metric's; a judge's reserve and settle on the ledger
     themselves) on the run's ledger, before the next call's."""
@@ -88,7 +90,7 @@ PROPOSER_COMPLETION_TOKENS = 2048
 
 
 @contextlib.asynccontextmanager
-async def proposer_share(ctx: AdapterContext, proposer: Any, messages: Any,
+async def proposer_share(ctx: AdapterContext, proposer: ModelClient, messages: Messages,
                          params: dict[str, Any]) -> AsyncIterator[Use]:
     """Hold one Proposer call's share of the token and USD budgets (its prompt bound and
     `max_tokens`, set in `params` when nothing else bounds it; no Solver call) before it is

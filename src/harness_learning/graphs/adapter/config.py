@@ -235,7 +235,7 @@ class AdaptConfig(BaseModel):
                   if getattr(self, key) is None}
         return self.replace(split=split, **filled)
 
-    def replace(self, **changes: Any) -> AdaptConfig:
+    def replace(self, **changes: object) -> AdaptConfig:
         """A copy with `changes`, validated like any settings (`dataclasses.replace`'s role)."""
         return type(self).model_validate({**dict(self), **changes})
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import json
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -176,7 +177,7 @@ def _unknown_hint(loc: list[str], style: str) -> str:
     return f"did you mean {prefix + close[0]!r}? {general}" if close else general
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     if isinstance(value, bool):
         return "a boolean"
     return {str: "a string", int: "an integer", float: "a number", list: "an array",
@@ -200,11 +201,11 @@ def over_file(values: dict[str, Any], file_values: dict[str, Any],
     return merged
 
 
-def _table(value: Any) -> dict[str, Any]:
+def _table(value: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
     return value.model_dump(exclude_unset=True) if isinstance(value, BaseModel) else dict(value)
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     return str(value) if isinstance(value, Path) else value
 
 
@@ -240,7 +241,7 @@ def differences(wanted: dict[str, Any], stored: AdaptConfig) -> list[str]:
     return out
 
 
-def _same(have: Any, value: Any) -> bool:
+def _same(have: object, value: object) -> bool:
     if isinstance(have, tuple | list) and isinstance(value, tuple | list):
         return list(have) == list(value)
     return have == value or str(have) == str(value)

@@ -16,8 +16,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from harness_learning.evals.problem import Problem
 from harness_learning.evals.task import Task
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.inputs import open_task, open_tools
@@ -30,12 +31,34 @@ from harness_learning.harnesses.store import LogStore
 from harness_learning.harnesses.toolbox import Toolbox
 from harness_learning.harnesses.tracing import CallbackTracer, Tracer, tracer_for
 
+if TYPE_CHECKING:
+    from harness_learning.graphs.adapter.trace_spans import RunSpans
+    from harness_learning.harnesses.usertools import UserTools
+
 Progress = Callable[[str, dict], None]
 """Called with ("problem", {...}) per finished evaluation and ("candidate", view)."""
 
 
 def _no_progress(kind: str, data: dict) -> None:
     return None
+
+
+class PlanningContext(Protocol):
+    """The part of a run's context that planning a round reads (`few_shot`, `experience_search`):
+    its settings, log, task and dev problems by id. `AdapterContext` is one; a test may hand
+    a namespace holding just these four."""
+
+    @property
+    def config(self) -> AdaptConfig: ...
+
+    @property
+    def store(self) -> LogStore: ...
+
+    @property
+    def task(self) -> Task: ...
+
+    @property
+    def problems(self) -> dict[str, Problem]: ...
 
 
 class AdapterContext:
@@ -46,7 +69,7 @@ class AdapterContext:
                  proposer: ModelClient | None = None, toolbox: Toolbox | None = None,
                  pool: WorkerPool | None = None, limits: Limits | None = None,
                  progress: Progress | None = None, live: dict[str, Any] | None = None,
-                 user_tools: Any = None) -> None:
+                 user_tools: UserTools | None = None) -> None:
         self.config = config
         self.limits = limits or Limits()
         self.progress: Progress = progress or _no_progress
@@ -55,7 +78,7 @@ class AdapterContext:
         given = {"task": task, "store": store, "solver": solver, "proposer": proposer,
                  "toolbox": toolbox, "pool": pool, "user_tools": user_tools}
         self._made: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
-        self._problems: dict[str, Any] | None = None
+        self._problems: dict[str, Problem] | None = None
         self._evaluating: dict[tuple[str, str, int], asyncio.Lock] = {}
         self._closed = False
         if toolbox is not None:
@@ -134,7 +157,7 @@ class AdapterContext:
         return self._get("task", lambda: open_task(self.config, self.live))
 
     @property
-    def user_tools(self) -> Any:
+    def user_tools(self) -> UserTools | None:
         """The user's own tools (None when the run has none); imported once, before any worker."""
         return self._get("user_tools", lambda: open_tools(self.config, self.live))
 
@@ -190,7 +213,7 @@ class AdapterContext:
                     spent[key] = max(spent.get(key, 0) or 0, value)
         return spent
 
-    def _budgeted(self, toolbox: Any) -> Any:
+    def _budgeted(self, toolbox: Toolbox) -> Toolbox:
         """`toolbox` bound to this run's ledger, and to the Solver's price for a $ budget."""
         if not hasattr(toolbox, "ledger"):
             return toolbox
@@ -209,7 +232,7 @@ class AdapterContext:
         return self._get("tracer", lambda: tracer_for(self.config.trace))
 
     @property
-    def spans(self) -> Any:
+    def spans(self) -> RunSpans | None:
         """The run's round and node spans (`trace_spans.RunSpans`) when it is traced with
         OpenTelemetry (LangGraph reports nodes to LangChain callbacks itself); else None."""
         from harness_learning.graphs.adapter.trace_spans import RunSpans
@@ -225,13 +248,13 @@ class AdapterContext:
                                                     limits=self.limits))
 
     @property
-    def problems(self) -> dict:
+    def problems(self) -> dict[str, Problem]:
         """Every dev problem by id (test problems are never loaded by the loop)."""
         if self._problems is None:
             self._problems = {p.id: p for p in self.task.dev()}
         return self._problems
 
-    def dev_problems(self, ids: list[str]) -> list:
+    def dev_problems(self, ids: list[str]) -> list[Problem]:
         return [self.problems[i] for i in ids]
 
 

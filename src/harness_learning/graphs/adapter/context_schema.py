@@ -13,10 +13,12 @@ thread is resumed and read without repeating them (see `graphs.adapter.server_th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.fields import FieldInfo
 
 from harness_learning.graphs.adapter.config import AdaptConfig, setting_name
 from harness_learning.graphs.adapter.config_file import differences, settings_values
@@ -47,7 +49,7 @@ def _form_fields() -> dict[str, tuple[Any, Any]]:
     return specs
 
 
-def _shown_default(name: str, info: Any) -> Any:
+def _shown_default(name: str, info: FieldInfo) -> object:
     """The default the form shows: the field's own when it is a plain value, else None."""
     if name == "task":
         return DEFAULT_TASK
@@ -55,7 +57,7 @@ def _shown_default(name: str, info: Any) -> Any:
     return None if isinstance(value, BaseModel) else value
 
 
-def _help(name: str, info: Any) -> str:
+def _help(name: str, info: FieldInfo) -> str:
     help_text = info.description or ""
     if name == "run_dir":
         help_text += " Default: a directory of its own per thread, outside the source tree."
@@ -82,7 +84,7 @@ class UnknownSetting(ValueError):
     """A setting the adapter does not have: refused with its name and the closest one."""
 
 
-def given_settings(context: Any) -> dict[str, Any]:
+def given_settings(context: BaseModel | Mapping[str, object] | None) -> dict[str, Any]:
     """The settings a run was given: the keys set and not None, from `runtime.context`
     (an `AdapterSettings`), a mapping (`configurable`), or nothing. A field's own name is
     taken for its form name (`seed_harness` for `harness`, as in a TOML file); a key that is

@@ -14,13 +14,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import EvalResult
-from harness_learning.harnesses.contract import JUDGE_OP
+from harness_learning.harnesses.contract import JUDGE_OP, ToolCall
 from harness_learning.harnesses.results import HARNESS_FAULTS, ErrorKind, ProblemResult
 from harness_learning.harnesses.text_safety import data_block
+
+if TYPE_CHECKING:
+    from harness_learning.evals.task import Task
 
 ORDER = ("error", "wrong", "partial", "correct", "unscored")
 
@@ -67,7 +70,7 @@ class Item:
     cause: str | None = None
 
 
-def trim(text: Any, limit: int) -> str:
+def trim(text: object, limit: int) -> str:
     """One line, at most `limit` characters, keeping the start and the end."""
     s = " ".join(str(text).split())
     if len(s) <= limit:
@@ -109,7 +112,7 @@ def gold_titles(problem: Problem) -> list[str]:
     return []
 
 
-def _field(obj: Any, name: str, default: Any = None) -> Any:
+def _field(obj: object, name: str, default: object = None) -> object:
     """A field of a record that may have crossed the bridge as a dict or stayed an object."""
     if isinstance(obj, dict):
         return obj.get(name, default)
@@ -177,7 +180,7 @@ def _signature(item: Item) -> tuple | None:
     return None
 
 
-def harness_calls(r: ProblemResult) -> list[Any]:
+def harness_calls(r: ProblemResult) -> list[ToolCall]:
     """The calls the harness made: its trace without the judge metric's own calls."""
     return [c for c in r.calls if c.tool != JUDGE_OP]
 
@@ -197,7 +200,7 @@ def _fold(items: list[Item]) -> list[list[Item]]:
     return groups
 
 
-def _show_result(call: Any, limit: int) -> str:
+def _show_result(call: ToolCall, limit: int) -> str:
     res = call.result
     if call.error:
         return f"ERROR {trim(call.error, limit)}"
@@ -211,7 +214,7 @@ def _show_result(call: Any, limit: int) -> str:
     return repr(trim(res, limit)) if isinstance(res, str) else trim(res, limit)
 
 
-def _show_args(args: Any, limit: int) -> str:
+def _show_args(args: object, limit: int) -> str:
     if not isinstance(args, dict):
         return trim(args, limit)
     parts = []
@@ -237,7 +240,7 @@ def _calls(r: ProblemResult, d: Detail) -> list[str]:
     return lines
 
 
-def _show_call(call: Any, d: Detail) -> str:
+def _show_call(call: ToolCall, d: Detail) -> str:
     """`llm(...)`, or a user tool as the harness wrote it: `tools.call('name', arg=...)`."""
     args = call.args if isinstance(call.args, dict) else {}
     if call.tool == "tool" and isinstance(args.get("args"), dict):
@@ -353,7 +356,7 @@ def _render(items: list[Item], groups: list[list[Item]], result: EvalResult, d: 
 
 
 def build_report(
-    task: Any,
+    task: Task | None,
     problems: Sequence[Problem],
     result: EvalResult,
     *,

@@ -16,15 +16,17 @@ environment, so entries are safe to share.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from harness_learning.evals.judge import DUPLICATE
 from harness_learning.evals.problem import Problem
+from harness_learning.evals.task import Task
+from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.execution_report import Item, _status, likely_cause
 from harness_learning.graphs.adapter.run_memory import Tried, tried_before
 from harness_learning.harnesses.edits import parse_and_apply
-from harness_learning.harnesses.experience import EDIT, OPERATOR, Entry, Outcome, Signature
+from harness_learning.harnesses.experience import EDIT, OPERATOR, Entry, Library, Outcome, Signature
 from harness_learning.harnesses.experience.entry import (
     change_blocks,
     edit_id,
@@ -66,7 +68,7 @@ def failure_signature(problems: dict[str, Problem], results: Iterable[ProblemRes
                      tuple(feedback))
 
 
-def held_texts(task: Any, config: Any) -> list[str]:
+def held_texts(task: Task, config: AdaptConfig) -> list[str]:
     """Every question and gold answer of the task's splits, the run's split secret and
     credential-looking environment values. A question is the `question` input (every input
     when there is none); a gold answer its `answer` (with any aliases) when the gold is a
@@ -84,7 +86,7 @@ def held_texts(task: Any, config: Any) -> list[str]:
     return out + ([str(secret)] if secret else []) + environment_secrets()
 
 
-def _strings(value: Any) -> list[str]:
+def _strings(value: object) -> list[str]:
     if isinstance(value, dict):
         return [s for v in value.values() for s in _strings(v)]
     if isinstance(value, list | tuple | set):
@@ -92,7 +94,7 @@ def _strings(value: Any) -> list[str]:
     return [] if value is None or isinstance(value, bool) else [str(value)]
 
 
-def extract(store: LogStore, task: Any, config: Any) -> list[Entry]:
+def extract(store: LogStore, task: Task, config: AdaptConfig) -> list[Entry]:
     """The run's judged changes as redacted entries (one per change: a change the run tried
     twice is one entry with two outcomes)."""
     run = store.get_run()
@@ -153,7 +155,8 @@ def _source(store: LogStore, sha: str | None, cache: dict[str, str | None]) -> s
     return cache.get(sha) if sha else None
 
 
-def _change(p: Proposal, t: Tried, made: dict | None, source: Any) -> Entry | None:
+def _change(p: Proposal, t: Tried, made: dict | None,
+            source: Callable[[str | None], str | None]) -> Entry | None:
     """The change candidate `p` made, without outcomes (None: no change to keep, such as a
     completion with no edit in it)."""
     if made is not None and made.get("entry"):
@@ -173,7 +176,8 @@ def _change(p: Proposal, t: Tried, made: dict | None, source: Any) -> Entry | No
                  diff=unified_diff(parent, child))
 
 
-def add_run(library: Any, store: LogStore, task: Any, config: Any) -> tuple[int, int]:
+def add_run(library: Library, store: LogStore, task: Task, config: AdaptConfig
+            ) -> tuple[int, int]:
     """Extract the run and merge it into `library`: (entries written, of them withheld)."""
     entries = extract(store, task, config)
     withheld = sum(1 for e in entries if e.kind == EDIT and not e.blocks)

@@ -20,7 +20,8 @@ Which entry a candidate came from, and which entries its prompt showed, are logg
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from harness_learning.graphs.adapter.experience import (
     CANDIDATE_EVENT,
@@ -50,6 +51,9 @@ from harness_learning.harnesses.experience.choice import (
 from harness_learning.harnesses.experience.entry import operator_id
 from harness_learning.harnesses.store import source_sha
 from harness_learning.harnesses.text_safety import data_block
+
+if TYPE_CHECKING:
+    from harness_learning.graphs.adapter.context import PlanningContext
 
 PAST_HEADING = "## Past successes in other runs"
 PAST_NOTE = ("(Changes that raised the score of a similar task's program, each with its measured "
@@ -86,7 +90,7 @@ def applied(entry: Entry, source: str, demos: Demonstrations) -> str | None:
         return None
 
 
-async def round_context(ctx: Any, sha: str, feedback_ids: list[str]) -> str:
+async def round_context(ctx: PlanningContext, sha: str, feedback_ids: list[str]) -> str:
     """This round's task description and the failure signature of its report (the parent's
     feedback results): what past outcomes are compared with."""
     done = await ctx.store.aget_results(sha, feedback_ids, "feedback")
@@ -94,7 +98,7 @@ async def round_context(ctx: Any, sha: str, feedback_ids: list[str]) -> str:
     return f"{ctx.task.description}\n{signature.text()}"
 
 
-async def learned_plan(ctx: Any, sha: str, round_: int, demos: Demonstrations,
+async def learned_plan(ctx: PlanningContext, sha: str, round_: int, demos: Demonstrations,
                        feedback_ids: list[str]) -> list[str]:
     """The round's arms by their Thompson draws, those whose candidate an earlier round
     judged left out, at most `operators_per_round`: operator names and `experience:ID`."""
@@ -124,7 +128,7 @@ def _entry_id(arm: str) -> str:
     return arm[len(EXPERIENCE_PREFIX):] if arm.startswith(EXPERIENCE_PREFIX) else operator_id(arm)
 
 
-async def entry_for(ctx: Any, arm: str, proposal: str) -> Entry | None:
+async def entry_for(ctx: PlanningContext, arm: str, proposal: str) -> Entry | None:
     """The library entry behind arm `experience:ID`, logged as the candidate's source (None:
     the library no longer holds it)."""
     entries = await asyncio.to_thread(library_entries, ctx.config.experience)
@@ -137,7 +141,7 @@ async def entry_for(ctx: Any, arm: str, proposal: str) -> Entry | None:
     return entry
 
 
-async def past_successes(ctx: Any, payload: dict, proposal: str) -> str:
+async def past_successes(ctx: PlanningContext, payload: dict, proposal: str) -> str:
     """The prompt section of past successes for this round ("" without any), logged with
     the entries it shows."""
     cfg = ctx.config
@@ -172,8 +176,9 @@ def section(lines: list[str]) -> str:
     return "\n".join([PAST_HEADING, PAST_NOTE, *data_block(lines)]) if lines else ""
 
 
-async def operator_plan(ctx: Any, sha: str, round_: int,
-                        demos: tuple[tuple[str, str], ...] = (), feedback_ids: Any = ()) -> list[str]:
+async def operator_plan(ctx: PlanningContext, sha: str, round_: int,
+                        demos: Demonstrations = (), feedback_ids: Iterable[str] = ()
+                        ) -> list[str]:
     """The operators this round tries on version `sha`: those `AdaptConfig.operators` names
     that fit it (given the round's `demos`, see demonstrations.py), skipping any whose
     candidate an earlier round already judged, at most `operators_per_round`. Decided from the
@@ -194,7 +199,7 @@ async def operator_plan(ctx: Any, sha: str, round_: int,
     return plan
 
 
-async def untried(ctx: Any, new_source: str, round_: int) -> bool:
+async def untried(ctx: PlanningContext, new_source: str, round_: int) -> bool:
     """No earlier round stored `new_source` (this round's own may have: a resumed round)."""
     tried = await asyncio.to_thread(ctx.store.get_version, source_sha(new_source))
     return tried is None or tried.round >= round_

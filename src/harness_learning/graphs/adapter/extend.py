@@ -12,10 +12,13 @@ never takes back rounds it made.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.harnesses.rundir import RunDir
+
+if TYPE_CHECKING:
+    from langgraph.types import Command, StateSnapshot
 
 EXTENDABLE = ("rounds", "budget")
 """The settings `resume` may raise: how far the run goes, not what its rounds do."""
@@ -73,7 +76,7 @@ def extend_run(stored: AdaptConfig, changes: dict[str, tuple[Any, Any]], how: st
     return config
 
 
-def reopen(config: AdaptConfig, snapshot: Any) -> Any:
+def reopen(config: AdaptConfig, snapshot: StateSnapshot) -> Command | None:
     """The input that continues a finished run whose stop rule no longer holds under `config`
     (an extended one): on to the next round's `sample`, as the route after `select` would go.
     None when the run is not finished, or stays so."""

@@ -12,11 +12,14 @@ its own gold (`evals.guards.demonstration_lines`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness_learning.evals.problem import Problem
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.execution_report import gold_answer
+
+if TYPE_CHECKING:
+    from harness_learning.graphs.adapter.context import PlanningContext
 
 N_DEMONSTRATIONS = 3
 
@@ -26,7 +29,7 @@ def held_out_in_force(cfg: AdaptConfig, pool_size: int) -> bool:
     return cfg.split == "held_out" and pool_size >= (cfg.feedback or 0) + (cfg.selection or 0)
 
 
-def feedback_side(ctx: Any, selection_ids: list[str]) -> list[Problem]:
+def feedback_side(ctx: PlanningContext, selection_ids: list[str]) -> list[Problem]:
     """The dev problems no selection of the run scores, by id; none unless held out."""
     dev = ctx.task.dev()
     if not held_out_in_force(ctx.config, len(dev)):
@@ -35,7 +38,7 @@ def feedback_side(ctx: Any, selection_ids: list[str]) -> list[Problem]:
     return sorted((p for p in dev if p.id not in scored), key=lambda p: p.id)
 
 
-def demonstrations(ctx: Any, feedback_ids: list[str],
+def demonstrations(ctx: PlanningContext, feedback_ids: list[str],
                    selection_ids: list[str]) -> tuple[tuple[str, str], ...]:
     """(question, answer) of the first feedback-side problems this round does not show."""
     shown = set(feedback_ids)
@@ -43,6 +46,6 @@ def demonstrations(ctx: Any, feedback_ids: list[str],
     return tuple((p.question, gold_answer(p)) for p in side[:N_DEMONSTRATIONS])
 
 
-def demonstrable(ctx: Any, selection_ids: list[str]) -> dict[str, list[Any]]:
+def demonstrable(ctx: PlanningContext, selection_ids: list[str]) -> dict[str, list[object]]:
     """Question -> the golds a declared demonstration of it may give."""
     return {p.question: [p.gold, gold_answer(p)] for p in feedback_side(ctx, selection_ids)}

@@ -15,7 +15,7 @@ import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.evals.custom.datafile import is_data_path
 from harness_learning.evals.custom.imports import file_of, resolve
@@ -24,6 +24,10 @@ from harness_learning.graphs.adapter.sealed_inputs import START_HARNESS as _SEAL
 from harness_learning.graphs.adapter.sealed_inputs import seal
 from harness_learning.harnesses.mcptools import close_server, server_files
 from harness_learning.harnesses.rundir import RunDir
+
+if TYPE_CHECKING:
+    from harness_learning.evals.task import Task
+    from harness_learning.harnesses.usertools import UserTools
 
 INPUTS_DIR = RunDir.INPUTS
 START_HARNESS = _SEALED_START
@@ -90,7 +94,7 @@ def harness_text(harness: str) -> str | None:
     return path.read_text(encoding="utf-8")
 
 
-def start_source(config: AdaptConfig, task: Any) -> str:
+def start_source(config: AdaptConfig, task: Task | None) -> str:
     """The run's start harness: the stored copy, else the named seed (the task's by default)."""
     from harness_learning.harnesses.seeds import seed_source
 
@@ -124,7 +128,7 @@ def task_args(config: AdaptConfig, live: Mapping[str, Any] | None = None,
     return name, options
 
 
-def open_task(config: AdaptConfig, live: Mapping[str, Any] | None = None) -> Any:
+def open_task(config: AdaptConfig, live: Mapping[str, Any] | None = None) -> Task:
     from harness_learning.evals.registry import get_task
 
     name, options = task_args(config, live)
@@ -152,7 +156,8 @@ def _metric(spec: str, config: AdaptConfig, live: Mapping[str, Any]) -> Any:
     return spec
 
 
-def open_tools(config: AdaptConfig, live: Mapping[str, Any] | None = None) -> Any:
+def open_tools(config: AdaptConfig, live: Mapping[str, Any] | None = None
+               ) -> UserTools | None:
     """The run's user tools (None when it has none), re-imported by reference."""
     from harness_learning.harnesses.usertools import build_user_tools
 

@@ -220,7 +220,7 @@ def candidate_view(round_: int, index: int, proposal_id: str, sha: str | None,
             "origin": origin, **outcome.view()}
 
 
-def round_candidates(cfg: Any, state: AdapterState) -> list[CandidateView]:
+def round_candidates(cfg: AdaptConfig, state: AdapterState) -> list[CandidateView]:
     """This round's candidates the policy sees, by index: every slot's but the training-only
     samples' (`slots.Slot.training_only`)."""
     round_ = state["round"]

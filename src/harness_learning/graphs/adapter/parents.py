@@ -20,12 +20,12 @@ from harness_learning.graphs.adapter.policies import Archive
 from harness_learning.graphs.adapter.propose import CandidateProposal, ProposalContext
 from harness_learning.graphs.adapter.slots import MERGE
 from harness_learning.harnesses.llm.completion import Completion
-from harness_learning.harnesses.store import proposal_id
+from harness_learning.harnesses.store import LogStore, proposal_id
 
 MERGE_NOTE = "merge of candidates {a} and {b} (both edits applied to the parent)"
 
 
-def selection_archive(store: Any, ids: list[str], current_sha: str) -> Archive:
+def selection_archive(store: LogStore, ids: list[str], current_sha: str) -> Archive:
     """Per version, its score on each of `ids`: versions scored on all of them (the current
     one and every candidate that completed its selection evaluation), invalid ones left out."""
     wanted = set(ids)

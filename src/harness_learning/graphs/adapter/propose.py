@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness_learning.evals.judge import Outcome
 from harness_learning.graphs.adapter.budget import proposer_share
@@ -32,6 +32,9 @@ from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS, Completion
 from harness_learning.harnesses.llm.ledger import used
 from harness_learning.harnesses.store.records import proposal_id
 
+if TYPE_CHECKING:
+    from harness_learning.graphs.adapter.context import AdapterContext
+
 OPERATOR_PREFIX = "operator:"
 ATTEMPT_CHARS = 8_000
 
@@ -42,7 +45,7 @@ class CandidateProposal:
     edit format, and where it came from."""
 
     origin: str
-    messages: Any
+    messages: list[dict[str, str]]
     completion: Completion
     edit_format: str
     outcome: Outcome | None = None
@@ -64,7 +67,7 @@ class ProposalContext:
     ids), the parent's source, the round's judge and the round's judged candidates (what the
     merge combines)."""
 
-    run: Any
+    run: AdapterContext
     slot: Slot
     payload: Mapping[str, Any]
     parent_source: str
@@ -126,7 +129,7 @@ class OperatorProposer:
         return [propose_operator(str(context.slot.name), context.parent_source, demos)]
 
 
-def proposer_messages(ctx: Any, payload: dict, parent_source: str,
+def proposer_messages(ctx: AdapterContext, payload: dict, parent_source: str,
                       memory: Sequence[str] = (), past: str = "") -> list[dict[str, str]]:
     """The prompt of one LLM candidate, with the run's `memory` (`memory.run_memory`) and the
     experience library's `past` successes (`experience_search.past_successes`). Format
@@ -154,7 +157,7 @@ class LLMProposer:
                                   context.judge.check)]
 
 
-async def propose_llm(ctx: Any, payload: dict, parent_source: str,
+async def propose_llm(ctx: AdapterContext, payload: dict, parent_source: str,
                       check: Check) -> CandidateProposal:
     """One LLM candidate with its second chances (`second_chances`); each attempt is logged as
     a `proposer_attempt` event, so nothing the Proposer wrote is lost. An attempt's event is

@@ -11,7 +11,7 @@ import ast
 import asyncio
 import inspect
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness_learning.graphs.adapter.run_memory import memory_section
 from harness_learning.harnesses.contract import TOOL_NAMES, Tools
@@ -19,6 +19,10 @@ from harness_learning.harnesses.edits import format_instructions
 from harness_learning.harnesses.edits.edit import check_format
 from harness_learning.harnesses.edits.operators import BLOCKS_MODULE, OPERATORS
 from harness_learning.harnesses.text_safety import fence
+
+if TYPE_CHECKING:
+    from harness_learning.harnesses.llm.completion import Completion
+    from harness_learning.harnesses.usertools import UserTools
 
 SYSTEM = (
     "You improve a harness: a small Python program that wraps a frozen language model (the "
@@ -42,7 +46,7 @@ this prompt (`graphs.adapter.execution_report` fences each, and a `#` line insid
 
 
 class CompletionClient(Protocol):
-    async def acomplete(self, messages: list[dict[str, str]], **params: Any) -> Any: ...
+    async def acomplete(self, messages: list[dict[str, str]], **params: Any) -> Completion: ...
 
 
 def program_block(source: str) -> str:
@@ -78,7 +82,7 @@ def block_menu() -> str:
                      if op.transform is None and not op.demonstrations)
 
 
-def constraints(line_limit: int, user_tools: Any = None, blocks: bool = True) -> str:
+def constraints(line_limit: int, user_tools: UserTools | None = None, blocks: bool = True) -> str:
     """The rules of a valid program; `blocks` lists the building blocks it may import."""
     own = ""
     if user_tools is not None and getattr(user_tools, "tools", None):
@@ -109,7 +113,8 @@ def _blocks_rule() -> str:
 
 def build_proposer_messages(
     task_description: str, source: str, report: str, fmt: str, line_limit: int,
-    user_tools: Any = None, memory: Sequence[str] = (), past: str = "", blocks: bool = True,
+    user_tools: UserTools | None = None, memory: Sequence[str] = (), past: str = "",
+    blocks: bool = True,
 ) -> list[dict[str, str]]:
     """Chat messages asking for one edit of `source` in edit format `fmt`; `user_tools` (a
     `harnesses.usertools.UserTools`) adds each of the user's tools with its schema, `memory`
@@ -174,7 +179,7 @@ def without_docstring(source: str) -> str:
 
 
 def build_focused_messages(task_description: str, source: str, report: str, function: str,
-                           user_tools: Any = None, memory: Sequence[str] = (),
+                           user_tools: UserTools | None = None, memory: Sequence[str] = (),
                            past: str = "", blocks: bool = True) -> list[dict[str, str]]:
     """A short prompt asking for a new version of one node `function` (a focused edit, format
     `function`): the program (less its docstring), the report, the run's earlier candidates
@@ -209,7 +214,7 @@ def report_budget(
 class ProposeError(Exception):
     """Some samples failed; `completions` holds the ones that came back (None where not)."""
 
-    def __init__(self, errors: list[BaseException], completions: list[Any]) -> None:
+    def __init__(self, errors: list[BaseException], completions: list[Completion | None]) -> None:
         super().__init__(f"{len(errors)} of {len(completions)} Proposer samples failed: {errors[0]!r}")
         self.errors = errors
         self.completions = completions
@@ -217,7 +222,7 @@ class ProposeError(Exception):
 
 async def propose(
     client: CompletionClient, messages: list[dict[str, str]], n: int, **params: Any
-) -> list[Any]:
+) -> list[Completion]:
     """N samples in parallel, sample i with seed `seed + i` (seed from params, default 0), in
     order. All samples run to the end; if any failed, `ProposeError` carries the others."""
     if n < 1:

@@ -25,6 +25,7 @@ from langgraph.types import Send
 from harness_learning.evals.judge import Outcome, check_candidate, settle_candidate
 from harness_learning.evals.memorisation import Exposure
 from harness_learning.evals.result import EvalResult
+from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.experience_propose import ExperienceProposer
 from harness_learning.graphs.adapter.nodes import (
@@ -92,7 +93,7 @@ class RoundJudge:
                                       probe=probe_of(self.ctx, sha, self.round), **self.rules)
 
 
-def slot_payload(cfg: Any, state: AdapterState, slot: Slot) -> dict[str, Any]:
+def slot_payload(cfg: AdaptConfig, state: AdapterState, slot: Slot) -> dict[str, Any]:
     """The `candidate` node's input for `slot`: the round's facts and the slot."""
     return {"round": state["round"], "run_dir": str(cfg.path),
             "current_sha": state["current_sha"], "report": state.get("report", ""),

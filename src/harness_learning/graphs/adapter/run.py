@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from langgraph.types import Command
+from langgraph.types import Command, StateSnapshot
 
 from harness_learning.evals.registry import track_of
 from harness_learning.evals.user_failures import check_metric
@@ -200,7 +200,8 @@ async def keep_experience(ctx: AdapterContext) -> None:
         "skipped": skipped[:20]})
 
 
-async def budget_stopped(ctx: AdapterContext, snapshot: Any, stop: BudgetStop) -> dict[str, Any]:
+async def budget_stopped(ctx: AdapterContext, snapshot: StateSnapshot, stop: BudgetStop
+                         ) -> dict[str, Any]:
     """The final state of a run a budget stopped before an evaluation: what the checkpoints
     hold, with the stop's reason and the spend, logged as the run's end as `finish` would."""
     values = dict(snapshot.values)

@@ -23,12 +23,11 @@ import difflib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from harness_learning.evals.judge import DUPLICATE, Outcome, repeated
 from harness_learning.harnesses.edits import parse_and_apply
 from harness_learning.harnesses.edits.normalise import normalised_sha
-from harness_learning.harnesses.store import LogStore, Proposal
+from harness_learning.harnesses.store import Decision, LogStore, Proposal
 from harness_learning.harnesses.text_safety import data_block
 
 HEADING = "## Earlier candidates of this run"
@@ -126,7 +125,7 @@ def memory_section(lines: Sequence[str]) -> str:
     return "\n".join([HEADING, NOTE, *data_block(lines)])
 
 
-def shown_memory(prompt: Any) -> list[str]:
+def shown_memory(prompt: object) -> list[str]:
     """The memory lines a logged prompt (chat messages or text) showed the Proposer; [] when
     it showed none. Reads the fenced block under `HEADING`."""
     if isinstance(prompt, list):
@@ -177,7 +176,7 @@ def tried_before(store: LogStore, round_: int) -> list[Tried]:
     return out
 
 
-def _outcome(p: Proposal, decision: Any) -> str:
+def _outcome(p: Proposal, decision: Decision | None) -> str:
     if not p.valid:
         return "invalid"
     if (p.reward_parts or {}).get("raced_out"):

@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
@@ -43,6 +43,9 @@ from harness_learning.graphs.adapter.context_schema import (
     given_settings,
 )
 from harness_learning.harnesses.store import LogStoreError
+
+if TYPE_CHECKING:
+    from langgraph.runtime import Runtime
 
 RUNS_ENV = "HARNESS_LEARNING_STUDIO_RUNS"
 CONFIG_ENV = "HARNESS_LEARNING_STUDIO_CONFIG"
@@ -125,7 +128,8 @@ class ThreadRun:
         self._lock = asyncio.Lock()
         self._held = AsyncExitStack()
 
-    async def __call__(self, state: Mapping[str, Any], runtime: Any) -> AdapterContext:
+    async def __call__(self, state: Mapping[str, Any], runtime: Runtime | None
+                       ) -> AdapterContext:
         if self._ctx is None:
             async with self._lock:
                 if self._ctx is None:

@@ -11,11 +11,13 @@ as written. A `Path` object given from Python is taken as its text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
 
 from pydantic import AliasChoices, BeforeValidator, Field, ValidationInfo
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 
@@ -27,7 +29,7 @@ class Part:
 
     option: str
     key: str
-    type: Any
+    type: type
     help: str
 
 
@@ -38,7 +40,7 @@ class Parts:
     parts: tuple[Part, ...]
 
 
-def parts_of(info: Any) -> tuple[Part, ...]:
+def parts_of(info: FieldInfo) -> tuple[Part, ...]:
     """The parts a field's `FieldInfo` declares (none for most fields)."""
     for item in getattr(info, "metadata", ()):
         if isinstance(item, Parts):
@@ -46,7 +48,8 @@ def parts_of(info: Any) -> tuple[Part, ...]:
     return ()
 
 
-def setting(default: Any = PydanticUndefined, *, help: str, factory: Any = None,
+def setting(default: object = PydanticUndefined, *, help: str,
+            factory: Callable[[], object] | None = None,
             **constraints: Any) -> Any:
     """A field with its help text (TRL style): the one source of `adapt`'s options, the
     settings file's keys, Studio's form and their docs. `constraints`: pydantic's (ge=...)."""
@@ -76,16 +79,16 @@ def _ref(text: str, folder: Path) -> str:
     return _at(text, folder) if is_data_path(str(folder / text)) else text
 
 
-def _text(value: Any) -> Any:
+def _text(value: object) -> object:
     return str(value) if isinstance(value, PurePath) else value
 
 
-def _path(value: Any, info: ValidationInfo) -> Any:
+def _path(value: object, info: ValidationInfo) -> object:
     value, folder = _text(value), _folder(info)
     return _at(value, folder) if folder and isinstance(value, str) else value
 
 
-def _harness(value: Any, info: ValidationInfo) -> Any:
+def _harness(value: object, info: ValidationInfo) -> object:
     """A harness file; a seed name or source text as written."""
     from harness_learning.harnesses.seeds import SEEDS
 
@@ -95,12 +98,12 @@ def _harness(value: Any, info: ValidationInfo) -> Any:
     return value
 
 
-def _file_ref(value: Any, info: ValidationInfo) -> Any:
+def _file_ref(value: object, info: ValidationInfo) -> object:
     value, folder = _text(value), _folder(info)
     return _ref(value, folder) if folder and isinstance(value, str) else value
 
 
-def _file_refs(value: Any, info: ValidationInfo) -> Any:
+def _file_refs(value: object, info: ValidationInfo) -> object:
     folder = _folder(info)
     if not isinstance(value, list | tuple):
         return value
@@ -108,7 +111,7 @@ def _file_refs(value: Any, info: ValidationInfo) -> Any:
     return [_ref(v, folder) if folder and isinstance(v, str) else v for v in value]
 
 
-def _at_file(value: Any, info: ValidationInfo) -> Any:
+def _at_file(value: object, info: ValidationInfo) -> object:
     folder = _folder(info)
     if folder and isinstance(value, str) and value.startswith("@"):
         return "@" + _at(value[1:], folder)
@@ -119,7 +122,7 @@ PATH_OPTIONS = ("path", "index_dir")
 """`task_options` keys whose value is a path."""
 
 
-def _option_paths(value: Any, info: ValidationInfo) -> Any:
+def _option_paths(value: object, info: ValidationInfo) -> object:
     folder = _folder(info)
     if not isinstance(value, dict):
         return value
@@ -141,7 +144,7 @@ OptionPaths = BeforeValidator(_option_paths)
 """A task's options, whose `path` and `index_dir` are paths."""
 
 
-def setting_name_of(name: str, info: Any) -> str:
+def setting_name_of(name: str, info: FieldInfo) -> str:
     """A field's setting name: its flag, settings-file key and Studio field; the first of its
     validation aliases where it has some (`harness` for `seed_harness`)."""
     alias = getattr(info, "validation_alias", None)

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.experience import EXPERIENCE_PREFIX
 
 PROPOSER = "proposer"
@@ -56,7 +57,7 @@ def arm_slot(index: int, arm: str) -> Slot:
     return Slot(index, OPERATOR, arm)
 
 
-def plan_slots(cfg: Any, plan: Sequence[str]) -> tuple[Slot, ...]:
+def plan_slots(cfg: AdaptConfig, plan: Sequence[str]) -> tuple[Slot, ...]:
     """A round's slots in proposal order: the Proposer's samples (the first `candidates` are
     offered to the policy, the rest of a GRPO group are training-only), the merge's when
     `merge` is on, then one for each arm of the round's operator `plan`
@@ -68,7 +69,7 @@ def plan_slots(cfg: Any, plan: Sequence[str]) -> tuple[Slot, ...]:
     return (*slots, *(arm_slot(n + 1 + j, arm) for j, arm in enumerate(plan)))
 
 
-def round_slots(cfg: Any, state: Mapping[str, Any]) -> tuple[Slot, ...]:
+def round_slots(cfg: AdaptConfig, state: Mapping[str, Any]) -> tuple[Slot, ...]:
     """The slots `evaluate_current` planned for the state's round (a checkpoint written before
     slots were kept holds only the plan: they are planned from it, as they were then)."""
     kept = state.get("slots")
@@ -77,7 +78,7 @@ def round_slots(cfg: Any, state: Mapping[str, Any]) -> tuple[Slot, ...]:
     return plan_slots(cfg, state.get("operator_plan") or [])
 
 
-def slot_of(cfg: Any, payload: Mapping[str, Any]) -> Slot:
+def slot_of(cfg: AdaptConfig, payload: Mapping[str, Any]) -> Slot:
     """The slot a `candidate` payload was sent for. A payload without one (sent before slots
     were kept, or by a caller judging a completion at an index of its own) is an operator
     plan's arm when it names one (`operator`), else the Proposer's planned sample at its

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_learning.graphs.adapter.checkpoints import has_checkpoints, open_checkpointer
 from harness_learning.graphs.adapter.context import AdapterContext
@@ -17,10 +17,14 @@ from harness_learning.graphs.adapter.run import THREAD, load_config
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.store import ROLLBACK_POLICY, Decision, LineageStep, LogStore
 
+if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
+    from langgraph.types import StateSnapshot
+
 
 @contextlib.asynccontextmanager
 async def adapter_app(run_dir: str | Path, *, exclusive: bool = False,
-                      store: str = "") -> AsyncIterator[Any]:
+                      store: str = "") -> AsyncIterator[CompiledStateGraph | None]:
     """The run's adapter graph on its checkpoints (None when the run never started).
     `exclusive`: to change the run, which a PostgreSQL run refuses while another process
     drives it (see `graphs.adapter.checkpoints`). `store`: the log store URL the user gave
@@ -38,7 +42,7 @@ async def adapter_app(run_dir: str | Path, *, exclusive: bool = False,
             yield build_adapter_graph(ctx).compile(checkpointer=saver)
 
 
-async def _snapshot(app: Any) -> Any:
+async def _snapshot(app: CompiledStateGraph | None) -> StateSnapshot | None:
     snapshot = await app.aget_state(THREAD) if app is not None else None
     return snapshot if snapshot is not None and snapshot.values else None
 

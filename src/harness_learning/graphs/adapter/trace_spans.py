@@ -13,8 +13,9 @@ through `harnesses.tracing.Tracer`; no code here runs when tracing is off.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
+from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.slots import Slot
 from harness_learning.harnesses.tracing import Tracer, clean
 
@@ -74,7 +75,18 @@ class RunSpans:
             self.end_round(round_, {"stopped": True})
 
 
-def run_spans(ctx: Any, updates: AsyncIterator[Any]) -> AsyncIterator[Any]:
+class TracedRun(Protocol):
+    """What `run_spans` reads of a run's context (`AdapterContext`, which builds its spans
+    from this module and so is not imported here): its settings and its spans, if traced."""
+
+    @property
+    def config(self) -> AdaptConfig: ...
+
+    @property
+    def spans(self) -> RunSpans | None: ...
+
+
+def run_spans(ctx: TracedRun, updates: AsyncIterator[Any]) -> AsyncIterator[Any]:
     """The run's stream of graph updates, inside its "adapt" span when traced (the round
     spans nest under it; rounds a stop left open are ended with it); else `updates` itself."""
     spans = ctx.spans
