@@ -48,11 +48,25 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     return WorkerUnits(config, log)
 
 
+# Modules that use no real model yet take half a minute or more (a fresh run's `--durations`:
+# the fault suite's clean runs, the hostile catalogue on both backends, the grid on Ray, the
+# report's shared experiment). Collected last (tests/lab sorts late), one of them would start
+# near the end and leave the other worker idle while it ran.
+LONG_WITHOUT_MODEL = ("tests/lab/reliability/", "tests/lab/test_on_ray.py",
+                      "tests/lab/experiments/test_report.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Modules with a `slow` test go first (kept in order by `--no-loadscope-reorder`), so the
-    longest work starts early rather than at the tail of one worker."""
+    """Modules with a `slow` test go first, then the long ones without a model (kept in order by
+    `--no-loadscope-reorder`), so the longest work starts early and a run ends on short modules
+    that even out the workers."""
     slow = {module_of(item.nodeid) for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: module_of(item.nodeid) not in slow)
+
+    def rank(item: pytest.Item) -> int:
+        module = module_of(item.nodeid)
+        return 0 if module in slow else 1 if module.startswith(LONG_WITHOUT_MODEL) else 2
+
+    items.sort(key=rank)
 
 
 @pytest.fixture(scope="session")
