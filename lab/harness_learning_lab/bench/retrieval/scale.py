@@ -58,34 +58,58 @@ def _fit(ns: list[int], ys: list[float], at: int) -> float:
     return float(slope * at + icept)
 
 
+def _corpus(tmp: Path, passages: int, queries: int, fitted, sample_queries: bool,
+            log) -> tuple[Path, str | None, dict | None]:
+    """(corpus file, queries file or None, the fit's figures or None)."""
+    if fitted is None:
+        return synthetic.write_jsonl(tmp / "corpus.jsonl", passages), None, None
+    from harness_learning_lab.bench.retrieval.fitted import FittedCorpus
+
+    corpus = FittedCorpus(fitted, passages)
+    log(f"writing {passages:,} fitted passages ({corpus.vocab:,} ranks) ...")
+    path = corpus.write_jsonl(tmp / "corpus.jsonl")
+    qs = corpus.queries(queries) if sample_queries else corpus.zipf_queries(queries)
+    qpath = tmp / "queries.json"
+    qpath.write_text(json.dumps(qs), encoding="utf-8")
+    return path, str(qpath), {"fit": fitted.summary(), "checks": corpus.checks(),
+                              "queries_from_samples": sample_queries,
+                              "distinct_queries": len(set(qs))}
+
+
 def run(passages: int = 1_000_000, queries: int = 200, ref_passages: int = 100_000,
         ref_queries: int = 20, project_to: int = 5_233_329, workdir: str | None = None,
-        log=print) -> dict:
-    """Build and query at passages/4, /2 and full size, run the reference, return the figures."""
+        log=print, *, fitted=None, sample_queries: bool = False, scaling: bool = True) -> dict:
+    """Build and query at passages/4, /2 and full size (only full without `scaling`), run the
+    reference, return the figures. `fitted` (a `fit.CorpusFit`) draws the corpus from the
+    sample fit; `sample_queries` then times the sample questions mapped to its ranks."""
     tmp = Path(workdir or tempfile.mkdtemp(prefix="bm25bench-"))
     try:
-        full = synthetic.write_jsonl(tmp / "corpus.jsonl", passages)
-        sizes = sorted({max(passages // 4, 1), max(passages // 2, 1), passages})
+        full, qfile, fit_figures = _corpus(tmp, passages, max(queries, ref_queries), fitted,
+                                           sample_queries, log)
+        qargs = [qfile] if qfile else []
+        sizes = sorted({max(passages // 4, 1), max(passages // 2, 1), passages}) if scaling else [passages]
         runs = {}
         for n in sizes:
             src = full if n == passages else _prefix(full, tmp / f"c{n}.jsonl", n)
             log(f"building BM25 over {n:,} passages ...")
-            runs[n] = _step("bm25", str(src), str(tmp / f"ix{n}"), str(queries))
+            runs[n] = _step("bm25", str(src), str(tmp / f"ix{n}"), str(queries), *qargs)
             shutil.rmtree(tmp / f"ix{n}", ignore_errors=True)
         ref_n = min(ref_passages, passages)
         ref_src = full if ref_n == passages else _prefix(full, tmp / f"r{ref_n}.jsonl", ref_n)
         log(f"rank-bm25 reference over {ref_n:,} passages, {ref_queries} queries ...")
-        ref = _step("rank-bm25", str(ref_src), str(ref_queries))
-        ours_at_ref = _step("bm25", str(ref_src), str(tmp / "ixref"), str(ref_queries))
+        ref = _step("rank-bm25", str(ref_src), str(ref_queries), *qargs)
+        ours_at_ref = _step("bm25", str(ref_src), str(tmp / "ixref"), str(ref_queries), *qargs)
     finally:
         if workdir is None:
             shutil.rmtree(tmp, ignore_errors=True)
-    return _report(runs, ref, ours_at_ref, passages, ref_n, project_to)
+    out = _report(runs, ref, ours_at_ref, passages, ref_n, project_to)
+    out["corpus"] = fit_figures
+    return out
 
 
 def _report(runs: dict, ref: dict, ours_ref: dict, n: int, ref_n: int, project_to: int) -> dict:
     big = runs[n]
-    p50, p95 = (float(np.percentile(big["lat_ms"], q)) for q in (50, 95))
+    p50, p95, p99 = (float(np.percentile(big["lat_ms"], q)) for q in (50, 95, 99))
     ref_ms = float(np.median(ref["lat_ms"]))
     ours_ref_ms = float(np.median(ours_ref["lat_ms"]))
     ref_at_n = ref_ms * n / ref_n  # rank-bm25 scans every passage per query: linear in N
@@ -98,8 +122,10 @@ def _report(runs: dict, ref: dict, ours_ref: dict, n: int, ref_n: int, project_t
         "build_workers": big.get("workers", 1),
         "index_gib": round(big["index_bytes"] / 2**30, 3),
         "peak_rss_gib": round(big["peak_rss_gib"], 2),
-        "p50_ms": round(p50, 2), "p95_ms": round(p95, 2),
+        "p50_ms": round(p50, 2), "p95_ms": round(p95, 2), "p99_ms": round(p99, 2),
+        "queries": len(big["lat_ms"]), "load_avg_at_queries": round(big.get("query_load_avg", 0.0), 1),
         "p50_cpu_ms": round(float(np.percentile(big["cpu_ms"], 50)), 2),
+        "p99_cpu_ms": round(float(np.percentile(big["cpu_ms"], 99)), 2),
         "scaling": [{"passages": m, "build_s": round(runs[m]["build_s"], 1),
                      "peak_rss_gib": round(runs[m]["peak_rss_gib"], 2), "p50_ms": round(x, 2)}
                     for m, x in zip(ns, p50s, strict=True)],
@@ -112,9 +138,10 @@ def _report(runs: dict, ref: dict, ours_ref: dict, n: int, ref_n: int, project_t
         "speedup_vs_rank_bm25": round(ref_at_n / p50, 1),
         "speedup_same_subset": round(ref_ms / ours_ref_ms, 1),
         "top10_agreement": round(overlap, 4), "top10_scores_identical": round(same, 4),
-        "projection": {"passages": project_to,
-                       "build_s": round(_fit(ns, [runs[m]["build_s"] for m in ns], project_to), 0),
-                       "peak_rss_gib": round(_fit(ns, [runs[m]["peak_rss_gib"] for m in ns], project_to), 1),
-                       "p50_ms": round(_fit(ns, p50s, project_to), 1),
-                       "index_gib": round(_fit(ns, [runs[m]["index_bytes"] / 2**30 for m in ns], project_to), 2)},
+        "projection": None if len(ns) < 2 or n >= project_to else {
+            "passages": project_to,
+            "build_s": round(_fit(ns, [runs[m]["build_s"] for m in ns], project_to), 0),
+            "peak_rss_gib": round(_fit(ns, [runs[m]["peak_rss_gib"] for m in ns], project_to), 1),
+            "p50_ms": round(_fit(ns, p50s, project_to), 1),
+            "index_gib": round(_fit(ns, [runs[m]["index_bytes"] / 2**30 for m in ns], project_to), 2)},
     }

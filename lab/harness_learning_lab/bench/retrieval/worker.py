@@ -1,7 +1,10 @@
 """One measured step of the BM25 benchmark, run in its own process so peak RSS is honest.
 
-    python -m harness_learning_lab.bench.retrieval.worker bm25 CORPUS.jsonl OUT_DIR NQ     # build + query
-    python -m harness_learning_lab.bench.retrieval.worker rank-bm25 CORPUS.jsonl NQ        # the reference
+    python -m harness_learning_lab.bench.retrieval.worker bm25 CORPUS.jsonl OUT_DIR NQ [Q.json]  # build + query
+    python -m harness_learning_lab.bench.retrieval.worker rank-bm25 CORPUS.jsonl NQ [Q.json]     # the reference
+
+Q.json, when given, is a JSON list of query strings (the first NQ are timed); else NQ
+synthetic Zipf queries.
 
 Prints one JSON object: timings, peak RSS and each query's top 10 (ids, scores).
 """
@@ -48,9 +51,17 @@ def _latencies(search, qs: list[str]) -> tuple[list[float], list, list[float]]:
     return lat, tops, cpu
 
 
-def run_bm25(corpus: str, out: str, nq: int) -> dict:
-    from harness_learning.retrieval.build import build_index, default_workers, dir_size, open_index
+def _queries(nq: int, path: str | None) -> list[str]:
+    if path:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)[:nq]
     from harness_learning_lab.bench.retrieval.synthetic import queries
+
+    return queries(nq)
+
+
+def run_bm25(corpus: str, out: str, nq: int, queries_path: str | None = None) -> dict:
+    from harness_learning.retrieval.build import build_index, default_workers, dir_size, open_index
 
     load = os.getloadavg()[0]
     with open(corpus, "rb") as f:  # one passage a line: the build checks memory for all of them
@@ -63,21 +74,22 @@ def run_bm25(corpus: str, out: str, nq: int) -> dict:
     # Peak RSS of the build: the process plus each tokenising worker at the largest one's peak.
     build_peak += (workers if workers > 1 else 0) * _child_peak_gib()
     idx = open_index(out, "bm25")
-    lat, tops, cpu = _latencies(lambda q: idx.search(q, 10), queries(nq))
+    qs = _queries(nq, queries_path)
+    query_load = os.getloadavg()[0]
+    lat, tops, cpu = _latencies(lambda q: idx.search(q, 10), qs)
     return {"passages": s.passages, "build_s": build_s, "build_cpu_s": build_cpu, "cpu_ms": cpu,
-            "workers": workers,
+            "workers": workers, "query_load_avg": query_load,
             "load_avg": load, "peak_rss_gib": build_peak,
             "index_bytes": dir_size(out), "lat_ms": lat,
             "top10": [[[int(p.id), p.score] for p in hits] for hits in tops]}
 
 
-def run_rank_bm25(corpus: str, nq: int) -> dict:
+def run_rank_bm25(corpus: str, nq: int, queries_path: str | None = None) -> dict:
     from rank_bm25 import BM25Okapi
 
     from harness_learning.retrieval.bm25 import index_text, top_k
     from harness_learning.retrieval.corpus import iter_corpus
     from harness_learning.retrieval.tokenizer import Tokenizer
-    from harness_learning_lab.bench.retrieval.synthetic import queries
 
     tok = Tokenizer()
     t = time.perf_counter()
@@ -90,16 +102,16 @@ def run_rank_bm25(corpus: str, nq: int) -> dict:
         ids, vals = top_k(scores, np.flatnonzero(scores), 10)
         return list(zip(ids.tolist(), vals.tolist(), strict=True))
 
-    lat, tops, cpu = _latencies(search, queries(nq))
+    lat, tops, cpu = _latencies(search, _queries(nq, queries_path))
     return {"passages": len(docs), "build_s": build_s, "peak_rss_gib": _peak_gib(),
             "lat_ms": lat, "cpu_ms": cpu, "top10": tops}
 
 
 def main(argv: list[str]) -> None:
     if argv[0] == "bm25":
-        out = run_bm25(argv[1], argv[2], int(argv[3]))
+        out = run_bm25(argv[1], argv[2], int(argv[3]), argv[4] if len(argv) > 4 else None)
     elif argv[0] == "rank-bm25":
-        out = run_rank_bm25(argv[1], int(argv[2]))
+        out = run_rank_bm25(argv[1], int(argv[2]), argv[3] if len(argv) > 3 else None)
     else:
         raise SystemExit(f"unknown step {argv[0]!r}")
     print(json.dumps(out))
