@@ -30,6 +30,8 @@ def bench_bm25(
     scaling: _Annotated[bool, _typer.Option(
         "--scaling/--no-scaling",
         help="Also build at 1/4 and 1/2 of --passages for a linear projection to 5.23M.")] = True,
+    workdir: _Annotated[str | None, _typer.Option(
+        help="Keep the corpus, queries and full-size index here (default: a temporary folder, removed).")] = None,
     recall: _Annotated[bool, _typer.Option("--recall/--no-recall", help="Recall on the real samples.")] = True,
     chroma: _Annotated[bool, _typer.Option("--chroma/--no-chroma", help="Chroma and hybrid rows.")] = True,
     device: _Annotated[str, _typer.Option(help="Embedding device for the recall rows.")] = "cpu",
@@ -58,8 +60,10 @@ def bench_bm25(
         except (DataDirUnset, FileNotFoundError) as e:
             print(f"error: --fit-samples needs the QA samples: {e}", file=_sys.stderr)
             raise _typer.Exit(2) from None
-    figures = scale.run(passages, queries, ref_passages, ref_queries, log=log, fitted=fitted,
-                        sample_queries=queries_from_samples, scaling=scaling)
+    if workdir:
+        _Path(workdir).mkdir(parents=True, exist_ok=True)
+    figures = scale.run(passages, queries, ref_passages, ref_queries, workdir=workdir, log=log,
+                        fitted=fitted, sample_queries=queries_from_samples, scaling=scaling)
     if figures.get("corpus"):
         print(report.fit_table(figures["corpus"]), flush=True)
     print(report.scale_table(figures), flush=True)

@@ -145,7 +145,9 @@ class BM25Builder:
         csr = sp.csr_matrix((tfc, terms, indptr), shape=(n, vocab))
         del tfc
         csr.eliminate_zeros()
-        return csr.tocsc(), n, avg_len
+        csc = csr.tocsc()
+        csc.sort_indices()  # postings by passage id: the query path adds them block by block
+        return csc, n, avg_len
 
     def save(self, directory: str | Path) -> dict:
         """Write `directory/bm25/` and return the settings the manifest records."""
@@ -181,6 +183,9 @@ def top_k(scores: np.ndarray, candidates: np.ndarray, k: int) -> tuple[np.ndarra
 class BM25Index:
     """A Retriever over a built index directory; safe to share across threads."""
 
+    BLOCK = 1 << 20
+    """Passages whose scores (4 MiB) a query adds all its terms into before the next block."""
+
     def __init__(self, directory: str | Path, tokenizer: Tokenizer, store: PassageStore | None = None):
         import bm25s
 
@@ -205,29 +210,38 @@ class BM25Index:
         p = self._indptr
         return [(int(p[t]), int(p[t + 1])) for t in self.term_ids(query) if p[t + 1] > p[t]]
 
-    def _add(self, scores: np.ndarray, slices: list[tuple[int, int]]) -> list[np.ndarray]:
-        """Add each term's postings into `scores`; returns their passage ids (native ints).
+    def _add(self, scores: np.ndarray, slices: list[tuple[int, int]]) -> None:
+        """Add each term's postings into `scores`, in query order for every passage.
 
         A passage appears once in a term's postings, so adding them one by one in order is
         bit for bit what fancy-index `+=` gives. numpy >= 1.25's unbuffered `add.at` over
         native-width indices is the fast way: ~1.8 ns a posting against ~4.8 ns for `+=`
-        with the stored int32 indices (1M-passage index, numpy 2.4)."""
-        ids = []
-        for a, b in slices:
-            ids.append(self._indices[a:b].astype(np.intp))
-            np.add.at(scores, ids[-1], self._data[a:b])
-        return ids
+        with the stored int32 indices (1M-passage index, numpy 2.4). Over more than two
+        `BLOCK`s of passages the lists (sorted by passage) are added block by block, so the
+        part of `scores` being written stays in cache instead of every list sweeping it all.
+        """
+        lists = [(self._indices[a:b], self._data[a:b]) for a, b in slices]
+        if self._n <= 2 * self.BLOCK:
+            for ids, vals in lists:
+                np.add.at(scores, ids.astype(np.intp), vals)
+            return
+        edges = np.arange(0, self._n + self.BLOCK, self.BLOCK)
+        cuts = [np.searchsorted(ids, edges) for ids, _ in lists]
+        for j in range(len(edges) - 1):
+            for (ids, vals), c in zip(lists, cuts, strict=True):
+                lo, hi = int(c[j]), int(c[j + 1])
+                if hi > lo:
+                    np.add.at(scores, ids[lo:hi].astype(np.intp), vals[lo:hi])
 
     def scores(self, query: str, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(dense scores, candidate ids): every passage scoring > 0, or with k > 0 a subset
         that surely holds the top k."""
         slices = self._slices(query)
         scores = np.zeros(self._n, dtype=np.float32)
-        ids = self._add(scores, slices)
-        return scores, self._candidates(scores, slices, ids, k)
+        self._add(scores, slices)
+        return scores, self._candidates(scores, slices, k)
 
-    def _candidates(self, scores: np.ndarray, slices: list[tuple[int, int]],
-                    ids: list[np.ndarray], k: int) -> np.ndarray:
+    def _candidates(self, scores: np.ndarray, slices: list[tuple[int, int]], k: int) -> np.ndarray:
         """Passages that can be in the top k, without sorting or partitioning all N scores.
 
         The k-th best score among the rarest terms' postings is a lower bound of the true k-th
@@ -237,7 +251,7 @@ class BM25Index:
             return np.zeros(0, dtype=np.int64)
         total = sum(b - a for a, b in slices)
         if total * 16 < self._n:
-            return np.unique(np.concatenate(ids))
+            return np.unique(np.concatenate([self._indices[a:b] for a, b in slices]))
         if k > 0:
             picked, budget = [], max(32 * k, 2048)  # any subset gives a valid bound
             for a, b in sorted(slices, key=lambda s: s[1] - s[0]):

@@ -93,7 +93,8 @@ def run(passages: int = 1_000_000, queries: int = 200, ref_passages: int = 100_0
             src = full if n == passages else _prefix(full, tmp / f"c{n}.jsonl", n)
             log(f"building BM25 over {n:,} passages ...")
             runs[n] = _step("bm25", str(src), str(tmp / f"ix{n}"), str(queries), *qargs)
-            shutil.rmtree(tmp / f"ix{n}", ignore_errors=True)
+            if workdir is None or n != passages:  # a kept workdir keeps the full-size index
+                shutil.rmtree(tmp / f"ix{n}", ignore_errors=True)
         ref_n = min(ref_passages, passages)
         ref_src = full if ref_n == passages else _prefix(full, tmp / f"r{ref_n}.jsonl", ref_n)
         log(f"rank-bm25 reference over {ref_n:,} passages, {ref_queries} queries ...")
