@@ -37,7 +37,9 @@ def test_fit_parameters_are_in_a_sane_range(slice_fit):
 def test_a_drawn_corpus_has_the_fitted_lengths_and_one_term_a_word(slice_fit):
     f, _ = slice_fit
     corpus = fitted.FittedCorpus(f, 3000)
-    assert corpus.vocab > f.vocab  # the vocabulary grows with the corpus (Heaps)
+    checks = corpus.checks()  # the vocabulary grows with the corpus as Heaps' law says
+    assert corpus.vocab > f.vocab
+    assert checks["distinct_at_n_model"] == pytest.approx(checks["distinct_at_n_heaps"], rel=0.05)
     texts = list(corpus.texts())
     assert len(texts) == 3000 and texts == list(fitted.FittedCorpus(f, 3000).texts())
     lengths = np.array([len(t.split()) for t in texts])

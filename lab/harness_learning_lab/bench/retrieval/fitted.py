@@ -55,7 +55,7 @@ def choose_vocab(fit: CorpusFit, passages: int) -> int:
     target = fit.heaps_vocab(tokens)
     # A draw of T tokens meets at most T terms: a few T ranks always suffice.
     lo = max(fit.vocab // 4, 16)
-    hi = max(min(MAX_VOCAB, 4 * int(tokens), 4 * fit.vocab), lo + 1)
+    hi = max(min(MAX_VOCAB, 4 * int(tokens)), lo + 1)
     if expected_distinct(probs(fit, hi), tokens) < target:
         return hi  # the law's tail is too thin to reach it: the largest vocabulary allowed
     while hi / lo > 1.01:

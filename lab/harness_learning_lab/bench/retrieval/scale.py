@@ -66,8 +66,16 @@ def _corpus(tmp: Path, passages: int, queries: int, fitted, sample_queries: bool
     from harness_learning_lab.bench.retrieval.fitted import FittedCorpus
 
     corpus = FittedCorpus(fitted, passages)
-    log(f"writing {passages:,} fitted passages ({corpus.vocab:,} ranks) ...")
-    path = corpus.write_jsonl(tmp / "corpus.jsonl")
+    path, mark = tmp / "corpus.jsonl", tmp / "corpus.json"
+    key = json.dumps({"passages": passages, "seed": corpus.seed, "vocab": corpus.vocab,
+                      "fit": fitted.summary()}, sort_keys=True)
+    if path.is_file() and mark.is_file() and mark.read_text(encoding="utf-8") == key:
+        log(f"reusing the {passages:,} fitted passages in {path}")
+    else:  # the mark is written last: a half-written corpus is never reused
+        mark.unlink(missing_ok=True)
+        log(f"writing {passages:,} fitted passages ({corpus.vocab:,} ranks) ...")
+        corpus.write_jsonl(path)
+        mark.write_text(key, encoding="utf-8")
     qs = corpus.queries(queries) if sample_queries else corpus.zipf_queries(queries)
     qpath = tmp / "queries.json"
     qpath.write_text(json.dumps(qs), encoding="utf-8")
