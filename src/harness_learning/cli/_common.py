@@ -8,12 +8,15 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from harness_learning.harnesses.text_safety import for_rich, for_terminal
+
+if TYPE_CHECKING:
+    from harness_learning.graphs.adapter.racing import RaceRule
 
 # Piped output (CI logs, `| tee`) gets 140 columns rather than rich's 80, so tables stay readable.
 console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
@@ -79,7 +82,7 @@ def user_errors(hint: str = "check the values given on the command line (--help 
                        EXIT_USAGE) from exc
 
 
-def short(text: Any, width: int = 40) -> str:
+def short(text: object, width: int = 40) -> str:
     """One line of at most `width` characters, safe for a terminal (`for_terminal`)."""
     text = " ".join(for_terminal(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -104,7 +107,7 @@ def run_async(coro):
     return asyncio.run(coro)
 
 
-def race_rule(text: str) -> Any:
+def race_rule(text: str) -> RaceRule:
     """A `RaceRule` from a `--race` JSON option ('' is the default rule)."""
     import typer
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import BaseModel
@@ -26,8 +26,11 @@ from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.sealed_inputs import TRUST_HELP
 from harness_learning.graphs.adapter.setting_kinds import parts_of
 
+if TYPE_CHECKING:
+    from harness_learning.evals.task import Task
 
-def check_inputs(config, trust: bool = False) -> Any:
+
+def check_inputs(config: AdaptConfig, trust: bool = False) -> Task:
     """Open the run's task and tools now, so a missing file or a failing import is one clear
     line before any work starts; returns the task (opened once: the run uses it). Code kept
     in the run directory is imported only when this user sealed it, or `trust` says so
@@ -173,7 +176,7 @@ def _typed_settings(ctx: typer.Context, options: dict[str, Any]) -> dict[str, An
     return settings
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     return str(value) if isinstance(value, Path) else value
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,8 @@ def tally(task: str, run_dir: Path) -> TaskEdits:
                      sum(is_success(p) for p in proposals))
 
 
-def collect_edits(configs: list[AdaptConfig], on_task: Any = None) -> list[TaskEdits]:
+def collect_edits(configs: list[AdaptConfig], on_task: Callable[[TaskEdits], object] | None = None
+                  ) -> list[TaskEdits]:
     """Run (or continue) each task's single-step run in turn; returns what each yielded."""
     from harness_learning.graphs.adapter.run import prepare, run_adaptation
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness_learning.harnesses.llm import ModelConfig
 
 EXIT_ERROR, EXIT_USAGE, EXIT_INVALID, EXIT_UNREACHABLE, EXIT_BUDGET, EXIT_WAITING = 1, 2, 3, 4, 5, 6
 EXIT_INTERRUPTED = 130
@@ -27,7 +30,7 @@ class CliError(Exception):
         self.message, self.hint, self.code = message, hint, code
 
 
-def one_line(text: Any, limit: int = LINE_CHARS) -> str:
+def one_line(text: object, limit: int = LINE_CHARS) -> str:
     """One line a terminal may show (an error may quote a harness's escape codes)."""
     from harness_learning.harnesses.text_safety import for_terminal
 
@@ -35,7 +38,7 @@ def one_line(text: Any, limit: int = LINE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def endpoint_of(model: Any) -> str:
+def endpoint_of(model: str | ModelConfig) -> str:
     """The URL(s) a model spec talks to, for naming them in an error."""
     from harness_learning.harnesses.llm import ModelConfig
 
@@ -64,7 +67,7 @@ def names_sandbox(detail: str) -> bool:
     return any(detail.startswith(words) or f": {words}" in detail for words in SANDBOX_FAILED)
 
 
-def unreachable(model: Any, role: str, detail: str, flag: str = "--model",
+def unreachable(model: str | ModelConfig, role: str, detail: str, flag: str = "--model",
                 run_dir: str | None = None) -> CliError:
     """An endpoint that did not answer, named by its URL; or the sandbox, when the failure is
     one that never reached the model."""

@@ -22,6 +22,7 @@ from harness_learning.cli.show_cmd import StoreOption
 from harness_learning.harnesses.text_safety import for_rich, for_storage, for_terminal
 
 if TYPE_CHECKING:
+    from harness_learning.graphs.adapter.config import AdaptConfig
     from harness_learning.graphs.serving.harness_source import HarnessSource
 
 
@@ -119,7 +120,7 @@ def export_header(run_dir: Path, found: HarnessSource, asked: str,
     return [for_terminal(line, newlines=False) for line in lines]
 
 
-def run_line(config: Any, out_file: Path) -> str:
+def run_line(config: AdaptConfig, out_file: Path) -> str:
     """The `harness-learn run` command for the exported file with the run's own task, metric
     and tools (each quoted for a POSIX shell): without its tools a harness calling them is
     refused, and without its metric it would be scored by the task's default."""

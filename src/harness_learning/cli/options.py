@@ -22,6 +22,7 @@ import inspect
 import json
 import types
 import typing
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,7 +39,7 @@ class _Field:
     name: str
     flag: str
     hint: Any
-    default: Any  # ... when required
+    default: object  # ... when required
     base: Any  # the default, a factory's called
     help: str
     parts: tuple = ()
@@ -75,7 +76,7 @@ def _flag(name: str, is_bool: bool) -> list[str]:
     return [f"{flag}/--no-{flag[2:]}"] if is_bool else [flag]
 
 
-def _param(name: str, annotation: Any, default: Any, help_text: str, is_bool: bool = False,
+def _param(name: str, annotation: Any, default: object, help_text: str, is_bool: bool = False,
            flag: str | None = None) -> inspect.Parameter:
     decls = _flag(flag or name, is_bool)
     option = (typer.Option(..., *decls, help=help_text) if default is ...
@@ -84,7 +85,7 @@ def _param(name: str, annotation: Any, default: Any, help_text: str, is_bool: bo
                              default=option)
 
 
-def _is_str_list(hint: Any) -> bool:
+def _is_str_list(hint: object) -> bool:
     return typing.get_origin(hint) is list and typing.get_args(hint) == (str,)
 
 
@@ -144,11 +145,11 @@ def field_values(cls: type, given: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     return str(value) if isinstance(value, Path) else value
 
 
-def _merged(f: _Field, inner: Any, set_: dict[str, Any]) -> Any:
+def _merged(f: _Field, inner: object, set_: dict[str, Any]) -> object:
     """The field's default with the parts that were given set."""
     if isinstance(f.base, BaseModel):  # a table the model validates (naming the flag)
         return {**f.base.model_dump(), **set_}
@@ -183,7 +184,7 @@ def _from_json(f: _Field, inner: Any, text: str) -> Any:
         raise typer.BadParameter(f"{flag}: {exc}") from exc
 
 
-def given_options(ctx: Any, names: Any) -> set[str]:
+def given_options(ctx: typer.Context, names: Iterable[str]) -> set[str]:
     """Which of `names` were typed on the command line (or set from the environment), as
     opposed to left at their defaults: only those override a settings file."""
     given = set()

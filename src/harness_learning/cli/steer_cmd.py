@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -24,9 +24,14 @@ from harness_learning.cli.show_cmd import StoreOption
 from harness_learning.graphs.adapter.sealed_inputs import TRUST_HELP
 from harness_learning.harnesses.text_safety import for_rich, for_terminal
 
+if TYPE_CHECKING:
+    from harness_learning.evals.task import Task
+    from harness_learning.evals.user_failures import UserCodeFailures
+    from harness_learning.graphs.adapter.config import AdaptConfig
 
-def drive(config: Any, *, resume: bool, as_json: bool, answer: dict | None = None,
-          task: Any = None, test_problems: int = 0) -> dict:
+
+def drive(config: AdaptConfig, *, resume: bool, as_json: bool, answer: dict | None = None,
+          task: Task | None = None, test_problems: int = 0) -> dict:
     """Run (or continue) an adaptation until it stops; in a terminal, answer the approval gate
     by asking, elsewhere stop with exit code 6 and say how to answer. Returns the final state.
     `task`: the run's task if the caller opened it already (it is opened once, and every run
@@ -63,7 +68,7 @@ def drive(config: Any, *, resume: bool, as_json: bool, answer: dict | None = Non
     return final
 
 
-def experience_json(config: Any) -> dict[str, Any]:
+def experience_json(config: AdaptConfig) -> dict[str, Any]:
     """With an experience library: per candidate, the entry it came from and the entries its
     prompt showed (`{"experience": {proposal id: {"from", "shown"}}}`); {} without one."""
     if not getattr(config, "experience", ""):
@@ -75,7 +80,7 @@ def experience_json(config: Any) -> dict[str, Any]:
         return {"experience": shown_ids(store)}
 
 
-def user_code_failures(config: Any) -> Any:
+def user_code_failures(config: AdaptConfig) -> UserCodeFailures:
     """What the user's metric and tools did wrong over the run's evaluations, read from its log
     (`evals.user_failures`): a run ends with them said, as `run`, `show` and `report` say them."""
     from harness_learning.evals.user_failures import UserCodeFailures
@@ -85,7 +90,7 @@ def user_code_failures(config: Any) -> Any:
         return UserCodeFailures.of(ev.result for ev in store.iter_evaluations())
 
 
-def _solver_calls(config: Any) -> int:
+def _solver_calls(config: AdaptConfig) -> int:
     """The Solver calls the run's log holds already (0 for a run not started): where the live
     view's bar starts. Display only: a log that cannot be read here counts 0, and the run
     itself says what is wrong with it."""
@@ -98,7 +103,7 @@ def _solver_calls(config: Any) -> int:
         return 0
 
 
-def _run_once(config: Any, task: Any, view: LiveView, *, resume: bool,
+def _run_once(config: AdaptConfig, task: Task, view: LiveView, *, resume: bool,
               answer: dict | None) -> dict:
     from harness_learning.graphs.adapter.context import AdapterContext
     from harness_learning.graphs.adapter.nodes import InfraStop
@@ -118,7 +123,7 @@ def _run_once(config: Any, task: Any, view: LiveView, *, resume: bool,
     return final
 
 
-def ask_approval(config: Any, pending: dict) -> dict:
+def ask_approval(config: AdaptConfig, pending: dict) -> dict:
     """Show the candidate the policy would adopt and ask; off a terminal, say how to answer."""
     from rich.syntax import Syntax
 
@@ -190,5 +195,5 @@ def rollback(
               f"{decision.chosen_sha[:12]} (was {decision.current_sha[:12]})")
 
 
-def _f(value: Any) -> str:
+def _f(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"

@@ -177,13 +177,13 @@ def _test(run: RunRecord, sha: str) -> str:
     return "" if score is None else f" · test {score:.3f}"
 
 
-def _short(text: Any, width: int) -> str:
+def _short(text: object, width: int) -> str:
     """One line of at most `width` characters a terminal may show as is (`for_terminal`)."""
     text = " ".join(for_terminal(text or "").split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _cell(text: Any, width: int) -> str:
+def _cell(text: object, width: int) -> str:
     """`_short` for a table cell, which rich reads as markup: a harness's `[/]` is shown, not
     parsed."""
     return for_rich(_short(text, width))
