@@ -50,7 +50,7 @@ class SolverClient(Protocol):
     whose `accepts_empty` is true is asked with `allow_empty=True`: it must return an empty
     completion as it came, not raise it as an infrastructure failure."""
 
-    async def acomplete(self, messages: Prompt, **params: object) -> object: ...
+    async def acomplete(self, messages: Prompt, **params: Any) -> object: ...
 
 
 class Toolbox:
