@@ -35,7 +35,7 @@ def test_smoke_experiment_runs_every_stage_and_arm(tmp_path):
 
     stages = {s: json.loads((out / "stages" / s / "stage.json").read_text())
               for s in ("collect", "sft", "grpo", "export")}
-    assert stages["collect"]["result"]["tasks"]["rg:basic_arithmetic"]["proposals"] == 2
+    assert stages["collect"]["result"]["tasks"]["rg:basic_arithmetic"]["proposals"] == 1
     grpo = stages["grpo"]["result"]
     assert grpo["summary"]["step"] == 1 and Path(grpo["checkpoint"]).is_dir()
     student = Path(stages["export"]["result"]["gguf"]["sft_rl"])
