@@ -241,7 +241,8 @@ class BM25Index:
         `_candidates`) is found first; then each block's scores are added into one small
         array that stays in cache, and its passages at or above the bound are kept before
         the array is cleared for the next block. No N-long array is allocated or scanned."""
-        probe = np.unique(np.concatenate(self._rarest(slices, k)))
+        # Fewer probes than `_candidates` reads: each costs a binary search per term here.
+        probe = np.unique(np.concatenate(self._rarest(slices, max(16 * k, 256))))
         exact = self._exact(slices, probe)
         if np.count_nonzero(exact) < k:
             return None
@@ -265,10 +266,10 @@ class BM25Index:
         local, vals = top_k(np.concatenate(vals_out), np.arange(len(cand)), k)
         return cand[local], vals
 
-    def _rarest(self, slices: list[tuple[int, int]], k: int) -> list[np.ndarray]:
-        """Passage ids from the shortest posting lists, about max(32k, 2048) of them: their
-        k-th best score is a lower bound of the true k-th best (any subset gives one)."""
-        picked, budget = [], max(32 * k, 2048)
+    def _rarest(self, slices: list[tuple[int, int]], budget: int) -> list[np.ndarray]:
+        """About `budget` passage ids from the shortest posting lists: their k-th best score
+        is a lower bound of the true k-th best (any subset gives one)."""
+        picked = []
         for a, b in sorted(slices, key=lambda s: s[1] - s[0]):
             picked.append(self._indices[a:a + min(b - a, budget)])
             budget -= b - a
@@ -296,7 +297,7 @@ class BM25Index:
         if total * 16 < self._n:
             return np.unique(np.concatenate([self._indices[a:b] for a, b in slices]))
         if k > 0:
-            sub = scores[np.unique(np.concatenate(self._rarest(slices, k)))]
+            sub = scores[np.unique(np.concatenate(self._rarest(slices, max(32 * k, 2048))))]
             if len(sub) >= k:
                 bound = np.partition(sub, len(sub) - k)[len(sub) - k]
                 if bound > 0:
