@@ -58,3 +58,13 @@ def test_sample_queries_keep_each_terms_frequency_rank(slice_fit):
              if ranks and all(ranks)}
     assert len(qs) == 50 and any(q in known for q in qs)
     assert fitted.word(0) == "x0" and len({fitted.word(i) for i in range(5000)}) == 5000
+
+
+def test_sample_queries_without_the_fit_is_one_line_and_exit_2():
+    from typer.testing import CliRunner
+
+    from harness_learning.cli import app
+
+    result = CliRunner().invoke(app, ["bench", "bm25", "--queries-from-samples", "--no-recall"])
+    assert result.exit_code == 2
+    assert "add --fit-samples" in result.output and result.output.count("\n") == 1
