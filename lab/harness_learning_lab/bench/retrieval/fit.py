@@ -29,7 +29,7 @@ QUANTILES = np.linspace(0.0, 1.0, 201)
 
 @dataclass
 class CorpusFit:
-    """Everything `synthetic.fitted_passages` and `synthetic.fitted_queries` need."""
+    """Everything `fitted.FittedCorpus` needs to draw passages and queries at any size."""
 
     passages: int
     tokens: int
