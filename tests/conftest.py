@@ -20,8 +20,15 @@ os.environ.setdefault("HARNESS_SANDBOX", "local")
 os.environ.setdefault("HARNESS_LEARNING_DATA", str(REPO.parent / "shared" / "data"))
 
 # Modules whose tests start `langgraph dev` servers (each serves from a folder of its own, but
-# several at once overload the machine's cores and time out) run in one worker, in turn.
-ONE_WORKER_GROUPS = {"studio": ("tests/graphs/serving/test_studio",)}
+# several at once overload the machine's cores and time out) run in one worker, in turn; so do
+# the modules that read the simulated run (`sim_run`, tests/graphs/conftest.py: three CLI runs,
+# 26 s in a fresh run), which each worker that ran one of them used to build again.
+ONE_WORKER_GROUPS = {
+    "studio": ("tests/graphs/serving/test_studio",),
+    "sim_run": tuple(f"tests/graphs/test_{name}.py" for name in (
+        "cli_errors", "export_cmd", "export_standalone", "extend_run", "hostile_text",
+        "run_report")),
+}
 
 
 def module_of(nodeid: str) -> str:
