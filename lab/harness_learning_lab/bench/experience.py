@@ -222,7 +222,8 @@ def run_one(r: Run, out: Path, settings: dict[str, Any], tests: Any, log: Log) -
     log(f"run {r.arm}/{r.task}/seed{r.seed} (operators {r.operators}, "
         f"library {r.library or 'none'})")
     start = time.perf_counter()
-    asyncio.run(run_adaptation(prepare(adapt_config(r, run_dir, settings, options))))
+    run = prepare(adapt_config(r, run_dir, settings, options))
+    asyncio.run(run_adaptation(run.config, context=run.context()))
     wall = time.perf_counter() - start
     found = measures(run_dir)
     task = get_task(r.task, **options)

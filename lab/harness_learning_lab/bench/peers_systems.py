@@ -73,7 +73,7 @@ def adapter_config(system: str, base: dict[str, Any], run_dir: Path) -> AdaptCon
 
 
 async def run_ours(system: str, meter: Meter, base: dict[str, Any], run_dir: Path) -> None:
-    config = prepare(adapter_config(system, base, run_dir))
+    config = prepare(adapter_config(system, base, run_dir)).config
     store = TracedStore(run_dir, meter.trace, meter.toolbox)
     context = AdapterContext.from_config(config, task=meter.task, solver=meter.toolbox.solver,
                                          toolbox=meter.toolbox, store=store)

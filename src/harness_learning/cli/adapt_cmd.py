@@ -27,21 +27,20 @@ from harness_learning.graphs.adapter.sealed_inputs import TRUST_HELP
 from harness_learning.graphs.adapter.setting_kinds import parts_of
 
 if TYPE_CHECKING:
-    from harness_learning.evals.task import Task
+    from harness_learning.graphs.adapter.prepared import PreparedRun
 
 
-def check_inputs(config: AdaptConfig, trust: bool = False) -> Task:
+def check_inputs(run: PreparedRun, trust: bool = False) -> PreparedRun:
     """Open the run's task and tools now, so a missing file or a failing import is one clear
-    line before any work starts; returns the task (opened once: the run uses it). Code kept
-    in the run directory is imported only when this user sealed it, or `trust` says so
-    (`adapter.sealed_inputs`): a handed run directory's metric.py never runs here unasked."""
-    from harness_learning.graphs.adapter.inputs import inputs_dir, open_task, open_tools
+    line before any work starts; returns the run with them (each opened once: the run uses
+    them). Code kept in the run directory is imported only when this user sealed it, or
+    `trust` says so (`adapter.sealed_inputs`): a handed run directory's metric.py never runs
+    here unasked."""
+    from harness_learning.graphs.adapter.inputs import inputs_dir
     from harness_learning.graphs.adapter.sealed_inputs import check_sealed
 
-    check_sealed(inputs_dir(config), trust)
-    task = open_task(config)
-    open_tools(config)
-    return task
+    check_sealed(inputs_dir(run.config), trust)
+    return run.opened()
 
 
 def adapt(**options: Any) -> None:
@@ -59,8 +58,8 @@ def adapt(**options: Any) -> None:
     require_local_models(config.solver, resolve_role(config.proposer, "proposer"))
     check_sandbox(sandbox)  # before `prepare` writes the run directory
     with user_errors():
-        config = prepare(config)
-    _run(config, resume=False, as_json=as_json)
+        run = prepare(config)
+    _run(run, resume=False, as_json=as_json)
 
 
 def _config_of(ctx: typer.Context, config_file: Path | None, options: dict[str, Any]) -> AdaptConfig:
@@ -149,7 +148,9 @@ def resume(**options: Any) -> None:
     config = _extended(config, settings, config_file, store)
     if store:  # for this process only: config.json keeps the store the run was started on
         config = config.replace(store=store)
-    _run(config, resume=True, as_json=as_json, trust=trust)
+    from harness_learning.graphs.adapter.prepared import PreparedRun
+
+    _run(PreparedRun(config), resume=True, as_json=as_json, trust=trust)
 
 
 def check_sealed_inputs(config: AdaptConfig, trust: bool) -> None:
@@ -276,7 +277,7 @@ def _register_resume() -> None:
 _register_resume()
 
 
-def _run(config, *, resume: bool, as_json: bool, test_problems: int = 0,
+def _run(run: PreparedRun, *, resume: bool, as_json: bool, test_problems: int = 0,
          trust: bool = False) -> dict:
     """Check the inputs, say which sandbox backend runs the harness, run with the live view;
     returns the final state. `test_problems`: held-out problems the caller tests on after the
@@ -284,9 +285,9 @@ def _run(config, *, resume: bool, as_json: bool, test_problems: int = 0,
     from harness_learning.cli.steer_cmd import drive
 
     with user_errors():
-        task = check_inputs(config, trust)
+        run = check_inputs(run, trust)
     choose_sandbox("")  # as --sandbox or HARNESS_SANDBOX set it
-    return drive(config, resume=resume, as_json=as_json, task=task, test_problems=test_problems)
+    return drive(run, resume=resume, as_json=as_json, test_problems=test_problems)
 
 
 @app.command("eval")
@@ -305,6 +306,7 @@ def eval_run(
     from harness_learning.cli.errors import unreachable
     from harness_learning.graphs.adapter.final_eval import final_evaluation
     from harness_learning.graphs.adapter.nodes import InfraStop
+    from harness_learning.graphs.adapter.prepared import PreparedRun
     from harness_learning.graphs.adapter.run import load_config
 
     if split != "test":
@@ -315,7 +317,7 @@ def eval_run(
         require_local_models(solver)
     with user_errors():
         config = load_config(run_dir)
-        task = check_inputs(config, trust_inputs)
+        task = check_inputs(PreparedRun(config), trust_inputs).task
     try:
         summary = run_async(final_evaluation(run_dir, n=n, console=console, task=task,
                                              solver=solver, store=store))

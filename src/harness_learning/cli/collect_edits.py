@@ -68,9 +68,9 @@ def collect_edits(configs: list[AdaptConfig], on_task: Callable[[TaskEdits], obj
     results = []
     for config in configs:
         resume = (config.path / "config.json").exists()
-        full = prepare(config)
-        asyncio.run(run_adaptation(full, resume=resume))
-        results.append(tally(config.task, full.path))
+        run = prepare(config)
+        asyncio.run(run_adaptation(run.config, resume=resume, context=run.context()))
+        results.append(tally(config.task, run.config.path))
         if on_task is not None:
             on_task(results[-1])
     return results

@@ -71,11 +71,12 @@ def demo(
     require_local_models(solver, proposer)
     if fresh and run_dir.exists():
         shutil.rmtree(run_dir)
-    config = prepare(demo_config(run_dir, seed, solver,
-                                 parse_json_option(task_config, "--task-config"), proposer, test))
+    run = prepare(demo_config(run_dir, seed, solver,
+                              parse_json_option(task_config, "--task-config"), proposer, test))
+    config = run.config
     console.print(f"[bold]demo[/bold]: {DEMO_TASK} (multiplications), Solver {solver}, "
                   f"Proposer {proposer}, operators auto")
-    final = _run(config, resume=False, as_json=False, test_problems=test)  # the seed and final
+    final = _run(run, resume=False, as_json=False, test_problems=test)  # the seed and final
     out.print(_candidates_table(final))
     summary = run_async(final_evaluation(run_dir, console=console, ends_only=True))
     diff = summary.diffs_path.read_text(encoding="utf-8").strip()

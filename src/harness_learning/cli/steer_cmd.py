@@ -25,29 +25,29 @@ from harness_learning.graphs.adapter.sealed_inputs import TRUST_HELP
 from harness_learning.harnesses.text_safety import for_rich, for_terminal
 
 if TYPE_CHECKING:
-    from harness_learning.evals.task import Task
     from harness_learning.evals.user_failures import UserCodeFailures
     from harness_learning.graphs.adapter.config import AdaptConfig
+    from harness_learning.graphs.adapter.prepared import PreparedRun
 
 
-def drive(config: AdaptConfig, *, resume: bool, as_json: bool, answer: dict | None = None,
-          task: Task | None = None, test_problems: int = 0) -> dict:
+def drive(run: PreparedRun, *, resume: bool, as_json: bool, answer: dict | None = None,
+          test_problems: int = 0) -> dict:
     """Run (or continue) an adaptation until it stops; in a terminal, answer the approval gate
     by asking, elsewhere stop with exit code 6 and say how to answer. Returns the final state.
-    `task`: the run's task if the caller opened it already (it is opened once, and every run
-    below shares it). `test_problems`: held-out problems the caller tests on afterwards (the
+    What of `run` is not open yet is opened here, once: every run below shares it.
+    `test_problems`: held-out problems the caller tests on afterwards (the
     demo), which the estimate includes."""
     from harness_learning.graphs.adapter.estimate import estimate_budget
-    from harness_learning.graphs.adapter.inputs import open_task
     from harness_learning.graphs.adapter.run import PENDING
 
-    task = task if task is not None else open_task(config)
-    estimate = estimate_budget(config, task=task, test_problems=test_problems)
+    run = run.opened()
+    config = run.config
+    estimate = estimate_budget(config, task=run.task, test_problems=test_problems)
     console.print(estimate.describe())
     while True:
         view = LiveView(config, bound=estimate.solver_calls, spent_before=_solver_calls(config),
                         lines=not as_json)
-        final = _run_once(config, task, view, resume=resume, answer=answer)
+        final = _run_once(run, view, resume=resume, answer=answer)
         pending = final.get(PENDING)
         if pending is None:
             break
@@ -103,18 +103,17 @@ def _solver_calls(config: AdaptConfig) -> int:
         return 0
 
 
-def _run_once(config: AdaptConfig, task: Task, view: LiveView, *, resume: bool,
-              answer: dict | None) -> dict:
-    from harness_learning.graphs.adapter.context import AdapterContext
+def _run_once(run: PreparedRun, view: LiveView, *, resume: bool, answer: dict | None) -> dict:
     from harness_learning.graphs.adapter.nodes import InfraStop
     from harness_learning.graphs.adapter.run import run_adaptation
     from harness_learning.harnesses.llm import InfraError
 
+    config = run.config
     try:
         with view:
-            context = AdapterContext.from_config(config, task=task, progress=view.on_progress)
             final = run_async(run_adaptation(config, resume=resume, on_update=view.on_update,
-                                             context=context, answer=answer))
+                                             context=run.context(progress=view.on_progress),
+                                             answer=answer))
     except InfraStop as exc:
         raise unreachable(config.solver, "solver", str(exc), "--solver", config.run_dir) from exc
     except InfraError as exc:  # the Proposer's call failed (the Solver's become InfraStop)
@@ -176,7 +175,9 @@ def approve(
     answer = {"approve": reject is None, "reason": reject or ""}
     verb = "rejected" if reject is not None else "approved"
     console.print(f"{verb} candidate {pending.get('candidate')} of round {pending.get('round')}")
-    drive(config, resume=True, as_json=as_json, answer=answer)
+    from harness_learning.graphs.adapter.prepared import PreparedRun
+
+    drive(PreparedRun(config), resume=True, as_json=as_json, answer=answer)
 
 
 @app.command()

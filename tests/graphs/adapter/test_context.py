@@ -55,9 +55,9 @@ def test_prepare_knows_the_track_from_the_name_without_loading_the_task(tmp_path
     monkeypatch.setattr(registry, "get_task", refuse)
     for module in (context, inputs, run):
         monkeypatch.setattr(module, "open_task", refuse)
-    qa = prepare(AdaptConfig(task="hotpotqa", run_dir=str(tmp_path / "qa")))
+    qa = prepare(AdaptConfig(task="hotpotqa", run_dir=str(tmp_path / "qa"))).config
     assert (qa.policy, qa.edit_format, qa.candidates) == ("best_valid", "whole_program", 8)
-    rg = prepare(AdaptConfig(task="rg:basic_arithmetic", run_dir=str(tmp_path / "rg")))
+    rg = prepare(AdaptConfig(task="rg:basic_arithmetic", run_dir=str(tmp_path / "rg"))).config
     assert (rg.policy, rg.edit_format, rg.candidates) == ("strict", "search_replace", 1)
     assert RunDir.open(tmp_path / "rg").read_config()["policy"] == "strict"
 

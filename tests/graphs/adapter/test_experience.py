@@ -46,7 +46,7 @@ def run(tmp, name: str, library, proposer_reply: str, **kw):
     config = prepare(AdaptConfig(  # a task by reference, so `experience add` reopens it
         task="scripted_sums:SumTask", task_options=TASK, run_dir=str(tmp / name), rounds=1,
         candidates=1, policy="strict", edit_format="search_replace", feedback=2, selection=2,
-        concurrency=4, repair_turns=0, experience=str(library), **kw))
+        concurrency=4, repair_turns=0, experience=str(library), **kw)).config
     ctx = AdapterContext.from_config(config, task=SumTask(**TASK),
                                      solver=ScriptedModel(solver_rule), proposer=proposer)
     return config, asyncio.run(run_adaptation(config, context=ctx)), proposer

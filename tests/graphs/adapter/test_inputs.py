@@ -56,7 +56,7 @@ def test_source_text_as_the_start_harness_is_stored(tmp_path):
     source = (EXAMPLE / "shop_harness.py").read_text()
     config = prepare(AdaptConfig(task=str(EXAMPLE / "tasks.jsonl"), run_dir=str(tmp_path / "r"),
                                  seed_harness=source,
-                                 tools=[f"{EXAMPLE / 'shop_tools.py'}:unit_price"]))
+                                 tools=[f"{EXAMPLE / 'shop_tools.py'}:unit_price"])).config
     assert config.seed_harness == "inputs/start_harness.py"
     assert start_source(load_config(tmp_path / "r"), None) == source
 

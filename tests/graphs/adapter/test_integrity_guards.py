@@ -65,12 +65,12 @@ def test_the_parents_scores_must_follow_the_candidates():
 def test_a_reasoning_run_stores_a_split_secret_and_keeps_it(tmp_path):
     config = AdaptConfig(task="rg:leg_counting", run_dir=str(tmp_path), rounds=1,
                          task_options={"n_dev": 3, "n_test": 2})
-    first = prepare(config)
+    first = prepare(config).config
     secret = first.task_options["split_secret"]
     assert len(secret) == 32
     stored = json.loads(RunDir(tmp_path).config.read_text())
     assert stored["task_options"]["split_secret"] == secret
-    assert prepare(config).task_options["split_secret"] == secret  # resumed: the same splits
+    assert prepare(config).config.task_options["split_secret"] == secret  # resumed: the same splits
 
 
 def test_encoded_hard_coding_is_flagged_on_the_reasoning_protocol(tmp_path):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness_learning.graphs.adapter.config import AdaptConfig, setting_name
+from harness_learning.graphs.adapter.config_file import SettingError
 from harness_learning.graphs.adapter.context_schema import (
     AdapterSettings,
     UnknownSetting,
@@ -65,6 +66,8 @@ def test_a_field_name_is_its_settings_alias_and_an_unknown_key_is_refused() -> N
                                              r"'rounds'\?") as typo:
         given_settings(AdapterSettings(roundz=2))
     assert "\n" not in str(typo.value)
+    assert str(typo.value).endswith("the settings are the adapter's form")  # as a file's key
+    assert isinstance(typo.value, SettingError) and typo.value.hint.startswith("did you mean")
     with pytest.raises(UnknownSetting, match="'model'"):
         given_settings({"rounds": 1, "model": "x"})
     with pytest.raises(UnknownSetting, match="given twice"):
@@ -88,10 +91,10 @@ def test_a_started_run_keeps_its_settings(monkeypatch, tmp_path) -> None:
 
     monkeypatch.setenv(RUNS_ENV, str(tmp_path))
     run_dir = tmp_path / "run"
-    stored = prepare(settings_config({"rounds": 2, "dev": 4, "run_dir": str(run_dir)}))
-    assert thread_config(str(run_dir), {}, "t") == stored  # nothing repeated
+    stored = prepare(settings_config({"rounds": 2, "dev": 4, "run_dir": str(run_dir)})).config
+    assert thread_config(str(run_dir), {}, "t").config == stored  # nothing repeated
     assert thread_config(str(run_dir), {"rounds": 2, "dev": 4, "run_dir": str(run_dir)},
-                         "t") == stored  # the same settings again
+                         "t").config == stored  # the same settings again
     assert conflicts({"dev": 4, "approval": False}, stored) == []
     assert conflicts({"rounds": 3, "dev": 5}, stored) == ["task_options: {'n_dev': 5} != "
                                                           "{'n_dev': 4}", "rounds: 3 != 2"]

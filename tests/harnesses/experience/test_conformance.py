@@ -117,7 +117,7 @@ def finished_run(tmp_path_factory) -> str:
     config = prepare(AdaptConfig(
         task="scripted_sums:SumTask", task_options=TASK, rounds=1, candidates=1,
         run_dir=str(tmp_path_factory.mktemp("experience") / "run"), policy="strict",
-        edit_format="search_replace", feedback=2, selection=2, concurrency=4, repair_turns=0))
+        edit_format="search_replace", feedback=2, selection=2, concurrency=4, repair_turns=0)).config
     ctx = AdapterContext.from_config(config, task=SumTask(**TASK),
                                      solver=ScriptedModel(solver_rule), proposer=proposer)
     asyncio.run(run_adaptation(config, context=ctx))

@@ -74,7 +74,6 @@ def adapt(config: AdaptConfig | None = None, /, *, harness: str | None = None,
     `trainset` (a list of examples with `question` and `answer`) or `task` (anything
     `--task` takes), scored by `metric`, with your `tools`; any other `AdaptConfig` field may
     be passed too. Blocks until the run stops; returns an `AdaptResult`."""
-    from harness_learning.graphs.adapter.context import AdapterContext
     from harness_learning.graphs.adapter.run import prepare, run_adaptation
     from harness_learning.harnesses.experience import give_location
     from harness_learning.harnesses.store.pgurl import give
@@ -93,10 +92,9 @@ def adapt(config: AdaptConfig | None = None, /, *, harness: str | None = None,
         config.tools = [_ref(t, "tool", live) or "" for t in tools]
     give(config.store)  # the caller's own word: its PostgreSQL server may be connected to
     give_location(config.experience)  # likewise a postgresql:// experience library
-    config = prepare(config, live=live)
-    context = AdapterContext.from_config(config, live=live)
-    final = asyncio.run(run_adaptation(config, context=context))
-    return result_of(config.path, final, live)
+    run = prepare(config, live=live)
+    final = asyncio.run(run_adaptation(run.config, context=run.context()))
+    return result_of(run.config.path, final, live)
 
 
 def write_trainset(rows: Sequence[dict[str, Any]], run_dir: Path) -> Path:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
 from harness_learning.graphs.adapter.config import AdaptConfig, setting_name
-from harness_learning.graphs.adapter.config_file import differences, settings_values
+from harness_learning.graphs.adapter.config_file import SettingError, differences, settings_values
 from harness_learning.graphs.adapter.setting_kinds import parts_of
 
 DEFAULT_TASK = "rg:basic_arithmetic"
@@ -80,8 +80,12 @@ SERVER_KEYS = frozenset({"thread_id", "checkpoint_id", "checkpoint_ns", "checkpo
 """Keys a LangGraph server (or its client) puts beside the settings in `configurable`."""
 
 
-class UnknownSetting(ValueError):
-    """A setting the adapter does not have: refused with its name and the closest one."""
+class UnknownSetting(SettingError):
+    """A setting the adapter does not have (or one given twice), in the one error format of
+    every settings surface. Its text ends with the hint: Studio shows only a message."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(f"{message}: {hint}", hint)
 
 
 def given_settings(context: BaseModel | Mapping[str, object] | None) -> dict[str, Any]:
@@ -104,22 +108,24 @@ def given_settings(context: BaseModel | Mapping[str, object] | None) -> dict[str
         if name not in known:
             if key in SERVER_KEYS or key.startswith(("__", "langgraph_", "x-")):
                 continue
-            raise UnknownSetting(_unknown(key, list(known)))
+            raise _unknown(key, list(known))
         if value is not None:
             if name in out and out[name] != value:
                 raise UnknownSetting(f"settings {key!r} and {name!r} are one setting, given "
-                                     "twice with different values: keep one")
+                                     "twice with different values", "keep one")
             out[name] = value
     return out
 
 
-def _unknown(key: str, known: list[str]) -> str:
+def _unknown(key: str, known: list[str]) -> UnknownSetting:
+    """Worded as a settings file's unknown key is (`config_file.setting_error`), with the
+    closest of the form's fields (which include the flags' parts, such as `dev`)."""
     import difflib
 
     close = difflib.get_close_matches(key, known, n=1)
-    hint = f"did you mean {close[0]!r}?" if close else "the settings are the adapter's form"
-    return (f"unknown setting {key!r}: {hint} (the fields of Studio's form, as "
-            "`harness-learn adapt --help` names its flags)")
+    general = "the settings are the adapter's form"
+    return UnknownSetting(f"unknown setting {key!r}",
+                          f"did you mean {close[0]!r}? {general}" if close else general)
 
 
 def config_values(settings: dict[str, Any]) -> dict[str, Any]:

@@ -76,6 +76,15 @@ def store_inputs(config: AdaptConfig, harness_source: str | None) -> None:
     seal(folder)  # kept by this user: `resume` and `eval` may import it (`sealed_inputs`)
 
 
+def keeps_copies(config: AdaptConfig) -> bool:
+    """Whether the run reads a file it keeps a copy of (a data file, a metric, a tool module,
+    an MCP server's files): what was opened from the originals to check it is not what it
+    runs on, so the run opens its copies itself."""
+    refs = [config.task, config.metric or "", *config.tools]
+    return (is_data_path(config.task) or any(file_of(ref) for ref in refs)
+            or any(server_files(ref) for ref in config.tools))
+
+
 _MODULE_GRAPH = re.compile(r"^graph\s*(?::[^=\n]*)?=", re.MULTILINE)
 
 

@@ -19,11 +19,13 @@ from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.extend import reopen
 from harness_learning.graphs.adapter.graph import build_adapter_graph
 from harness_learning.graphs.adapter.inputs import (
+    keeps_copies,
     open_task,
     open_tools,
     resolve_inputs,
     store_inputs,
 )
+from harness_learning.graphs.adapter.prepared import PreparedRun
 from harness_learning.graphs.adapter.stored_config import check_types
 from harness_learning.graphs.adapter.trace_spans import run_spans
 from harness_learning.harnesses.edits.function_edit import focus_targets
@@ -38,19 +40,21 @@ PENDING = "pending_approval"
 OnUpdate = Callable[[str, dict[str, Any]], None]
 
 
-def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptConfig:
+def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> PreparedRun:
     """Fill track defaults, keep the run's outside inputs (data, start harness, user code) in
     the run dir and write config.json; refuse to reuse a run dir for another config. A built-in
     task's track is known from its name, so it is not loaded here (the context loads it once);
     a task of one's own is opened here, to learn its track and to fail before anything is
     written; its metric is checked on the gold answers here (`evals.user_failures.check_metric`).
-    A reasoning-gym run gets its split secret here (`with_split_secret`)."""
+    A reasoning-gym run gets its split secret here (`with_split_secret`). The run comes back
+    with the task (if opened) and tools it was checked with, for the run to use."""
     config, harness_source = resolve_inputs(config)
     run = RunDir(config.path)
     stored = load_config(run) if run.is_run() else None
     config = with_split_secret(config, stored)
     live = dict(live or {})
     track = track_of(config.task, config.task_options)
+    task = None
     if track is None:
         task = open_task(config, live)
         track = task.track
@@ -61,7 +65,8 @@ def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptCon
     check_priced(full)  # a $ budget with an unpriced model fails now, before anything is written
     # a tool that does not import, or one the start harness calls but was not given, fails
     # now, before anything is written
-    check_tools_given(harness_source, open_tools(config, live))
+    tools = open_tools(config, live)
+    check_tools_given(harness_source, tools)
     if full.edit_format == "function" and harness_source is not None:
         focus_targets(harness_source)  # a harness that is only a compiled graph: one line
     if stored is not None:
@@ -72,7 +77,9 @@ def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> AdaptCon
         run.path.mkdir(parents=True, exist_ok=True)
         store_inputs(full, harness_source)
         run.write_config(json.loads(full.to_json()))
-    return full
+    if keeps_copies(full):  # the run uses the copies kept in its directory: opened later
+        return PreparedRun(full, live=live)
+    return PreparedRun(full, task=task, tools=tools, tools_open=True, live=live)
 
 
 def with_split_secret(config: AdaptConfig, stored: AdaptConfig | None) -> AdaptConfig:

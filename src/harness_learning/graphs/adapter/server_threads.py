@@ -42,6 +42,7 @@ from harness_learning.graphs.adapter.context_schema import (
     conflicts,
     given_settings,
 )
+from harness_learning.graphs.adapter.prepared import PreparedRun
 from harness_learning.harnesses.store import LogStoreError
 
 if TYPE_CHECKING:
@@ -85,9 +86,9 @@ def settings_config(settings: Mapping[str, Any], thread_id: str | None = None) -
 
 
 def thread_config(run_dir: str | None, settings: Mapping[str, Any],
-                  thread_id: str | None) -> AdaptConfig:
-    """The config of a thread's run: the stored one once the thread has started (`run_dir`
-    in its state), else the one its settings describe, prepared (config.json written).
+                  thread_id: str | None) -> PreparedRun:
+    """A thread's run: the stored one once the thread has started (`run_dir` in its state),
+    else the one its settings describe, prepared (config.json written).
     Blocking: call it in a thread."""
     from harness_learning.graphs.adapter.run import load_config, prepare
     from harness_learning.harnesses.experience import give_location
@@ -104,7 +105,7 @@ def thread_config(run_dir: str | None, settings: Mapping[str, Any],
             raise ValueError(f"this thread's run ({run_dir}) has other settings: "
                              f"{'; '.join(clash)}. A thread keeps its settings: continue it "
                              "without them, or start a new thread")
-        return stored
+        return PreparedRun(stored)
     return prepare(settings_config(settings, thread_id))
 
 
@@ -135,9 +136,9 @@ class ThreadRun:
                 if self._ctx is None:
                     settings = given_settings(self.given if self.given is not None
                                               else getattr(runtime, "context", None))
-                    config = await asyncio.to_thread(thread_config, state.get("run_dir"),
-                                                     settings, self.thread_id)
-                    self._ctx = await self._open(AdapterContext.from_config(config))
+                    run = await asyncio.to_thread(thread_config, state.get("run_dir"),
+                                                  settings, self.thread_id)
+                    self._ctx = await self._open(run.context())
         return self._ctx
 
     async def _open(self, ctx: AdapterContext) -> AdapterContext:

@@ -165,22 +165,23 @@ class AdaptHarness(BaseTool):
                     feedback: int = 4, selection: int = 4, policy: str | None = None,
                     **_: object) -> str:
         from harness_learning.graphs.adapter.config import AdaptConfig
+        from harness_learning.graphs.adapter.prepared import PreparedRun
         from harness_learning.graphs.adapter.run import load_config, prepare, run_adaptation
         from harness_learning.harnesses.rundir import RunDir
 
         resume = RunDir(run_dir).is_run()
         try:
             if resume:
-                config = load_config(run_dir)
+                run = PreparedRun(load_config(run_dir))
             else:
-                config = await asyncio.to_thread(prepare, AdaptConfig(
+                run = await asyncio.to_thread(prepare, AdaptConfig(
                     task=task, run_dir=run_dir, task_options=self.task_options,
                     solver=self.solver, proposer=self.proposer, solver_params=self.solver_params,
                     proposer_params=self.proposer_params, rounds=rounds, candidates=candidates,
                     feedback=feedback, selection=selection, policy=policy))
         except (ValueError, TypeError, FileNotFoundError) as exc:
             raise ToolException(str(exc)) from exc
-        final = await run_adaptation(config, resume=resume)
+        final = await run_adaptation(run.config, resume=resume, context=run.context())
         return json.dumps(adapt_summary(final, run_dir))
 
 
