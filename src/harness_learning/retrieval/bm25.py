@@ -234,7 +234,8 @@ class BM25Index:
             acc[hit] += self._data[a + pos[hit]]
         return acc
 
-    def _top_blocked(self, slices: list[tuple[int, int]], k: int):
+    def _top_blocked(self, slices: list[tuple[int, int]],
+                     k: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The top k of a large index, scored one `BLOCK` of passages at a time, or None.
 
         The bound (the k-th best exact score among the rarest terms' passages, as in
