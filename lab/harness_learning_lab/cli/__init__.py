@@ -5,6 +5,7 @@ stays cheap."""
 
 from harness_learning_lab.cli import (  # noqa: F401  (each module registers its commands)
     bench_blocks_cmd,
+    bench_bm25_cmd,
     bench_cmd,
     bench_experience_cmd,
     bench_judge_cmd,
