@@ -1,6 +1,5 @@
-"""Command-line options generated from a settings model (TRL's `HfArgumentParser` idea): each
-field's help (a pydantic field's description, a dataclass field's `metadata["help"]`) is its
-`--help` text, so a new field becomes a new option and the flags, their defaults and their
+"""Command-line options generated from a pydantic settings model (TRL's `HfArgumentParser`
+idea; `AdaptConfig` and the training configs): each field's description is its `--help` text, so a new field becomes a new option and the flags, their defaults and their
 docs are written once, on the model.
 
 - a scalar field (`str`, `int`, `float`, `bool`, optional or not) is one option; a `bool` gets
@@ -34,7 +33,7 @@ SCALARS = (str, int, float, bool, Path)
 
 @dataclasses.dataclass(frozen=True)
 class _Field:
-    """One field of a settings model or a config dataclass, as the options see it."""
+    """One field of a settings model, as the options see it."""
 
     name: str
     flag: str
@@ -45,21 +44,15 @@ class _Field:
     parts: tuple = ()
 
 
-def _fields(cls: type) -> list[_Field]:
-    hints = typing.get_type_hints(cls)
-    if issubclass(cls, BaseModel):
-        from harness_learning.graphs.adapter.setting_kinds import parts_of, setting_name_of
+def _fields(cls: type[BaseModel]) -> list[_Field]:
+    from harness_learning.graphs.adapter.setting_kinds import parts_of, setting_name_of
 
-        return [_Field(name, setting_name_of(name, info), hints[name],
-                       ... if info.is_required() or info.default_factory else info.default,
-                       None if info.is_required() else info.get_default(call_default_factory=True),
-                       info.description or "", parts_of(info))
-                for name, info in cls.model_fields.items()]
-    return [_Field(f.name, f.metadata.get("flag") or f.name, hints[f.name],
-                   ... if f.default is dataclasses.MISSING else f.default,
-                   f.default_factory() if f.default_factory is not dataclasses.MISSING  # type: ignore[misc]
-                   else f.default, f.metadata.get("help", ""), f.metadata.get("parts") or ())
-            for f in dataclasses.fields(cls)]
+    hints = typing.get_type_hints(cls)
+    return [_Field(name, setting_name_of(name, info), hints[name],
+                   ... if info.is_required() or info.default_factory else info.default,
+                   None if info.is_required() else info.get_default(call_default_factory=True),
+                   info.description or "", parts_of(info))
+            for name, info in cls.model_fields.items()]
 
 
 def _unwrap(hint: Any) -> tuple[Any, bool]:
@@ -89,7 +82,7 @@ def _is_str_list(hint: object) -> bool:
     return typing.get_origin(hint) is list and typing.get_args(hint) == (str,)
 
 
-def field_parameters(cls: type, required: bool = True) -> list[inspect.Parameter]:
+def field_parameters(cls: type[BaseModel], required: bool = True) -> list[inspect.Parameter]:
     """One keyword parameter per option of `cls`, ready for a typer command's signature.
     `required=False`: a field without a default is an option defaulting to None (a settings
     file may give it; the command checks that one of them did)."""
@@ -115,7 +108,7 @@ def field_parameters(cls: type, required: bool = True) -> list[inspect.Parameter
     return params
 
 
-def field_values(cls: type, given: dict[str, Any]) -> dict[str, Any]:
+def field_values(cls: type[BaseModel], given: dict[str, Any]) -> dict[str, Any]:
     """The keyword arguments of `cls(...)` from a command's options (pops them from `given`).
     A part or JSON option left unset keeps the field's default; bad values raise
     `typer.BadParameter` naming the option."""
@@ -153,8 +146,6 @@ def _merged(f: _Field, inner: object, set_: dict[str, Any]) -> object:
     """The field's default with the parts that were given set."""
     if isinstance(f.base, BaseModel):  # a table the model validates (naming the flag)
         return {**f.base.model_dump(), **set_}
-    if dataclasses.is_dataclass(f.base):
-        return dataclasses.replace(f.base, **set_)  # type: ignore[type-var]
     if inner is dict or typing.get_origin(inner) is dict:
         # task_options: only what was given, so each task keeps its own defaults
         return {**f.base, **set_}
@@ -172,8 +163,6 @@ def _from_json(f: _Field, inner: Any, text: str) -> Any:
             return from_dict(data)
         if isinstance(inner, type) and issubclass(inner, BaseModel):
             return inner.model_validate(data)
-        if dataclasses.is_dataclass(inner):
-            return inner(**data)
         return data
     except ValidationError as exc:
         first = exc.errors()[0]
