@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "harness_learning"
-LAYERS = ("graphs", "harnesses", "retrieval", "training", "evals")
+LAYERS = ("cli", "report", "graphs", "harnesses", "retrieval", "training", "evals")
 
 
 def test_the_build_finds_the_package_under_src_and_nothing_beside_it():
