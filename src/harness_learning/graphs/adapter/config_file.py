@@ -34,6 +34,8 @@ from harness_learning.graphs.adapter.config import AdaptConfig, setting_name
 from harness_learning.graphs.adapter.setting_kinds import parts_of
 
 HINT = "a key is the field behind one of `harness-learn adapt --help`'s flags"
+FORM_HINT = "the settings are the adapter's form"
+"""The general hint of a Studio setting (its form's fields are the settings)."""
 
 
 class ConfigFileError(ValueError):
@@ -172,8 +174,12 @@ def _unknown_hint(loc: list[str], style: str) -> str:
     model = _model_at(loc)
     names = [setting_name(n) for n in model.model_fields] if model is AdaptConfig \
         else list(model.model_fields)
+    return closest_hint(key, names, HINT if style != "setting" else FORM_HINT, prefix)
+
+
+def closest_hint(key: str, names: list[str], general: str, prefix: str = "") -> str:
+    """`did you mean 'rounds'? <general>` for the name closest to `key`, else `general`."""
     close = difflib.get_close_matches(key, names, n=1)
-    general = HINT if style != "setting" else "the settings are the adapter's form"
     return f"did you mean {prefix + close[0]!r}? {general}" if close else general
 
 

@@ -21,7 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
 from harness_learning.graphs.adapter.config import AdaptConfig, setting_name
-from harness_learning.graphs.adapter.config_file import SettingError, differences, settings_values
+from harness_learning.graphs.adapter.config_file import (
+    FORM_HINT,
+    SettingError,
+    closest_hint,
+    differences,
+    settings_values,
+)
 from harness_learning.graphs.adapter.setting_kinds import parts_of
 
 DEFAULT_TASK = "rg:basic_arithmetic"
@@ -120,12 +126,7 @@ def given_settings(context: BaseModel | Mapping[str, object] | None) -> dict[str
 def _unknown(key: str, known: list[str]) -> UnknownSetting:
     """Worded as a settings file's unknown key is (`config_file.setting_error`), with the
     closest of the form's fields (which include the flags' parts, such as `dev`)."""
-    import difflib
-
-    close = difflib.get_close_matches(key, known, n=1)
-    general = "the settings are the adapter's form"
-    return UnknownSetting(f"unknown setting {key!r}",
-                          f"did you mean {close[0]!r}? {general}" if close else general)
+    return UnknownSetting(f"unknown setting {key!r}", closest_hint(key, known, FORM_HINT))
 
 
 def config_values(settings: dict[str, Any]) -> dict[str, Any]:

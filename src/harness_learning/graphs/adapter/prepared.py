@@ -27,14 +27,18 @@ if TYPE_CHECKING:
 class PreparedRun:
     """A run's config and what has been opened of it. `task` is None until opened: a
     built-in task's track is known from its name, so `prepare` does not build its problems.
-    `tools` is None for a run without tools, or until opened (`tools_open` says which)."""
+    `tools` is None for a run without tools, or until opened."""
 
     config: AdaptConfig
     task: Task | None = None
     tools: UserTools | None = None
-    tools_open: bool = False
     live: Mapping[str, object] = field(default_factory=dict)
     """Python objects given to `adapt()` (a metric, tools) by their `live:NAME`."""
+
+    @property
+    def tools_open(self) -> bool:
+        """Whether the run's tools are open (a run without tools has nothing to open)."""
+        return self.tools is not None or not self.config.tools
 
     def opened(self) -> PreparedRun:
         """This run with its task and tools open: a missing file or a failing import is one
@@ -43,12 +47,7 @@ class PreparedRun:
         live = dict(self.live)
         task = self.task if self.task is not None else open_task(self.config, live)
         tools = self.tools if self.tools_open else open_tools(self.config, live)
-        return replace(self, task=task, tools=tools, tools_open=True)
-
-    def with_config(self, config: AdaptConfig) -> PreparedRun:
-        """The same opened task and tools under a changed config (an extended run, another
-        log store for this process): the task and tools settings never change on resume."""
-        return replace(self, config=config)
+        return replace(self, task=task, tools=tools)
 
     def context(self, **overrides: Any) -> AdapterContext:
         """The adapter's context, handed what is open (`overrides` as `from_config` takes)."""

@@ -79,7 +79,7 @@ def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> Prepared
         run.write_config(json.loads(full.to_json()))
     if keeps_copies(full):  # the run uses the copies kept in its directory: opened later
         return PreparedRun(full, live=live)
-    return PreparedRun(full, task=task, tools=tools, tools_open=True, live=live)
+    return PreparedRun(full, task=task, tools=tools, live=live)
 
 
 def with_split_secret(config: AdaptConfig, stored: AdaptConfig | None) -> AdaptConfig:
