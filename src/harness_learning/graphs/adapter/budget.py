@@ -121,9 +121,11 @@ async def proposer_share(ctx: AdapterContext, proposer: ModelClient, messages: M
                                  "sent)") from None
 
 
-async def log_stop(ctx: AdapterContext, reason: str, before: str) -> dict[str, Any]:
-    """Log the run's `budget_stop` before `before`; return the spend it records."""
-    spent = await committed(ctx)
+async def log_stop(ctx: AdapterContext, reason: str, before: str,
+                   spent: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Log the run's `budget_stop` before `before` with the spend (`spent`, or read now);
+    return the spend it records."""
+    spent = spent if spent is not None else await committed(ctx)
     await ctx.store.aappend_event("budget_stop", {"reason": reason, "before": before,
                                                   "spent": spent})
     return spent
@@ -159,9 +161,10 @@ async def check_budget(ctx: AdapterContext, what: str) -> None:
     budget = ctx.config.budget
     if not limited(budget):
         return
-    reason = budget_reason(budget, await committed(ctx))
+    spent = await committed(ctx)
+    reason = budget_reason(budget, spent)
     if reason is not None:
-        spent = await log_stop(ctx, reason, what)
+        await log_stop(ctx, reason, what, spent)
         raise BudgetStop(reason, f" (spent {spent_line(spent)}; {what} not started)")
 
 
