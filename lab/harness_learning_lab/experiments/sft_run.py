@@ -76,24 +76,25 @@ def collect_plans(spec: SFTExperimentSpec, out: Path) -> list[RunPlan]:
 
 def arm_plans(spec: SFTExperimentSpec, out: Path, models: dict[str, str]) -> list[RunPlan]:
     """Per test type and seed: the seed, each Proposer arm's single-step edits and relay, and
-    the ceiling (the base with the interpreter operator on)."""
-    plans = []
-    for task in spec.test_types:
-        for i, seed in enumerate(spec.seeds):
-            shape = spec.heldout_shapes[i % len(spec.heldout_shapes)]
+    the ceiling (the base with the interpreter operator on). Ordered seed by seed, every
+    type's single-step arms before any relay: a stopped experiment's partial table covers
+    every type, and the slow relays come last."""
+    single, relays = [], []
+    for i, seed in enumerate(spec.seeds):
+        shape = spec.heldout_shapes[i % len(spec.heldout_shapes)]
+        for task in spec.test_types:
             cfg = partial(_arm_config, spec, out, task, seed, shape)
-            plans.append(RunPlan("seed", task, seed, cfg("seed", rounds=0), eval_only=True))
+            single.append(RunPlan("seed", task, seed, cfg("seed", rounds=0), eval_only=True))
             for arm in PROPOSER_ARMS:
-                plans.append(RunPlan(arm, task, seed, cfg(arm, proposer=models[arm]),
-                                     test_all=True))
-            plans.append(RunPlan("ceiling", task, seed, cfg(
+                single.append(RunPlan(arm, task, seed, cfg(arm, proposer=models[arm]),
+                                      test_all=True))
+            single.append(RunPlan("ceiling", task, seed, cfg(
                 "ceiling", proposer=models["base"], operators="interpreter"), test_all=True))
             if spec.relay_rounds:
-                for arm in PROPOSER_ARMS:
-                    plans.append(RunPlan(f"{arm}_relay", task, seed, cfg(
-                        f"{arm}_relay", proposer=models[arm], rounds=spec.relay_rounds,
-                        candidates=1, policy="strict")))
-    return plans
+                relays.extend(RunPlan(f"{arm}_relay", task, seed, cfg(
+                    f"{arm}_relay", proposer=models[arm], rounds=spec.relay_rounds,
+                    candidates=1, policy="strict")) for arm in PROPOSER_ARMS)
+    return single + relays
 
 
 def _arm_config(spec: SFTExperimentSpec, out: Path, task: str, seed: int, shape: str,

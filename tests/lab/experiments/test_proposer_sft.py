@@ -46,6 +46,10 @@ def test_every_run_is_on_the_focused_prompt_and_operators_only_where_planned(tmp
     assert {p.config.operators for p in arms if p.method != "ceiling"} == {"none"}
     assert {p.config.proposer for p in arms if p.method == "student"} == {"local:s.gguf"}
     assert all(p.config.candidates == spec.edits for p in arms if p.method == "base")
+    relay = [i for i, p in enumerate(arms) if p.method.endswith("_relay")]
+    assert relay == list(range(len(arms) - len(relay), len(arms)))
+    first_seed = [p.task for p in arms if p.seed == spec.seeds[0] and p.method == "seed"]
+    assert first_seed == spec.test_types and arms[len(first_seed) * 4].seed == spec.seeds[1]
     for plan in [*collect, *arms]:
         assert (plan.config.edit_format, plan.config.memory_tokens, plan.config.report_chars,
                 plan.config.block_menu) == ("function", 0, spec.report_chars, False)
