@@ -76,7 +76,8 @@ def test_adapt_options_fill_the_config_as_the_hand_written_flags_did(tmp_path):
              "seed": 1, "seed_harness": None, "line_limit": 200, "patience": None,
              "max_solver_calls": 50, "max_tokens": None, "max_cost_usd": None,
              "race": '{"keep": [0.5]}', "concurrency": 8, "report_chars": 12000, "memory_tokens": 200,
-             "approval": False, "proposer_logprobs": False, "group_size": 6, "merge": True,
+             "approval": False, "proposer_logprobs": False, "proposer_echo_stop": False,
+             "group_size": 6, "merge": True,
              "operators": "interpreter,vote", "operators_per_round": 1, "repair_turns": 1,
              "split": "paper", "experience": "lib", "experience_shown": 3,
              "experience_tokens": 500, "block_menu": False}
@@ -91,6 +92,7 @@ def test_adapt_options_fill_the_config_as_the_hand_written_flags_did(tmp_path):
     assert config.race == RaceRule(keep=(0.5,)) and config.policy == "racing"
     assert config.tools == ["shop.py:lookup", "mod:tool"]
     assert config.proposer_logprobs is False and config.group_size == 6 and config.merge is True
+    assert config.proposer_echo_stop is False
     assert config.operators == "interpreter,vote" and config.operators_per_round == 1
     assert config.store == "postgresql://hl@db:5432/runs"
     assert config.repair_turns == 1 and config.split == "paper" and config.memory_tokens == 200

@@ -133,6 +133,10 @@ class AdaptConfig(BaseModel):
         "Ask the Proposer endpoint for its sampled tokens' log-probs and log them with each "
         "proposal (llama.cpp and vLLM return them), so offline GRPO takes its importance ratio "
         "against the policy that wrote the log; turn off for an endpoint that rejects `logprobs`."))
+    proposer_echo_stop: bool = setting(True, help=(
+        "Stop a Proposer reply that starts copying the prompt back (at the report's title or a "
+        "section heading, which no edit writes): small local models do, for minutes of CPU; "
+        "turn off for an endpoint that rejects `stop`. A `stop` in proposer_params wins."))
     rounds: int | None = setting(None, ge=0, help="Rounds (track default if unset).")
     candidates: int | None = setting(None, ge=1, help="Candidates per round.")
     group_size: Annotated[int | None, AfterValidator(_group_size)] = setting(None, help=(

@@ -22,6 +22,9 @@ from harness_learning.harnesses.contract import JUDGE_OP, ToolCall
 from harness_learning.harnesses.results import HARNESS_FAULTS, ErrorKind, ProblemResult
 from harness_learning.harnesses.text_safety import data_block
 
+REPORT_TITLE = "# Feedback report"
+"""The report's first words (`proposer.ECHO_STOPS` stops a reply that starts copying them)."""
+
 if TYPE_CHECKING:
     from harness_learning.evals.task import Task
 
@@ -327,7 +330,7 @@ def _summary(items: list[Item], result: EvalResult, title: str) -> list[str]:
     counts = {s: sum(i.status == s for i in items) for s in ORDER}
     done = sum(i.result.completed for i in items)
     parts = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    return [f"# Feedback report{title}: {len(items)} problems",
+    return [f"{REPORT_TITLE}{title}: {len(items)} problems",
             f"Mean score {result.mean_score:.3f}; {parts}; {done}/{len(items)} runs completed."]
 
 

@@ -22,7 +22,11 @@ from harness_learning.evals.judge import Outcome
 from harness_learning.graphs.adapter.budget import proposer_share
 from harness_learning.graphs.adapter.experience_search import past_successes
 from harness_learning.graphs.adapter.few_shot import demonstrations
-from harness_learning.graphs.adapter.proposer import build_focused_messages, build_proposer_messages
+from harness_learning.graphs.adapter.proposer import (
+    build_focused_messages,
+    build_proposer_messages,
+    echo_stops,
+)
 from harness_learning.graphs.adapter.repair import second_chances
 from harness_learning.graphs.adapter.run_memory import run_memory
 from harness_learning.graphs.adapter.slots import PROPOSER, Slot
@@ -169,6 +173,7 @@ async def propose_llm(ctx: AdapterContext, payload: dict, parent_source: str,
     served = getattr(getattr(proposer, "config", None), "returns_logprobs", True)  # any chat model
     wanted = cfg.proposer_logprobs and served
     logprobs = LOGPROB_PARAMS if wanted else {}
+    stops = echo_stops(parent_source) if cfg.proposer_echo_stop else []
 
     sampled: list[Completion] = []
     tracer = getattr(ctx, "tracer", None)
@@ -185,6 +190,8 @@ async def propose_llm(ctx: AdapterContext, payload: dict, parent_source: str,
     async def sample(messages: list[dict[str, str]], seed: int) -> Completion:
         await logged(kept=False)  # another attempt: the last one was replaced
         params = {**logprobs, **cfg.proposer_params, "seed": seed}
+        if stops:
+            params.setdefault("stop", stops)  # a stop of the user's own wins
         async with proposer_share(ctx, proposer, messages, params) as use:  # held before sent
             if tracer is None:
                 sampled.append(await proposer.acomplete(messages, **params))
