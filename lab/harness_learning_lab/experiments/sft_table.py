@@ -155,7 +155,9 @@ def markdown(result: dict[str, Any], spec: Any, stages: dict[str, Any]) -> str:
     def cell(v: Any) -> str:
         return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
-    lines = [f"# {spec.name} ({spec.scale})", "",
+    done, planned = result.get("finished", [None, None])
+    partial = f" ({done} of {planned} runs finished)" if done != planned else ""
+    lines = [f"# {spec.name} ({spec.scale}){partial}", "",
              f"held-out: {', '.join(spec.heldout_types)}; control: "
              f"{', '.join(spec.control_types) or 'none'}; training: {', '.join(spec.train_types)}",
              "", "| arm | types | valid | valid rate | working inline | share | score | gain "
@@ -200,6 +202,8 @@ def write_table(out: Path, spec: Any) -> dict[str, Any]:
             if (run := read_arm(out / "runs" / slug(task) / arm / f"seed{seed}", arm, task,
                                 seed)) is not None]
     result = table(runs, spec.heldout_types, spec.control_types)
+    arms = [a for a in ARMS if spec.relay_rounds or not a.endswith("_relay")]
+    result["finished"] = [len(runs), len(spec.test_types) * len(arms) * len(spec.seeds)]
     stages = {p.parent.name: json.loads(p.read_text()) for p in
               sorted((out / "stages").glob("*/stage.json"), key=lambda p: p.stat().st_mtime)}
     demo_format = stages.get("demonstrations", {}).get("result", {}).get(

@@ -75,3 +75,13 @@ def test_the_table_pairs_problems_and_tests_the_inline_share():
     assert 0 < student["fisher_p_inline"] < 0.01  # 8 of 8 against 0 of 8
     control = result["arms"]["student"]["control"]
     assert control["vs_seed"]["gain"] == pytest.approx(0.5) and "vs_base" not in control
+
+
+def test_a_table_written_before_the_arms_end_says_how_many_runs_it_holds(tmp_path):
+    from harness_learning_lab.experiments.sft_table import ARMS, write_table
+
+    spec = load_sft_spec(CONFIG)
+    planned = len(spec.test_types) * len(ARMS) * len(spec.seeds)
+    text = write_table(tmp_path, spec)["markdown"]
+    assert text.splitlines()[0] == f"# {spec.name} (paper) (0 of {planned} runs finished)"
+    assert (tmp_path / "sft_table.md").read_text() == text
