@@ -36,6 +36,9 @@ class ArmRun:
     seed: int
     edits: int = 0
     valid: int = 0
+    distinct: int = 0
+    """Distinct programs among the valid edits: a student that collapsed onto one answer
+    writes the same program at every sample."""
     inline: int = 0
     """Valid edits writing a working inline loop."""
     loop: int = 0
@@ -73,6 +76,7 @@ def read_arm(run_dir: Path, arm: str, task: str, seed: int) -> ArmRun | None:
         proposals = list(store.iter_proposals())
         valid = [p for p in proposals if p.valid and p.candidate_sha]
         run.edits, run.valid = len(proposals), len(valid)
+        run.distinct = len({p.candidate_sha for p in valid})
         for p in valid:
             source = store.get_version_source(p.candidate_sha)
             found = code_loop_form(source, p.origin)
@@ -119,6 +123,7 @@ def summarise(runs: list[ArmRun]) -> dict[str, Any]:
     edits, valid, inline = (sum(getattr(r, k) for r in runs) for k in ("edits", "valid", "inline"))
     scored = [sum(r.scores.values()) / len(r.scores) for r in runs if r.scores]
     return {"runs": len(runs), "edits": edits, "valid": valid, "inline": inline,
+            "distinct": sum(r.distinct for r in runs),
             "loop": sum(r.loop for r in runs),
             "valid_rate": round(valid / edits, 3) if edits else None,
             "inline_share": round(inline / valid, 3) if valid else None,
@@ -160,18 +165,20 @@ def markdown(result: dict[str, Any], spec: Any, stages: dict[str, Any]) -> str:
     lines = [f"# {spec.name} ({spec.scale}){partial}", "",
              f"held-out: {', '.join(spec.heldout_types)}; control: "
              f"{', '.join(spec.control_types) or 'none'}; training: {', '.join(spec.train_types)}",
-             "", "| arm | types | valid | valid rate | working inline | share | score | gain "
+             "", "| arm | types | valid | distinct | valid rate | working inline | share | score | gain "
              "[95% CI] | Fisher p | Solver calls | Proposer calls | wall s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for arm, groups in result["arms"].items():
         for group, s in groups.items():
             vs = s.get("vs_base") or s.get("vs_seed")
             gain = f"{vs['gain']:+.3f} [{vs['ci95'][0]:+.3f}, {vs['ci95'][1]:+.3f}]" if vs else "-"
-            lines.append(f"| {arm} | {group} | {s['valid']}/{s['edits']} | {cell(s['valid_rate'])}"
+            lines.append(f"| {arm} | {group} | {s['valid']}/{s['edits']} | {s['distinct']} | "
+                         f"{cell(s['valid_rate'])}"
                          f" | {s['inline']} | {cell(s['inline_share'])} | {cell(s['score'])} | "
                          f"{gain} | {cell(s.get('fisher_p_inline'))} | {s['solver_calls']} | "
                          f"{s['proposer_calls']} | {s['wall_s']} |")
-    lines += ["", "gain: against the base arm's adopted programs (control rows: against the "
+    lines += ["", "distinct: different programs among the valid edits (summed over runs); "
+              "gain: against the base arm's adopted programs (control rows: against the "
               "seed); Fisher: one-sided, student's working-inline share above the base's.", "",
               "| stage | wall s | CPU s | load (1 min) | result |", "|---|---|---|---|---|"]
     for name, st in stages.items():

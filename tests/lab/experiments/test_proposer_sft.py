@@ -56,7 +56,7 @@ def test_every_run_is_on_the_focused_prompt_and_operators_only_where_planned(tmp
 
 
 def _run(arm, task, seed, valid, inline, scores):
-    return ArmRun(arm, task, seed, edits=6, valid=valid, inline=inline,
+    return ArmRun(arm, task, seed, edits=6, valid=valid, inline=inline, distinct=min(valid, 1),
                   scores={f"p{i}": s for i, s in enumerate(scores)})
 
 
@@ -70,6 +70,7 @@ def test_the_table_pairs_problems_and_tests_the_inline_share():
     result = table(runs, ["rg:gcd", "rg:lcm"], ["rg:number_sorting"])
     student = result["arms"]["student"]["heldout"]
     assert (student["valid"], student["inline"], student["inline_share"]) == (8, 8, 1.0)
+    assert student["distinct"] == 2  # one program per run: a collapsed student shows it
     assert student["vs_base"]["gain"] == pytest.approx(3 / 6, abs=1e-3)
     assert student["vs_base"]["n"] == 6 and student["vs_base"]["ci95"][0] > 0
     assert 0 < student["fisher_p_inline"] < 0.01  # 8 of 8 against 0 of 8
