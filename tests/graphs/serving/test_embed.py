@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from langgraph.graph import END, START, StateGraph
@@ -160,6 +163,29 @@ def test_bad_harnesses_fail_clearly(tmp_path, sim) -> None:
     finally:
         graph.harness_runner.close()
     assert info.value.kind == "harness" and "line 14" in info.value.traceback.replace(", in", " in")
+
+
+LEFT_WARM = """
+import sys
+from harness_learning.graphs.serving.embed import load_harness
+graph = load_harness("reasoning_direct", model=sys.argv[1])
+print(graph.invoke({"question": "What is 2 + 2?"})["answer"])
+print(graph.harness_runner._worker.process.scratch)
+"""
+
+
+def test_a_worker_left_warm_is_reaped_at_exit(tmp_path, sim) -> None:
+    """A script that ends with its graph's worker still warm (the README's example does): the
+    exit hook closes the worker on its loop. Python shuts its thread pools before atexit
+    hooks run, and a cleanup that needed one stopped before reaping the worker: its transport
+    raised "Event loop is closed" when collected, and its scratch directory stayed."""
+    done = subprocess.run([sys.executable, "-c", LEFT_WARM, sim], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=90)
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer, scratch = done.stdout.split()
+    assert answer == "4"
+    assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not Path(scratch).exists()
 
 
 @pytest.mark.slow

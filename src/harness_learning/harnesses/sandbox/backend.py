@@ -9,8 +9,10 @@ See docs/ARCHITECTURE.md, "Adding a sandbox backend".
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib
+import logging
 import os
 import subprocess
 from abc import ABC, abstractmethod
@@ -20,6 +22,8 @@ from typing import Any, ClassVar, TypeVar
 from harness_learning.harnesses.sandbox.limits import Limits
 
 B = TypeVar("B", bound="type[SandboxBackend]")
+T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 BUILTIN = {"local": "harness_learning.harnesses.sandbox.local",
            "docker": "harness_learning.harnesses.sandbox.docker_backend"}
@@ -49,6 +53,39 @@ class SandboxProcess(ABC):
     @abstractmethod
     async def cleanup(self) -> None:
         """Kill, reap and remove what the process left (scratch space, cgroup, container)."""
+
+
+async def in_thread(fn: Callable[..., T], /, *args: Any) -> T:
+    """`fn(*args)` (cleanup's file or engine work) in a worker thread, as `asyncio.to_thread`;
+    run here instead once the interpreter exits. Python marks every thread pool shut before
+    the atexit hooks run, and those hooks are where warm workers are closed: a cleanup that
+    needed a thread there stopped before reaping its process, whose transport then raised
+    "Event loop is closed" when collected after its loop."""
+    loop = asyncio.get_running_loop()
+    try:
+        done = loop.run_in_executor(None, functools.partial(fn, *args))
+    except RuntimeError:  # "cannot schedule new futures after [interpreter] shutdown"
+        return fn(*args)
+    return await done
+
+
+def file_work(fn: Callable[[], object]) -> None:
+    """Start `fn` (cgroup or engine work nobody awaits): in a worker thread when an event loop
+    runs here (as `in_thread`, here at interpreter exit), else now."""
+    try:
+        loop = asyncio.get_running_loop()
+        done = loop.run_in_executor(None, fn)
+    except RuntimeError:  # no running loop, or the interpreter exits
+        fn()
+        return
+    # Nobody awaits it: take its outcome here, or a failure prints "Future exception was
+    # never retrieved" with a traceback when it is collected.
+    done.add_done_callback(_log_file_work_error)
+
+
+def _log_file_work_error(done: asyncio.Future) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        logger.debug("cgroup file work failed: %r", done.exception())
 
 
 class SandboxBackend(ABC):

@@ -220,11 +220,13 @@ class Worker(ServedCalls):
             with contextlib.suppress(Exception):
                 await self._send({"op": "close"})
             self._writer.close()
-        if self.process is not None:
-            await self.process.cleanup()
-        for task in list(self._tasks):
-            task.cancel()
-        self._fail_all(("infra", "the worker was closed"))
+        try:
+            if self.process is not None:
+                await self.process.cleanup()
+        finally:  # a cleanup that failed still leaves no reader running and no run waiting
+            for task in list(self._tasks):
+                task.cancel()
+            self._fail_all(("infra", "the worker was closed"))
 
     # -- internals -------------------------------------------------------------------------
 

@@ -44,6 +44,8 @@ from harness_learning.harnesses.sandbox import docker_care, seccomp
 from harness_learning.harnesses.sandbox.backend import (
     SandboxBackend,
     SandboxProcess,
+    file_work,
+    in_thread,
     sandbox_backend,
 )
 from harness_learning.harnesses.sandbox.cgroups import CANDIDATE_GROUP, Group, Spec, Usage
@@ -59,7 +61,6 @@ from harness_learning.harnesses.sandbox.local import (
     SCRATCH,
     SYSTEM_DIRS,
     TMPFS_BYTES,
-    _file_work,
     base_env,
     view_mounts,
 )
@@ -214,7 +215,7 @@ class _Proc:
 
     def kill(self) -> None:
         """Ask the engine to kill the container: an HTTP call, so in a thread on a loop."""
-        _file_work(self._kill)
+        file_work(self._kill)
 
     def _kill(self) -> None:
         with contextlib.suppress(Exception):
@@ -247,7 +248,7 @@ class DockerProcess(SandboxProcess):
     def kill(self) -> None:
         self.proc.kill()
         if self.group is not None:
-            _file_work(self.group.kill)
+            file_work(self.group.kill)
 
     def usage(self) -> Usage:
         """What the group counted (as on the local backend) and the container's own cgroup in
@@ -270,13 +271,13 @@ class DockerProcess(SandboxProcess):
     async def cleanup(self) -> None:
         self.kill()
         with contextlib.suppress(Exception):
-            await asyncio.to_thread(self.proc.container.remove, force=True)
+            await in_thread(functools.partial(self.proc.container.remove, force=True))
         if self.proc.waiter is not None:
             with contextlib.suppress(Exception, asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self.proc.waiter), 5)
         if self.group is not None:
             for _ in range(100):
-                if await asyncio.to_thread(docker_care.remove_group, self.group):
+                if await in_thread(docker_care.remove_group, self.group):
                     break
                 self.kill()
                 await asyncio.sleep(0.05)

@@ -29,14 +29,12 @@ import asyncio
 import contextlib
 import functools
 import json
-import logging
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness_learning.harnesses.offline import OFFLINE_ENV
@@ -44,6 +42,8 @@ from harness_learning.harnesses.sandbox import seccomp
 from harness_learning.harnesses.sandbox.backend import (
     SandboxBackend,
     SandboxProcess,
+    file_work,
+    in_thread,
     sandbox_backend,
 )
 from harness_learning.harnesses.sandbox.cgroups import (
@@ -56,8 +56,6 @@ from harness_learning.harnesses.sandbox.cgroups import (
 from harness_learning.harnesses.sandbox.limits import Limits
 from harness_learning.harnesses.sandbox.protocol import LIMITS_ENV, MAX_MESSAGE_BYTES
 from harness_learning.harnesses.sandbox.view import SYSTEM_DIRS, view_mounts
-
-logger = logging.getLogger(__name__)
 
 SCRATCH = "/scratch"
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group",
@@ -165,7 +163,7 @@ class LocalProcess(SandboxProcess):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(self.proc.pid, signal.SIGKILL)
         if self.group is not None:
-            _file_work(self.group.kill)
+            file_work(self.group.kill)
 
     def usage(self) -> Usage | None:
         """What the candidate's cgroup counted against its limits (None without a cgroup):
@@ -195,11 +193,11 @@ class LocalProcess(SandboxProcess):
             await asyncio.wait_for(self.proc.wait(), 5)
         if self.group is not None:  # cgroup files and the scratch tree: file work, in a thread
             for _ in range(100):
-                if await asyncio.to_thread(self.group.remove):
+                if await in_thread(self.group.remove):
                     break
                 self.kill()  # members still exiting
                 await asyncio.sleep(0.02)
-        await asyncio.to_thread(shutil.rmtree, self.scratch, ignore_errors=True)
+        await in_thread(functools.partial(shutil.rmtree, self.scratch, ignore_errors=True))
 
 
 def tree_bytes(root: str) -> int:
@@ -331,24 +329,6 @@ class LocalBackend(SandboxBackend):
             _discard(group, scratch)
             raise
         return scratch, argv, full_env, group, filter_fd
-
-
-def _file_work(fn: Callable[[], object]) -> None:
-    """Run `fn` (cgroup file I/O) now, or in a worker thread when an event loop runs here."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        fn()
-        return
-    done = loop.run_in_executor(None, fn)
-    # Nobody awaits it: take its outcome here, or a failure prints "Future exception was
-    # never retrieved" with a traceback when it is collected.
-    done.add_done_callback(_log_file_work_error)
-
-
-def _log_file_work_error(done: asyncio.Future) -> None:
-    if not done.cancelled() and done.exception() is not None:
-        logger.debug("cgroup file work failed: %r", done.exception())
 
 
 SCRATCH_PREFIX = "hl-sbx-"
