@@ -72,6 +72,11 @@ def test_the_python_api_in_ten_lines(local_model_url, tmp_path):
     done = subprocess.run([sys.executable, str(EXAMPLE / "adapt_in_python.py")], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=1700)
     assert done.returncode == 0, done.stderr[-3000:]
+    # What a new user sees: no traceback at exit (the warm worker's close), no warning about
+    # the example's own sizes (its dev pool holds feedback + selection).
+    for sign in ("Traceback", "Exception ignored", "Event loop is closed", "that handles pid",
+                 "the dev pool holds"):
+        assert sign not in done.stderr, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
     assert lines[0].startswith(("0 ", "1 ")) and "[(0, '" in lines[0]  # best round, lineage
     assert "'answer':" in lines[1] and "'tool': 'tool'" in lines[1]
