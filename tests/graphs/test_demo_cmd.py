@@ -37,14 +37,28 @@ def test_demo_without_the_proposer_model_names_the_fetch_command(tmp_path, monke
 
 @pytest.fixture(scope="module")
 def demo_run(local_model_url, tmp_path_factory):
-    """The README's main job, run once for this module: (run directory, its output)."""
+    """The README's main job, run once for this module: (run directory, its output).
+
+    Run as a user runs it, without the session's shared server in the environment: the
+    Proposer gets a server of its own (`AdapterContext.proposer`), so its replies overlap the
+    Solver's selection calls and a repair turn reuses its cached prompt, instead of queueing
+    behind the Solver on one server (which made the Proposer about half of this run's time)."""
+    from harness_learning.harnesses.llm import LOCAL_URL_ENV, clear_clients, local
+
     run_dir = tmp_path_factory.mktemp("demo") / "demo"
-    # one-digit products: SmolLM2 solves about a third, so the run has trajectories to train on;
-    # 4 held-out problems, not the README's 24 (TEST)
-    result = CliRunner().invoke(app, ["demo", "--run-dir", str(run_dir), "--solver",
-                                      "local:smollm2-135m", "--proposer",
-                                      "local:smollm2-135m", "--task-config",
-                                      '{"max_digits": 1}', "--test", str(TEST), "--json"])
+    ours = set(local._servers)
+    clear_clients()  # no client resolved against the shared server is reused
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv(LOCAL_URL_ENV)
+        # one-digit products: SmolLM2 solves about a third, so the run has trajectories to
+        # train on; 4 held-out problems, not the README's 24 (TEST)
+        result = CliRunner().invoke(app, ["demo", "--run-dir", str(run_dir), "--solver",
+                                          "local:smollm2-135m", "--proposer",
+                                          "local:smollm2-135m", "--task-config",
+                                          '{"max_digits": 1}', "--test", str(TEST), "--json"])
+    clear_clients()  # later calls go to the shared server again, not to the demo's own
+    for key in set(local._servers) - ours:  # the Proposer's server (and any other it started)
+        local._servers.pop(key).stop()
     return run_dir, result
 
 
@@ -124,7 +138,21 @@ def test_round_twos_real_proposer_was_shown_round_ones_candidates(demo_run):
     assert memory[0][:50] in shown.output  # (rich wraps long lines at its width)
 
 
+@pytest.fixture
+def one_torch_thread():
+    """One intra-op thread while SmolLM2 trains in this process, as in tests/training: two
+    threads on a shared 2-core machine spin against each other (the two LoRA steps took 253 s
+    with two threads under load, 47 s with one)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
 def test_the_solver_fine_tuned_on_the_runs_trajectories_is_tested_with_its_harness(demo_run, tmp_path):
     """`train solver-sft` on the demo's log (SmolLM2 itself, two LoRA steps), `train export`,
     then `eval --solver local:THAT.gguf`: the pair's held-out scores, kept apart from the run's."""
