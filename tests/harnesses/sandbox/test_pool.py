@@ -37,3 +37,26 @@ def test_sandbox_info_names_its_protections():
     assert info["rlimits"] is True and info["scrubbed_env"] is True
     assert info["backend"] in ("local", "docker")
     assert set(info) >= {"bwrap", "cgroup_pids", "network_isolated", "docker"}
+
+
+def test_closing_kills_the_workers_still_importing_and_reaps_them():
+    """A run's end closes its pool while the replacements `acquire` started still import:
+    they are killed, not waited for, and no process of theirs is left."""
+    import asyncio
+
+    from harness_learning.harnesses.sandbox.pool import WorkerPool
+
+    async def go():
+        pool = WorkerPool(size=2)
+        pool.fill()
+        while len(pool._spawning) < 2 or not all(
+                w.process is not None and w._ready is not None for w in pool._spawning.values()):
+            await asyncio.sleep(0.01)  # spawned, imports under way (a second or more)
+        workers = list(pool._spawning.values())
+        await pool.close()
+        return workers
+
+    workers = asyncio.run(go())
+    assert all(w.process.proc.returncode is not None for w in workers)
+    assert [w._death for w in workers] == [
+        ("infra", "the pool closed before the worker was ready")] * 2

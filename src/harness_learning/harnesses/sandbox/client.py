@@ -292,6 +292,13 @@ class Worker(ServedCalls):
         self._kill(("timeout", f"wall-clock limit: the candidate ran past its {limit:g} s "
                                "(Limits.candidate_timeout_s)"))
 
+    def abort_start(self, reason: str) -> None:
+        """Kill a worker whose imports are still under way (its start then fails with
+        `reason`): a pool that closes need not wait seconds for a start nobody will use. A
+        worker not yet spawned, or already ready, is left to finish and close as usual."""
+        if self.process is not None and self._ready is not None and not self._ready.done():
+            self._kill(("infra", reason))
+
     def _kill(self, reason: tuple[str, str]) -> None:
         if self._death is None:
             self._death = reason

@@ -22,6 +22,7 @@ class WorkerPool:
         self.limits = limits or Limits()
         self.backend = backend
         self._starting: deque[asyncio.Task[Worker]] = deque()
+        self._spawning: dict[asyncio.Future, Worker] = {}  # by its `_starting` task, till ready
         self._closed = False
 
     async def __aenter__(self) -> WorkerPool:
@@ -38,7 +39,13 @@ class WorkerPool:
 
     async def _new(self) -> Worker:
         worker = Worker(limits=self.limits, backend=self.backend)
-        await worker.start()
+        task = asyncio.current_task()
+        if task is not None:
+            self._spawning[task] = worker
+        try:
+            await worker.start()
+        finally:
+            self._spawning.pop(task, None)
         return worker
 
     async def acquire(self, toolbox: ToolHandler | None = None) -> Worker:
@@ -58,10 +65,15 @@ class WorkerPool:
 
     async def close(self) -> None:
         """Close the idle workers. Starting ones are awaited, not cancelled: a start cut
-        short could leave a process nobody reaps."""
+        short could leave a process nobody reaps. One still importing is killed first (its
+        start then fails at once): the replacements each `acquire` starts are mostly still
+        importing when a run ends, and waiting out their imports added seconds to every run."""
         self._closed = True
         loop = asyncio.get_running_loop()
         tasks = [t for t in self._starting if t.get_loop() is loop]
+        for task in tasks:  # those `acquire` took are its caller's, left alone
+            if (worker := self._spawning.get(task)) is not None:
+                worker.abort_start("the pool closed before the worker was ready")
         for stale in (t for t in self._starting if t.get_loop() is not loop):
             # Started under an event loop that has ended (one `asyncio.run` per call): its
             # streams went with that loop, so the process can only be killed.
