@@ -235,7 +235,7 @@ def test_local_alias_finds_its_restarted_server(monkeypatch: pytest.MonkeyPatch)
     for server in servers:
         server.start()
     urls = iter([servers[0].url, servers[1].url])
-    monkeypatch.setattr("harness_learning.harnesses.llm.client.ensure_local_server", lambda name, instance="": next(urls))
+    monkeypatch.setattr("harness_learning.harnesses.llm.client.ensure_local_server", lambda name, instance="", logprobs=None: next(urls))
     try:
         client = ModelClient(ModelConfig("local", backoff_s=0.01))
         assert client.complete("What is 1 + 1").text == "Answer: 2"

@@ -176,9 +176,17 @@ class AdapterContext:
     def proposer(self) -> ModelClient:
         """Plain `local` proposes with Qwen2.5-Coder-1.5B, which writes valid edits (SmolLM2,
         the Solver's `local`, does not). A local Proposer has a server of its own, also when
-        the Solver is the same model."""
-        return self._get("proposer", lambda: get_client(ModelConfig.coerce(
-            resolve_role(self.config.proposer, "proposer")).with_(local_server="proposer")))
+        the Solver is the same model. A run that collects GRPO groups (`group_size`) with
+        log-probs on has it served with them, unless the spec says otherwise: offline GRPO
+        takes its importance ratio against them."""
+        return self._get("proposer", self._proposer_client)
+
+    def _proposer_client(self) -> ModelClient:
+        spec = ModelConfig.coerce(resolve_role(self.config.proposer, "proposer"))
+        collects = self.config.group_size is not None and self.config.proposer_logprobs
+        if collects and spec.is_local and spec.serve_logprobs is None:
+            spec = spec.with_(serve_logprobs=True)
+        return get_client(spec.with_(local_server="proposer"))
 
     @property
     def toolbox(self) -> Toolbox:

@@ -326,7 +326,9 @@ class ModelClient:
         if name is not None:
             # one server per replica; a server shared through the environment is one URL
             instances = [cfg.local_server, *(f"{cfg.local_server}#{i}" for i in range(1, cfg.replicas))]
-            urls = dict.fromkeys(ensure_local_server(name=name, instance=i) for i in instances)
+            urls = dict.fromkeys(ensure_local_server(name=name, instance=i,
+                                                     logprobs=cfg.serve_logprobs)
+                                 for i in instances)
             return _Target(litellm_model(name), tuple(urls), LOCAL_API_KEY)
         key = cfg.api_key
         if key is None and cfg.endpoints and cfg.model.startswith("openai/"):

@@ -57,6 +57,11 @@ class ModelConfig:
     """Which of this process's servers of a local model answers: clients naming different
     ones get a server each, so the Solver and the Proposer on the same model (the paper's
     same-model setup) do not queue behind each other."""
+    serve_logprobs: bool | None = None
+    """A local model only: serve it with every position's logits kept, so it returns the
+    sampled tokens' log-probs (`LocalModel.logprobs`: slower calls, more memory); None keeps
+    the model's default (off). Such a server is this client's own, never one shared through
+    the environment (`local:smollm2-135m?serve_logprobs=true`)."""
     replicas: int = 1
     """A local model only: how many servers of it (one CPU thread each) answer this client,
     balanced by litellm's Router as URLs of a remote model are. A llama.cpp server answers one
@@ -74,6 +79,9 @@ class ModelConfig:
             raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
         if isinstance(self.replicas, bool) or not isinstance(self.replicas, int) or self.replicas < 1:
             raise ValueError(f"replicas must be an integer >= 1, got {self.replicas!r}")
+        if self.serve_logprobs is not None and not self.is_local:
+            raise ValueError("serve_logprobs is for local models; ask a remote endpoint for "
+                             "log-probs with the completion parameter logprobs=true")
         if self.replicas > 1 and not self.is_local:
             raise ValueError(f"replicas={self.replicas} is for local models; a remote model's "
                              "replicas are its URLs (MODEL@URL1,URL2)")
@@ -113,10 +121,13 @@ class ModelConfig:
     @property
     def returns_logprobs(self) -> bool:
         """Whether asking for log-probs is worth it: a local model only when it is served with
-        them (`LocalModel.logprobs`); a remote endpoint is assumed to return them."""
+        them (`serve_logprobs`, else `LocalModel.logprobs`); a remote endpoint is assumed to
+        return them."""
         name = self.local_name
         if name is None:
             return True
+        if self.serve_logprobs is not None:
+            return self.serve_logprobs
         from harness_learning.harnesses.llm.models import local_model
 
         return local_model(name).logprobs
@@ -147,7 +158,7 @@ class ModelConfig:
         ``openai/qwen@http://h1:8000/v1,http://h2:8000/v1?temperature=0&max_tokens=64``.
         URLs must start with http:// or https://. Query keys that name a `ModelConfig` field
         (max_concurrency, timeout_s, max_retries, api_key, cache, transport, price_in, price_out,
-        replicas) set that field; any other key
+        replicas, serve_logprobs) set that field; any other key
         is a completion parameter. Values are read as JSON when they parse (0, 0.7, true) and as
         text otherwise. Keyword `overrides` win over the string.
         """
@@ -199,6 +210,7 @@ _FIELD_OPTIONS = {
     "price_in",
     "price_out",
     "replicas",
+    "serve_logprobs",
 }
 
 

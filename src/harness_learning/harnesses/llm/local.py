@@ -27,6 +27,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 from harness_learning.harnesses.llm.errors import LocalModelError
@@ -178,11 +179,17 @@ _lock = threading.Lock()
 _servers: dict[str, LocalServer] = {}
 
 
-def ensure_local_server(timeout_s: float = 120.0, name: str = SMOLLM2, instance: str = "") -> str:
+def ensure_local_server(timeout_s: float = 120.0, name: str = SMOLLM2, instance: str = "",
+                        logprobs: bool | None = None) -> str:
     """Base URL (ending in /v1) of a running server of local model `name`; starts one if needed.
-    Each `instance` of the same model has its own server (one per role)."""
+    Each `instance` of the same model has its own server (one per role). `logprobs` (None:
+    the model's default) asks for a server that keeps every position's logits: one that
+    differs from the default is never the server shared through the environment."""
     model = local_model(name)
-    reuse = os.environ.get(model.url_env)
+    variant = logprobs is not None and logprobs != model.logprobs
+    if variant:
+        model = replace(model, logprobs=bool(logprobs), url_env="")
+    reuse = os.environ.get(model.url_env) if model.url_env else None
     if reuse:
         url = normalise_base_url(reuse)
         # A server busy with a completion lists its models only once it is done
@@ -191,7 +198,7 @@ def ensure_local_server(timeout_s: float = 120.0, name: str = SMOLLM2, instance:
         if not is_healthy(url, timeout_s=timeout_s):
             raise LocalModelError(f"{model.url_env}={reuse} does not answer {url}/models")
         return url
-    key = f"{name}#{instance}" if instance else name
+    key = (f"{name}#{instance}" if instance else name) + ("+logprobs" if variant else "")
     with _lock:
         running = _servers.get(key)
         if running is not None and running.process is not None and running.process.poll() is None:

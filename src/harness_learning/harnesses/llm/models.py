@@ -48,11 +48,15 @@ class LocalModel:
     file: Path | None = None
     """A GGUF named by its path (`local:<path>.gguf`) instead of a known model."""
     logprobs: bool = False
-    """Served with every position's logits kept, so it can return log-probs. llama-cpp-python
+    """Served with every position's logits kept, so it can return log-probs (a client asks
+    for such a server with `ModelConfig.serve_logprobs`; a run that collects GRPO groups
+    does). Off by default for every model: llama-cpp-python then computes and copies a
+    vocabulary-wide row for each prompt and generated token, which made SmolLM2's calls 2.3x
+    slower on a 61-token prompt and 1.4x on a 1,722-token one (measured side by side), and
     keeps them as an n_ctx x vocabulary float32 array: 1.6 GB at most for SmolLM2 (49,152
-    tokens), but 5 GB for Qwen2.5 (151,936), measured at 6.4 GB resident after one 4,027-token
-    request, enough for three such servers to fill a 24 GB machine. Without them, logged
-    proposals carry no log-probs and offline GRPO recomputes them from the base model."""
+    tokens), 5 GB for Qwen2.5 (151,936; 6.4 GB resident after one 4,027-token request).
+    Without them, logged proposals carry no log-probs and offline GRPO recomputes them from
+    the base model."""
 
     def path(self) -> Path:
         """The verified GGUF file; a clear error naming the fix when it is missing."""
@@ -75,7 +79,7 @@ class LocalModel:
 MODELS: dict[str, LocalModel] = {
     SMOLLM2: LocalModel(
         name=SMOLLM2, alias="smollm2", filename="SmolLM2-135M-Instruct.Q4_1.gguf",
-        n_threads=1, n_ctx=8192, url_env="HARNESS_LEARNING_LOCAL_URL", logprobs=True,
+        n_threads=1, n_ctx=8192, url_env="HARNESS_LEARNING_LOCAL_URL",
     ),
     QWEN_CODER: LocalModel(
         name=QWEN_CODER, alias="qwen2.5-coder-1.5b",
