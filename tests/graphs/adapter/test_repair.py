@@ -125,6 +125,7 @@ class FirstAnswerPinned:
         from harness_learning.harnesses.llm import get_client
 
         self.first, self.real = first, get_client("local:smollm2-135m")
+        self.config = self.real.config  # what the adapter reads: it asks for no log-probs
         self.prompts: list[list[dict[str, str]]] = []
 
     async def acomplete(self, messages, **params):
