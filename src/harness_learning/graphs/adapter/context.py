@@ -81,6 +81,8 @@ class AdapterContext:
         self._problems: dict[str, Problem] | None = None
         self._evaluating: dict[tuple[str, str, int], asyncio.Lock] = {}
         self._closed = False
+        self.logprobs_refused = False
+        """The Proposer's endpoint refused log-prob parameters once: not asked again."""
         if toolbox is not None:
             self._budgeted(toolbox)
 

@@ -33,6 +33,7 @@ from harness_learning.graphs.adapter.slots import PROPOSER, Slot
 from harness_learning.harnesses.edits.function_edit import focus_targets
 from harness_learning.harnesses.edits.operators import OPERATORS, Demonstrations, apply_operator
 from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS, Completion
+from harness_learning.harnesses.llm.errors import InfraError, ModelRequestError
 from harness_learning.harnesses.llm.ledger import used
 from harness_learning.harnesses.store.records import proposal_id
 
@@ -133,6 +134,15 @@ class OperatorProposer:
         return [propose_operator(str(context.slot.name), context.parent_source, demos)]
 
 
+async def refused_logprobs(ctx: AdapterContext, err: Exception) -> None:
+    """The Proposer's endpoint refused the log-prob parameters (llama-cpp-python's server
+    without every position's logits answers HTTP 500 'logprobs is not supported ...'): the
+    run asks without them from now on and logs why once, rather than failing every call."""
+    if not ctx.logprobs_refused:
+        ctx.logprobs_refused = True
+        await ctx.store.aappend_event("proposer_logprobs_refused", {"error": str(err)[:500]})
+
+
 def proposer_messages(ctx: AdapterContext, payload: dict, parent_source: str,
                       memory: Sequence[str] = (), past: str = "") -> list[dict[str, str]]:
     """The prompt of one LLM candidate, with the run's `memory` (`memory.run_memory`) and the
@@ -187,19 +197,29 @@ async def propose_llm(ctx: AdapterContext, payload: dict, parent_source: str,
                 del event["completion"]
             await ctx.store.aappend_event("proposer_attempt", {**event, "kept": kept})
 
+    async def call(messages: list[dict[str, str]], params: dict[str, Any]) -> Completion:
+        if tracer is None:
+            return await proposer.acomplete(messages, **params)
+        model = str(getattr(getattr(proposer, "config", None), "model", "proposer"))
+        async with tracer.model_call("proposer", model, params, messages) as traced:
+            traced.result = await proposer.acomplete(messages, **params)  # with its tokens, cost
+        return traced.result
+
     async def sample(messages: list[dict[str, str]], seed: int) -> Completion:
         await logged(kept=False)  # another attempt: the last one was replaced
-        params = {**logprobs, **cfg.proposer_params, "seed": seed}
+        asked = {} if ctx.logprobs_refused else logprobs
+        params = {**asked, **cfg.proposer_params, "seed": seed}
         if stops:
             params.setdefault("stop", stops)  # a stop of the user's own wins
         async with proposer_share(ctx, proposer, messages, params) as use:  # held before sent
-            if tracer is None:
-                sampled.append(await proposer.acomplete(messages, **params))
-            else:  # traced under the candidate, with the attempt's tokens and cost
-                model = str(getattr(getattr(proposer, "config", None), "model", "proposer"))
-                async with tracer.model_call("proposer", model, params, messages) as call:
-                    call.result = await proposer.acomplete(messages, **params)
-                sampled.append(call.result)
+            try:
+                sampled.append(await call(messages, params))
+            except (InfraError, ModelRequestError) as err:
+                if not (asked and "logprob" in str(err).lower()):
+                    raise
+                await refused_logprobs(ctx, err)
+                params = {k: v for k, v in params.items() if k not in LOGPROB_PARAMS}
+                sampled.append(await call(messages, params))
             used(use, sampled[-1])
         return sampled[-1]
 
