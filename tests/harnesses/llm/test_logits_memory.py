@@ -11,7 +11,12 @@ import pytest
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.harnesses.llm.config import ModelConfig
-from harness_learning.harnesses.llm.local import LocalServer, ensure_local_server, running_server
+from harness_learning.harnesses.llm.local import (
+    LocalServer,
+    ensure_local_server,
+    exit_note,
+    running_server,
+)
 from harness_learning.harnesses.llm.models import QWEN_CODER, SMOLLM2, local_model
 
 
@@ -75,4 +80,8 @@ def test_a_log_prob_server_is_its_own_never_the_shared_one(local_model_url):
     got = asyncio.run(client.acomplete("Say hi.", max_tokens=8, temperature=0.0,
                                        logprobs=True, top_logprobs=1))
     assert got.logprobs and "".join(t.token for t in got.logprobs) == got.text
+    assert exit_note(SMOLLM2, "proposer", logprobs=True) == ""  # running
+    server.process.kill()
+    server.process.wait(10)
+    assert "exited with code" in exit_note(SMOLLM2, "proposer", logprobs=True)
     server.stop()

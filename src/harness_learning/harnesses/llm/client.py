@@ -195,7 +195,8 @@ class ModelClient:
                 gone = ""
                 if err.kind == "connection" and self.config.is_local:
                     self._target = None  # the local server died: the next try restarts it
-                    gone = exit_note(self.config.local_name or "", self.config.local_server)
+                    gone = exit_note(self.config.local_name or "", self.config.local_server,
+                                     self.config.serve_logprobs)
                 if not err.retryable or attempt >= self.config.max_retries:
                     self.stats.error(err.kind)
                     if attempt == 0 and not gone:

@@ -179,6 +179,20 @@ _lock = threading.Lock()
 _servers: dict[str, LocalServer] = {}
 
 
+def _kept_logits(name: str, logprobs: bool | None) -> bool | None:
+    """`logprobs` when it differs from the model's default, so the server is a variant of its
+    own; None otherwise."""
+    if logprobs is None or logprobs == local_model(name).logprobs:
+        return None
+    return logprobs
+
+
+def _key(name: str, instance: str, variant: bool | None) -> str:
+    """A server's key in `_servers`: one per model, instance and variant (`_kept_logits`)."""
+    key = f"{name}#{instance}" if instance else name
+    return key if variant is None else key + ("+logprobs" if variant else "-logprobs")
+
+
 def ensure_local_server(timeout_s: float = 120.0, name: str = SMOLLM2, instance: str = "",
                         logprobs: bool | None = None) -> str:
     """Base URL (ending in /v1) of a running server of local model `name`; starts one if needed.
@@ -186,9 +200,9 @@ def ensure_local_server(timeout_s: float = 120.0, name: str = SMOLLM2, instance:
     the model's default) asks for a server that keeps every position's logits: one that
     differs from the default is never the server shared through the environment."""
     model = local_model(name)
-    variant = logprobs is not None and logprobs != model.logprobs
-    if variant:
-        model = replace(model, logprobs=bool(logprobs), url_env="")
+    variant = _kept_logits(name, logprobs)
+    if variant is not None:
+        model = replace(model, logprobs=variant, url_env="")
     reuse = os.environ.get(model.url_env) if model.url_env else None
     if reuse:
         url = normalise_base_url(reuse)
@@ -198,7 +212,7 @@ def ensure_local_server(timeout_s: float = 120.0, name: str = SMOLLM2, instance:
         if not is_healthy(url, timeout_s=timeout_s):
             raise LocalModelError(f"{model.url_env}={reuse} does not answer {url}/models")
         return url
-    key = (f"{name}#{instance}" if instance else name) + ("+logprobs" if variant else "")
+    key = _key(name, instance, variant)
     with _lock:
         running = _servers.get(key)
         if running is not None and running.process is not None and running.process.poll() is None:
@@ -211,11 +225,12 @@ def ensure_local_server(timeout_s: float = 120.0, name: str = SMOLLM2, instance:
         return server.base_url
 
 
-def exit_note(name: str, instance: str = "") -> str:
-    """Why the server of `name` this process started stopped answering, when it has exited:
-    its exit code and the last line of its log ("" while it runs, or if it is not ours). A
-    connection error alone does not say that the kernel killed a server for memory."""
-    server = _servers.get(f"{name}#{instance}" if instance else name)
+def exit_note(name: str, instance: str = "", logprobs: bool | None = None) -> str:
+    """Why the server of `name` (its `instance` and `logprobs` as `ensure_local_server` took
+    them) this process started stopped answering, when it has exited: its exit code and the
+    last line of its log ("" while it runs, or if it is not ours). A connection error alone
+    does not say that the kernel killed a server for memory."""
+    server = _servers.get(_key(name, instance, _kept_logits(name, logprobs)))
     code = server.process.poll() if server is not None and server.process is not None else None
     if code is None:
         return ""
