@@ -104,13 +104,14 @@ class Group:
                      counts["nr_throttled"])
 
     def remove(self) -> bool:
-        """Remove the group (children first); False while members are still exiting."""
+        """Remove the group (children first); False while members are still exiting. A child
+        group may vanish while the tree is walked (its own run removes it from another thread):
+        `os.walk` skips what it can no longer list, and a directory already gone is removed."""
         ok = True
         for d in self.dirs:
-            for path in sorted([p for p in d.rglob("*") if p.is_dir()] if d.exists() else [],
-                               key=lambda p: len(p.parts), reverse=True) + [d]:
+            for path, _, _ in os.walk(d, topdown=False):  # children before their parent
                 try:
-                    path.rmdir()
+                    os.rmdir(path)
                 except FileNotFoundError:
                     pass
                 except OSError:
