@@ -7,6 +7,7 @@ from harness_learning_lab.cli import (  # noqa: F401  (each module registers its
     bench_blocks_cmd,
     bench_bm25_cmd,
     bench_cmd,
+    bench_diversity_cmd,
     bench_experience_cmd,
     bench_judge_cmd,
     bench_qa_floor_cmd,
