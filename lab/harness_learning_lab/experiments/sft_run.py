@@ -75,8 +75,8 @@ def collect_plans(spec: SFTExperimentSpec, out: Path) -> list[RunPlan]:
 
 
 def arm_plans(spec: SFTExperimentSpec, out: Path, models: dict[str, str]) -> list[RunPlan]:
-    """Per test type and seed: the seed, each Proposer arm's single-step edits and relay, and
-    the ceiling (the base with the interpreter operator on). Ordered seed by seed, every
+    """Per test type and seed: the seed, each Proposer arm's single-step edits and (on the
+    first `relay_seeds` seeds) relay, and the ceiling (the base with the interpreter operator on). Ordered seed by seed, every
     type's single-step arms before any relay: a stopped experiment's partial table covers
     every type, and the slow relays come last."""
     single, relays = [], []
@@ -90,7 +90,7 @@ def arm_plans(spec: SFTExperimentSpec, out: Path, models: dict[str, str]) -> lis
                                       test_all=True))
             single.append(RunPlan("ceiling", task, seed, cfg(
                 "ceiling", proposer=models["base"], operators="interpreter"), test_all=True))
-            if spec.relay_rounds:
+            if spec.relay_rounds and i < spec.relay_seeds:
                 relays.extend(RunPlan(f"{arm}_relay", task, seed, cfg(
                     f"{arm}_relay", proposer=models[arm], rounds=spec.relay_rounds,
                     candidates=1, policy="strict")) for arm in PROPOSER_ARMS)
@@ -214,7 +214,7 @@ async def run_sft_experiment(spec: SFTExperimentSpec, out: str | Path, log: Log 
     root, info = out / "stages", {"experiment": spec.name, "scale": spec.scale}
     training = {k: v for k, v in spec.to_dict().items() if k not in (
         "heldout_types", "control_types", "seeds", "heldout_shapes", "edits", "relay_rounds",
-        "name", "scale")}
+        "relay_seeds", "name", "scale")}
     p_collect = {k: v for k, v in training.items()
                  if not k.startswith(("sft", "lora", "demo"))}
     collected = await run_stage(root / "collect", p_collect, _measured(

@@ -48,7 +48,10 @@ class SFTExperimentSpec:
     edits: int = 6
     """Single-step edits of the seed per arm, (type, seed)."""
     relay_rounds: int = 3
-    """One relay (N rounds x 1 edit) per Proposer arm and (type, seed); 0: none."""
+    """One relay (N rounds x 1 edit) per Proposer arm, type and relay seed; 0: none."""
+    relay_seeds: int = 1
+    """Relays run on the first N of `seeds` only: the table needs one relay per Proposer arm
+    and type, and each costs about `relay_rounds` single-step arms of time."""
     feedback: int = 4
     selection: int = 8
     n_dev: int = 24
@@ -80,6 +83,8 @@ class SFTExperimentSpec:
             raise ValueError("shapes, heldout_shapes and seeds must not be empty")
         if min(self.edits, self.collect_rounds, self.collect_candidates) < 1:
             raise ValueError("edits, collect_rounds and collect_candidates must be >= 1")
+        if min(self.relay_rounds, self.relay_seeds) < 0:
+            raise ValueError("relay_rounds and relay_seeds must be >= 0 (0: no relay)")
         check_disjoint(self.train_types, self.heldout_types, self.control_types)
 
     @property

@@ -203,14 +203,22 @@ def _stage_result(name: str, r: dict[str, Any]) -> str:
     return "student trained" if r.get("student_trained") else "student = base"
 
 
+def planned_runs(spec: Any) -> int:
+    """How many arm runs `spec` plans (`sft_run.arm_plans` lists them): every single-step arm
+    on each type and seed, and the relays on the first `relay_seeds` seeds."""
+    single = sum(not a.endswith("_relay") for a in ARMS) * len(spec.seeds)
+    relay_seeds = min(spec.relay_seeds, len(spec.seeds))
+    relays = sum(a.endswith("_relay") for a in ARMS) * relay_seeds if spec.relay_rounds else 0
+    return len(spec.test_types) * (single + relays)
+
+
 def write_table(out: Path, spec: Any) -> dict[str, Any]:
     """OUT/sft_table.json and .md from the finished arm runs of `spec`'s test types."""
     runs = [run for task in spec.test_types for arm in ARMS for seed in spec.seeds
             if (run := read_arm(out / "runs" / slug(task) / arm / f"seed{seed}", arm, task,
                                 seed)) is not None]
     result = table(runs, spec.heldout_types, spec.control_types)
-    arms = [a for a in ARMS if spec.relay_rounds or not a.endswith("_relay")]
-    result["finished"] = [len(runs), len(spec.test_types) * len(arms) * len(spec.seeds)]
+    result["finished"] = [len(runs), planned_runs(spec)]
     stages = {p.parent.name: json.loads(p.read_text()) for p in
               sorted((out / "stages").glob("*/stage.json"), key=lambda p: p.stat().st_mtime)}
     demo_format = stages.get("demonstrations", {}).get("result", {}).get(

@@ -48,6 +48,9 @@ def test_every_run_is_on_the_focused_prompt_and_operators_only_where_planned(tmp
     assert all(p.config.candidates == spec.edits for p in arms if p.method == "base")
     relay = [i for i, p in enumerate(arms) if p.method.endswith("_relay")]
     assert relay == list(range(len(arms) - len(relay), len(arms)))
+    # one relay per Proposer arm and type (the first seed), not one per seed
+    assert len(relay) == 2 * len(spec.test_types) and spec.relay_seeds == 1
+    assert {arms[i].seed for i in relay} == {spec.seeds[0]}
     first_seed = [p.task for p in arms if p.seed == spec.seeds[0] and p.method == "seed"]
     assert first_seed == spec.test_types and arms[len(first_seed) * 4].seed == spec.seeds[1]
     for plan in [*collect, *arms]:
@@ -78,11 +81,16 @@ def test_the_table_pairs_problems_and_tests_the_inline_share():
     assert control["vs_seed"]["gain"] == pytest.approx(0.5) and "vs_base" not in control
 
 
-def test_a_table_written_before_the_arms_end_says_how_many_runs_it_holds(tmp_path):
-    from harness_learning_lab.experiments.sft_table import ARMS, write_table
+@pytest.mark.parametrize("changes", [{}, {"relay_seeds": 2}, {"relay_rounds": 0},
+                                     {"relay_seeds": 5, "seeds": [0, 1, 2]}],
+                         ids=["config", "relay-every-seed", "no-relay", "more-relay-seeds"])
+def test_a_table_written_before_the_arms_end_says_how_many_runs_it_holds(tmp_path, changes):
+    from dataclasses import replace
 
-    spec = load_sft_spec(CONFIG)
-    planned = len(spec.test_types) * len(ARMS) * len(spec.seeds)
+    from harness_learning_lab.experiments.sft_table import write_table
+
+    spec = replace(load_sft_spec(CONFIG), **changes)
+    planned = len(arm_plans(spec, tmp_path, {"base": "local:b.gguf", "student": "local:s.gguf"}))
     text = write_table(tmp_path, spec)["markdown"]
     assert text.splitlines()[0] == f"# {spec.name} (paper) (0 of {planned} runs finished)"
     assert (tmp_path / "sft_table.md").read_text() == text
