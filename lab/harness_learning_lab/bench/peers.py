@@ -34,7 +34,7 @@ from harness_learning_lab.scaled_toml import at_scale, merge, read_toml
 
 Log = Callable[[str], None]
 SETTINGS = PEERS_DIR / "bench.toml"
-SCALES = ("cpu", "racing", "qwen", "smoke")
+SCALES = ("cpu", "racing", "qwen", "equal", "smoke")
 """Tables of bench.toml that resize the run; `full` is its top level."""
 
 
@@ -159,7 +159,17 @@ def base_config(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy,
             "line_limit": settings.get("line_limit", 200),
             "repair_turns": settings.get("repair_turns", 1),
             "operators_per_round": settings.get("operators_per_round", 2),
-            "max_proposals": settings["max_proposals"]}
+            "max_proposals": settings["max_proposals"],
+            "experience": str(settings.get("experience") or "")}
+
+
+def library_path(settings: dict[str, Any], out: str | Path) -> str:
+    """The `+lib` systems' library (`experience`; a relative path is under the bench's
+    `out`), `{seed}` left for the run to fill in; empty: each run starts with an empty one."""
+    given = str(settings.get("experience") or "")
+    if not given or "://" in given or Path(given).is_absolute():
+        return given
+    return str(Path(out) / given)
 
 
 class TestScores:
@@ -224,13 +234,17 @@ def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out
                   concurrency=settings["concurrency"], line_limit=settings.get("line_limit", 200))
     label = f"{task_name}/{system}/{seed}"
     proxy.label = label
+    # OpenEvolve cannot be told to stop: its Proposer calls are refused once the budget is spent
+    proxy.stop_when = (lambda: meter.exhausted) if system.startswith("openevolve") else None
     log(f"run {label} (budget {settings['budget']} Solver calls)")
     start = time.perf_counter()
     try:
-        run_system(system, meter, seed_source(task.seed),
-                   base_config(settings, ends, proxy, task_name, seed, options), run_dir,
+        base = base_config(settings, ends, proxy, task_name, seed, options)
+        base["experience"] = library_path(settings, out)
+        run_system(system, meter, seed_source(task.seed), base, run_dir,
                    proposer_url=proxy.base_url, proposer_alias=ends.proposer_alias)
     finally:
+        proxy.stop_when = None
         meter.close()
     wall = time.perf_counter() - start
     points = meter.trace.points or [(0, sha_of(seed_source(task.seed)), None)]
@@ -246,7 +260,8 @@ def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out
               "final_test": at(curve, settings["budget"]),
               "final_problems": tests.problem_scores(task, final_source),
               "solver_calls": meter.solver_calls,
-              "proposer_calls": calls, "proposer_tokens": tokens, "wall_s": round(wall, 1)}
+              "proposer_calls": calls, "proposer_tokens": tokens,
+              "proposer_refused": proxy.refused.get(label, 0), "wall_s": round(wall, 1)}
     done.write_text(json.dumps(result, indent=1))
     log(f"  {label}: held-out {result['final_test']:.3f} after {result['solver_calls']} Solver "
         f"calls, {tokens} Proposer tokens, {wall:.0f} s")

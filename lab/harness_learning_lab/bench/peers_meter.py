@@ -19,7 +19,7 @@ import hashlib
 import json
 import threading
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -139,11 +139,15 @@ class Meter:
 
 class ProposerProxy:
     """Forwards OpenAI-style requests to the Proposer's server and counts the tokens of each
-    answer (`usage`), per label (the system and run it served)."""
+    answer (`usage`), per label (the system and run it served). While `stop_when()` holds, it
+    refuses requests (HTTP 400) without forwarding them: a peer that cannot be told to stop
+    (OpenEvolve's fixed iteration count) ends its remaining iterations at once."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.rstrip("/")
         self.label = ""
+        self.stop_when: Callable[[], bool] | None = None
+        self.refused: dict[str, int] = {}
         self.tokens: dict[str, int] = {}
         self.calls: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -163,6 +167,12 @@ class ProposerProxy:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802
                 data = self.rfile.read(int(self.headers["Content-Length"]))
+                if proxy.stop_when is not None and proxy.stop_when():
+                    with proxy._lock:
+                        proxy.refused[proxy.label] = proxy.refused.get(proxy.label, 0) + 1
+                    _send_json(self, {"error": {"message": "the Solver-call budget is spent",
+                                                "type": "invalid_request_error"}}, status=400)
+                    return
                 path = self.path[3:] if self.path.startswith("/v1") else self.path
                 request = urllib.request.Request(proxy.upstream + path, data=data,
                                                  headers={"Content-Type": "application/json"})
@@ -190,9 +200,9 @@ class ProposerProxy:
         self.server.server_close()
 
 
-def _send_json(handler: BaseHTTPRequestHandler, payload: dict) -> None:
+def _send_json(handler: BaseHTTPRequestHandler, payload: dict, status: int = 200) -> None:
     raw = json.dumps(payload).encode()
-    handler.send_response(200)
+    handler.send_response(status)
     handler.send_header("Content-Type", "application/json")
     handler.send_header("Content-Length", str(len(raw)))
     handler.end_headers()

@@ -40,6 +40,8 @@ def summarize(results: list[dict]) -> dict[str, Any]:
             "ci95": None if (c := ci95(per_seed)) is None else round(c, 4),
             "start_test": round(statistics.mean(r["curve"][0]["test"] for r in runs), 4),
             "solver_calls": round(statistics.mean(r["solver_calls"] for r in runs), 1),
+            "budget": runs[0].get("budget"),
+            "spent_within_10pct": sum(within_spend(r) for r in runs),
             "proposer_calls": round(statistics.mean(r["proposer_calls"] for r in runs), 1),
             "proposer_calls_min": min(r["proposer_calls"] for r in runs),
             "proposer_tokens": round(statistics.mean(r["proposer_tokens"] for r in runs)),
@@ -47,6 +49,13 @@ def summarize(results: list[dict]) -> dict[str, Any]:
             "runs": len(runs), "seeds": len(per_seed),
             "per_task": {t: round(statistics.mean(v), 4) for t, v in tasks.items()}}
     return systems
+
+
+def within_spend(run: dict, tolerance: float = 0.10) -> bool:
+    """The run spent its allowed Solver calls within `tolerance` (equal spend): a search that
+    stopped well short of its budget (its proposals ran out first) did not."""
+    budget = run.get("budget")
+    return bool(budget) and abs(run["solver_calls"] - budget) <= tolerance * budget
 
 
 def curves(results: list[dict], points: int = 40) -> dict[str, list[tuple[float, float]]]:
@@ -61,17 +70,21 @@ def curves(results: list[dict], points: int = 40) -> dict[str, list[tuple[float,
 
 
 def table(systems: dict[str, Any]) -> str:
-    """Per system: held-out, start, Solver calls, Proposer calls (mean, and the fewest of any
-    run: each peer's reflections or iterations), tokens, wall time, runs."""
-    lines = ["system           held-out (95% CI over seeds)   start   Solver calls  Proposer "
-             "calls (min/run)  Proposer tokens   wall s/run  runs",
-             "---------------  ----------------------------  ------  ------------  ------------"
-             "----------  ---------------  -----------  ----"]
+    """Per system: held-out, start, Solver calls beside the calls allowed and how many runs
+    spent them within 10% (equal spend), Proposer calls (mean, and the fewest of any run: each
+    peer's reflections or iterations), tokens, wall time, runs."""
+    lines = ["system              held-out (95% CI over seeds)   start   Solver calls / allowed"
+             "  within 10%  Proposer calls (min/run)  Proposer tokens   wall s/run  runs",
+             "------------------  ----------------------------  ------  ----------------------"
+             "  ----------  ------------------------  ---------------  -----------  ----"]
     for name, s in systems.items():
         ci = "n/a (1 seed)" if s["ci95"] is None else f"+- {s['ci95']:.3f}"
         fewest = s.get("proposer_calls_min", "-")
-        lines.append(f"{name:<15}  {s['final_test']:>6.3f} {ci:<21}  {s['start_test']:>6.3f}  "
-                     f"{s['solver_calls']:>12.1f}  {s['proposer_calls']:>14.1f} ({fewest:>3})  "
+        allowed = s.get("budget") or "-"
+        within = f"{s.get('spent_within_10pct', '-')}/{s['runs']}"
+        lines.append(f"{name:<18}  {s['final_test']:>6.3f} {ci:<21}  {s['start_test']:>6.3f}  "
+                     f"{s['solver_calls']:>12.1f} / {allowed:<7}  {within:>10}  "
+                     f"{s['proposer_calls']:>14.1f} ({fewest:>3})  "
                      f"{s['proposer_tokens']:>15,}  {s['wall_s']:>11.1f}  {s['runs']:>4}")
     tasks = sorted({t for s in systems.values() for t in s["per_task"]})
     lines.append("")

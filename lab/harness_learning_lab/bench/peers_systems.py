@@ -9,17 +9,28 @@
 - `gepa`: `harness_learning_lab.bench.peers_gepa`.
 - `openevolve`: OpenEvolve's `run_evolution` with `experiments/peers/openevolve.yaml` and the
   evaluator file beside it, which sends each program to the meter over loopback HTTP.
+- `best_valid+lib` (any of ours with `+lib`): operators off, an experience library on
+  (`--experience`: learned operators, the learned choice of what to try, past successes in the
+  prompt), each run on a fresh copy of the bench's `experience` library (`{seed}` in its path
+  picks the seed's own, as `bench experience`'s train phase writes them; empty: a library of
+  the run's own, empty at its start).
 - `gepa+menu`, `openevolve+menu`: the same peers told our building-block menu (GEPA in its
   reflection prompt's background, OpenEvolve in its system message). The blocks are importable
   in the sandbox where every system's candidates run, so a peer that uses one gets the real
   block: what the library gives, apart from what our search gives.
+- `openevolve+rewrite`: OpenEvolve asking for whole programs instead of diffs, as its
+  maintainers advise for small models.
+
+Every search ends when the Solver-call budget is spent, or at `max_proposals` (a run of invalid
+proposals spends no Solver call): with a cap above what the budget pays for, every system
+spends the same calls. OpenEvolve runs `max_proposals` iterations, and the counting proxy
+refuses its Proposer calls once the budget is spent, so the rest end at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,8 +46,9 @@ from harness_learning_lab.bench.peers_meter import Meter, Trace, solver_calls
 
 OURS = ("best_valid", "racing", "pareto")
 PEERS = ("gepa", "openevolve")
-OPS, MENU = "+ops", "+menu"
-SYSTEMS = (*OURS, *(f"{s}{OPS}" for s in OURS), *PEERS, *(f"{p}{MENU}" for p in PEERS))
+OPS, LIB, MENU, REWRITE = "+ops", "+lib", "+menu", "+rewrite"
+SYSTEMS = (*OURS, *(f"{s}{OPS}" for s in OURS), *(f"{s}{LIB}" for s in OURS), *PEERS,
+           *(f"{p}{MENU}" for p in PEERS), f"openevolve{REWRITE}")
 """Every system name the bench knows."""
 PEERS_DIR = checkout() / "experiments" / "peers"
 
@@ -63,16 +75,34 @@ class TracedStore(SQLiteLogStore):
 
 def adapter_config(system: str, base: dict[str, Any], run_dir: Path) -> AdaptConfig:
     """Our adapter as `system`, with the bench's shared settings (`base`); `+ops` turns the
-    operator candidates on (every other field is the same, so plain `system` is the ablation)."""
-    policy = system.removesuffix(OPS)
+    operator candidates on, `+lib` the experience library at `run_dir/library` (every other
+    field is the same, so plain `system` is the ablation of both)."""
+    policy = system.removesuffix(OPS).removesuffix(LIB)
     merge = policy == "pareto"  # GEPA's two ideas together: Pareto parents and merges
-    fields = {k: v for k, v in base.items() if k != "max_proposals"}
+    fields = {k: v for k, v in base.items() if k not in ("max_proposals", "experience")}
     return AdaptConfig(**{**fields, "run_dir": str(run_dir), "policy": policy, "merge": merge,
                           "operators": "auto" if system.endswith(OPS) else "none",
+                          "experience": str(run_dir / "library") if system.endswith(LIB) else "",
                           "budget": Budget(solver_calls=base["budget"])})
 
 
+def library_for(base: dict[str, Any], run_dir: Path) -> None:
+    """A `+lib` run's library: a fresh copy of the bench's `experience` library (its `{seed}`
+    filled in), so no run reads another's changes; none given: the run starts empty."""
+    from harness_learning_lab.bench.experience import copy_library
+
+    source = str(base.get("experience") or "").replace("{seed}", str(base["seed"]))
+    if not source:
+        return
+    if not Path(source).exists() and "://" not in source:
+        raise ValueError(f"no experience library at {source}: run `harness-learn bench "
+                         "experience` first (its train phase writes one per seed)")
+    copy_library(source, str(run_dir / "library"))
+
+
 async def run_ours(system: str, meter: Meter, base: dict[str, Any], run_dir: Path) -> None:
+    if system.endswith(LIB):
+        library_for(base, run_dir)
     config = prepare(adapter_config(system, base, run_dir)).config
     store = TracedStore(run_dir, meter.trace, meter.toolbox)
     context = AdapterContext.from_config(config, task=meter.task, solver=meter.toolbox.solver,
@@ -80,15 +110,17 @@ async def run_ours(system: str, meter: Meter, base: dict[str, Any], run_dir: Pat
     await run_adaptation(config, context=context)
 
 
-def openevolve_config(*, menu: bool, line_limit: int = 200) -> Any:
+def openevolve_config(*, menu: bool, line_limit: int = 200, rewrite: bool = False) -> Any:
     """OpenEvolve's configuration from `openevolve.yaml`; with `menu`, its own system message
-    followed by our building-block menu."""
+    followed by our building-block menu; with `rewrite`, whole programs instead of diffs."""
     from openevolve.config import load_config
     from openevolve.prompt.templates import TemplateManager
 
     from harness_learning_lab.bench.peers_gepa import menu_text
 
     config = load_config(str(PEERS_DIR / "openevolve.yaml"))
+    if rewrite:
+        config.diff_based_evolution = False
     if menu:
         own = config.prompt.system_message
         templates = TemplateManager(custom_template_dir=config.prompt.template_dir).templates
@@ -101,11 +133,12 @@ def openevolve_config(*, menu: bool, line_limit: int = 200) -> Any:
 
 def run_openevolve(meter: Meter, seed_source: str, *, proposer_url: str, proposer_alias: str,
                    max_tokens: int, seed: int, run_dir: Path, max_proposals: int,
-                   menu: bool = False) -> str:
-    """OpenEvolve until its iterations (enough for the budget) are done; the best program."""
+                   menu: bool = False, rewrite: bool = False) -> str:
+    """OpenEvolve for `max_proposals` iterations (those after the budget is spent end at once:
+    the proxy refuses their Proposer calls); the best program."""
     from openevolve.api import run_evolution
 
-    config = openevolve_config(menu=menu, line_limit=meter.line_limit)
+    config = openevolve_config(menu=menu, line_limit=meter.line_limit, rewrite=rewrite)
     for model in config.llm.models:
         model.name = proposer_alias
     config.llm.update_model_params({"api_base": proposer_url, "api_key": "local",
@@ -113,15 +146,13 @@ def run_openevolve(meter: Meter, seed_source: str, *, proposer_url: str, propose
                                    overwrite=True)
     config.llm.api_base = proposer_url
     config.random_seed = config.database.random_seed = seed
-    per_eval = max(1, len(meter.problems))
-    iterations = min(max_proposals, max(1, math.ceil((meter.budget - per_eval) / per_eval)))
     server = meter.serve()
     os.environ["HL_PEERS_METER"] = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         with own_root_handlers():
             result = run_evolution(initial_program=seed_source,
                                    evaluator=str(PEERS_DIR / "openevolve_evaluator.py"),
-                                   config=config, iterations=iterations,
+                                   config=config, iterations=max(1, max_proposals),
                                    output_dir=str(run_dir / "openevolve"), cleanup=False)
     finally:
         server.shutdown()
@@ -151,11 +182,12 @@ def run_system(system: str, meter: Meter, seed_source: str, base: dict[str, Any]
     max_tokens = base["proposer_params"]["max_tokens"]
     if system not in SYSTEMS:
         raise ValueError(f"unknown system {system!r}; known: {', '.join(SYSTEMS)}")
-    if system.removesuffix(OPS) in OURS:
+    if system.removesuffix(OPS).removesuffix(LIB) in OURS:
         asyncio.run(run_ours(system, meter, base, run_dir))
         return
     # Each peer evaluates the start harness on the dev problems first: the curve's start.
-    peer, menu = system.removesuffix(MENU), system.endswith(MENU)
+    peer = system.removesuffix(MENU).removesuffix(REWRITE)
+    menu = system.endswith(MENU)
     if peer == "gepa":
         from harness_learning_lab.bench.peers_gepa import load_settings, run_gepa
 
@@ -166,6 +198,7 @@ def run_system(system: str, meter: Meter, seed_source: str, base: dict[str, Any]
     else:
         run_openevolve(meter, seed_source, proposer_url=proposer_url,
                        proposer_alias=proposer_alias, max_tokens=max_tokens, seed=base["seed"],
-                       run_dir=run_dir, max_proposals=base["max_proposals"], menu=menu)
+                       run_dir=run_dir, max_proposals=base["max_proposals"], menu=menu,
+                       rewrite=system.endswith(REWRITE))
 
 

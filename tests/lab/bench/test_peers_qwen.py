@@ -57,7 +57,7 @@ def test_ours_with_operators_differs_from_its_ablation_in_the_operators_only(tmp
 def test_the_budget_lets_each_peer_propose_three_times():
     """GEPA's third reflection starts while calls < budget even if both earlier children beat
     their parent (minibatch for parent and child, then the full dev set), at a call a problem;
-    OpenEvolve's iterations are min(max_proposals, what the budget pays for); our third round,
+    OpenEvolve runs max_proposals iterations, all paid for by the budget; our third round,
     an operator candidate beside the Proposer's, is adopted within the budget (a take-over
     after it does not count), in the smoke our one round."""
     s = load_settings(scale="qwen")

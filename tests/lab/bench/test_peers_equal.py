@@ -1,0 +1,143 @@
+"""`bench peers` at equal spend: every search runs until the Solver-call budget is spent, our
+experience-library arm (`+lib`: operators off, a fresh copy of the bench's library per run)
+and OpenEvolve's whole-program rewrites (`openevolve+rewrite`) are arms, OpenEvolve's
+iterations after the budget end at once (the proxy refuses their Proposer calls), and the
+table gives the calls spent beside the calls allowed. Control flow on the simulated endpoint
+with the real GEPA/OpenEvolve packages, our sandbox and a real library."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import urllib.error
+import urllib.request
+from types import SimpleNamespace
+
+import pytest
+from experience_records import entry, outcome
+from sim_adapt import EDIT, arithmetic
+from typer.testing import CliRunner
+
+from harness_learning.cli import app
+from harness_learning.harnesses.experience import Library
+from harness_learning.harnesses.llm.simserver import SimServer
+from harness_learning.harnesses.seeds import seed_source
+from harness_learning_lab.bench import peers_report
+from harness_learning_lab.bench.peers import Endpoints, base_config, library_path, load_settings
+from harness_learning_lab.bench.peers_meter import ProposerProxy
+from harness_learning_lab.bench.peers_systems import SYSTEMS, adapter_config, library_for
+
+pytest.importorskip("gepa")
+pytest.importorskip("openevolve")
+
+SEED = seed_source("reasoning_direct")
+WHOLE = "```python\n" + SEED.replace('PROMPT = """', 'PROMPT = """MARK-A ') + "```"
+
+
+def test_the_equal_scale_adds_the_library_and_rewrite_arms_and_lets_the_budget_end_searches():
+    equal, qwen = load_settings(scale="equal"), load_settings(scale="qwen")
+    assert {"best_valid+lib", "openevolve+rewrite"} <= set(equal["systems"]) <= set(SYSTEMS)
+    assert set(qwen["systems"]) <= set(equal["systems"])
+    same = ("tasks", "seeds", "budget", "n_dev", "n_test", "solver_model", "edit_format")
+    assert {k: equal[k] for k in same} == {k: qwen[k] for k in same}
+    # the cap sits above what the budget pays for (a proposal evaluated on the dev problems
+    # costs n_dev calls), so the budget ends each search
+    assert equal["max_proposals"] * equal["n_dev"] > equal["budget"]
+    assert "{seed}" in equal["experience"]
+
+
+def test_the_library_arm_is_its_ablation_with_a_library_and_no_operators(tmp_path):
+    settings = load_settings(scale="equal")
+    ends = Endpoints("http://127.0.0.1:1/v1", "qwen", "http://127.0.0.1:2/v1", "qwen")
+    base = base_config(settings, ends, SimpleNamespace(base_url="http://127.0.0.1:3/v1"),
+                       "rg:products", 1, {})
+    lib, plain = (adapter_config(s, base, tmp_path).model_dump()
+                  for s in ("best_valid+lib", "best_valid"))
+    assert lib.pop("experience") == str(tmp_path / "library") and plain.pop("experience") == ""
+    assert lib == plain and lib["operators"] == "none" and lib["policy"] == "best_valid"
+    assert library_path(settings, tmp_path / "out") == str(
+        tmp_path / "out" / "../bench-experience/libraries/train-seed{seed}")
+
+
+def test_each_library_run_gets_a_fresh_copy_of_its_seeds_library(tmp_path):
+    trained = tmp_path / "libraries" / "train-seed1"
+    with Library(str(trained)) as library:
+        library.add([entry([outcome()])])
+    base = {"seed": 1, "experience": str(tmp_path / "libraries" / "train-seed{seed}")}
+    run_dir = tmp_path / "run"
+    library_for(base, run_dir)
+    with Library(str(run_dir / "library")) as copy:
+        copy.add([entry([outcome(run="r2")], name="verify")])  # the run's own changes ...
+        assert len(copy.entries()) == 2
+    with Library(str(trained)) as library:
+        assert len(library.entries()) == 1  # ... never reach the trained library
+    with pytest.raises(ValueError, match="run `harness-learn bench experience` first"):
+        library_for({**base, "seed": 0}, tmp_path / "run0")
+
+
+def test_the_proxy_refuses_once_told_to_stop_and_counts_the_refusals():
+    with SimServer(latency_s=0.0, rules=[(r"hi", "hello")]) as url:
+        proxy = ProposerProxy(url)
+        proxy.label = "t/openevolve/0"
+        body = json.dumps({"model": "sim", "messages": [{"role": "user", "content": "hi"}]})
+
+        def ask() -> int:
+            request = urllib.request.Request(proxy.base_url + "/chat/completions",
+                                             data=body.encode(),
+                                             headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=30) as reply:
+                    return reply.status
+            except urllib.error.HTTPError as err:
+                return err.code
+
+        try:
+            assert ask() == 200
+            proxy.stop_when = lambda: True
+            assert ask() == 400 and ask() == 400
+        finally:
+            proxy.close()
+    assert proxy.count("t/openevolve/0")[0] == 1 and proxy.refused == {"t/openevolve/0": 2}
+
+
+def test_spend_within_ten_percent_is_counted_per_run():
+    runs = [{"system": "a", "task": "t", "seed": s, "budget": 40, "solver_calls": calls,
+             "final_test": 0.5, "curve": [{"solver_calls": 0, "test": 0.25}],
+             "proposer_calls": 3, "proposer_tokens": 10, "wall_s": 1.0}
+            for s, calls in enumerate((41, 36, 12))]
+    summary = peers_report.summarize(runs)["a"]
+    assert summary["spent_within_10pct"] == 2 and summary["budget"] == 40
+    assert "29.7 / 40" in peers_report.table({"a": summary}) and "2/3" in peers_report.table(
+        {"a": summary})
+
+
+def test_the_new_arms_run_end_to_end_and_openevolve_stops_at_the_budget(tmp_path):
+    solver = (r"MARK-A [\s\S]*Problem: Calculate (?P<expr>[-+*/() \d]+)\.",
+              lambda m: f"Answer: {arithmetic(m['expr'])}")
+    variants = itertools.count()  # OpenEvolve drops a rewrite identical to its parent
+
+    def rewrite(_match) -> str:
+        return WHOLE.removesuffix("```") + f"# variant {next(variants)}\n```"
+
+    rules = [(r"Rewrite the program to improve its FITNESS SCORE", rewrite),
+             (r"SEARCH", EDIT.format(old="", new="MARK-A ")), solver]
+    out = tmp_path / "out"
+    with SimServer(latency_s=0.0, rules=rules) as url:
+        result = CliRunner().invoke(app, [
+            "bench", "peers", "--smoke", "--out", str(out), "--solver-url", f"sim@{url}",
+            "--proposer-url", f"sim@{url}", "--system", "best_valid+lib",
+            "--system", "openevolve+rewrite", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "Solver calls / allowed" in result.output
+    runs = {s: json.loads((out / "runs" / "rg_basic_arithmetic" / s / "seed0" / "result.json")
+                          .read_text()) for s in ("best_valid+lib", "openevolve+rewrite")}
+    assert all(r["final_test"] == 1.0 for r in runs.values())
+    evolve = runs["openevolve+rewrite"]
+    settings = json.loads(result.output.strip().splitlines()[-1])["settings"]
+    # every iteration evaluates on all dev problems: the budget ran out before the iterations,
+    # and the rest were refused without reaching the model
+    assert evolve["solver_calls"] >= settings["budget"] and evolve["proposer_refused"] >= 1
+    assert evolve["proposer_calls"] < settings["max_proposals"]  # the budget ended it first
+    with Library(str(out / "runs" / "rg_basic_arithmetic" / "best_valid+lib" / "seed0"
+                     / "library")) as library:
+        assert library.entries()  # the library arm wrote its judged changes
