@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_learning.harnesses.store import SQLiteLogStore
+from harness_learning_lab.experiments import sft_by_type
 from harness_learning_lab.experiments.code_loop import code_loop_form, working_inline_loop_in_log
 from harness_learning_lab.experiments.runner import RUN_EVENT, slug
 
@@ -226,10 +227,18 @@ def write_table(out: Path, spec: Any) -> dict[str, Any]:
     result["demonstrations_format"] = demo_format
     result["same_prompt_format"] = (None if not demo_format or not result["formats"]
                                     else result["formats"] == [demo_format])
+    result["by_type"] = types = sft_by_type.by_type(runs, ARMS)
     (out / f"{TABLE}.json").write_text(json.dumps(result, indent=1))
     text = markdown(result, spec, stages) + (
         f"\nprompt format of the demonstrations {demo_format or '-'}; of the arms' prompts "
         f"{', '.join(result['formats']) or '-'}\n")
+    if types:
+        done, planned = result["finished"]
+        figure = sft_by_type.plot(types, ARMS, out / f"{TABLE}.png", (
+            f"{spec.name}: held-out score of the adopted program by type and arm "
+            f"({done} of {planned} runs)"))
+        text += "\n## By type\n\n" + sft_by_type.markdown(
+            types, ARMS, spec.control_types) + f"\nplot: {figure}\n"
     (out / f"{TABLE}.md").write_text(text)
     result["markdown"] = text
     return result

@@ -94,3 +94,23 @@ def test_a_table_written_before_the_arms_end_says_how_many_runs_it_holds(tmp_pat
     text = write_table(tmp_path, spec)["markdown"]
     assert text.splitlines()[0] == f"# {spec.name} (paper) (0 of {planned} runs finished)"
     assert (tmp_path / "sft_table.md").read_text() == text
+
+
+def test_the_by_type_table_and_plot_show_each_arms_score_where_it_comes_from(tmp_path):
+    from harness_learning_lab.experiments import sft_by_type
+    from harness_learning_lab.experiments.sft_table import ARMS
+
+    runs = [_run("seed", "rg:gcd", 0, 0, 0, [0, 1]), _run("seed", "rg:gcd", 1, 0, 0, [0, 0]),
+            _run("student", "rg:gcd", 0, 6, 6, [1, 1]), _run("student", "rg:gcd", 1, 5, 5, [1, 0]),
+            _run("base", "rg:number_sorting", 0, 2, 0, [0, 0])]
+    for run in runs[:2]:
+        run.edits = 0  # the seed arm proposes nothing
+    types = sft_by_type.by_type(runs, ARMS)
+    assert types["rg:gcd"]["seed"]["score"] == 0.25 and types["rg:gcd"]["student"] == {
+        "score": 0.75, "seeds": [0, 1], "valid": 11, "edits": 12, "distinct": 2}
+    text = sft_by_type.markdown(types, ARMS, ["rg:number_sorting"])
+    assert text.splitlines()[0] == "| type | seed | base | student |"
+    assert "| rg:gcd | 0.250 | - | 0.750 (11/12, 2) |" in text
+    assert "| rg:number_sorting (control) | - | 0.000 (2/6, 1) | - |" in text
+    png = sft_by_type.plot(types, ARMS, tmp_path / "by_type.png", "a title")
+    assert png.read_bytes()[:4] == b"\x89PNG"
