@@ -68,7 +68,7 @@ def get_task(name: str, **options: Any) -> Task:
         from harness_learning.evals.samples import SAMPLE_FILES, data_dir
 
         _check(name, options, {"path", "index_dir", "index_backend", "retriever", "aliases",
-                               "n_dev", "n_test", "seed"})
+                               "n_dev", "n_test", "seed", "score_by"})
         path = options.pop("path", None)
         if path is None:
             path = data_dir() / SAMPLE_FILES[name]

@@ -87,6 +87,19 @@ def test_score_is_em_with_aliases_and_metrics_give_f1(data_dir):
         assert task.score(p, odd) == 0.0
 
 
+def test_score_by_f1_selects_on_token_f1_and_says_so(data_dir):
+    """Where exact match is near 0 (a 1.5B Solver), selection reads token F1 (`score_by`)."""
+    em, f1 = _task(data_dir, "musique"), _task(data_dir, "musique", score_by="f1")
+    p = em.dev()[0]
+    partial = f"I believe it is {p.meta['answer']}"
+    assert em.score(p, partial) == 0.0
+    assert f1.score(p, partial) == f1.metrics(p, partial)["f1"] > 0.0
+    assert f1.score(p, p.meta["answer"]) == 1.0 and f1.score(p, None) == 0.0
+    assert "Scoring: token F1" in f1.description and "Scoring: exact match" in em.description
+    with pytest.raises(ValueError, match="score_by 'acc': choose em or f1"):
+        _task(data_dir, "musique", score_by="acc")
+
+
 def test_yes_no_questions_score_strictly(data_dir):
     task = _task(data_dir, "2wiki")
     p = next(p for p in task.dev() if p.meta["answer"] in ("yes", "no"))

@@ -26,6 +26,8 @@ from harness_learning.evals.qa.metrics import F1Rule, best_metrics
 from harness_learning.retrieval.protocol import Retriever
 
 PAPER_DEV, PAPER_TEST = 500, 300
+SCORES = ("em", "f1")
+"""What `score` returns: exact match (the paper's) or token F1 (`score_by`)."""
 SMALL_DEV_FRACTION = 0.6
 
 _NAMES = {"hotpotqa": "HotpotQA", "musique": "MuSiQue", "2wiki": "2WikiMultihopQA"}
@@ -57,10 +59,14 @@ class QATask:
         n_dev: int | None = None,
         n_test: int | None = None,
         seed: int = 0,
+        score_by: str = "em",
         **load_options,
     ):
         if dataset not in DATASETS:
             raise ValueError(f"unknown QA dataset {dataset!r}; known: {', '.join(DATASETS)}")
+        if score_by not in SCORES:
+            raise ValueError(f"score_by {score_by!r}: choose {' or '.join(SCORES)}")
+        self.score_by = score_by
         self.name = dataset
         self.path = Path(path)
         self.split_seed = seed
@@ -97,9 +103,11 @@ class QATask:
         return best_metrics(strip_answer(answer), problem.gold, self._rule)
 
     def score(self, problem: Problem, answer: object) -> float:
-        """Exact match with aliases (the paper's metric); 0.0 for anything but a string."""
+        """Exact match with aliases (the paper's metric), or token F1 with `score_by="f1"`
+        (a finer signal to select on where exact match is near 0 at small scale); 0.0 for
+        anything but a string."""
         try:
-            return self.metrics(problem, answer)["em"]
+            return self.metrics(problem, answer)[self.score_by]
         except Exception:
             return 0.0
 
@@ -131,11 +139,20 @@ class QATask:
             "Output state: `answer`, a short phrase only (an entity name, a date, a number, or "
             "yes/no), not a sentence (a leading 'Answer:' label and surrounding whitespace are "
             "stripped, nothing else).\n"
-            "Scoring: exact match after normalisation (lowercase, ASCII punctuation and the "
-            "articles a/an/the removed, whitespace collapsed) against the gold answer or any of "
-            "its aliases; token F1 is reported too. Extra words make an answer wrong.\n"
+            f"{self._scoring()}\n"
             f"Example question: {example}"
         )
+
+
+    def _scoring(self) -> str:
+        normalised = ("after normalisation (lowercase, ASCII punctuation and the articles "
+                      "a/an/the removed, whitespace collapsed) against the gold answer or any of "
+                      "its aliases")
+        if self.score_by == "f1":
+            return (f"Scoring: token F1 {normalised} (the overlap of answer and gold words); "
+                    "exact match is reported too. Extra words lower the score.")
+        return (f"Scoring: exact match {normalised}; token F1 is reported too. Extra words make "
+                "an answer wrong.")
 
 
 def _problem(record: QARecord) -> Problem:
