@@ -11,6 +11,7 @@ from harness_learning_lab.cli import (  # noqa: F401  (each module registers its
     bench_experience_cmd,
     bench_judge_cmd,
     bench_qa_floor_cmd,
+    bench_qa_relay_cmd,
     bench_sft_cmd,
     bench_task_types_cmd,
     experiment_cmd,
