@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_learning_lab import checkout
+from harness_learning_lab.bench.libraries import copy_library
 from harness_learning_lab.scaled_toml import at_scale, read_toml
 
 Log = Callable[[str], None]
@@ -166,16 +167,6 @@ def run_all(out: Path, settings: dict[str, Any], split: dict[str, Any], runner: 
             continue
         results.append(runner(r, out, settings, tests, log))
     return results
-
-
-def copy_library(source: str, target: str) -> None:
-    """A fresh copy of library `source` at `target` (through the library's own API: its
-    entries, outcomes and all)."""
-    from harness_learning.harnesses.experience import Library
-
-    shutil.rmtree(target, ignore_errors=True)
-    with Library(source) as src, Library(target) as dst:
-        dst.add(src.entries())
 
 
 def task_options(settings: dict[str, Any], out: Path, task: str) -> dict[str, Any]:

@@ -89,7 +89,7 @@ def adapter_config(system: str, base: dict[str, Any], run_dir: Path) -> AdaptCon
 def library_for(base: dict[str, Any], run_dir: Path) -> None:
     """A `+lib` run's library: a fresh copy of the bench's `experience` library (its `{seed}`
     filled in), so no run reads another's changes; none given: the run starts empty."""
-    from harness_learning_lab.bench.experience import copy_library
+    from harness_learning_lab.bench.libraries import copy_library
 
     source = str(base.get("experience") or "").replace("{seed}", str(base["seed"]))
     if not source:

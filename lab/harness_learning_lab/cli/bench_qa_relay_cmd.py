@@ -16,7 +16,7 @@ from harness_learning.cli import bench_app
 @bench_app.command("qa-relay")
 def bench_qa_relay(
     out: Annotated[Path, typer.Option(help="Bench directory: each run resumes where it stopped; finished runs are reused.")] = Path("runs/bench-qa-relay"),
-    smoke: Annotated[bool, typer.Option("--smoke", help="The settings' [smoke] size: SmolLM2 in both roles, tiny splits, minutes.")] = False,
+    smoke: Annotated[bool, typer.Option("--smoke", help="The settings' \\[smoke] size: SmolLM2 in both roles, tiny splits, minutes.")] = False,
     config: Annotated[Path, typer.Option(help="Bench settings (tasks, rounds, operators, sizes, models).")] = Path("experiments/qa/relay.toml"),
     task: Annotated[list[str] | None, typer.Option(help="Only these tasks (repeatable).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Last line: the figures as JSON.")] = False,
