@@ -25,9 +25,10 @@ def by_type(runs: list[Any], arms: tuple[str, ...]) -> dict[str, dict[str, dict[
     for arms_of in out.values():
         for arm, cell in list(arms_of.items()):
             mine = cell.pop("runs")
-            scored = [sum(r.scores.values()) / len(r.scores) for r in mine if r.scores]
-            arms_of[arm] = {"score": round(mean(scored), 3) if scored else None,
-                            "seeds": sorted(r.seed for r in mine),
+            per_seed = {r.seed: round(sum(r.scores.values()) / len(r.scores), 3)
+                        for r in sorted(mine, key=lambda r: r.seed) if r.scores}
+            arms_of[arm] = {"score": round(mean(per_seed.values()), 3) if per_seed else None,
+                            "seeds": sorted(r.seed for r in mine), "per_seed": per_seed,
                             "valid": sum(r.valid for r in mine),
                             "edits": sum(r.edits for r in mine),
                             "distinct": sum(r.distinct for r in mine)}
@@ -49,11 +50,13 @@ def markdown(types: dict[str, dict[str, dict[str, Any]]], arms: tuple[str, ...],
                 cells.append("-")
                 continue
             detail = f" ({c['valid']}/{c['edits']}, {c['distinct']})" if c["edits"] else ""
-            cells.append(f"{c['score']:.3f}{detail}")
+            seeds = (" [" + " / ".join(f"{v:.2f}" for v in c["per_seed"].values()) + "]"
+                     if len(c["per_seed"]) > 1 else "")
+            cells.append(f"{c['score']:.3f}{seeds}{detail}")
         name = f"{task} (control)" if task in control else task
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += ["", "held-out score of the adopted program, mean over the seeds run; (valid of "
-              "edits, distinct programs among the valid ones)."]
+    lines += ["", "held-out score of the adopted program, mean over the seeds run [each seed's, "
+              "when more than one]; (valid of edits, distinct programs among the valid ones)."]
     return "\n".join(lines) + "\n"
 
 

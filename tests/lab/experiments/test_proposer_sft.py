@@ -107,10 +107,11 @@ def test_the_by_type_table_and_plot_show_each_arms_score_where_it_comes_from(tmp
         run.edits = 0  # the seed arm proposes nothing
     types = sft_by_type.by_type(runs, ARMS)
     assert types["rg:gcd"]["seed"]["score"] == 0.25 and types["rg:gcd"]["student"] == {
-        "score": 0.75, "seeds": [0, 1], "valid": 11, "edits": 12, "distinct": 2}
+        "score": 0.75, "seeds": [0, 1], "per_seed": {0: 1.0, 1: 0.5}, "valid": 11, "edits": 12,
+        "distinct": 2}
     text = sft_by_type.markdown(types, ARMS, ["rg:number_sorting"])
     assert text.splitlines()[0] == "| type | seed | base | student |"
-    assert "| rg:gcd | 0.250 | - | 0.750 (11/12, 2) |" in text
+    assert "| rg:gcd | 0.250 [0.50 / 0.00] | - | 0.750 [1.00 / 0.50] (11/12, 2) |" in text
     assert "| rg:number_sorting (control) | - | 0.000 (2/6, 1) | - |" in text
     png = sft_by_type.plot(types, ARMS, tmp_path / "by_type.png", "a title")
     assert png.read_bytes()[:4] == b"\x89PNG"
