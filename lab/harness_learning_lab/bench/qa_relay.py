@@ -29,7 +29,6 @@ from harness_learning_lab.scaled_toml import at_scale, read_toml
 Log = Callable[[str], None]
 SETTINGS = checkout() / "experiments" / "qa" / "relay.toml"
 ARMS = ("seed", "single_step", "relay")
-BOOTSTRAP = 4000
 
 
 def load_settings(path: Path = SETTINGS, smoke: bool = False) -> dict[str, Any]:
@@ -104,12 +103,12 @@ def run(settings: dict[str, Any], out: Path, log: Log = print) -> list[dict[str,
     return [figures(settings, out, task, options(task)) for task in settings["tasks"]]
 
 
-def interval(diffs: np.ndarray, seed: int = 0) -> list[float]:
-    """Mean of paired differences with a bootstrap 95% interval: [mean, low, high]."""
-    means = diffs[np.random.default_rng(seed).integers(0, len(diffs),
-                                                       (BOOTSTRAP, len(diffs)))].mean(axis=1)
-    return [round(float(diffs.mean()), 3), round(float(np.quantile(means, 0.025)), 3),
-            round(float(np.quantile(means, 0.975)), 3)]
+def interval(base: list[float], arm: list[float]) -> list[float]:
+    """`arm`'s mean gain over `base` on the same questions with a bootstrap 95% interval
+    (`bench blocks`' own): [mean, low, high]."""
+    from harness_learning_lab.bench.blocks import paired_interval
+
+    return [round(v, 3) for v in paired_interval(base, arm)]
 
 
 def figures(settings: dict[str, Any], out: Path, task_name: str,
@@ -130,12 +129,11 @@ def figures(settings: dict[str, Any], out: Path, task_name: str,
         row["em_mean"], row["f1_mean"] = (round(float(np.mean(read[k])), 3) for k in ("em", "f1"))
         if seed is not None and arm != "seed":
             for k in ("em", "f1"):
-                row[f"{k}_gain"] = interval(np.asarray(read[k]) - np.asarray(seed[k]))
+                row[f"{k}_gain"] = interval(seed[k], read[k])
         result["arms"][arm] = row
     relay, single = arms["relay"], arms["single_step"]
     if relay is not None and single is not None:
-        result["relay_vs_single"] = {k: interval(np.asarray(relay[k]) - np.asarray(single[k]))
-                                     for k in ("em", "f1")}
+        result["relay_vs_single"] = {k: interval(single[k], relay[k]) for k in ("em", "f1")}
     if relay is not None and seed is not None:
         result["round1_share"] = round1_share(relay, seed)
     for row in result["arms"].values():

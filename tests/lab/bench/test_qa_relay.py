@@ -9,7 +9,6 @@ import asyncio
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from harness_learning.cli.main import main
@@ -37,7 +36,7 @@ def test_both_arms_spend_the_same_candidates_and_select_on_f1(tmp_path) -> None:
 
 
 def test_the_interval_is_paired_and_round_one_share_reads_the_chain() -> None:
-    gain = qa_relay.interval(np.asarray([1.0, 0.0, 1.0, 0.0]))
+    gain = qa_relay.interval([0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 1.0, 0.0])
     assert gain[0] == 0.5 and gain[1] <= 0.5 <= gain[2]
     relay = {"rounds": [{"round": 0, "f1_mean": 0.2}, {"round": 1, "f1_mean": 0.3},
                         {"round": 2, "f1_mean": 0.4}]}
