@@ -159,8 +159,7 @@ class ModelConfig:
         URLs must start with http:// or https://. Query keys that name a `ModelConfig` field
         (max_concurrency, timeout_s, max_retries, api_key, cache, transport, price_in, price_out,
         replicas, serve_logprobs) set that field; any other key
-        is a completion parameter, which wins over a run's defaults for the model's role
-        (`solver_params`, `proposer_params`; see `spec_params`). Values are read as JSON when they parse (0, 0.7, true) and as
+        is a completion parameter. Values are read as JSON when they parse (0, 0.7, true) and as
         text otherwise. Keyword `overrides` win over the string.
         """
         spec = spec.strip()
@@ -197,15 +196,6 @@ class ModelConfig:
         if isinstance(value, dict):
             return cls(**value)
         raise TypeError(f"cannot make a ModelConfig from {type(value).__name__}")
-
-
-def spec_params(client: object) -> dict[str, Any]:
-    """The completion parameters a client's model spec names (`local?max_tokens=64`), for
-    callers that hold run-wide defaults (`solver_params`, `proposer_params`): a spec is what the
-    user wrote for that model, so its parameters win over those defaults, and a harness's own
-    call parameters win over both. A client without a `ModelConfig` names none."""
-    config = getattr(client, "config", None)
-    return dict(config.params) if isinstance(config, ModelConfig) else {}
 
 
 _FIELD_OPTIONS = {
