@@ -18,6 +18,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from harness_learning.harnesses.contract import ToolInputError
+from harness_learning.harnesses.llm.config import spec_params
 from harness_learning.harnesses.llm.ledger import (
     DEFAULT_COMPLETION_TOKENS,
     SpendLedger,
@@ -66,9 +67,9 @@ class Toolbox:
         """A `harnesses.tracing` tracer when the run is traced: each Solver call is traced."""
         self.user_tools = user_tools
         """A `harnesses.usertools.UserTools`, or None when the run has no tools of the user's."""
-        self.solver_params = dict(solver_params or {})
-        """Defaults of every Solver call (the run's configuration); a harness may override
-        the ones in `LLM_PARAMS`."""
+        self.solver_params = {**(solver_params or {}), **spec_params(solver)}
+        """Defaults of every Solver call: the run's configuration under the Solver spec's own
+        (`spec_params`); a harness may override the ones in `LLM_PARAMS`."""
         self.retriever = retriever
         self.ledger: SpendLedger | None = None
         """The run's budgets (`harnesses.llm.ledger`), set by the adapter: each Solver call

@@ -44,8 +44,10 @@ def test_parse_rejects_bad_specs(spec: str) -> None:
 def test_local_alias_gets_greedy_short_defaults_that_calls_may_override() -> None:
     config = ModelConfig.parse("local?max_tokens=8")
     assert config.model == LOCAL_MODEL
-    assert config.params["temperature"] == 0.0
-    assert config.params["max_tokens"] == 8
+    assert config.params == {"max_tokens": 8}, "params hold what the user wrote, no more"
+    assert config.call_params({}) == {"temperature": 0.0, "max_tokens": 8}
+    assert config.call_params({"temperature": 0.7}) == {"temperature": 0.7, "max_tokens": 8}
+    assert ModelConfig.parse("openai/x").call_params({}) == {}, "a remote model has no defaults"
 
 
 def test_equal_configs_have_equal_keys() -> None:

@@ -33,6 +33,7 @@ from harness_learning.graphs.adapter.slots import PROPOSER, Slot
 from harness_learning.harnesses.edits.function_edit import focus_targets
 from harness_learning.harnesses.edits.operators import OPERATORS, Demonstrations, apply_operator
 from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS, Completion
+from harness_learning.harnesses.llm.config import spec_params
 from harness_learning.harnesses.llm.errors import InfraError, ModelRequestError
 from harness_learning.harnesses.llm.ledger import used
 from harness_learning.harnesses.store.records import proposal_id
@@ -208,7 +209,7 @@ async def propose_llm(ctx: AdapterContext, payload: dict, parent_source: str,
     async def sample(messages: list[dict[str, str]], seed: int) -> Completion:
         await logged(kept=False)  # another attempt: the last one was replaced
         asked = {} if ctx.logprobs_refused else logprobs
-        params = {**asked, **cfg.proposer_params, "seed": seed}
+        params = {**asked, **cfg.proposer_params, **spec_params(proposer), "seed": seed}
         if stops:
             params.setdefault("stop", stops)  # a stop of the user's own wins
         async with proposer_share(ctx, proposer, messages, params) as use:  # held before sent

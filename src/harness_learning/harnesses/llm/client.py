@@ -124,7 +124,7 @@ class ModelClient:
         endpoint, so for its calls an empty reply is the harness's doing, not a failure to
         retry or leave unscored. Empty completions are never cached."""
         msgs = normalise_messages(messages)
-        merged = {**self.config.params, **params}
+        merged = self.config.call_params(params)
         bad = _RESERVED & merged.keys()
         if bad:
             raise ModelRequestError(f"parameters {sorted(bad)} are set by the ModelConfig")

@@ -16,7 +16,9 @@ Solver's default; the adapter makes a Proposer's `local` Qwen2.5-Coder-1.5B, see
 LOCAL_PREFIX = LOCAL_MODEL + ":"
 
 LOCAL_DEFAULT_PARAMS: dict[str, Any] = {"temperature": 0.0, "max_tokens": 256}
-"""The local model answers greedily and briefly unless told otherwise (greedy calls are cached)."""
+"""The local model answers greedily and briefly unless told otherwise (greedy calls are cached).
+The lowest layer of a call's parameters (see `ModelConfig.call_params`): kept out of `params`,
+which holds only what the user wrote, so a run's defaults for a role can sit between the two."""
 
 _URL_START = re.compile(r"@(?=https?://)")
 
@@ -27,8 +29,9 @@ class ModelConfig:
 
     `model` is a litellm model string ("openai/NAME", "anthropic/...") or `"local"`.
     `api_base` is one URL or several: several URLs are replicas of the same model, balanced
-    with litellm's Router. `params` are default completion parameters (temperature, max_tokens,
-    seed, ...) that each call may override. `max_concurrency` bounds in-flight requests per
+    with litellm's Router. `params` are the completion parameters the user wrote for this model
+    (temperature, max_tokens, seed, ...; a spec's `?key=value`); they win over a run's defaults
+    for the model's role and lose to a call's own (see `call_params`, `spec_params`). `max_concurrency` bounds in-flight requests per
     endpoint (llama-cpp-python's server answers one request at a time, so `local` defaults to 1:
     queueing in the client keeps timeouts about generation, not about waiting in line). `cache` is the path of a persistent SQLite response cache, or None.
     """
@@ -101,8 +104,12 @@ class ModelConfig:
             not self.model.startswith("openai/") or len(self.endpoints) != 1
         ):
             raise ValueError("transport 'direct' needs an 'openai/NAME' model and one api_base URL")
-        if self.is_local:
-            self.params = {**LOCAL_DEFAULT_PARAMS, **self.params}
+
+    def call_params(self, asked: dict[str, Any]) -> dict[str, Any]:
+        """What one request sends: a local model's greedy, short defaults, under the user's
+        `params`, under the call's own `asked`."""
+        base = LOCAL_DEFAULT_PARAMS if self.is_local else {}
+        return {**base, **self.params, **asked}
 
     @property
     def is_local(self) -> bool:
@@ -159,7 +166,8 @@ class ModelConfig:
         URLs must start with http:// or https://. Query keys that name a `ModelConfig` field
         (max_concurrency, timeout_s, max_retries, api_key, cache, transport, price_in, price_out,
         replicas, serve_logprobs) set that field; any other key
-        is a completion parameter. Values are read as JSON when they parse (0, 0.7, true) and as
+        is a completion parameter, which wins over a run's defaults for the model's role
+        (`solver_params`, `proposer_params`; see `spec_params`). Values are read as JSON when they parse (0, 0.7, true) and as
         text otherwise. Keyword `overrides` win over the string.
         """
         spec = spec.strip()
@@ -196,6 +204,16 @@ class ModelConfig:
         if isinstance(value, dict):
             return cls(**value)
         raise TypeError(f"cannot make a ModelConfig from {type(value).__name__}")
+
+
+def spec_params(client: object) -> dict[str, Any]:
+    """The completion parameters a client's model spec names (`local?max_tokens=64`), for
+    callers that hold run-wide defaults (`solver_params`, `proposer_params`): a spec is what the
+    user wrote for that model, so its parameters win over those defaults, and a harness's own
+    call parameters win over both. A local model's built-in defaults are not the user's and
+    lose to the run's. A client without a `ModelConfig` names none."""
+    config = getattr(client, "config", None)
+    return dict(config.params) if isinstance(config, ModelConfig) else {}
 
 
 _FIELD_OPTIONS = {
