@@ -116,14 +116,9 @@ def task_options(settings: dict[str, Any], out: Path, task: str) -> dict[str, An
         config = settings.get("task_configs", {}).get(task)
         return {**options, "split_secret": split_secret(out, task),
                 **({"config": config} if config else {})}
-    from harness_learning import retrieval
-    from harness_learning.evals.samples import SAMPLE_CORPORA, data_dir
+    from harness_learning_lab.bench.qa_floor import sample_index
 
-    kind, corpus = SAMPLE_CORPORA[task]
-    index = out / "indexes" / task
-    if not (index / "manifest.json").exists():
-        retrieval.build_index(kind, data_dir() / corpus, index, progress=False)
-    return {**options, "index_dir": str(index)}
+    return {**options, "index_dir": str(sample_index(task, out))}
 
 
 def solver_client(ends: Endpoints, cache: Path, max_tokens: int):

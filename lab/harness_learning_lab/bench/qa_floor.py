@@ -44,18 +44,25 @@ def record_path(out: Path, task: str, problem_id: str) -> Path:
     return out / task / f"{safe}-{digest}.json"
 
 
-def task_with_index(name: str, out: Path, n: int) -> Any:
-    """The task on its closed sample corpus, the BM25 index built once into `OUT/indexes`.
-    `n_test=n` with the default dev size picks the same held-out problems as `bench blocks`."""
+def sample_index(name: str, out: Path) -> Path:
+    """The BM25 index of task `name`'s closed sample corpus, built once into `OUT/indexes`
+    and shared by every bench run that writes to `out`."""
     from harness_learning import retrieval
-    from harness_learning.evals.registry import get_task
     from harness_learning.evals.samples import SAMPLE_CORPORA, data_dir
 
     kind, corpus = SAMPLE_CORPORA[name]
     index = out / "indexes" / name
     if not (index / "manifest.json").exists():
         retrieval.build_index(kind, data_dir() / corpus, index, progress=False, workers=1)
-    return get_task(name, n_test=n, seed=0, index_dir=str(index))
+    return index
+
+
+def task_with_index(name: str, out: Path, n: int) -> Any:
+    """The task on its closed sample corpus (`sample_index`). `n_test=n` with the default dev
+    size picks the same held-out problems as `bench blocks`."""
+    from harness_learning.evals.registry import get_task
+
+    return get_task(name, n_test=n, seed=0, index_dir=str(sample_index(name, out)))
 
 
 def record(task: Any, problem: Any, result: Any) -> dict[str, Any]:

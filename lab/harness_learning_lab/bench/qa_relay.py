@@ -38,17 +38,12 @@ def load_settings(path: Path = SETTINGS, smoke: bool = False) -> dict[str, Any]:
 
 
 def task_options(settings: dict[str, Any], out: Path, task: str) -> dict[str, Any]:
-    """The task on its closed sample corpus (its BM25 index built once into `OUT/indexes`),
-    scored on `score_by` for selection."""
-    from harness_learning import retrieval
-    from harness_learning.evals.samples import SAMPLE_CORPORA, data_dir
+    """The task on its closed sample corpus (`qa_floor.sample_index`), scored on `score_by`
+    for selection."""
+    from harness_learning_lab.bench.qa_floor import sample_index
 
-    kind, corpus = SAMPLE_CORPORA[task]
-    index = out / "indexes" / task
-    if not (index / "manifest.json").exists():
-        retrieval.build_index(kind, data_dir() / corpus, index, progress=False, workers=1)
     return {"n_dev": settings["n_dev"], "n_test": settings["n_test"], "seed": 0,
-            "index_dir": str(index), "score_by": settings["score_by"]}
+            "index_dir": str(sample_index(task, out)), "score_by": settings["score_by"]}
 
 
 def plans(settings: dict[str, Any], out: Path, options: Callable[[str], dict]) -> list[Any]:
@@ -124,8 +119,7 @@ def figures(settings: dict[str, Any], out: Path, task_name: str,
     for arm, read in arms.items():
         if read is None:
             continue
-        row = {k: read[k] for k in ("em", "f1", "origins", "stacked", "solver_calls",
-                                    "rounds")}
+        row = {k: read[k] for k in ("origins", "stacked", "solver_calls", "rounds")}
         row["em_mean"], row["f1_mean"] = (round(float(np.mean(read[k])), 3) for k in ("em", "f1"))
         if seed is not None and arm != "seed":
             for k in ("em", "f1"):
@@ -136,8 +130,6 @@ def figures(settings: dict[str, Any], out: Path, task_name: str,
         result["relay_vs_single"] = {k: interval(single[k], relay[k]) for k in ("em", "f1")}
     if relay is not None and seed is not None:
         result["round1_share"] = round1_share(relay, seed)
-    for row in result["arms"].values():
-        del row["em"], row["f1"]
     return result
 
 
