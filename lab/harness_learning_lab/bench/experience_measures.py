@@ -60,7 +60,7 @@ def measures(run_dir: Path) -> dict[str, Any]:
     sources."""
     from harness_learning.harnesses.rundir import RunDir
 
-    with RunDir(run_dir).open_store() as store:
+    with RunDir(run_dir).open_store(read_only=True) as store:
         lineage = store.lineage()
         seed_sha, final_sha = lineage[0].sha, lineage[-1].sha
         seed, final = store.get_version_source(seed_sha), store.get_version_source(final_sha)

@@ -75,7 +75,7 @@ def collect(run_dirs: Iterable[Path], min_problems: int = 8) -> Iterator[dict]:
     from harness_learning.harnesses.store.sqlite import SQLiteLogStore
 
     for run_dir in run_dirs:
-        with SQLiteLogStore(run_dir) as store:
+        with SQLiteLogStore(run_dir, read_only=True) as store:
             task = (store.get_run().config or {}).get("task", "?")
             scores: dict[str, dict[str, float]] = {}
             for ev in store.iter_evaluations():

@@ -142,7 +142,7 @@ def read_arm(run_dir: Path, task: Any, problems: list) -> dict[str, Any] | None:
 
     if not (run_dir / "log.sqlite").is_file():
         return None
-    with SQLiteLogStore(run_dir) as store:
+    with SQLiteLogStore(run_dir, read_only=True) as store:
         if not any(True for _ in store.iter_events(kinds=[RUN_EVENT])):
             return None
         answers: dict[str, dict[str, Any]] = {}

@@ -58,7 +58,7 @@ def logged_rounds(run_dir: str | Path, min_problems: int = 8) -> list[LoggedRoun
     path = Path(run_dir)
     if not (path / FILENAME).is_file():
         raise FileNotFoundError(f"no run log ({FILENAME}) in {path}")
-    with SQLiteLogStore(path) as store:
+    with SQLiteLogStore(path, read_only=True) as store:
         versions = list(store.iter_versions())
         names = {v.sha: v.note or v.sha[:12] for v in versions}
         parent = {v.sha: v.parent_sha for v in versions}

@@ -43,7 +43,7 @@ def logged_prompts(run_dir: Path, limit: int) -> list[Any]:
 
     seen: set[str] = set()
     chosen = []
-    with SQLiteLogStore(run_dir) as store:
+    with SQLiteLogStore(run_dir, read_only=True) as store:
         for proposal in store.iter_proposals():
             if proposal.origin != "proposer" or not isinstance(proposal.prompt, list):
                 continue

@@ -42,7 +42,7 @@ class ArmRun:
 
 
 def read_arm_run(run_dir: Path) -> ArmRun | None:
-    store = SQLiteLogStore(run_dir)
+    store = SQLiteLogStore(run_dir, read_only=True)
     try:
         events = list(store.iter_events(kinds=[RUN_EVENT]))
         if not events or events[-1].payload.get("method") not in ARMS:

@@ -55,7 +55,7 @@ def run_dirs(out: str | Path) -> list[Path]:
 
 def read_run(run_dir: Path) -> RunRecord | None:
     """One run's record, or None while the run has not finished."""
-    store = SQLiteLogStore(run_dir)
+    store = SQLiteLogStore(run_dir, read_only=True)
     try:
         events = list(store.iter_events(kinds=[RUN_EVENT]))
         if not events:

@@ -65,7 +65,7 @@ def read_arm(run_dir: Path, arm: str, task: str, seed: int) -> ArmRun | None:
 
     if not (run_dir / "log.sqlite").is_file():
         return None
-    store = SQLiteLogStore(run_dir)
+    store = SQLiteLogStore(run_dir, read_only=True)
     try:
         events = list(store.iter_events(kinds=[RUN_EVENT]))
         if not events:

@@ -67,7 +67,7 @@ def add(run_dirs: Annotated[list[Path], typer.Argument(help="Finished run direct
                 config = load_config(run_dir)
                 check_sealed(inputs_dir(config), trust_inputs)  # before anything is imported
                 task = open_task(config)
-            with RunDir(run_dir).open_store() as store:
+            with RunDir(run_dir).open_store(read_only=True) as store:
                 written, withheld = add_run(lib, store, task, config)
             note = f" ({withheld} with code withheld: it held a question or answer)" \
                 if withheld else ""

@@ -155,17 +155,20 @@ class RunDir:
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
         os.replace(tmp, self.config)
 
-    def open_store(self, store_url: str | None = None) -> LogStore:
-        """The run's execution log (created if absent); close it, or use it in `with`.
-        `store_url` overrides the store the run names (see `open_log_store`)."""
-        return open_log_store(self.path, store_url)
+    def open_store(self, store_url: str | None = None, *, read_only: bool = False) -> LogStore:
+        """The run's execution log (created if absent, unless `read_only`); close it, or use
+        it in `with`. `store_url` overrides the store the run names (see `open_log_store`)."""
+        return open_log_store(self.path, store_url, read_only=read_only)
 
 
-def open_log_store(run_dir: str | Path, store_url: str | None = None) -> LogStore:
+def open_log_store(run_dir: str | Path, store_url: str | None = None, *,
+                   read_only: bool = False) -> LogStore:
     """The one place a store is chosen by URL. `store_url` (a command's `--store`) wins, else
     what the run directory names (`RunDir.store_url`); empty or `sqlite` is log.sqlite in the
     run directory, postgresql://... a PostgreSQL database. A run whose log is already in one
-    backend is refused the other, rather than starting an empty log beside the real one."""
+    backend is refused the other, rather than starting an empty log beside the real one.
+    `read_only` is for looking: a SQLite log is never written (an older schema is migrated in
+    memory, see `SQLiteLogStore`); a PostgreSQL log is a shared server's, opened as usual."""
     run = RunDir(run_dir)
     url = check_url(store_url or run.store_url())
     if is_postgres(url):
@@ -176,4 +179,4 @@ def open_log_store(run_dir: str | Path, store_url: str | None = None) -> LogStor
     if run.store_pointer.is_file():
         raise LogStoreError(f"{run.path} keeps its log in PostgreSQL ({run.store_pointer}), not "
                             f"in {SQLITE}: drop --store, or use a new run directory")
-    return SQLiteLogStore(run.path)
+    return SQLiteLogStore(run.path, read_only=read_only)

@@ -199,7 +199,7 @@ def open_store(run_dir: str | Path, store_url: str | None = None) -> LogStore:
     if not run.has_log():
         raise NotARunError(f"{run.path} holds no {RunDir.LOG} (nor a {RunDir.STORE} naming a "
                            "PostgreSQL log): not a run directory")
-    return run.open_store(store_url)
+    return run.open_store(store_url, read_only=True)
 
 
 def load_run(run_dir: str | Path, store_url: str | None = None) -> RunRecord:

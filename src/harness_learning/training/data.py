@@ -150,7 +150,7 @@ def open_log(run_dir: str | Path) -> Iterator[LogStore]:
     run = RunDir(Path(run_dir))
     if not run.has_log():
         raise LogError(f"{run_dir}: no execution log ({RunDir.LOG}) in this run directory")
-    with run.open_store() as store:
+    with run.open_store(read_only=True) as store:
         yield store
 
 

@@ -327,3 +327,60 @@ def test_a_version_1_logs_reasons_are_read_into_invalid_kind_once(tmp_path):
     kinds = [r[0] for r in con.execute("SELECT invalid_kind FROM proposals ORDER BY rowid")]
     assert kinds == [None, None, None, "unmatched_search", "incomplete", "invalid",
                      "no_build_graph"]
+
+
+def _file_state(run: Path) -> tuple[bytes, str]:
+    con = sqlite3.connect(run / "log.sqlite")
+    state = con.execute("SELECT value FROM hl_schema").fetchone()[0]
+    con.close()
+    return (run / "log.sqlite").read_bytes(), state
+
+
+def test_a_read_only_look_at_an_old_log_reads_it_migrated_and_leaves_the_file_as_it_was(
+        tmp_path):
+    """Reports, training data and benches look at a run without changing it: an older
+    schema's log is brought up to date in memory, not in place (a look at an archived run or a
+    committed fixture used to migrate it)."""
+    from harness_learning.harnesses.store.schema import SCHEMA_VERSION
+
+    run = old_log(tmp_path)
+    before = _file_state(run)
+    assert before[1] == "3"
+    with SQLiteLogStore(run, read_only=True) as s:
+        assert s.get_run().schema_version == SCHEMA_VERSION
+        assert {p.id for p in s.iter_proposals()} == {"r1-c0", "r1-c1", "r1-c2"}
+        with pytest.raises(LogStoreError, match="opened read-only"):
+            s.append_event("tick", {"i": 1})
+    assert _file_state(run) == before
+    with SQLiteLogStore(run) as s:  # opened to write, it migrates as before
+        assert s.get_run().schema_version == SCHEMA_VERSION
+    assert _file_state(run)[1] == str(SCHEMA_VERSION)
+
+
+def test_a_read_only_look_at_a_current_log_sees_a_running_writers_commits(tmp_path):
+    writer = SQLiteLogStore(tmp_path / "run")
+    writer.append_event("tick", {"i": 0})
+    with SQLiteLogStore(tmp_path / "run", read_only=True) as reader:
+        assert [e.payload["i"] for e in reader.iter_events()] == [0]
+        writer.append_event("tick", {"i": 1})
+        assert [e.payload["i"] for e in reader.iter_events()] == [0, 1]
+        with pytest.raises(LogStoreError, match="opened read-only"):
+            reader.append_event("tick", {"i": 2})
+    writer.close()
+
+
+@pytest.mark.parametrize("make", [
+    lambda run: None,
+    lambda run: (run / "log.sqlite").write_bytes(b""),
+    lambda run: (run / "log.sqlite").write_bytes(b"not a database at all, just text" * 8),
+], ids=["absent", "empty", "not-sqlite"])
+def test_a_read_only_look_at_no_log_is_one_clear_error_and_creates_nothing(tmp_path, make):
+    run = tmp_path / "run"
+    run.mkdir()
+    make(run)
+    before = sorted(p.name for p in run.iterdir())
+    with pytest.raises(LogStoreError) as raised:
+        SQLiteLogStore(run, read_only=True)
+    assert "log" in str(raised.value) and "\n" not in str(raised.value)
+    assert sorted(p.name for p in run.iterdir() if not p.name.endswith(("-wal", "-shm"))) \
+        == before

@@ -4,6 +4,10 @@ WAL journal, one committed transaction per write (BEGIN IMMEDIATE ... COMMIT), s
 at any moment leaves a consistent file that lost at most the write in flight. With the default
 `synchronous=NORMAL` a committed write survives a process crash; pass `synchronous="FULL"` to
 also survive an OS crash or power loss at the cost of an fsync per write.
+
+`read_only=True` is for looking (reports, training data, benches): the file is never written,
+and a log of an older schema is migrated in a copy held in memory, so a look at an archived run
+or a committed fixture leaves it as it was.
 """
 
 from __future__ import annotations
@@ -42,14 +46,20 @@ FILENAME = "log.sqlite"
 class SQLiteLogStore(SQLLogStore):
     """Execution log of one run directory."""
 
-    def __init__(self, run_dir: str | Path, *, synchronous: str = "NORMAL", timeout: float = 30.0):
+    def __init__(self, run_dir: str | Path, *, synchronous: str = "NORMAL", timeout: float = 30.0,
+                 read_only: bool = False):
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
         self.run_dir = Path(run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.run_dir / FILENAME
         self.where = str(self.path)
         self._lock = threading.RLock()
+        self.read_only = False  # set once the file (or its migrated copy) is open
+        if read_only:
+            self._conn = self._open_read_only(timeout)
+            self.read_only = True
+            return
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=timeout
         )
@@ -64,9 +74,39 @@ class SQLiteLogStore(SQLLogStore):
             self._conn.close()
             raise
 
+    def _open_read_only(self, timeout: float) -> sqlite3.Connection:
+        """The file opened for reading only; a log of an older schema (or one missing a table
+        added since) copied into memory and brought up to date there: the file keeps its own."""
+        if not self.path.is_file():
+            raise LogStoreError(f"{self.path}: no log to read (not a run directory?)")
+        self._conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
+                                     isolation_level=None, check_same_thread=False,
+                                     timeout=timeout)
+        self._conn.row_factory = sqlite3.Row
+        try:
+            found = self._check_schema(migrate=False)
+            if found is None:
+                raise LogStoreError(f"{self.path} holds no log tables: not a run's log")
+            tables = {r[0] for r in self._conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")}
+            if found == SCHEMA_VERSION and tables >= set(TABLES):
+                return self._conn
+            copy = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            self._conn.backup(copy)
+        except BaseException:
+            self._conn.close()
+            raise
+        self._conn.close()
+        copy.row_factory = sqlite3.Row
+        self._conn = copy
+        self._migrate(found)  # nothing to do at the current version
+        self._conn.executescript(f"BEGIN IMMEDIATE;\n{DDL}\nCOMMIT;")  # tables added since
+        return copy
+
     # -- plumbing ----------------------------------------------------------------------------
-    def _check_schema(self) -> None:
-        """Read-only look at the file before anything is written to it."""
+    def _check_schema(self, migrate: bool = True) -> int | None:
+        """Read-only look at the file before anything is written to it: the schema version
+        found (None for a new file), an older one migrated unless `migrate` is false."""
         try:
             names = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         except sqlite3.DatabaseError as e:
@@ -75,8 +115,10 @@ class SQLiteLogStore(SQLLogStore):
             row = self._conn.execute(f"SELECT value FROM {SCHEMA_TABLE} WHERE key='version'").fetchone()
             found = row[0] if row else None
             if found is not None and found.isdigit() and int(found) in MIGRATIONS:
-                self._migrate(int(found))
-            elif found != str(SCHEMA_VERSION):
+                if migrate:
+                    self._migrate(int(found))
+                return int(found)
+            if found != str(SCHEMA_VERSION):
                 raise SchemaVersionError(
                     f"{self.path} was written with log schema version {found}; this code reads "
                     f"version {SCHEMA_VERSION}. Nothing was changed: use a new run directory or "
@@ -87,6 +129,7 @@ class SQLiteLogStore(SQLLogStore):
                 f"{self.path} holds log tables ({', '.join(sorted(names & set(TABLES)))}) but no "
                 "schema version record; refusing to write to it."
             )
+        return SCHEMA_VERSION if SCHEMA_TABLE in names else None
 
     def _migrate(self, found: int) -> None:
         """Bring an older log up to `SCHEMA_VERSION`, one version per transaction."""
@@ -103,6 +146,8 @@ class SQLiteLogStore(SQLLogStore):
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise LogStoreError(f"{self.path} was opened read-only: nothing is written to it")
         with self._lock, write_transaction(self._conn) as conn:
             yield conn
 
