@@ -84,3 +84,7 @@ def test_logs_with_nothing_to_learn_are_one_clear_line(logged_run, tmp_path):
     assert result.returncode == 2
     assert "no usable groups" in error_line(result) and "no reward spread" in error_line(result)
     assert "Traceback" not in result.stderr
+    copies = [shutil.copytree(flat, tmp_path / f"flat{i}") for i in range(3)]
+    result = cli("train", "grpo-offline", "--logs", *copies, "--out", tmp_path / "out")
+    line = error_line(result)  # many runs are counted, so the reason still fits on the line
+    assert result.returncode == 2 and "in 3 runs (" in line and "no reward spread" in line

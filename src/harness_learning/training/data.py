@@ -300,6 +300,14 @@ def load_groups(run_dirs: Sequence[str | Path], config: DataConfig
     return kept, report
 
 
+def named_runs(run_dirs: Sequence[str | Path]) -> str:
+    """Run directories as an error names them: all of two, else a count and the first, so that
+    the reason after them survives a one-line message."""
+    if len(run_dirs) <= 2:
+        return ", ".join(map(str, run_dirs))
+    return f"{len(run_dirs)} runs ({run_dirs[0]}, ...)"
+
+
 def grpo_dataset(run_dirs: Sequence[str | Path], config: DataConfig
                  ) -> tuple[Dataset, FilterReport]:
     """The GRPO set as a Hugging Face `datasets.Dataset` (one row per completion)."""
@@ -307,8 +315,8 @@ def grpo_dataset(run_dirs: Sequence[str | Path], config: DataConfig
 
     groups, report = load_groups(run_dirs, config)
     if not groups:
-        raise LogError(f"no usable groups in {', '.join(map(str, run_dirs))}: "
-                       f"{report.groups_read} read; " + "; ".join(report.notes or ["no proposals"]))
+        raise LogError(f"no usable groups in {named_runs(run_dirs)}: {report.groups_read} read; "
+                       + "; ".join(report.notes or ["no proposals"]))
     return Dataset.from_list(grpo_rows(groups, config.scale_by_std)), report
 
 
