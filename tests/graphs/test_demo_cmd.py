@@ -46,9 +46,9 @@ def demo_run(local_model_url, tmp_path_factory):
     from harness_learning.harnesses.llm import LOCAL_URL_ENV, clear_clients, local
 
     run_dir = tmp_path_factory.mktemp("demo") / "demo"
-    ours = set(local._servers)
     clear_clients()  # no client resolved against the shared server is reused
-    with pytest.MonkeyPatch.context() as env:
+    # the Proposer's server (and any other the demo starts) stops at the end
+    with local.servers_started_inside(), pytest.MonkeyPatch.context() as env:
         env.delenv(LOCAL_URL_ENV)
         # one-digit products: SmolLM2 solves about a third, so the run has trajectories to
         # train on; 4 held-out problems, not the README's 24 (TEST)
@@ -57,8 +57,6 @@ def demo_run(local_model_url, tmp_path_factory):
                                           "local:smollm2-135m", "--task-config",
                                           '{"max_digits": 1}', "--test", str(TEST), "--json"])
     clear_clients()  # later calls go to the shared server again, not to the demo's own
-    for key in set(local._servers) - ours:  # the Proposer's server (and any other it started)
-        local._servers.pop(key).stop()
     return run_dir, result
 
 

@@ -175,3 +175,21 @@ def test_replicas_of_a_local_model_are_servers_of_their_own_that_share_the_calls
     assert len(set(got["urls"])) == 2 and all(got["healthy"]), got
     assert got["servers"] == ["smollm2-135m", "smollm2-135m##1"], got
     assert len(got["texts"]) == 4 and all(t.strip() for t in got["texts"]), got
+
+
+def test_servers_started_inside_a_block_stop_with_it_and_earlier_ones_run_on(monkeypatch):
+    """Control flow (stand-in servers); the demo test starts and stops a real one this way."""
+    class Server:
+        def __init__(self) -> None:
+            self.stopped = False
+
+        def stop(self) -> None:
+            self.stopped = True
+
+    earlier, inner = Server(), Server()
+    monkeypatch.setattr(local, "_servers", {"smollm2-135m": earlier})
+    with pytest.raises(RuntimeError), local.servers_started_inside():
+        local._servers["qwen#proposer"] = inner
+        raise RuntimeError("the command failed")  # a failing block stops its servers too
+    assert inner.stopped and not earlier.stopped
+    assert local._servers == {"smollm2-135m": earlier}

@@ -27,6 +27,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -245,6 +246,22 @@ def exit_note(name: str, instance: str = "", logprobs: bool | None = None) -> st
 def running_server(name: str = SMOLLM2) -> LocalServer | None:
     """The server of `name` this process started, if any."""
     return _servers.get(name)
+
+
+@contextlib.contextmanager
+def servers_started_inside() -> Iterator[None]:
+    """On the way out, stop every local server started inside the block and leave the ones
+    that ran before it: a command run in-process (a test, a notebook) that starts a server of
+    its own does not leave it behind."""
+    with _lock:
+        before = set(_servers)
+    try:
+        yield
+    finally:
+        with _lock:
+            started = [_servers.pop(key) for key in set(_servers) - before]
+        for server in started:
+            server.stop()
 
 
 def stop_local_server() -> None:
