@@ -89,15 +89,17 @@ def adapter_config(system: str, base: dict[str, Any], run_dir: Path) -> AdaptCon
 def library_for(base: dict[str, Any], run_dir: Path) -> None:
     """A `+lib` run's library: a fresh copy of the bench's `experience` library (its `{seed}`
     filled in), so no run reads another's changes; none given: the run starts empty."""
+    from harness_learning.harnesses.experience import LibraryError, give_location
     from harness_learning_lab.bench.libraries import copy_library
 
     source = str(base.get("experience") or "").replace("{seed}", str(base["seed"]))
     if not source:
         return
-    if not Path(source).exists() and "://" not in source:
-        raise ValueError(f"no experience library at {source}: run `harness-learn bench "
-                         "experience` first (its train phase writes one per seed)")
-    copy_library(source, str(run_dir / "library"))
+    try:  # the bench's settings are the user's word: a postgresql:// library may be reached
+        copy_library(give_location(source), str(run_dir / "library"))
+    except LibraryError as exc:  # a directory or a postgresql:// URL
+        raise ValueError(f"{exc}, or run `harness-learn bench experience` first (its train "
+                         "phase writes one per seed)") from exc
 
 
 async def run_ours(system: str, meter: Meter, base: dict[str, Any], run_dir: Path) -> None:

@@ -19,7 +19,7 @@ from sim_adapt import EDIT, arithmetic
 from typer.testing import CliRunner
 
 from harness_learning.cli import app
-from harness_learning.harnesses.experience import Library
+from harness_learning.harnesses.experience import Library, give_location
 from harness_learning.harnesses.llm.simserver import SimServer
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning_lab.bench import peers_report
@@ -73,6 +73,33 @@ def test_each_library_run_gets_a_fresh_copy_of_its_seeds_library(tmp_path):
         assert len(library.entries()) == 1  # ... never reach the trained library
     with pytest.raises(ValueError, match="run `harness-learn bench experience` first"):
         library_for({**base, "seed": 0}, tmp_path / "run0")
+    assert not (tmp_path / "libraries" / "train-seed0").exists(), "no empty library is made"
+
+
+def test_a_postgres_library_is_copied_per_seed_and_a_missing_one_is_refused(postgres_url,
+                                                                          tmp_path):
+    """`experience = "postgresql://.../lib{seed}"` in the bench's settings: each run copies its
+    seed's library out of the database; a database holding none is refused, left untouched."""
+    import uuid
+
+    import psycopg
+
+    stem = f"hl_peers_{uuid.uuid4().hex[:8]}_"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        for seed in (0, 1):
+            conn.execute(f"CREATE DATABASE {stem}{seed}")
+    template = f"{postgres_url.rsplit('/', 1)[0]}/{stem}{{seed}}"
+    trained = template.replace("{seed}", "1")
+    with Library(give_location(trained)) as library:
+        library.add([entry([outcome()])])
+    library_for({"seed": 1, "experience": template}, tmp_path / "run1")
+    with Library(str(tmp_path / "run1" / "library")) as copy:
+        assert [e.id for e in copy.entries()] == [entry([outcome()]).id]
+    with pytest.raises(ValueError, match="holds no experience library.*bench experience"):
+        library_for({"seed": 0, "experience": template}, tmp_path / "run0")
+    with psycopg.connect(template.replace("{seed}", "0"), autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = "
+                            "'hl_experience'").fetchone() == (0,)
 
 
 def test_the_proxy_refuses_once_told_to_stop_and_counts_the_refusals():
