@@ -31,9 +31,11 @@ class ModelConfig:
     `api_base` is one URL or several: several URLs are replicas of the same model, balanced
     with litellm's Router. `params` are the completion parameters the user wrote for this model
     (temperature, max_tokens, seed, ...; a spec's `?key=value`); they win over a run's defaults
-    for the model's role and lose to a call's own (see `call_params`, `spec_params`). `max_concurrency` bounds in-flight requests per
-    endpoint (llama-cpp-python's server answers one request at a time, so `local` defaults to 1:
-    queueing in the client keeps timeouts about generation, not about waiting in line). `cache` is the path of a persistent SQLite response cache, or None.
+    for the model's role and lose to a call's own (see `call_params`, `spec_params`).
+    `max_concurrency` bounds in-flight requests per endpoint (llama-cpp-python's server
+    answers one request at a time, so `local` defaults to 1: queueing in the client keeps
+    timeouts about generation, not about waiting in line). `cache` is the path of a persistent
+    SQLite response cache, or None.
     """
 
     model: str
@@ -167,8 +169,8 @@ class ModelConfig:
         (max_concurrency, timeout_s, max_retries, api_key, cache, transport, price_in, price_out,
         replicas, serve_logprobs) set that field; any other key
         is a completion parameter, which wins over a run's defaults for the model's role
-        (`solver_params`, `proposer_params`; see `spec_params`). Values are read as JSON when they parse (0, 0.7, true) and as
-        text otherwise. Keyword `overrides` win over the string.
+        (`solver_params`, `proposer_params`; see `spec_params`). Values are read as JSON when
+        they parse (0, 0.7, true) and as text otherwise. Keyword `overrides` win over the string.
         """
         spec = spec.strip()
         if not spec:
