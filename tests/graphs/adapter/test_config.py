@@ -106,3 +106,18 @@ def test_adapt_refuses_an_unknown_policy_with_the_choices(tmp_path):
                                       str(tmp_path / "run"), "--policy", "greedy"])
     assert result.exit_code == 2
     assert "strict, best_valid, racing" in result.output and not (tmp_path / "run").exists()
+
+
+def test_the_token_bound_uses_the_cap_each_role_will_send():
+    """A spec's `?max_tokens=` wins over the role's run default in the calls (see
+    test_spec_params), so the estimate bounds tokens with it too."""
+    def tokens(solver: str, proposer: str) -> int:
+        config = AdaptConfig(task="x", run_dir="unused", rounds=1, candidates=1, feedback=1,
+                             selection=1, solver=solver, proposer=proposer,
+                             solver_params={"max_tokens": 256},
+                             proposer_params={"max_tokens": 2048})
+        return estimate_budget(config, SEED).tokens
+
+    plain = tokens("openai/x", "openai/y")
+    assert tokens("openai/x?max_tokens=56", "openai/y") == plain - 200 * 3  # 3 Solver calls
+    assert tokens("openai/x", "openai/y?max_tokens=48") < plain

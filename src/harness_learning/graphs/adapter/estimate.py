@@ -137,14 +137,26 @@ def estimate_budget(config: AdaptConfig, seed_source_text: str | None = None,
     solver_calls += test_problems * (shape.calls + final_calls + 2 * shape.judged)
     proposer_calls = config.rounds * config.samples_per_round * (1 + config.second_chance_turns)
     solver = (solver_calls * PROMPT_TOKENS_GUESS,
-              solver_calls * config.solver_params.get("max_tokens", 256))
+              solver_calls * _max_tokens(config.solver, config.solver_params, 256))
     proposer = (proposer_calls * PROPOSER_PROMPT_GUESS,
-                proposer_calls * config.proposer_params.get("max_tokens", 2048))
+                proposer_calls * _max_tokens(config.proposer, config.proposer_params, 2048))
     operators = config.operators_per_round if config.operators != "none" else 0
     return Estimate(config.rounds, config.candidates, solver_calls, proposer_calls,
                     sum(solver) + sum(proposer),
                     config.samples_per_round - config.candidates, operators,
                     estimate_cost(config, solver, proposer), test_problems)
+
+
+def _max_tokens(spec: str, role_params: dict, default: int) -> int:
+    """A role's completion cap as its calls send it: the model spec's own (`?max_tokens=`) over
+    the run's defaults for the role (see `llm.config.spec_params`)."""
+    from harness_learning.harnesses.llm.config import ModelConfig
+
+    try:
+        named = ModelConfig.parse(spec).params if spec else {}
+    except ValueError:  # a bad spec is refused where the model is opened, not here
+        named = {}
+    return int({**role_params, **named}.get("max_tokens", default))
 
 
 def _solver_calls(config: AdaptConfig, shape: _Shape) -> tuple[int, int]:
