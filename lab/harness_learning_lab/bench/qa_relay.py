@@ -119,7 +119,8 @@ def figures(settings: dict[str, Any], out: Path, task_name: str,
     for arm, read in arms.items():
         if read is None:
             continue
-        row = {k: read[k] for k in ("origins", "stacked", "solver_calls", "rounds")}
+        row = {k: read[k] for k in ("origins", "stacked", "stack_gain", "solver_calls",
+                                    "rounds")}
         row["em_mean"], row["f1_mean"] = (round(float(np.mean(read[k])), 3) for k in ("em", "f1"))
         if seed is not None and arm != "seed":
             for k in ("em", "f1"):
@@ -157,11 +158,18 @@ def read_arm(run_dir: Path, task: Any, problems: list) -> dict[str, Any] | None:
         return [task.metrics(p, got.get(p.id))[key] for p in problems]
 
     final = chain[-1].sha
-    adopted = [origin.get(step.sha, "?") for prev, step in zip(chain, chain[1:], strict=False)
-               if step.sha != prev.sha]
-    operators = [o for o in adopted if o.startswith("operator:")]
+    steps = [(origin.get(step.sha, "?"), step.sha)
+             for prev, step in zip(chain, chain[1:], strict=False) if step.sha != prev.sha]
+    adopted = [o for o, _ in steps]
+    operators = [(o, sha) for o, sha in steps if o.startswith("operator:")]
+    stacked = len({o for o, _ in operators}) >= 2
+    first_block = operators[0][1] if stacked else None
     return {"em": metric(final, "em"), "f1": metric(final, "f1"), "origins": adopted,
-            "stacked": len(set(operators)) >= 2,
+            "stacked": stacked,
+            # what the blocks after the first add: the final version against the chain's
+            # version with the first block alone, on the same questions
+            "stack_gain": {k: interval(metric(first_block, k), metric(final, k))
+                           for k in ("em", "f1")} if first_block else None,
             "rounds": [{"round": s.round, "sha": s.sha[:12],
                         "f1_mean": round(float(np.mean(metric(s.sha, "f1"))), 3)}
                        for s in chain],
@@ -182,6 +190,17 @@ def _cell(gain: list[float] | None) -> str:
     return "-" if gain is None else f"{gain[0]:+.3f} [{gain[1]:+.3f}, {gain[2]:+.3f}]"
 
 
+def _stacked(row: dict[str, Any]) -> str:
+    """'no', or what the final version adds to F1 over the chain's version at its first
+    operator block (the later blocks and edits), and whether the gain needs them (the
+    interval above 0)."""
+    gain = row.get("stack_gain")
+    if not row["stacked"] or gain is None:
+        return "no"
+    needs = "needs both" if gain["f1"][1] > 0 else "the first alone is as good"
+    return f"yes: F1 {_cell(gain['f1'])} over the chain at its first block ({needs})"
+
+
 def table(results: list[dict[str, Any]]) -> str:
     lines = ["| task | arm | n | EM | F1 | EM gain over seed [95% CI] | F1 gain over seed | "
              "adopted from | two blocks stacked | Solver calls |",
@@ -191,7 +210,7 @@ def table(results: list[dict[str, Any]]) -> str:
             lines.append(
                 f"| {r['task']} | {arm} | {r['n']} | {row['em_mean']:.3f} | {row['f1_mean']:.3f} | "
                 f"{_cell(row.get('em_gain'))} | {_cell(row.get('f1_gain'))} | "
-                f"{', '.join(row['origins']) or '-'} | {'yes' if row['stacked'] else 'no'} | "
+                f"{', '.join(row['origins']) or '-'} | {_stacked(row)} | "
                 f"{row['solver_calls']} |")
     lines += ["", "| task | relay - single-step EM [95% CI] | F1 | round 1's share of the "
               "relay's F1 gain |", "|---|---|---|---|"]

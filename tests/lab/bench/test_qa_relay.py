@@ -44,6 +44,16 @@ def test_the_interval_is_paired_and_round_one_share_reads_the_chain() -> None:
     assert qa_relay.round1_share(relay, {"f1": [0.5, 0.5]}) is None  # no gain to share
 
 
+def test_a_stack_needs_both_blocks_only_when_the_later_gain_is_above_zero() -> None:
+    def row(f1_gain: list[float] | None) -> dict:
+        return {"stacked": f1_gain is not None,
+                "stack_gain": {"em": [0.0, 0.0, 0.0], "f1": f1_gain} if f1_gain else None}
+
+    assert qa_relay._stacked(row(None)) == "no"
+    assert qa_relay._stacked(row([0.2, 0.05, 0.35])).endswith("(needs both)")
+    assert qa_relay._stacked(row([0.05, -0.02, 0.12])).endswith("(the first alone is as good)")
+
+
 def tiny(models: str, rounds: int = 2, n_test: int = 2) -> str:
     """Settings of a few seconds: one task, one question to select on, two to test."""
     return f"""
@@ -85,10 +95,14 @@ def test_every_arm_runs_the_table_is_written_and_a_rerun_reads_the_logs(tmp_path
     relay = figures["arms"]["relay"]
     assert [r["round"] for r in relay["rounds"]] == [0, 1, 2]  # the chain from the seed
     assert relay["origins"] == ["operator:passages", "operator:extra_hop"] and relay["stacked"]
+    assert set(relay["stack_gain"]) == {"em", "f1"}  # the final against the passages version
+    assert all(len(g) == 3 and g[1] <= g[0] <= g[2] for g in relay["stack_gain"].values())
+    assert figures["arms"]["single_step"]["stack_gain"] is None
     assert figures["arms"]["single_step"]["origins"] == ["operator:passages"]
     assert all(0.0 <= row["f1_mean"] <= 1.0 for row in figures["arms"].values())
     assert set(figures["relay_vs_single"]) == {"em", "f1"}
-    assert "| 2wiki | relay |" in (out / "qa_relay.md").read_text()
+    written = (out / "qa_relay.md").read_text()
+    assert "| 2wiki | relay |" in written and "over the chain at its first block" in written
     assert json.loads((out / "runs" / "2wiki" / "relay" / "config.json").read_text())[
         "task_options"]["score_by"] == "f1"
 
