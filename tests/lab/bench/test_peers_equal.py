@@ -11,6 +11,7 @@ import itertools
 import json
 import urllib.error
 import urllib.request
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -23,6 +24,7 @@ from harness_learning.harnesses.experience import Library, give_location
 from harness_learning.harnesses.llm.simserver import SimServer
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning_lab.bench import peers_report
+from harness_learning_lab.bench.experience import load_settings as load_experience_settings
 from harness_learning_lab.bench.peers import Endpoints, base_config, library_path, load_settings
 from harness_learning_lab.bench.peers_meter import ProposerProxy
 from harness_learning_lab.bench.peers_systems import SYSTEMS, adapter_config, library_for
@@ -43,7 +45,10 @@ def test_the_equal_scale_adds_the_library_and_rewrite_arms_and_lets_the_budget_e
     # the cap sits above what the budget pays for (a proposal evaluated on the dev problems
     # costs n_dev calls), so the budget ends each search
     assert equal["max_proposals"] * equal["n_dev"] > equal["budget"]
-    assert "{seed}" in equal["experience"]
+    # every seed's library is one `bench experience` trains
+    trained = {f"train-seed{seed}" for seed in load_experience_settings()["seeds"]}
+    for seed in equal["seeds"]:
+        assert Path(equal["experience"].replace("{seed}", str(seed))).name in trained
 
 
 def test_the_library_arm_is_its_ablation_with_a_library_and_no_operators(tmp_path):
@@ -56,7 +61,7 @@ def test_the_library_arm_is_its_ablation_with_a_library_and_no_operators(tmp_pat
     assert lib.pop("experience") == str(tmp_path / "library") and plain.pop("experience") == ""
     assert lib == plain and lib["operators"] == "none" and lib["policy"] == "best_valid"
     assert library_path(settings, tmp_path / "out") == str(
-        tmp_path / "out" / "../bench-experience/libraries/train-seed{seed}")
+        tmp_path / "out" / "../bench-experience/libraries/train-seed0")
 
 
 def test_each_library_run_gets_a_fresh_copy_of_its_seeds_library(tmp_path):
