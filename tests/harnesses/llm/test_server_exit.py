@@ -36,6 +36,7 @@ def test_a_killed_local_server_is_named_with_its_exit_code(monkeypatch, sent, hi
         assert failed.value.kind == "connection"
         assert f"exited with code -{int(sent)}" in str(failed.value)
         assert hint in str(failed.value)
+        assert "its log ends: " in str(failed.value)  # beside the hint, the server's own word
     finally:
         gone = local._servers.pop(f"{SMOLLM2}#{INSTANCE}", None)
         if gone is not None:

@@ -242,9 +242,10 @@ def exit_note(name: str, instance: str = "", logprobs: bool | None = None) -> st
                " CPU cannot run, such as AMX kernels, does this: rebuild llama-cpp-python with"
                " the Makefile's NO_AMX flags)")
     else:
-        last = [line for line in server.log_tail(600).splitlines() if line.strip()][-1:]
-        why = f" (its log ends: {last[0][:200]})" if last else ""
-    return f"; the local {name} server this process started exited with code {code}{why}"
+        why = ""
+    last = [line for line in server.log_tail(600).splitlines() if line.strip()][-1:]
+    ends = f" (its log ends: {last[0][:200]})" if last else ""
+    return f"; the local {name} server this process started exited with code {code}{why}{ends}"
 
 
 def running_server(name: str = SMOLLM2) -> LocalServer | None:
