@@ -78,10 +78,23 @@ def test_causes_are_labelled_by_simple_rules(case):
     text = build_report(None, problems, result, budget_chars=100_000)
     causes = dict(re.findall(r"### (?:\[x\d\] )?(q\d) .*likely cause: ([^\n]*)", text))
     assert causes["q2"].startswith("control flow (the harness raised)")
-    assert causes["q1"].startswith("tool use (gold evidence not retrieved)")
+    assert causes["q1"] == "tool use (gold evidence not retrieved)"
     assert causes["q6"].startswith("tool use")
     assert "q0" not in causes
     assert "likely cause" not in build_report(None, problems, result, label_causes=False)
+
+
+def test_a_second_hop_that_repeats_the_first_search_is_named():
+    """The QA seed's second hop fell back to the question when the Solver wrote `Search query:`
+    for `Query:`: the same search twice, the same passages, the gold never found."""
+    twice = ProblemResult("q1", "Rome", 0.0, calls=[search(1), llm("Search query: x"), search(1),
+                                                    llm("Rome")])
+    other = ProblemResult("q1", "Rome", 0.0, calls=[search(1), search(2), llm("Rome")])
+    causes = [re.search(r"likely cause: ([^\n]*)", build_report(None, [qa_problem(1)],
+                                                                 EvalResult([r]))).group(1)
+              for r in (twice, other)]
+    assert causes == ["tool use (gold evidence not retrieved; a search repeated an earlier one)",
+                      "tool use (gold evidence not retrieved)"]
 
 
 @pytest.mark.parametrize(("kind", "cause"), [

@@ -160,6 +160,8 @@ def likely_cause(item: Item) -> str:
         return "control flow (no answer extracted)"
     titles = gold_titles(item.problem)
     if titles and not set(titles) <= set(documents_read(r)):
+        if repeated_search(r):
+            return "tool use (gold evidence not retrieved; a search repeated an earlier one)"
         return "tool use (gold evidence not retrieved)"
     replies = " ".join(str(c.result) for c in r.calls if c.tool == "llm")
     if gold and gold.lower() in replies.lower() and gold.lower() not in answer.lower():
@@ -170,6 +172,14 @@ def likely_cause(item: Item) -> str:
     if not own or (len(own) == 1 and own[0].tool == "llm"):
         return "missing skill (one unchecked Solver call)"
     return "solver (its own error)"
+
+
+def repeated_search(r: ProblemResult) -> bool:
+    """Whether the harness sent the same search twice on one problem: a later hop that found
+    nothing new, as when its next query was not read from the Solver's reply."""
+    sent = [json.dumps(c.args, sort_keys=True, default=str) for c in harness_calls(r)
+            if c.tool == "search"]
+    return len(sent) > len(set(sent))
 
 
 def _signature(item: Item) -> tuple | None:
