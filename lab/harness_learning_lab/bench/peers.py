@@ -40,7 +40,8 @@ SCALES = ("cpu", "racing", "qwen", "equal", "smoke")
 
 @dataclass
 class Endpoints:
-    """The two model servers every system shares: OpenAI-compatible base URLs and aliases."""
+    """The two model servers every system shares: OpenAI-compatible base URLs and aliases.
+    `solver_url` may name several replicas of the Solver, comma-separated."""
 
     solver_url: str
     solver_alias: str
@@ -49,12 +50,14 @@ class Endpoints:
 
 
 @contextlib.contextmanager
-def endpoints(solver: str = "", proposer: str = "",
-              solver_model: str = "") -> Iterator[Endpoints]:
-    """The given servers (`ALIAS@URL`), or the local models started on loopback, one thread
-    each (stopped on the way out): the Solver `solver_model` (SmolLM2-135M by default), the
-    Proposer Qwen2.5-Coder-1.5B. The same model in both roles still gets two servers, so the
-    Proposer's tokens are counted apart and neither waits on the other's queue."""
+def endpoints(solver: str = "", proposer: str = "", solver_model: str = "",
+              solver_replicas: int = 1) -> Iterator[Endpoints]:
+    """The given servers (`ALIAS@URL`, the Solver's as `ALIAS@URL1,URL2` for replicas), or the
+    local models started on loopback, one thread each (stopped on the way out): the Solver
+    `solver_model` (SmolLM2-135M by default) as `solver_replicas` servers, which answer a
+    system's two problems at once on two cores; the Proposer Qwen2.5-Coder-1.5B. The same model
+    in both roles still gets servers of its own, so the Proposer's tokens are counted apart
+    and neither waits on the other's queue."""
     from harness_learning.harnesses.llm.local import LocalServer
     from harness_learning.harnesses.llm.models import QWEN_CODER, SMOLLM2, local_model
 
@@ -71,7 +74,9 @@ def endpoints(solver: str = "", proposer: str = "",
         return server.start(timeout_s=300), local_model(name).alias
 
     try:
-        solver_url, solver_alias = reach(solver, solver_model or SMOLLM2)
+        replicas = [reach(solver, solver_model or SMOLLM2)
+                    for _ in range(1 if solver else max(1, solver_replicas))]
+        solver_url, solver_alias = ",".join(url for url, _ in replicas), replicas[0][1]
         proposer_url, proposer_alias = reach(proposer, QWEN_CODER)
         yield Endpoints(solver_url, solver_alias, proposer_url, proposer_alias)
     finally:
@@ -126,7 +131,8 @@ def solver_client(ends: Endpoints, cache: Path, max_tokens: int):
     all share the response cache, which saves wall time but not counted calls."""
     from harness_learning.harnesses.llm import ModelClient, ModelConfig
 
-    return ModelClient(ModelConfig(model=f"openai/{ends.solver_alias}", api_base=ends.solver_url,
+    return ModelClient(ModelConfig(model=f"openai/{ends.solver_alias}",
+                                  api_base=ends.solver_url.split(","),
                                   api_key="local", cache=str(cache), max_concurrency=1,
                                   timeout_s=600.0, params={"temperature": 0.0,
                                                            "max_tokens": max_tokens}))

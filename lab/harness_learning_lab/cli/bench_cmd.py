@@ -275,7 +275,7 @@ def bench_peers(
     system: _Annotated[list[str] | None, _typer.Option(help="Only these systems (repeatable): best_valid, racing, pareto (each also with +ops: operator candidates, or +lib: the experience library, operators off), gepa, openevolve (each also with +menu: the block menu in its prompt), openevolve+rewrite (whole programs, not diffs).")] = None,
     seeds: _Annotated[int | None, _typer.Option(help="Seeds 0..N-1 instead of the config's.")] = None,
     budget: _Annotated[int | None, _typer.Option(help="Solver calls per search instead of the config's.")] = None,
-    solver_url: _Annotated[str, _typer.Option(help="A running OpenAI-compatible Solver server (ALIAS@URL); default: start the scale's solver_model locally (SmolLM2-135M unless set).")] = "",
+    solver_url: _Annotated[str, _typer.Option(help="A running OpenAI-compatible Solver server (ALIAS@URL, or ALIAS@URL1,URL2 for replicas); default: start the scale's solver_model locally (SmolLM2-135M unless set), solver_replicas servers of it.")] = "",
     proposer_url: _Annotated[str, _typer.Option(help="A running Proposer server (ALIAS@URL); default: start local Qwen2.5-Coder-1.5B.")] = "",
     plot: _Annotated[_Path | None, _typer.Option(help="Write the anytime curves as a PNG here.")] = None,
     as_json: _Annotated[bool, _typer.Option("--json", help="Last line: per system final_test, ci95, solver_calls, ...")] = False,
@@ -302,7 +302,8 @@ def bench_peers(
         if results is None and ray:
             results = _peers_on_ray(ray, out, settings, solver_url, proposer_url, log)
         elif results is None:
-            with peers.endpoints(solver_url, proposer_url, settings.get("solver_model", "")) as ends:
+            with peers.endpoints(solver_url, proposer_url, settings.get("solver_model", ""),
+                                 settings.get("solver_replicas", 1)) as ends:
                 results = peers.run(out, settings, ends, log=log)
     except ValueError as e:
         fail(str(e), "give each scale its own --out; servers as ALIAS@http://HOST:PORT/v1")

@@ -173,3 +173,29 @@ def test_the_new_arms_run_end_to_end_and_openevolve_stops_at_the_budget(tmp_path
     with Library(str(out / "runs" / "rg_basic_arithmetic" / "best_valid+lib" / "seed0"
                      / "library")) as library:
         assert library.entries()  # the library arm wrote its judged changes
+
+
+def test_the_solvers_replicas_answer_a_systems_problems_two_at_once(tmp_path):
+    """`solver_replicas` (2 at the equal scale): a system's problems in flight go to two Solver
+    servers, not one after the other to one (which left one of two cores idle)."""
+    import asyncio
+
+    from harness_learning_lab.bench.peers import endpoints, solver_client
+
+    assert load_settings(scale="equal")["solver_replicas"] == 2
+    servers = [SimServer(latency_s=0.2), SimServer(latency_s=0.2)]
+    urls = [server.start() for server in servers]
+    try:
+        with endpoints(solver=f"s@{urls[0]},{urls[1]}", proposer=f"p@{urls[0]}") as ends:
+            client = solver_client(ends, tmp_path / "cache.sqlite", max_tokens=8)
+
+            async def eight() -> None:
+                await asyncio.gather(*(client.acomplete(f"Say {i}.") for i in range(8)))
+
+            asyncio.run(eight())
+    finally:
+        for server in servers:
+            server.stop()
+    served = [server.stats.served for server in servers]
+    assert sum(served) == 8 and min(served) > 0, served
+    assert all(server.stats.max_concurrency == 1 for server in servers)  # one at a time each
