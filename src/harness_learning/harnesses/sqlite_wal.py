@@ -13,10 +13,13 @@ processes merging into the same rows cannot both read the old value.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 RETRY_SLEEP_S = 0.02
 
@@ -32,6 +35,32 @@ def enable_wal(conn: sqlite3.Connection, timeout_s: float) -> None:
             if "locked" not in str(exc) or time.monotonic() >= deadline:
                 raise
             time.sleep(RETRY_SLEEP_S)
+
+
+def connect_read_only(path: Path, **kwargs: Any) -> sqlite3.Connection:
+    """A connection that only reads `path`, also where nothing may be written beside it.
+
+    A WAL-mode file opened read-only needs its `-shm` index, which SQLite creates if it is
+    missing; on a read-only filesystem (an archived run on a mount, a folder of shared data) it
+    cannot, and every read fails with "unable to open database file". A file with no write-ahead
+    log holds every committed write, so it is then opened as immutable: no index, no locks.
+    With a log left beside it (its writer stopped before a checkpoint) that would silently drop
+    the log's writes, so it is refused in one line instead."""
+    uri = path.resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, **kwargs)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        if not isinstance(exc, sqlite3.OperationalError) or os.access(path.parent, os.W_OK):
+            raise
+    wal = path.with_name(path.name + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise sqlite3.OperationalError(
+            f"{path} is on a read-only filesystem with an unmerged write-ahead log ({wal.name}) "
+            "and no index for it: copy its folder somewhere writable to read it")
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True, **kwargs)
 
 
 @contextmanager

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_learning.harnesses.contract import SOLVER_OPS
-from harness_learning.harnesses.sqlite_wal import enable_wal, write_transaction
+from harness_learning.harnesses.sqlite_wal import connect_read_only, enable_wal, write_transaction
 from harness_learning.harnesses.store.base import (
     LogStoreError,
     SchemaVersionError,
@@ -79,9 +79,11 @@ class SQLiteLogStore(SQLLogStore):
         added since) copied into memory and brought up to date there: the file keeps its own."""
         if not self.path.is_file():
             raise LogStoreError(f"{self.path}: no log to read (not a run directory?)")
-        self._conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
-                                     isolation_level=None, check_same_thread=False,
-                                     timeout=timeout)
+        try:
+            self._conn = connect_read_only(self.path, isolation_level=None,
+                                           check_same_thread=False, timeout=timeout)
+        except sqlite3.DatabaseError as e:
+            raise LogStoreError(f"{self.path} is not a readable SQLite log: {e}") from e
         self._conn.row_factory = sqlite3.Row
         try:
             found = self._check_schema(migrate=False)
