@@ -155,6 +155,19 @@ def run_path(out: Path, run: Run) -> Path:
 Runner = Callable[[Run, Path, dict[str, Any], Any, Log], dict[str, Any]]
 
 
+def finished(out: Path, split: dict[str, Any]) -> list[dict[str, Any]]:
+    """The results of the runs of `split` finished in `out` so far, in order; nothing written
+    (a look at a bench another process is running). `out` must hold this split."""
+    path = out / SPLIT
+    if not path.exists():
+        raise PlanError(f"{path}: no bench here yet (run `harness-learn bench experience "
+                        f"--out {out}` first)")
+    if json.loads(path.read_text()) != split:
+        raise PlanError(f"{path} fixes another split; give the settings that made it")
+    done = (run_path(out, r) / "result.json" for r in runs(out, split))
+    return [json.loads(p.read_text()) for p in done if p.exists()]
+
+
 def run_all(out: Path, settings: dict[str, Any], split: dict[str, Any], runner: Runner,
             tests: Any = None, log: Log = print) -> list[dict[str, Any]]:
     """Every run of `split`, a finished one read back instead of run again."""

@@ -20,6 +20,7 @@ def bench_experience(
     types: Annotated[Path | None, typer.Option(help="Classed task types (experiments/task_types.toml).")] = None,
     out: Annotated[Path, typer.Option(help="Runs, libraries, split and table; finished runs are kept and not redone.")] = Path("runs/bench-experience"),
     as_json: Annotated[bool, typer.Option("--json", help="Last line: the rows and summary as JSON.")] = False,
+    finished: Annotated[bool, typer.Option(help="Print the table of the runs finished so far in OUT and run nothing: no server, no file written (a look at a bench another process is running).")] = False,
 ) -> None:
     """Train a library with operators auto on training types, then per held-out type and a
     control: Proposer only, the library (operators off), operators auto (no library), and the
@@ -30,10 +31,20 @@ def bench_experience(
     try:
         chosen = bench.load_settings(settings or bench.SETTINGS, smoke)
         split = bench.plan(chosen, types or bench.TYPES)
-        bench.write_split(out, split)
+        if finished:
+            results = bench.finished(out, split)
+        else:
+            bench.write_split(out, split)
     except (ValueError, FileNotFoundError, KeyError) as exc:
         raise typer.BadParameter(str(exc) if not isinstance(exc, KeyError)
                                  else f"bench settings lack {exc}") from None
+    if finished:
+        table = report.rows(results, split)
+        print(f"{len(results)} of {len(bench.runs(out, split))} runs finished in {out}")
+        print(report.markdown(table, report.summary(table)))
+        if as_json:
+            print(json.dumps({"rows": table, **report.summary(table)}))
+        return
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     log(f"split ({out / bench.SPLIT}): train {', '.join(split['train'])}; held out "
         f"{', '.join(split['held_out'])}; control {split['control']}")

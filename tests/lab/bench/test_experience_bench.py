@@ -126,3 +126,33 @@ def test_another_split_in_the_same_out_is_refused(tmp_path, types) -> None:
     other = bench.plan(_settings(train=["rg:count_bits"]), types, avoid=[])
     with pytest.raises(bench.PlanError, match="fixes another split"):
         bench.write_split(out, other)
+
+
+def test_a_look_at_the_finished_runs_prints_their_table_and_runs_nothing(tmp_path, types,
+                                                                          capsys) -> None:
+    """`--finished`: the table of the runs a bench (maybe still running elsewhere) has finished;
+    no run, no server, no file written; an OUT with no bench in it is one line."""
+    settings = tmp_path / "bench.toml"
+    settings.write_text('train = ["rg:count_bits", "rg:power_function"]\nheld_out = ["rg:lcm"]\n'
+                        'control = "rg:number_sorting"\nmin_types = 1\nseeds = [0]\n')
+    out = tmp_path / "out"
+    look = dict(smoke=False, settings=settings, types=types, out=out, as_json=False,
+                finished=True)
+    with pytest.raises(typer.BadParameter, match="no bench here yet") as err:
+        bench_experience(**look)
+    assert "\n" not in str(err.value) and not out.exists()
+    split = bench.plan(bench.load_settings(settings), types)
+    bench.write_split(out, split)
+    order = bench.runs(out, split)
+    for r in order[:4]:  # train, train, then rg:lcm's proposer and library arms
+        path = bench.run_path(out, r)
+        path.mkdir(parents=True)
+        (path / "result.json").write_text(json.dumps(_result(r, 1.0 if r.arm == "library"
+                                                              else 0.5)))
+    before = sorted((p, p.stat().st_mtime_ns) for p in out.rglob("*"))
+    bench_experience(**look)
+    shown = capsys.readouterr().out
+    assert f"4 of {len(order)} runs finished in {out}" in shown
+    assert "| rg:lcm | library | 4 | 0.000 | 1.000 | +0.500 [+0.500, +0.500] |" in shown
+    assert "| rg:lcm | operators |" not in shown  # not run yet
+    assert sorted((p, p.stat().st_mtime_ns) for p in out.rglob("*")) == before
