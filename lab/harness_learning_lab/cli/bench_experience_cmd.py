@@ -40,10 +40,11 @@ def bench_experience(
                                  else f"bench settings lack {exc}") from None
     if finished:
         table = report.rows(results, split)
+        summ = report.summary(table)
         print(f"{len(results)} of {len(bench.runs(out, split))} runs finished in {out}")
-        print(report.markdown(table, report.summary(table)))
+        print(report.markdown(table, summ))
         if as_json:
-            print(json.dumps({"rows": table, **report.summary(table)}))
+            print(json.dumps({"rows": table, **summ}))
         return
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     log(f"split ({out / bench.SPLIT}): train {', '.join(split['train'])}; held out "
