@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harness_learning.evals.judge import Outcome
-from harness_learning.graphs.adapter.budget import proposer_share
 from harness_learning.graphs.adapter.experience_search import past_successes
 from harness_learning.graphs.adapter.few_shot import demonstrations
+from harness_learning.graphs.adapter.llm_attempts import ProposerAttempts
 from harness_learning.graphs.adapter.proposer import (
     build_focused_messages,
     build_proposer_messages,
@@ -32,17 +32,13 @@ from harness_learning.graphs.adapter.run_memory import run_memory
 from harness_learning.graphs.adapter.slots import PROPOSER, Slot
 from harness_learning.harnesses.edits.function_edit import focus_targets
 from harness_learning.harnesses.edits.operators import OPERATORS, Demonstrations, apply_operator
-from harness_learning.harnesses.llm.completion import LOGPROB_PARAMS, Completion
-from harness_learning.harnesses.llm.config import spec_params
-from harness_learning.harnesses.llm.errors import InfraError, ModelRequestError
-from harness_learning.harnesses.llm.ledger import used
+from harness_learning.harnesses.llm.completion import Completion
 from harness_learning.harnesses.store.records import proposal_id
 
 if TYPE_CHECKING:
     from harness_learning.graphs.adapter.context import AdapterContext
 
 OPERATOR_PREFIX = "operator:"
-ATTEMPT_CHARS = 8_000
 
 
 @dataclass(frozen=True)
@@ -135,15 +131,6 @@ class OperatorProposer:
         return [propose_operator(str(context.slot.name), context.parent_source, demos)]
 
 
-async def refused_logprobs(ctx: AdapterContext, err: Exception) -> None:
-    """The Proposer's endpoint refused the log-prob parameters (llama-cpp-python's server
-    without every position's logits answers HTTP 500 'logprobs is not supported ...'): the
-    run asks without them from now on and logs why once, rather than failing every call."""
-    if not ctx.logprobs_refused:
-        ctx.logprobs_refused = True
-        await ctx.store.aappend_event("proposer_logprobs_refused", {"error": str(err)[:500]})
-
-
 def proposer_messages(ctx: AdapterContext, payload: dict, parent_source: str,
                       memory: Sequence[str] = (), past: str = "") -> list[dict[str, str]]:
     """The prompt of one LLM candidate, with the run's `memory` (`memory.run_memory`) and the
@@ -174,74 +161,19 @@ class LLMProposer:
 
 async def propose_llm(ctx: AdapterContext, payload: dict, parent_source: str,
                       check: Check) -> CandidateProposal:
-    """One LLM candidate with its second chances (`second_chances`); each attempt is logged as
-    a `proposer_attempt` event, so nothing the Proposer wrote is lost. An attempt's event is
-    written when the next one starts (its text with it: a replaced answer is kept nowhere
-    else) or, for the answer kept, at the end, marked `kept` and without its text, which the
-    proposal holds: a completion is stored once."""
+    """One LLM candidate with its second chances (`repair.second_chances`), every attempt
+    logged and priced (`llm_attempts.ProposerAttempts`). The prompt carries this run's
+    memory and the experience library's past successes."""
     cfg = ctx.config
     proposer = await ctx.aget("proposer")
-    served = getattr(getattr(proposer, "config", None), "returns_logprobs", True)  # any chat model
-    wanted = cfg.proposer_logprobs and served
-    logprobs = LOGPROB_PARAMS if wanted else {}
     stops = echo_stops(parent_source) if cfg.proposer_echo_stop else []
-
-    sampled: list[Completion] = []
-    tracer = getattr(ctx, "tracer", None)
-
-    attempts: list[dict[str, Any]] = []  # the last attempt's event, until it is replaced or kept
-
-    async def logged(kept: bool) -> None:
-        if attempts:
-            event = attempts.pop()
-            if kept:
-                del event["completion"]
-            await ctx.store.aappend_event("proposer_attempt", {**event, "kept": kept})
-
-    async def call(messages: list[dict[str, str]], params: dict[str, Any]) -> Completion:
-        if tracer is None:
-            return await proposer.acomplete(messages, **params)
-        model = str(getattr(getattr(proposer, "config", None), "model", "proposer"))
-        async with tracer.model_call("proposer", model, params, messages) as traced:
-            traced.result = await proposer.acomplete(messages, **params)  # with its tokens, cost
-        return traced.result
-
-    async def sample(messages: list[dict[str, str]], seed: int) -> Completion:
-        await logged(kept=False)  # another attempt: the last one was replaced
-        asked = {} if ctx.logprobs_refused else logprobs
-        params = {**asked, **cfg.proposer_params, **spec_params(proposer), "seed": seed}
-        if stops:
-            params.setdefault("stop", stops)  # a stop of the user's own wins
-        async with proposer_share(ctx, proposer, messages, params) as use:  # held before sent
-            try:
-                sampled.append(await call(messages, params))
-            except (InfraError, ModelRequestError) as err:
-                if not (asked and "logprob" in str(err).lower()):
-                    raise
-                await refused_logprobs(ctx, err)
-                params = {k: v for k, v in params.items() if k not in LOGPROB_PARAMS}
-                sampled.append(await call(messages, params))
-            used(use, sampled[-1])
-        return sampled[-1]
-
-    async def judged(completion: Completion, attempt: str) -> Outcome:
-        outcome = check(completion.text, completion.finish_reason, cfg.edit_format)
-        attempts.append({
-            "round": payload["round"], "index": payload["index"], "attempt": attempt,
-            "invalid_kind": outcome.invalid_kind, "completion": completion.text[:ATTEMPT_CHARS],
-            "tokens": completion.prompt_tokens + completion.completion_tokens})
-        return outcome
-
+    attempts = ProposerAttempts(ctx, payload, proposer, check, stops)
     seed = cfg.seed * 100_003 + payload["round"] * 1_009 + payload["index"]
     memory = await asyncio.to_thread(run_memory, ctx.store, payload["round"],
                                      getattr(cfg, "memory_tokens", 0))
     past = await past_successes(ctx, payload, proposal_id(payload["round"], payload["index"]))
     messages, completion, outcome = await second_chances(
         proposer_messages(ctx, payload, parent_source, memory, past), seed, parent_source,
-        sample, judged, turns=cfg.second_chance_turns)
-    await logged(kept=True)
-    for paid in sampled:  # every call is priced, a replaced sample's too
-        await ctx.store.arecord_proposer_cost(proposal_id(payload["round"], payload["index"]),
-                                              payload["round"], paid.cost)
+        attempts.sample, attempts.judged, turns=cfg.second_chance_turns)
+    await attempts.close()
     return CandidateProposal(PROPOSER, messages, completion, cfg.edit_format, outcome)
-
