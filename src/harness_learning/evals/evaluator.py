@@ -65,16 +65,9 @@ async def evaluate(
             return EvalResult([])
     except HarnessInvalid as exc:
         return await _all_failed(problems, exc, on_result)
-    try:
-        if pool is not None:
-            worker = await pool.acquire(toolbox)
-        else:
-            worker = Worker(toolbox, limits, backend)
-            await worker.start()
-    except Exception as exc:  # the sandbox itself could not start: nobody's answer is wrong
-        failed = ProblemResult(error=f"{SANDBOX_FAILED[0]}: {exc}",
-                               error_kind=ErrorKind.INFRA)
-        return await _all_failed(problems, failed, on_result)
+    worker = await _start_worker(pool, toolbox, limits, backend)
+    if isinstance(worker, ProblemResult):  # the sandbox itself could not start
+        return await _all_failed(problems, worker, on_result)
     try:
         try:
             await worker.load(source, line_limit)
@@ -83,26 +76,46 @@ async def evaluate(
         except OSError as exc:  # the worker vanished before the source arrived
             failed = ProblemResult(error=f"{SANDBOX_FAILED[1]}: {exc}", error_kind=ErrorKind.INFRA)
             return await _all_failed(problems, failed, on_result)
-        gate = asyncio.Semaphore(concurrency)
-        timeout = limits.problem_timeout_s
-        deadline = time.perf_counter() + worker.limits.round_s(len(problems), timeout)
-
-        async def one(problem: Problem) -> ProblemResult:
-            async with gate:
-                if time.perf_counter() < deadline:
-                    outcome = await worker.run(problem.id, dict(problem.inputs), timeout,
-                                               deadline=deadline)
-                else:
-                    outcome = ProblemResult(problem.id, error=ROUND_OVER, error_kind=ErrorKind.TIMEOUT)
-            result = await ato_result(problem, outcome, task,
-                                      ledger=getattr(toolbox, "ledger", None))
-            await _emit(on_result, result)
-            return result
-
-        results = await asyncio.gather(*(one(p) for p in problems))
+        return await _run_all(worker, problems, task, toolbox, concurrency,
+                              limits.problem_timeout_s, on_result)
     finally:
         await worker.close()
-    return EvalResult(list(results))
+
+
+async def _start_worker(pool: WorkerPool | None, toolbox: ToolHandler, limits: Limits,
+                        backend: SandboxBackend | None) -> Worker | ProblemResult:
+    """A worker from `pool`, or a new one; if the sandbox cannot start, the failure every
+    problem then gets (an infra error: nobody's answer is wrong)."""
+    try:
+        if pool is not None:
+            return await pool.acquire(toolbox)
+        worker = Worker(toolbox, limits, backend)
+        await worker.start()
+        return worker
+    except Exception as exc:
+        return ProblemResult(error=f"{SANDBOX_FAILED[0]}: {exc}", error_kind=ErrorKind.INFRA)
+
+
+async def _run_all(worker: Worker, problems: Sequence[Problem], task: Task,
+                   toolbox: ToolHandler, concurrency: int, timeout: float,
+                   on_result: OnResult | None) -> EvalResult:
+    """Every problem on the loaded `worker`, `concurrency` at once, until the round's
+    deadline: what has not started by then ends as a timeout."""
+    gate = asyncio.Semaphore(concurrency)
+    deadline = time.perf_counter() + worker.limits.round_s(len(problems), timeout)
+
+    async def one(problem: Problem) -> ProblemResult:
+        async with gate:
+            if time.perf_counter() < deadline:
+                outcome = await worker.run(problem.id, dict(problem.inputs), timeout,
+                                           deadline=deadline)
+            else:
+                outcome = ProblemResult(problem.id, error=ROUND_OVER, error_kind=ErrorKind.TIMEOUT)
+        result = await ato_result(problem, outcome, task, ledger=getattr(toolbox, "ledger", None))
+        await _emit(on_result, result)
+        return result
+
+    return EvalResult(list(await asyncio.gather(*(one(p) for p in problems))))
 
 
 def evaluate_sync(source: str, problems: Sequence[Problem], task: Task, toolbox: ToolHandler,
