@@ -145,8 +145,9 @@ async def bridge_laps(problems: int, calls: int) -> list[float]:
     return sorted(float(x) for o in outs for x in (o.answer or "").split(",") if x)
 
 
-async def run_round(url: str, latency: float, candidates: int, problems: int, slots: int,
-                    run_dir: Path, transport: str = "direct") -> dict:
+def _bench_context(url: str, candidates: int, problems: int, slots: int, run_dir: Path,
+                   transport: str) -> tuple[AdapterContext, TimedPool]:
+    """The adapter's context for one round against the simulated endpoint at `url`."""
     config = AdaptConfig(task="bench", run_dir=str(run_dir), candidates=candidates,
                          selection=problems, concurrency=problems, policy="best_valid",
                          solver=f"openai/sim@{url}?max_concurrency={slots}&backoff_s=0.05"
@@ -156,7 +157,15 @@ async def run_round(url: str, latency: float, candidates: int, problems: int, sl
                          ).with_track_defaults("qa")
     limits = Limits()
     pool = TimedPool(size=candidates, limits=limits)
-    ctx = AdapterContext.from_config(config, task=BenchTask(problems), pool=pool, limits=limits)
+    return (AdapterContext.from_config(config, task=BenchTask(problems), pool=pool,
+                                       limits=limits), pool)
+
+
+async def run_round(url: str, latency: float, candidates: int, problems: int, slots: int,
+                    run_dir: Path, transport: str = "direct") -> dict:
+    """One round of `candidates` proposals, each judged on `problems` selection problems, as
+    the adapter runs it; its wall time against the ideal and the lower bound."""
+    ctx, pool = _bench_context(url, candidates, problems, slots, run_dir, transport)
     await asyncio.to_thread(ctx.store.init_run, {"bench": "round"})
     items = ctx.task.dev()
     solver = ctx.solver

@@ -17,6 +17,21 @@ from harness_learning.cli._common import (
 )
 
 
+def _rewrite_report(report_dir: Path | None) -> None:
+    """`experiment report DIR`: the report of an experiment's finished runs, written again."""
+    from harness_learning_lab.experiments.report import write_report
+
+    if report_dir is None:
+        raise typer.BadParameter("`experiment report` needs the output directory")
+    if not (report_dir / "runs").is_dir():
+        raise typer.BadParameter(f"{report_dir} holds no runs/ directory")
+    if _sft_table(report_dir):
+        return
+    path = write_report(report_dir)
+    typer.echo(path.read_text(encoding="utf-8"))  # plain: markdown is not rich markup
+    console.print(f"report: {path}")
+
+
 @app.command()
 def experiment(
     target: Annotated[str, typer.Argument(
@@ -47,15 +62,7 @@ def experiment(
     from harness_learning_lab.experiments.report import write_report
 
     if target == "report":
-        if report_dir is None:
-            raise typer.BadParameter("`experiment report` needs the output directory")
-        if not (report_dir / "runs").is_dir():
-            raise typer.BadParameter(f"{report_dir} holds no runs/ directory")
-        if _sft_table(report_dir):
-            return
-        path = write_report(report_dir)
-        typer.echo(path.read_text(encoding="utf-8"))  # plain: markdown is not rich markup
-        console.print(f"report: {path}")
+        _rewrite_report(report_dir)
         return
     if out_dir is None:
         raise typer.BadParameter("--out DIR is required")
