@@ -11,6 +11,7 @@ from typing import Any
 
 from harness_learning.evals.problem import Problem
 from harness_learning.harnesses.rundir import RunDir
+from harness_learning.harnesses.sqlite_wal import connect_read_only
 
 LOG_FILE = RunDir.LOG
 CHECKPOINTS_FILE = RunDir.CHECKPOINTS
@@ -52,7 +53,7 @@ def integrity(path: Path) -> str:
     """`PRAGMA integrity_check` of an SQLite file ('ok' when sound; 'absent' when missing)."""
     if not path.exists():
         return "absent"
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    conn = connect_read_only(path, timeout=30)
     try:
         return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
     finally:
@@ -64,7 +65,7 @@ def evaluation_keys(run_dir: Path) -> set[tuple]:
     path = Path(run_dir) / LOG_FILE
     if not path.exists():
         return set()
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    conn = connect_read_only(path, timeout=30)
     try:
         rows = conn.execute("SELECT sha, purpose, round, problem_id FROM evaluations").fetchall()
     except sqlite3.OperationalError:  # killed before the schema was written
@@ -76,7 +77,7 @@ def evaluation_keys(run_dir: Path) -> set[tuple]:
 
 def stored_scores(run_dir: Path) -> list[tuple]:
     """(problem_id, score, error_kind, error) of every stored evaluation."""
-    conn = sqlite3.connect(f"file:{Path(run_dir) / LOG_FILE}?mode=ro", uri=True, timeout=30)
+    conn = connect_read_only(Path(run_dir) / LOG_FILE, timeout=30)
     try:
         return conn.execute("SELECT problem_id, score, error_kind, error FROM evaluations").fetchall()
     finally:
@@ -85,7 +86,7 @@ def stored_scores(run_dir: Path) -> list[tuple]:
 
 def decisions(run_dir: Path) -> list[tuple]:
     """(round, current_sha, chosen_sha, reason) of every round decision."""
-    conn = sqlite3.connect(f"file:{Path(run_dir) / LOG_FILE}?mode=ro", uri=True, timeout=30)
+    conn = connect_read_only(Path(run_dir) / LOG_FILE, timeout=30)
     try:
         return conn.execute("SELECT round, current_sha, chosen_sha, reason FROM decisions "
                             "ORDER BY round").fetchall()

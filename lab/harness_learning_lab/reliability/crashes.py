@@ -23,6 +23,7 @@ from typing import Any
 from harness_learning.harnesses.llm import SimServer
 from harness_learning.harnesses.llm.simserver import ARITHMETIC_RULE
 from harness_learning.harnesses.rundir import RunDir
+from harness_learning.harnesses.sqlite_wal import connect_read_only
 from harness_learning_lab.reliability.common import (
     CHECKPOINTS_FILE,
     LOG_FILE,
@@ -189,9 +190,8 @@ def kill_workers_midrun(root: Path, kills: int = 2, log: Any = None) -> dict[str
             thread.join(5)
         if stopped is not None:
             final = asyncio.run(run_adaptation(config, resume=True, context=_context(config)))
-    import sqlite3
 
-    conn = sqlite3.connect(f"file:{config.path / LOG_FILE}?mode=ro", uri=True)
+    conn = connect_read_only(config.path / LOG_FILE)
     charged = conn.execute("SELECT count(*) FROM evaluations WHERE error LIKE '%worker%killed%' "
                            "OR error LIKE '%worker exited%'").fetchone()[0]
     conn.close()

@@ -24,6 +24,7 @@ from harness_learning.evals.problem import Problem
 from harness_learning.evals.result import ProblemResult
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.sandbox import Limits, WorkerPool
+from harness_learning.harnesses.sqlite_wal import connect_read_only
 from harness_learning.harnesses.text_safety import for_terminal
 from harness_learning_lab.reliability.common import (
     containers_left,
@@ -167,9 +168,8 @@ class HostileEnv:
 
     def rows(self) -> list:
         """Everything the planted log holds (its evaluations and versions)."""
-        import sqlite3
 
-        conn = sqlite3.connect(f"file:{self.root / 'run' / 'log.sqlite'}?mode=ro", uri=True)
+        conn = connect_read_only(self.root / 'run' / 'log.sqlite')
         try:
             return [conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall()
                     for t in ("evaluations", "versions", "decisions")]
