@@ -6,7 +6,9 @@ import pytest
 
 from harness_learning.harnesses.experience import Entry, Outcome, Signature
 from harness_learning.harnesses.experience.choice import (
+    PRIOR_OUTCOMES,
     Posterior,
+    change_prior,
     posterior,
     similarity,
     successes,
@@ -58,6 +60,32 @@ def test_posterior_adds_weights():
     p = posterior([(1.0, out(True)), (0.5, out(False)), (0.25, out(True))])
     assert (p.alpha, p.beta) == (2.25, 1.5) and p.evidence == pytest.approx(1.75)
     assert Posterior().mean == 0.5
+
+
+def test_a_logged_changes_prior_is_the_librarys_rate_for_such_changes():
+    edits = [Entry(f"e{i}", "edit", "proposer", "s", outcomes=(out(i == 0),)) for i in range(3)]
+    block = Entry("b", "operator", "operator:plan", "s", operator="plan",
+                  outcomes=(out(True), out(True)))
+    prior = change_prior([*edits, block])  # the block's outcomes do not count
+    rate = (1 + 0.5) / (3 + 1)
+    assert prior.alpha == pytest.approx(PRIOR_OUTCOMES * rate)
+    assert prior.beta == pytest.approx(PRIOR_OUTCOMES * (1 - rate))
+    assert prior.evidence == 0.0
+    assert change_prior([block]) == Posterior()
+    updated = posterior([(0.5, out(False))], prior)
+    assert updated.beta == pytest.approx(prior.beta + 0.5) and updated.evidence == 0.5
+
+
+def test_many_weak_losing_edits_do_not_outdraw_a_proven_block():
+    losers = {f"e{i}": posterior([(0.3, out(False))]) for i in range(25)}
+    block = {"interpreter": posterior([(0.5, out(True))] * 6)}
+    entries = [Entry(a, "edit", "proposer", "s", outcomes=(out(False),)) for a in losers]
+    firsts = {}
+    for name, prior in [("uniform", Posterior()), ("library's", change_prior(entries))]:
+        arms = {**block, **{a: posterior([(0.3, out(False))], prior) for a in losers}}
+        firsts[name] = sum(thompson_order(list(arms), arms, s, 1)[0] == "interpreter"
+                           for s in range(200))
+    assert firsts["uniform"] < 100 < firsts["library's"]
 
 
 def test_no_evidence_keeps_the_given_order_exactly():

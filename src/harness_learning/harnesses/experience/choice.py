@@ -9,13 +9,18 @@ dozen outcomes, and Robertson gives every term found in half of them or more an 
 library of one outcome would match nothing. Each outcome's weight is its score over the best
 one's (in [0, 1]).
 
-The estimate is Beta-Bernoulli Thompson sampling: an arm (an operator, or a library change)
-has the prior Beta(1, 1), each outcome adds its weight to alpha when it succeeded (valid, gain
-above 0: held-out where measured, else selection) and to beta otherwise; a round draws one
-sample per arm from a generator seeded by (seed, round) and tries the arms by draw, highest
-first. An arm with no evidence draws from the uniform prior, so an untried block still gets
-tried. When no arm has any evidence (an empty library, or nothing similar in it) the given
-order is kept as it is: an empty library reproduces `auto`'s order exactly.
+The estimate is Beta-Bernoulli Thompson sampling: each outcome adds its weight to an arm's
+alpha when it succeeded (valid, gain above 0: held-out where measured, else selection) and to
+beta otherwise; a round draws one sample per arm from a generator seeded by (seed, round) and
+tries the arms by draw, highest first. A registered block (an operator) starts from Beta(1, 1),
+so an untried block still gets tried. A logged change that is not a block (a Proposer's edit)
+starts from the library's own success rate for such changes, worth `PRIOR_OUTCOMES` outcomes
+(`change_prior`, empirical Bayes): most logged edits lost where they were made, and under a
+uniform prior each would draw as high as an untried block, so a grown library's dozens of them
+outdrew its one proven block (`bench experience`'s continual arm; docs/ARCHITECTURE.md has the
+figures). When no
+arm has any evidence (an empty library, or nothing similar in it) the given order is kept as it
+is: an empty library reproduces `auto`'s order exactly.
 """
 
 from __future__ import annotations
@@ -26,11 +31,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from harness_learning.harnesses.experience.entry import Entry, Outcome
+from harness_learning.harnesses.experience.entry import OPERATOR, Entry, Outcome
 from harness_learning.retrieval.bm25 import METHOD
 from harness_learning.retrieval.tokenizer import Tokenizer
 
 K1, B = 1.5, 0.75
+PRIOR_OUTCOMES = 2.0
+"""How many outcomes a logged change's prior is worth (`change_prior`)."""
 
 
 @cache
@@ -72,10 +79,13 @@ def similarity(query: str, docs: Sequence[str]) -> list[float]:
 class Posterior:
     alpha: float = 1.0
     beta: float = 1.0
+    prior_alpha: float = 1.0
+    prior_beta: float = 1.0
 
     @property
     def evidence(self) -> float:
-        return self.alpha + self.beta - 2.0
+        """The weight of the outcomes on top of the prior."""
+        return self.alpha + self.beta - self.prior_alpha - self.prior_beta
 
     @property
     def mean(self) -> float:
@@ -92,10 +102,24 @@ def weighted(entries: Sequence[Entry], context: str) -> dict[str, list[tuple[flo
     return out
 
 
-def posterior(evidence: Sequence[tuple[float, Outcome]]) -> Posterior:
-    alpha = 1.0 + sum(w for w, o in evidence if o.success)
-    beta = 1.0 + sum(w for w, o in evidence if not o.success)
-    return Posterior(alpha, beta)
+def posterior(evidence: Sequence[tuple[float, Outcome]], prior: Posterior = Posterior()
+              ) -> Posterior:
+    """`prior` updated by weighted outcomes."""
+    alpha = prior.alpha + sum(w for w, o in evidence if o.success)
+    beta = prior.beta + sum(w for w, o in evidence if not o.success)
+    return Posterior(alpha, beta, prior.alpha, prior.beta)
+
+
+def change_prior(entries: Sequence[Entry]) -> Posterior:
+    """The prior of a logged change that is not a registered block: the success rate of all
+    such changes' outcomes in the library (smoothed: half a success over one outcome more),
+    worth `PRIOR_OUTCOMES` outcomes; Beta(1, 1) while the library holds none."""
+    outcomes = [o for e in entries if e.kind != OPERATOR for o in e.outcomes]
+    if not outcomes:
+        return Posterior()
+    rate = (sum(o.success for o in outcomes) + 0.5) / (len(outcomes) + 1)
+    alpha, beta = PRIOR_OUTCOMES * rate, PRIOR_OUTCOMES * (1 - rate)
+    return Posterior(alpha, beta, alpha, beta)
 
 
 def thompson_order(arms: Sequence[str], posteriors: Mapping[str, Posterior], seed: int,
