@@ -190,7 +190,6 @@ def kill_workers_midrun(root: Path, kills: int = 2, log: Any = None) -> dict[str
             thread.join(5)
         if stopped is not None:
             final = asyncio.run(run_adaptation(config, resume=True, context=_context(config)))
-
     conn = connect_read_only(config.path / LOG_FILE)
     charged = conn.execute("SELECT count(*) FROM evaluations WHERE error LIKE '%worker%killed%' "
                            "OR error LIKE '%worker exited%'").fetchone()[0]

@@ -168,7 +168,6 @@ class HostileEnv:
 
     def rows(self) -> list:
         """Everything the planted log holds (its evaluations and versions)."""
-
         conn = connect_read_only(self.root / 'run' / 'log.sqlite')
         try:
             return [conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall()

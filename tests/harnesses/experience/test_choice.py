@@ -77,7 +77,7 @@ def test_a_logged_changes_prior_is_the_librarys_rate_for_such_changes():
 
 
 def test_many_weak_losing_edits_do_not_outdraw_a_proven_block():
-    losers = {f"e{i}": posterior([(0.3, out(False))]) for i in range(25)}
+    losers = [f"e{i}" for i in range(25)]
     block = {"interpreter": posterior([(0.5, out(True))] * 6)}
     entries = [Entry(a, "edit", "proposer", "s", outcomes=(out(False),)) for a in losers]
     firsts = {}

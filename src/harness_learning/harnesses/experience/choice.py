@@ -18,9 +18,8 @@ starts from the library's own success rate for such changes, worth `PRIOR_OUTCOM
 (`change_prior`, empirical Bayes): most logged edits lost where they were made, and under a
 uniform prior each would draw as high as an untried block, so a grown library's dozens of them
 outdrew its one proven block (`bench experience`'s continual arm; docs/ARCHITECTURE.md has the
-figures). When no
-arm has any evidence (an empty library, or nothing similar in it) the given order is kept as it
-is: an empty library reproduces `auto`'s order exactly.
+figures). When no arm has any evidence (an empty library, or nothing similar in it) the given
+order is kept as it is: an empty library reproduces `auto`'s order exactly.
 """
 
 from __future__ import annotations
