@@ -10,6 +10,7 @@ from harness_learning.harnesses.experience.choice import (
     Posterior,
     change_prior,
     posterior,
+    posteriors,
     similarity,
     successes,
     thompson_order,
@@ -74,6 +75,8 @@ def test_a_logged_changes_prior_is_the_librarys_rate_for_such_changes():
     assert change_prior([block]) == Posterior()
     updated = posterior([(0.5, out(False))], prior)
     assert updated.beta == pytest.approx(prior.beta + 0.5) and updated.evidence == 0.5
+    each = posteriors([*edits, block], {e.id: [] for e in [*edits, block]})
+    assert each["b"] == Posterior() and each["e1"] == prior
 
 
 def test_many_weak_losing_edits_do_not_outdraw_a_proven_block():

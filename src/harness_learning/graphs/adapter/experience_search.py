@@ -43,9 +43,7 @@ from harness_learning.harnesses.edits.operators import (
 from harness_learning.harnesses.edits.search_replace import apply_blocks
 from harness_learning.harnesses.experience import OPERATOR, Entry, Library
 from harness_learning.harnesses.experience.choice import (
-    Posterior,
-    change_prior,
-    posterior,
+    posteriors,
     successes,
     thompson_order,
     weighted,
@@ -119,10 +117,8 @@ async def learned_plan(ctx: PlanningContext, sha: str, round_: int, demos: Demon
             candidates[EXPERIENCE_PREFIX + entry.id] = new
     arms = [a for a, new in candidates.items() if await untried(ctx, new, round_)]
     evidence = weighted(entries, await round_context(ctx, sha, feedback_ids))
-    edits = change_prior(entries)  # a registered block's prior stays uniform
-    posteriors = {e.id: posterior(evidence[e.id], Posterior() if e.kind == OPERATOR else edits)
-                  for e in entries}
-    by_arm = {a: posteriors.get(_entry_id(a)) for a in arms}
+    by_entry = posteriors(entries, evidence)
+    by_arm = {a: by_entry.get(_entry_id(a)) for a in arms}
     order = thompson_order(arms, {a: p for a, p in by_arm.items() if p is not None},
                            cfg.seed, round_)
     return order[:cfg.operators_per_round]

@@ -121,6 +121,15 @@ def change_prior(entries: Sequence[Entry]) -> Posterior:
     return Posterior(alpha, beta, alpha, beta)
 
 
+def posteriors(entries: Sequence[Entry], evidence: Mapping[str, Sequence[tuple[float, Outcome]]]
+               ) -> dict[str, Posterior]:
+    """Entry id -> its posterior given `evidence` (`weighted`): a registered block's from
+    Beta(1, 1), a logged change's from `change_prior`."""
+    edits = change_prior(entries)
+    return {e.id: posterior(evidence[e.id], Posterior() if e.kind == OPERATOR else edits)
+            for e in entries}
+
+
 def thompson_order(arms: Sequence[str], posteriors: Mapping[str, Posterior], seed: int,
                    round_: int) -> list[str]:
     """`arms` by one Beta draw each, highest first (ties keep the given order); the given
