@@ -308,13 +308,16 @@ def run(out: Path, settings: dict[str, Any], ends: Endpoints, log: Log = print) 
                                       "max_tokens": settings["solver_max_tokens"]})
 
     tests = TestScores(out, toolbox_for)
+    order = [(seed, task, system) for seed in settings["seeds"] for task in settings["tasks"]
+             for system in settings["systems"]]
     results = []
     try:
-        for seed in settings["seeds"]:
-            for task in settings["tasks"]:
-                for system in settings["systems"]:
-                    results.append(one_run(settings, ends, proxy, out, system, task, seed,
-                                           tests, log))
+        for k, (seed, task, system) in enumerate(order, 1):
+            def counted(msg: str, k: int = k) -> None:
+                log(f"[{k}/{len(order)}] {msg}")
+
+            results.append(one_run(settings, ends, proxy, out, system, task, seed, tests,
+                                   counted))
     finally:
         proxy.close()
     return results

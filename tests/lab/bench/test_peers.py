@@ -101,6 +101,9 @@ def test_every_system_runs_on_equal_terms_and_a_rerun_reads_the_cache(tmp_path):
         assert len(problem_ids) == 1
         assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
         assert re.search(r"best_valid\s+1\.000", result.output)
+        # progress counts the grid's runs: the first and the last of them are numbered
+        assert f"[1/{len(SYSTEMS)}] run rg:basic_arithmetic" in result.output
+        assert f"[{len(SYSTEMS)}/{len(SYSTEMS)}] run rg:basic_arithmetic" in result.output
         again = bench(tmp_path, server)
     assert again.exit_code == 0, again.output
     assert json.loads(again.output.strip().splitlines()[-1])["systems"] == systems
