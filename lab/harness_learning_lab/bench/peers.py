@@ -262,10 +262,13 @@ def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out
               "final_problems": tests.problem_scores(task, final_source),
               "solver_calls": meter.solver_calls,
               "proposer_calls": calls, "proposer_tokens": tokens,
-              "proposer_refused": proxy.refused.get(label, 0), "wall_s": round(wall, 1)}
+              "proposer_refused": proxy.refused.get(label, 0),
+              "proposer_reseeded": proxy.reseeds.get(label, 0), "wall_s": round(wall, 1)}
     done.write_text(json.dumps(result, indent=1))
+    reseeded = f" ({result['proposer_reseeded']} repeats reseeded)" if result[
+        "proposer_reseeded"] else ""
     log(f"  {label}: held-out {result['final_test']:.3f} after {result['solver_calls']} Solver "
-        f"calls, {tokens} Proposer tokens, {wall:.0f} s")
+        f"calls, {tokens} Proposer tokens{reseeded}, {wall:.0f} s")
     return result
 
 

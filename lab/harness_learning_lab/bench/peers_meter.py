@@ -141,7 +141,15 @@ class ProposerProxy:
     """Forwards OpenAI-style requests to the Proposer's server and counts the tokens of each
     answer (`usage`), per label (the system and run it served). While `stop_when()` holds, it
     refuses requests (HTTP 400) without forwarding them: a peer that cannot be told to stop
-    (OpenEvolve's fixed iteration count) ends its remaining iterations at once."""
+    (OpenEvolve's fixed iteration count) ends its remaining iterations at once.
+
+    A sampled request that repeats one its run already sent, word for word and seed included,
+    is sent with a seed derived from the two (`reseeded`, counted per label): a seeded server
+    answers it word for word again, so the repeat could buy nothing. OpenEvolve and GEPA send
+    their run's seed with every call, and OpenEvolve's prompt does not change while none of
+    its diffs applies: at equal spend its extra iterations were one answer, asked for again.
+    Our adapter's seeds differ per round and candidate; the rule is the same for every system.
+    """
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.rstrip("/")
@@ -150,6 +158,8 @@ class ProposerProxy:
         self.refused: dict[str, int] = {}
         self.tokens: dict[str, int] = {}
         self.calls: dict[str, int] = {}
+        self.reseeds: dict[str, int] = {}
+        self._sent: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
         self.server = self._serve()
 
@@ -160,6 +170,27 @@ class ProposerProxy:
     def count(self, label: str) -> tuple[int, int]:
         """(calls, tokens) served under `label`."""
         return self.calls.get(label, 0), self.tokens.get(label, 0)
+
+    def reseeded(self, label: str, data: bytes) -> bytes:
+        """`data`, or when it repeats a sampled request `label` already sent (seed included),
+        the same request with a seed derived from its seed and how many times it was sent."""
+        try:
+            body = json.loads(data)
+        except ValueError:
+            return data
+        if (not isinstance(body, dict) or not isinstance(body.get("seed"), int)
+                or body.get("temperature", 1.0) == 0):
+            return data
+        key = (label, hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest())
+        with self._lock:
+            sent = self._sent.get(key, 0)
+            self._sent[key] = sent + 1
+            if sent:
+                self.reseeds[label] = self.reseeds.get(label, 0) + 1
+        if not sent:
+            return data
+        derived = hashlib.sha256(f"{body['seed']}:{sent}".encode()).hexdigest()
+        return json.dumps({**body, "seed": int(derived[:8], 16)}).encode()
 
     def _serve(self) -> ThreadingHTTPServer:
         proxy = self
@@ -174,6 +205,7 @@ class ProposerProxy:
                                                 "type": "invalid_request_error"}}, status=400)
                     return
                 path = self.path[3:] if self.path.startswith("/v1") else self.path
+                data = proxy.reseeded(proxy.label, data)
                 request = urllib.request.Request(proxy.upstream + path, data=data,
                                                  headers={"Content-Type": "application/json"})
                 with urllib.request.urlopen(request, timeout=1800) as resp:

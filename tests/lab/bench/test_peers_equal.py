@@ -132,6 +132,57 @@ def test_the_proxy_refuses_once_told_to_stop_and_counts_the_refusals():
     assert proxy.count("t/openevolve/0")[0] == 1 and proxy.refused == {"t/openevolve/0": 2}
 
 
+def test_a_sampled_request_repeated_word_for_word_gets_a_seed_of_its_own():
+    proxy = ProposerProxy("http://127.0.0.1:9/v1")  # never reached: the rule alone
+    try:
+        ask = {"model": "m", "messages": [{"role": "user", "content": "edit"}], "seed": 0,
+               "temperature": 0.7}
+        raw = json.dumps(ask).encode()
+        sent = [json.loads(proxy.reseeded("t/openevolve/0", raw)) for _ in range(3)]
+        assert sent[0] == ask  # the first is sent as it came
+        unseeded = {k: v for k, v in ask.items() if k != "seed"}
+        assert [{k: v for k, v in s.items() if k != "seed"} for s in sent] == [unseeded] * 3
+        assert len({s["seed"] for s in sent}) == 3
+        # another run's first ask, a changed prompt, greedy and unseeded requests are left as
+        # they are; only the repeats were counted
+        assert json.loads(proxy.reseeded("t/gepa/0", raw)) == ask
+        other = {**ask, "messages": [{"role": "user", "content": "edit again"}]}
+        assert json.loads(proxy.reseeded("t/openevolve/0", json.dumps(other).encode())) == other
+        for kept in ({**ask, "temperature": 0}, unseeded):
+            for _ in range(2):
+                assert json.loads(proxy.reseeded("t/x/0", json.dumps(kept).encode())) == kept
+        assert proxy.reseeded("t/x/0", b"not json") == b"not json"
+        assert proxy.reseeds == {"t/openevolve/0": 2}
+    finally:
+        proxy.close()
+
+
+def test_a_seeded_real_model_repeats_itself_and_the_proxy_makes_the_repeat_a_new_sample(
+        local_model_url):
+    """The real SmolLM2 server answers a seeded sampled request word for word again (why the
+    rule exists); through the proxy the same request three times gives other samples."""
+    body = json.dumps({"model": "smollm2", "messages": [
+        {"role": "user", "content": "Write one short sentence about any animal you like."}],
+        "seed": 7, "temperature": 1.0, "max_tokens": 24}).encode()
+
+    def answer(base: str) -> str:
+        request = urllib.request.Request(base.rstrip("/") + "/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=120) as reply:
+            return json.loads(reply.read())["choices"][0]["message"]["content"]
+
+    direct = [answer(local_model_url) for _ in range(2)]
+    assert direct[0] == direct[1]
+    proxy = ProposerProxy(local_model_url)
+    proxy.label = "t/openevolve/0"
+    try:
+        through = [answer(proxy.base_url) for _ in range(3)]
+    finally:
+        proxy.close()
+    assert through[0] == direct[0]  # the first ask is the server's own answer
+    assert len(set(through)) >= 2 and proxy.reseeds == {"t/openevolve/0": 2}
+
+
 def test_spend_within_ten_percent_is_counted_per_run():
     runs = [{"system": "a", "task": "t", "seed": s, "budget": 40, "solver_calls": calls,
              "final_test": 0.5, "curve": [{"solver_calls": 0, "test": 0.25}],
