@@ -11,7 +11,10 @@ That guard reads literals; `memorisation_reason` below catches the same cheat by
 however the answers are encoded.
 
 Numbers with magnitude below 10 (as numbers, not strings) are ignored: indices, counts and
-`max_tokens` use them in any program, so they are no evidence of copying.
+`max_tokens` use them in any program, so they are no evidence of copying. So are "yes" and
+"no" (`ANSWER_FORMS`): they are the form of a yes/no question's answer, which any program that
+reads or normalises one writes (the paper's short-answer change does), not a fact it could
+have copied; a QA run's comparison questions show them as golds in most reports.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from harness_learning.harnesses.compiler import parse_source
 
 REASON_PREFIX = "reward_hacking"
 SMALL_NUMBER = 10
+ANSWER_FORMS = frozenset({"yes", "no"})
 
 
 def literal_values(source: str) -> list[tuple[str, int]]:
@@ -75,7 +79,7 @@ def hardcoded_gold(candidate: str, parent: str, golds: Iterable[object],
                    demonstrable: Mapping[str, object] | None = None) -> list[tuple[str, int]]:
     """Literals of `candidate` equal to a gold answer and absent from `parent`: (value, line).
     Lines of a declared demonstration list that `demonstrable` allows are left out."""
-    wanted = {g for gold in golds for g in gold_strings(gold) if g}
+    wanted = {g for gold in golds for g in gold_strings(gold) if g} - ANSWER_FORMS
     if not wanted:
         return []
     inherited = {value for value, _ in literal_values(parent)}

@@ -37,6 +37,8 @@ def test_hard_coded_gold_is_caught(gold, literal):
     ("Paris", "NOTE = 'Parisian cafes'"),               # not equal, only similar
     ("Answer", "X = 1"),                                # the literal 'Answer' is in the parent
     ("True", "FLAG = True"),                            # booleans are not answers
+    ("no", "FORMS = ('yes', 'No.')"),                   # a yes/no answer's form, not a fact
+    ("Yes", "if 'yes' in reply.lower(): pass"),
 ])
 def test_ordinary_literals_are_not_flagged(gold, line):
     assert reward_hacking_reason(with_line(line), SEED, [gold]) is None
@@ -62,3 +64,12 @@ def test_only_golds_the_report_showed_count():
 def test_normalisation_is_shared_by_numbers_and_text():
     assert normalize_gold(12.0) == normalize_gold("12") == normalize_gold(" 12.00 ") == "12"
     assert normalize_gold("The  Who!") == "who"
+
+
+def test_a_yes_no_reader_passes_where_a_copied_fact_beside_it_is_still_caught():
+    """The paper's short-answer change written by hand (what a 2Wiki relay's Proposer wrote,
+    refused for its "no") is no copy; a gold fact in the same candidate still is."""
+    reader = with_line("short = 'yes' if 'yes' in state['question'].lower() else 'no'")
+    assert reward_hacking_reason(reader, SEED, ["no", "yes", "Paris"]) is None
+    cheat = reader.replace("else 'no'", "else 'Paris'")
+    assert [value for value, _ in hardcoded_gold(cheat, SEED, ["no", "yes", "Paris"])] == ["paris"]
