@@ -254,6 +254,7 @@ def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out
               "test": tests.score(task, meter.trace.sources.get(sha) or seed_source(task.seed))}
              for calls, sha, sel in points]
     calls, tokens = proxy.count(label)
+    reseeds = proxy.reseeds.get(label, 0)
     final_sha = at(curve, settings["budget"], key="sha")  # a later take-over does not count
     final_source = meter.trace.sources.get(final_sha) or seed_source(task.seed)
     result = {"system": system, "task": task_name, "seed": seed, "curve": curve,
@@ -263,10 +264,9 @@ def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out
               "solver_calls": meter.solver_calls,
               "proposer_calls": calls, "proposer_tokens": tokens,
               "proposer_refused": proxy.refused.get(label, 0),
-              "proposer_reseeded": proxy.reseeds.get(label, 0), "wall_s": round(wall, 1)}
+              "proposer_reseeded": reseeds, "wall_s": round(wall, 1)}
     done.write_text(json.dumps(result, indent=1))
-    reseeded = f" ({result['proposer_reseeded']} repeats reseeded)" if result[
-        "proposer_reseeded"] else ""
+    reseeded = f" ({reseeds} repeats reseeded)" if reseeds else ""
     log(f"  {label}: held-out {result['final_test']:.3f} after {result['solver_calls']} Solver "
         f"calls, {tokens} Proposer tokens{reseeded}, {wall:.0f} s")
     return result
