@@ -38,6 +38,12 @@ SCALES = ("cpu", "racing", "qwen", "equal", "smoke")
 """Tables of bench.toml that resize the run; `full` is its top level."""
 
 
+class ProposerUnreachable(RuntimeError):
+    """The Proposer's server stopped answering during a run: a system that lost Proposer calls
+    was not measured on equal terms, so its run is not stored (a finished-looking run with no
+    Proposer tokens would be read back as a result)."""
+
+
 @dataclass
 class Endpoints:
     """The two model servers every system shares: OpenAI-compatible base URLs and aliases.
@@ -248,6 +254,9 @@ def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out
         proxy.stop_when = None
         meter.close()
     wall = time.perf_counter() - start
+    if proxy.failed.get(label):
+        raise ProposerUnreachable(f"{label}: {proxy.failed[label]} Proposer request(s) got no "
+                                  f"answer from {proxy.upstream}; the run is not recorded")
     points = meter.trace.points or [(0, sha_of(seed_source(task.seed)), None)]
     points = [(0, *points[0][1:]), *points[1:]]  # the start harness is known before any call
     curve = [{"solver_calls": calls, "sha": sha, "selection": sel,

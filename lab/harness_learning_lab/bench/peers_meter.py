@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -149,6 +150,9 @@ class ProposerProxy:
     their run's seed with every call, and OpenEvolve's prompt does not change while none of
     its diffs applies: at equal spend its extra iterations were one answer, asked for again.
     Our adapter's seeds differ per round and candidate; the rule is the same for every system.
+
+    A request the Proposer's server does not answer (it died, say) is counted in `failed` and
+    answered 502; the server's own refusals (HTTP 4xx, 5xx) are passed on as they are.
     """
 
     def __init__(self, upstream: str) -> None:
@@ -159,6 +163,7 @@ class ProposerProxy:
         self.tokens: dict[str, int] = {}
         self.calls: dict[str, int] = {}
         self.reseeds: dict[str, int] = {}
+        self.failed: dict[str, int] = {}
         self._sent: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
         self.server = self._serve()
@@ -208,19 +213,26 @@ class ProposerProxy:
                 data = proxy.reseeded(proxy.label, data)
                 request = urllib.request.Request(proxy.upstream + path, data=data,
                                                  headers={"Content-Type": "application/json"})
-                with urllib.request.urlopen(request, timeout=1800) as resp:
-                    raw = resp.read()
+                try:
+                    with urllib.request.urlopen(request, timeout=1800) as resp:
+                        raw = resp.read()
+                except urllib.error.HTTPError as err:  # the server's own answer: pass it on
+                    _send_raw(self, err.read(), status=err.code)
+                    return
+                except OSError as err:
+                    with proxy._lock:
+                        proxy.failed[proxy.label] = proxy.failed.get(proxy.label, 0) + 1
+                    _send_json(self, {"error": {"message": f"the Proposer's server at "
+                                                f"{proxy.upstream} did not answer: {err}",
+                                                "type": "api_connection_error"}}, status=502)
+                    return
                 usage = json.loads(raw).get("usage") or {}
                 with proxy._lock:
                     label = proxy.label
                     proxy.calls[label] = proxy.calls.get(label, 0) + 1
                     proxy.tokens[label] = (proxy.tokens.get(label, 0)
                                            + int(usage.get("total_tokens") or 0))
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
+                _send_raw(self, raw)
 
             def log_message(self, *args: Any) -> None:
                 return None
@@ -233,7 +245,10 @@ class ProposerProxy:
 
 
 def _send_json(handler: BaseHTTPRequestHandler, payload: dict, status: int = 200) -> None:
-    raw = json.dumps(payload).encode()
+    _send_raw(handler, json.dumps(payload).encode(), status)
+
+
+def _send_raw(handler: BaseHTTPRequestHandler, raw: bytes, status: int = 200) -> None:
     handler.send_response(status)
     handler.send_header("Content-Type", "application/json")
     handler.send_header("Content-Length", str(len(raw)))

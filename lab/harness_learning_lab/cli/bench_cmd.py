@@ -284,7 +284,7 @@ def bench_peers(
     """Our adapter (best_valid, racing) against GEPA and OpenEvolve: same seed harness, models,
     problems and Solver-call budget; held-out score with a 95% interval, calls, tokens, wall;
     with ours with operators among the systems, the paired head-to-head figure under the table."""
-    from harness_learning.cli.errors import EXIT_USAGE, CliError
+    from harness_learning.cli.errors import EXIT_UNREACHABLE, EXIT_USAGE, CliError
     from harness_learning_lab.bench import peers, peers_report, peers_stats
 
     def fail(message: str, hint: str) -> None:
@@ -305,6 +305,9 @@ def bench_peers(
             with peers.endpoints(solver_url, proposer_url, settings.get("solver_model", ""),
                                  settings.get("solver_replicas", 1)) as ends:
                 results = peers.run(out, settings, ends, log=log)
+    except peers.ProposerUnreachable as e:
+        raise CliError(str(e), "check the Proposer's server (--proposer-url), then run the same "
+                       "command again: finished runs are kept", EXIT_UNREACHABLE) from e
     except ValueError as e:
         fail(str(e), "give each scale its own --out; servers as ALIAS@http://HOST:PORT/v1")
     systems = peers_report.summarize(results)

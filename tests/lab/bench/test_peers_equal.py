@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 import urllib.error
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,6 +22,8 @@ from sim_adapt import EDIT, arithmetic
 from typer.testing import CliRunner
 
 from harness_learning.cli import app
+from harness_learning.cli.errors import EXIT_UNREACHABLE
+from harness_learning.cli.main import main
 from harness_learning.harnesses.experience import Library, give_location
 from harness_learning.harnesses.llm.simserver import SimServer
 from harness_learning.harnesses.seeds import seed_source
@@ -130,6 +134,61 @@ def test_the_proxy_refuses_once_told_to_stop_and_counts_the_refusals():
         finally:
             proxy.close()
     assert proxy.count("t/openevolve/0")[0] == 1 and proxy.refused == {"t/openevolve/0": 2}
+
+
+def _post(url: str, body: dict) -> tuple[int, dict]:
+    request = urllib.request.Request(url + "/chat/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def test_a_dead_proposer_server_is_counted_and_its_own_refusals_are_passed_on():
+    class Refusing(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            raw = json.dumps({"error": {"message": "prompt exceeds the context"}}).encode()
+            self.send_response(400)
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, *args) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    ask = {"model": "m", "messages": [{"role": "user", "content": "edit"}]}
+    refusing = ProposerProxy(f"http://127.0.0.1:{server.server_address[1]}/v1")
+    dead = ProposerProxy("http://127.0.0.1:9/v1")
+    refusing.label = dead.label = "t/gepa/0"
+    try:
+        assert _post(refusing.base_url, ask) == (
+            400, {"error": {"message": "prompt exceeds the context"}})
+        status, reply = _post(dead.base_url, ask)
+        assert status == 502 and "did not answer" in reply["error"]["message"]
+    finally:
+        refusing.close(), dead.close(), server.shutdown(), server.server_close()
+    assert refusing.failed == {} and dead.failed == {"t/gepa/0": 1}
+    assert dead.count("t/gepa/0") == (0, 0)
+
+
+def test_a_run_whose_proposer_stopped_answering_is_not_recorded(tmp_path, capsys):
+    # the seed fails every problem (its prompt lacks the mark), so GEPA must reflect
+    solver = (r"MARK-A [\s\S]*Problem: Calculate (?P<expr>[-+*/() \d]+)\.",
+              lambda m: f"Answer: {arithmetic(m['expr'])}")
+    out = tmp_path / "out"
+    with SimServer(latency_s=0.0, rules=[solver]) as url, pytest.raises(SystemExit) as exit_info:
+        main(["bench", "peers", "--smoke", "--out", str(out), "--solver-url", f"sim@{url}",
+              "--proposer-url", "sim@http://127.0.0.1:9/v1", "--system", "gepa"])
+    assert exit_info.value.code == EXIT_UNREACHABLE
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "got no answer from http://127.0.0.1:9/v1; the run is not recorded" in last
+    assert "run the same command again" in last
+    assert not list(out.glob("runs/*/*/seed0/result.json"))
 
 
 def test_a_sampled_request_repeated_word_for_word_gets_a_seed_of_its_own():
