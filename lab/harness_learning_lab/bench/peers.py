@@ -241,6 +241,7 @@ def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out
                   concurrency=settings["concurrency"], line_limit=settings.get("line_limit", 200))
     label = f"{task_name}/{system}/{seed}"
     proxy.label = label
+    proxy.transcript = run_dir / "proposer.jsonl"
     # OpenEvolve cannot be told to stop: its Proposer calls are refused once the budget is spent
     proxy.stop_when = (lambda: meter.exhausted) if system.startswith("openevolve") else None
     log(f"run {label} (budget {settings['budget']} Solver calls)")
@@ -251,7 +252,7 @@ def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out
         run_system(system, meter, seed_source(task.seed), base, run_dir,
                    proposer_url=proxy.base_url, proposer_alias=ends.proposer_alias)
     finally:
-        proxy.stop_when = None
+        proxy.stop_when, proxy.transcript = None, None
         meter.close()
     wall = time.perf_counter() - start
     if proxy.failed.get(label):
@@ -273,7 +274,8 @@ def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out
               "solver_calls": meter.solver_calls,
               "proposer_calls": calls, "proposer_tokens": tokens,
               "proposer_refused": proxy.refused.get(label, 0),
-              "proposer_reseeded": reseeds, "wall_s": round(wall, 1)}
+              "proposer_reseeded": reseeds,
+              "proposer_truncated": proxy.truncated.get(label, 0), "wall_s": round(wall, 1)}
     done.write_text(json.dumps(result, indent=1))
     reseeded = f" ({reseeds} repeats reseeded)" if reseeds else ""
     log(f"  {label}: held-out {result['final_test']:.3f} after {result['solver_calls']} Solver "

@@ -23,6 +23,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from harness_learning.evals.evaluator import evaluate
@@ -153,6 +154,11 @@ class ProposerProxy:
 
     A request the Proposer's server does not answer (it died, say) is counted in `failed` and
     answered 502; the server's own refusals (HTTP 4xx, 5xx) are passed on as they are.
+
+    Answers cut off at the request's token cap (`finish_reason` "length") are counted in
+    `truncated`: a diff cut mid-block cannot apply, whichever system asked for it. With
+    `transcript` set, every answered request and its answer are appended there as a JSON line,
+    so what each system was told and answered can be read after the run.
     """
 
     def __init__(self, upstream: str) -> None:
@@ -164,6 +170,8 @@ class ProposerProxy:
         self.calls: dict[str, int] = {}
         self.reseeds: dict[str, int] = {}
         self.failed: dict[str, int] = {}
+        self.truncated: dict[str, int] = {}
+        self.transcript: Path | None = None
         self._sent: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
         self.server = self._serve()
@@ -197,6 +205,25 @@ class ProposerProxy:
         derived = hashlib.sha256(f"{body['seed']}:{sent}".encode()).hexdigest()
         return json.dumps({**body, "seed": int(derived[:8], 16)}).encode()
 
+    def answered(self, request: bytes, raw: bytes) -> None:
+        """Count an answer of the current label (tokens, a cut-off) and write it down."""
+        try:
+            reply = json.loads(raw)
+        except ValueError:
+            reply = {}
+        usage = reply.get("usage") or {}
+        choices = reply.get("choices") or [{}]
+        cut = any(isinstance(c, dict) and c.get("finish_reason") == "length" for c in choices)
+        with self._lock:
+            label = self.label
+            self.calls[label] = self.calls.get(label, 0) + 1
+            self.tokens[label] = self.tokens.get(label, 0) + int(usage.get("total_tokens") or 0)
+            self.truncated[label] = self.truncated.get(label, 0) + int(cut)
+            if self.transcript is not None:
+                line = {"label": label, "request": _parsed(request), "response": reply}
+                with self.transcript.open("a") as f:
+                    f.write(json.dumps(line) + "\n")
+
     def _serve(self) -> ThreadingHTTPServer:
         proxy = self
 
@@ -226,12 +253,7 @@ class ProposerProxy:
                                                 f"{proxy.upstream} did not answer: {err}",
                                                 "type": "api_connection_error"}}, status=502)
                     return
-                usage = json.loads(raw).get("usage") or {}
-                with proxy._lock:
-                    label = proxy.label
-                    proxy.calls[label] = proxy.calls.get(label, 0) + 1
-                    proxy.tokens[label] = (proxy.tokens.get(label, 0)
-                                           + int(usage.get("total_tokens") or 0))
+                proxy.answered(data, raw)
                 _send_raw(self, raw)
 
             def log_message(self, *args: Any) -> None:
@@ -242,6 +264,13 @@ class ProposerProxy:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def _parsed(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError:
+        return data.decode(errors="replace")
 
 
 def _send_json(handler: BaseHTTPRequestHandler, payload: dict, status: int = 200) -> None:

@@ -146,12 +146,14 @@ def _post(url: str, body: dict) -> tuple[int, dict]:
         return err.code, json.loads(err.read())
 
 
-def test_a_dead_proposer_server_is_counted_and_its_own_refusals_are_passed_on():
-    class Refusing(BaseHTTPRequestHandler):
+def _upstream(status: int, payload: dict) -> ThreadingHTTPServer:
+    """A server that answers every POST with `payload` and `status`."""
+    raw = json.dumps(payload).encode()
+
+    class Fixed(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802
             self.rfile.read(int(self.headers["Content-Length"]))
-            raw = json.dumps({"error": {"message": "prompt exceeds the context"}}).encode()
-            self.send_response(400)
+            self.send_response(status)
             self.send_header("Content-Length", str(len(raw)))
             self.end_headers()
             self.wfile.write(raw)
@@ -159,21 +161,46 @@ def test_a_dead_proposer_server_is_counted_and_its_own_refusals_are_passed_on():
         def log_message(self, *args) -> None:
             return None
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Fixed)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_a_dead_proposer_server_is_counted_and_its_own_refusals_are_passed_on():
+    refusal = {"error": {"message": "prompt exceeds the context"}}
+    server = _upstream(400, refusal)
     ask = {"model": "m", "messages": [{"role": "user", "content": "edit"}]}
     refusing = ProposerProxy(f"http://127.0.0.1:{server.server_address[1]}/v1")
     dead = ProposerProxy("http://127.0.0.1:9/v1")
     refusing.label = dead.label = "t/gepa/0"
     try:
-        assert _post(refusing.base_url, ask) == (
-            400, {"error": {"message": "prompt exceeds the context"}})
+        assert _post(refusing.base_url, ask) == (400, refusal)
         status, reply = _post(dead.base_url, ask)
         assert status == 502 and "did not answer" in reply["error"]["message"]
     finally:
         refusing.close(), dead.close(), server.shutdown(), server.server_close()
     assert refusing.failed == {} and dead.failed == {"t/gepa/0": 1}
     assert dead.count("t/gepa/0") == (0, 0)
+
+
+def test_answers_cut_at_the_token_cap_are_counted_and_every_answer_is_written_down(tmp_path):
+    cut = {"choices": [{"message": {"content": "<<<<<<< SEARCH\nx ="}, "finish_reason": "length"}],
+           "usage": {"total_tokens": 700}}
+    server = _upstream(200, cut)
+    proxy = ProposerProxy(f"http://127.0.0.1:{server.server_address[1]}/v1")
+    proxy.label, proxy.transcript = "t/openevolve/0", tmp_path / "proposer.jsonl"
+    ask = {"model": "m", "messages": [{"role": "user", "content": "edit"}], "max_tokens": 640}
+    try:
+        assert _post(proxy.base_url, ask) == (200, cut)
+        proxy.label = "t/gepa/0"
+        assert _post(proxy.base_url, ask)[0] == 200
+    finally:
+        proxy.close(), server.shutdown(), server.server_close()
+    assert proxy.truncated == {"t/openevolve/0": 1, "t/gepa/0": 1}
+    assert proxy.count("t/openevolve/0") == (1, 700)
+    lines = [json.loads(line) for line in proxy.transcript.read_text().splitlines()]
+    assert [line["label"] for line in lines] == ["t/openevolve/0", "t/gepa/0"]
+    assert lines[0]["request"] == ask and lines[0]["response"] == cut
 
 
 def test_a_run_whose_proposer_stopped_answering_is_not_recorded(tmp_path, capsys):
@@ -280,6 +307,9 @@ def test_the_new_arms_run_end_to_end_and_openevolve_stops_at_the_budget(tmp_path
     # and the rest were refused without reaching the model
     assert evolve["solver_calls"] >= settings["budget"] and evolve["proposer_refused"] >= 1
     assert evolve["proposer_calls"] < settings["max_proposals"]  # the budget ended it first
+    transcript = out / "runs" / "rg_basic_arithmetic" / "openevolve+rewrite" / "seed0"
+    told = (transcript / "proposer.jsonl").read_text().splitlines()
+    assert len(told) == evolve["proposer_calls"] and evolve["proposer_truncated"] == 0
     with Library(str(out / "runs" / "rg_basic_arithmetic" / "best_valid+lib" / "seed0"
                      / "library")) as library:
         assert library.entries()  # the library arm wrote its judged changes
