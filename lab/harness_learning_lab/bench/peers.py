@@ -258,29 +258,32 @@ def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out
     if proxy.failed.get(label):
         raise ProposerUnreachable(f"{label}: {proxy.failed[label]} Proposer request(s) got no "
                                   f"answer from {proxy.upstream}; the run is not recorded")
-    points = meter.trace.points or [(0, sha_of(seed_source(task.seed)), None)]
-    points = [(0, *points[0][1:]), *points[1:]]  # the start harness is known before any call
-    curve = [{"solver_calls": calls, "sha": sha, "selection": sel,
-              "test": tests.score(task, meter.trace.sources.get(sha) or seed_source(task.seed))}
-             for calls, sha, sel in points]
-    calls, tokens = proxy.count(label)
-    reseeds = proxy.reseeds.get(label, 0)
-    final_sha = at(curve, settings["budget"], key="sha")  # a later take-over does not count
-    final_source = meter.trace.sources.get(final_sha) or seed_source(task.seed)
-    result = {"system": system, "task": task_name, "seed": seed, "curve": curve,
-              "budget": settings["budget"],
-              "final_test": at(curve, settings["budget"]),
-              "final_problems": tests.problem_scores(task, final_source),
-              "solver_calls": meter.solver_calls,
-              "proposer_calls": calls, "proposer_tokens": tokens,
-              "proposer_refused": proxy.refused.get(label, 0),
-              "proposer_reseeded": reseeds,
-              "proposer_truncated": proxy.truncated.get(label, 0), "wall_s": round(wall, 1)}
+    seed_text = seed_source(task.seed)
+    result = {"system": system, "task": task_name, "seed": seed,
+              **measured(meter, tests, task, seed_text, settings["budget"]),
+              **proxy.spent(label), "wall_s": round(wall, 1)}
     done.write_text(json.dumps(result, indent=1))
+    reseeds = result["proposer_reseeded"]
     reseeded = f" ({reseeds} repeats reseeded)" if reseeds else ""
     log(f"  {label}: held-out {result['final_test']:.3f} after {result['solver_calls']} Solver "
-        f"calls, {tokens} Proposer tokens{reseeded}, {wall:.0f} s")
+        f"calls, {result['proposer_tokens']} Proposer tokens{reseeded}, {wall:.0f} s")
     return result
+
+
+def measured(meter: Meter, tests: TestScores, task: Any, seed_text: str,
+             budget: int) -> dict[str, Any]:
+    """A finished search's anytime curve (each incumbent tested on the held-out problems),
+    its final held-out score and per-problem scores at the budget, and its Solver calls."""
+    points = meter.trace.points or [(0, sha_of(seed_text), None)]
+    points = [(0, *points[0][1:]), *points[1:]]  # the start harness is known before any call
+    curve = [{"solver_calls": calls, "sha": sha, "selection": sel,
+              "test": tests.score(task, meter.trace.sources.get(sha) or seed_text)}
+             for calls, sha, sel in points]
+    final_sha = at(curve, budget, key="sha")  # a later take-over does not count
+    final_source = meter.trace.sources.get(final_sha) or seed_text
+    return {"curve": curve, "budget": budget, "final_test": at(curve, budget),
+            "final_problems": tests.problem_scores(task, final_source),
+            "solver_calls": meter.solver_calls}
 
 
 def stored(path: Path, settings: dict[str, Any]) -> dict:

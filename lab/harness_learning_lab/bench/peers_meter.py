@@ -184,6 +184,14 @@ class ProposerProxy:
         """(calls, tokens) served under `label`."""
         return self.calls.get(label, 0), self.tokens.get(label, 0)
 
+    def spent(self, label: str) -> dict[str, int]:
+        """What `label`'s run asked of the Proposer, as a result's `proposer_*` fields."""
+        calls, tokens = self.count(label)
+        return {"proposer_calls": calls, "proposer_tokens": tokens,
+                "proposer_refused": self.refused.get(label, 0),
+                "proposer_reseeded": self.reseeds.get(label, 0),
+                "proposer_truncated": self.truncated.get(label, 0)}
+
     def reseeded(self, label: str, data: bytes) -> bytes:
         """`data`, or when it repeats a sampled request `label` already sent (seed included),
         the same request with a seed derived from its seed and how many times it was sent."""
