@@ -12,7 +12,9 @@ The bench's settings are `experiments/peers/bench.toml` (its `[smoke]` table for
 seconds, a scale's own `[SCALE.smoke]` for `--scale SCALE --smoke`); each peer's own settings
 sit beside it. A finished run is stored as
 `OUT/runs/<task>/<system>/seed<k>/result.json` and never redone; an unfinished one is started
-again from scratch, so the command is resumable. `OUT/splits.json` keeps the split secret of
+again from scratch, so the command is resumable. A run during which the Proposer's server
+stopped answering is not stored (`ProposerUnreachable`). Beside each result, `proposer.jsonl`
+holds every request the system's Proposer answered and the answer. `OUT/splits.json` keeps the split secret of
 each task, so every system and seed sees the same problems.
 """
 
