@@ -45,6 +45,10 @@ def summarize(results: list[dict]) -> dict[str, Any]:
             "proposer_calls": round(statistics.mean(r["proposer_calls"] for r in runs), 1),
             "proposer_calls_min": min(r["proposer_calls"] for r in runs),
             "proposer_tokens": round(statistics.mean(r["proposer_tokens"] for r in runs)),
+            # answers cut at the token cap, per run; None where a run predates the count
+            "proposer_truncated": (None if any("proposer_truncated" not in r for r in runs)
+                                   else round(statistics.mean(r["proposer_truncated"]
+                                                              for r in runs), 1)),
             "wall_s": round(statistics.mean(r["wall_s"] for r in runs), 1),
             "runs": len(runs), "seeds": len(per_seed),
             "per_task": {t: round(statistics.mean(v), 4) for t, v in tasks.items()}}
@@ -72,19 +76,24 @@ def curves(results: list[dict], points: int = 40) -> dict[str, list[tuple[float,
 def table(systems: dict[str, Any]) -> str:
     """Per system: held-out, start, Solver calls beside the calls allowed and how many runs
     spent them within 10% (equal spend), Proposer calls (mean, and the fewest of any run: each
-    peer's reflections or iterations), tokens, wall time, runs."""
+    peer's reflections or iterations) and how many were cut at the token cap, tokens, wall
+    time, runs."""
     lines = ["system              held-out (95% CI over seeds)   start   Solver calls / allowed"
-             "  within 10%  Proposer calls (min/run)  Proposer tokens   wall s/run  runs",
+             "  within 10%  Proposer calls (min/run)  cut at cap  Proposer tokens   wall s/run"
+             "  runs",
              "------------------  ----------------------------  ------  ----------------------"
-             "  ----------  ------------------------  ---------------  -----------  ----"]
+             "  ----------  ------------------------  ----------  ---------------  -----------"
+             "  ----"]
     for name, s in systems.items():
         ci = "n/a (1 seed)" if s["ci95"] is None else f"+- {s['ci95']:.3f}"
         fewest = s.get("proposer_calls_min", "-")
         allowed = s.get("budget") or "-"
         within = f"{s.get('spent_within_10pct', '-')}/{s['runs']}"
+        cut = s.get("proposer_truncated")
+        cut = "-" if cut is None else f"{cut:.1f}"
         lines.append(f"{name:<18}  {s['final_test']:>6.3f} {ci:<21}  {s['start_test']:>6.3f}  "
                      f"{s['solver_calls']:>12.1f} / {allowed:<7}  {within:>10}  "
-                     f"{s['proposer_calls']:>14.1f} ({fewest:>3})  "
+                     f"{s['proposer_calls']:>14.1f} ({fewest:>3})  {cut:>10}  "
                      f"{s['proposer_tokens']:>15,}  {s['wall_s']:>11.1f}  {s['runs']:>4}")
     tasks = sorted({t for s in systems.values() for t in s["per_task"]})
     lines.append("")

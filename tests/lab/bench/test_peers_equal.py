@@ -278,6 +278,12 @@ def test_spend_within_ten_percent_is_counted_per_run():
     assert summary["spent_within_10pct"] == 2 and summary["budget"] == 40
     assert "29.7 / 40" in peers_report.table({"a": summary}) and "2/3" in peers_report.table(
         {"a": summary})
+    assert summary["proposer_truncated"] is None  # these runs predate the count
+    counted = [{**r, "proposer_truncated": cut} for r, cut in zip(runs, (3, 0, 0), strict=True)]
+    summary = peers_report.summarize(counted)["a"]
+    assert summary["proposer_truncated"] == 1.0
+    row = peers_report.table({"a": summary}).splitlines()[2]
+    assert row.split()[-4] == "1.0"  # cut at cap, before tokens, wall and runs
 
 
 def test_the_new_arms_run_end_to_end_and_openevolve_stops_at_the_budget(tmp_path):
