@@ -14,8 +14,8 @@ sit beside it. A finished run is stored as
 `OUT/runs/<task>/<system>/seed<k>/result.json` and never redone; an unfinished one is started
 again from scratch, so the command is resumable. A run during which the Proposer's server
 stopped answering is not stored (`ProposerUnreachable`). Beside each result, `proposer.jsonl`
-holds every request the system's Proposer answered and the answer. `OUT/splits.json` keeps the split secret of
-each task, so every system and seed sees the same problems.
+holds every request the system's Proposer answered and the answer. `OUT/splits.json` keeps
+the split secret of each task, so every system and seed sees the same problems.
 """
 
 from __future__ import annotations
