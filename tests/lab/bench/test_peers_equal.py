@@ -115,22 +115,11 @@ def test_the_proxy_refuses_once_told_to_stop_and_counts_the_refusals():
     with SimServer(latency_s=0.0, rules=[(r"hi", "hello")]) as url:
         proxy = ProposerProxy(url)
         proxy.label = "t/openevolve/0"
-        body = json.dumps({"model": "sim", "messages": [{"role": "user", "content": "hi"}]})
-
-        def ask() -> int:
-            request = urllib.request.Request(proxy.base_url + "/chat/completions",
-                                             data=body.encode(),
-                                             headers={"Content-Type": "application/json"})
-            try:
-                with urllib.request.urlopen(request, timeout=30) as reply:
-                    return reply.status
-            except urllib.error.HTTPError as err:
-                return err.code
-
+        body = {"model": "sim", "messages": [{"role": "user", "content": "hi"}]}
         try:
-            assert ask() == 200
+            assert _post(proxy.base_url, body)[0] == 200
             proxy.stop_when = lambda: True
-            assert ask() == 400 and ask() == 400
+            assert _post(proxy.base_url, body)[0] == 400 and _post(proxy.base_url, body)[0] == 400
         finally:
             proxy.close()
     assert proxy.count("t/openevolve/0")[0] == 1 and proxy.refused == {"t/openevolve/0": 2}
@@ -166,12 +155,20 @@ def _upstream(status: int, payload: dict) -> ThreadingHTTPServer:
     return server
 
 
+def _dead_url() -> str:
+    """The address of a server that was just closed: connections to it are refused."""
+    server = _upstream(200, {})
+    port = server.server_address[1]
+    server.shutdown(), server.server_close()
+    return f"http://127.0.0.1:{port}/v1"
+
+
 def test_a_dead_proposer_server_is_counted_and_its_own_refusals_are_passed_on():
     refusal = {"error": {"message": "prompt exceeds the context"}}
     server = _upstream(400, refusal)
     ask = {"model": "m", "messages": [{"role": "user", "content": "edit"}]}
     refusing = ProposerProxy(f"http://127.0.0.1:{server.server_address[1]}/v1")
-    dead = ProposerProxy("http://127.0.0.1:9/v1")
+    dead = ProposerProxy(_dead_url())
     refusing.label = dead.label = "t/gepa/0"
     try:
         assert _post(refusing.base_url, ask) == (400, refusal)
@@ -207,13 +204,13 @@ def test_a_run_whose_proposer_stopped_answering_is_not_recorded(tmp_path, capsys
     # the seed fails every problem (its prompt lacks the mark), so GEPA must reflect
     solver = (r"MARK-A [\s\S]*Problem: Calculate (?P<expr>[-+*/() \d]+)\.",
               lambda m: f"Answer: {arithmetic(m['expr'])}")
-    out = tmp_path / "out"
+    out, dead = tmp_path / "out", _dead_url()
     with SimServer(latency_s=0.0, rules=[solver]) as url, pytest.raises(SystemExit) as exit_info:
         main(["bench", "peers", "--smoke", "--out", str(out), "--solver-url", f"sim@{url}",
-              "--proposer-url", "sim@http://127.0.0.1:9/v1", "--system", "gepa"])
+              "--proposer-url", f"sim@{dead}", "--system", "gepa"])
     assert exit_info.value.code == EXIT_UNREACHABLE
     last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "got no answer from http://127.0.0.1:9/v1; the run is not recorded" in last
+    assert f"got no answer from {dead}; the run is not recorded" in last
     assert "run the same command again" in last
     assert not list(out.glob("runs/*/*/seed0/result.json"))
 
