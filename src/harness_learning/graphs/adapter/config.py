@@ -182,6 +182,11 @@ class AdaptConfig(BaseModel):
         "the run directory); the task's seed if unset."))
     line_limit: int = setting(LINE_LIMIT, ge=1, help="Longest valid harness, in lines.")
     patience: int | None = setting(None, ge=0, help="Stop after K rounds without gain.")
+    stop_when_perfect: bool = setting(True, help=(
+        "Under the strict policy, stop once the version in force scores 1.0, the metric's "
+        "maximum, on selection: no later candidate could be adopted. Off: run every round (to "
+        "keep collecting candidates, e.g. GRPO groups). Other policies may adopt at equal or "
+        "lower scores and always run on."))
     budget: Annotated[Budget, Parts((
         Part("max_solver_calls", "solver_calls", int, "Budget: Solver calls."),
         Part("max_tokens", "tokens", int, "Budget: tokens (Solver+Proposer)."),

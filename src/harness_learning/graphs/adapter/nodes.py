@@ -278,10 +278,17 @@ async def choose(ctx: AdapterContext, state: AdapterState) -> dict:
             "human_feedback": human, "spent": spent}
 
 
+PERFECT = 1.0 - 1e-9
+"""A selection score at the metric's maximum (scores are in [0, 1]), allowing for rounding."""
+
+
 def stop_reason(cfg, state: AdapterState) -> str | None:
     """Why the run should stop after this round, or None to go on."""
     if state["round"] > cfg.rounds:
         return f"finished {cfg.rounds} rounds"
     if cfg.patience is not None and state.get("rounds_without_gain", 0) >= cfg.patience:
         return f"no gain for {cfg.patience} rounds"
+    best = state.get("best_score")
+    if cfg.stop_when_perfect and cfg.policy == "strict" and best is not None and best >= PERFECT:
+        return f"selection score {best:.3f} is the metric's maximum"
     return budget_reason(cfg.budget, state.get("spent") or {})
