@@ -116,3 +116,12 @@ def test_weighted_and_successes_rank_by_similar_task():
     assert w[near.id][0][0] == 1.0 and w[far.id][0][0] == 0.0
     assert [e.id for e, _ in successes([far, near, lost], "count letters", 2)] == [near.id, far.id]
     assert successes([near, far], "count letters", 1)[0][1] == pytest.approx(0.1)
+
+
+def test_an_arm_the_evidence_says_loses_is_not_tried_but_an_untried_block_is():
+    evidence = {"vote": Posterior(1, 40), "plan": Posterior(40, 1), "verify": Posterior()}
+    plans = [thompson_order(AUTO, evidence, s, 2, bar=0.5) for s in range(20)]
+    untried = ["interpreter", "verify", "few_shot"]
+    assert all(sorted(p) == sorted(["plan", *untried]) for p in plans)
+    assert all("vote" in thompson_order(AUTO, evidence, s, 2) for s in range(20))  # no bar
+    assert thompson_order(AUTO, {}, 0, 1, bar=0.5) == AUTO  # an empty library tries them all

@@ -8,8 +8,9 @@
 - A learned choice: the round's arms (the configured operators that fit, and the applicable
   entries) are ordered by Thompson draws from their Beta posteriors, with evidence weighted
   by BM25 similarity of each past outcome's task and failure signature to this round's
-  (`harnesses.experience.choice`); without evidence the configured order stays, so an empty
-  library plans exactly as `operator_plan` does without one.
+  (`harnesses.experience.choice`), and an arm with evidence whose draw is below `TRY_BAR` is
+  not tried; without evidence the configured order stays, so an empty library plans exactly
+  as `operator_plan` does without one.
 - Past successes in the prompt: the `experience_shown` most relevant entries that gained,
   as worked diffs with their measured gain, within `experience_tokens`.
 
@@ -43,6 +44,7 @@ from harness_learning.harnesses.edits.operators import (
 from harness_learning.harnesses.edits.search_replace import apply_blocks
 from harness_learning.harnesses.experience import OPERATOR, Entry, Library
 from harness_learning.harnesses.experience.choice import (
+    TRY_BAR,
     posteriors,
     successes,
     thompson_order,
@@ -120,7 +122,7 @@ async def learned_plan(ctx: PlanningContext, sha: str, round_: int, demos: Demon
     by_entry = posteriors(entries, evidence)
     by_arm = {a: by_entry.get(_entry_id(a)) for a in arms}
     order = thompson_order(arms, {a: p for a, p in by_arm.items() if p is not None},
-                           cfg.seed, round_)
+                           cfg.seed, round_, bar=TRY_BAR)
     return order[:cfg.operators_per_round]
 
 

@@ -19,7 +19,10 @@ starts from the library's own success rate for such changes, worth `PRIOR_OUTCOM
 uniform prior each would draw as high as an untried block, so a grown library's dozens of them
 outdrew its one proven block (`bench experience`'s continual arm; docs/ARCHITECTURE.md has the
 figures). When no arm has any evidence (an empty library, or nothing similar in it) the given
-order is kept as it is: an empty library reproduces `auto`'s order exactly.
+order is kept as it is: an empty library reproduces `auto`'s order exactly. Otherwise an arm
+with evidence is tried only when its draw clears `TRY_BAR`, so a round may try fewer arms than
+`operators_per_round`, or none: a block the evidence says loses here is not paid for again,
+while an untried one always stays in the plan.
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ from harness_learning.retrieval.tokenizer import Tokenizer
 K1, B = 1.5, 0.75
 PRIOR_OUTCOMES = 2.0
 """How many outcomes a logged change's prior is worth (`change_prior`)."""
+TRY_BAR = 0.5
+"""A round tries an arm with evidence only when its draw says it more likely helps than not
+(`thompson_order`'s `bar`): each try costs Solver calls on every selection problem, and after
+a round's winning block the library's evidence is mostly of losses stacked on it."""
 
 
 @cache
@@ -131,10 +138,11 @@ def posteriors(entries: Sequence[Entry], evidence: Mapping[str, Sequence[tuple[f
 
 
 def thompson_order(arms: Sequence[str], posteriors: Mapping[str, Posterior], seed: int,
-                   round_: int) -> list[str]:
-    """`arms` by one Beta draw each, highest first (ties keep the given order); the given
-    order when no arm has evidence. Draws are in `arms`' order from a generator seeded by
-    (seed, round), so a resumed round draws the same."""
+                   round_: int, bar: float = 0.0) -> list[str]:
+    """`arms` by one Beta draw each, highest first (ties keep the given order), leaving out
+    those that drew below `bar` unless untried (`Posterior()`, a block with no evidence); the
+    given order, all of it, when no arm has evidence. Draws are in `arms`' order from a
+    generator seeded by (seed, round), so a resumed round draws the same."""
     prior = Posterior()
     if not any(posteriors.get(a, prior).evidence > 0 for a in arms):
         return list(arms)
@@ -143,7 +151,8 @@ def thompson_order(arms: Sequence[str], posteriors: Mapping[str, Posterior], see
     for arm in arms:
         p = posteriors.get(arm, prior)
         draws[arm] = rng.betavariate(p.alpha, p.beta)
-    return sorted(arms, key=lambda a: -draws[a])
+    kept = [a for a in arms if draws[a] >= bar or posteriors.get(a, prior) == prior]
+    return sorted(kept, key=lambda a: -draws[a])
 
 
 def successes(entries: Sequence[Entry], context: str, k: int) -> list[tuple[Entry, float]]:
