@@ -8,9 +8,11 @@ types must be disjoint from the held-out ones and from the peers bench's tasks (
 scale's, products, chain_sum and letter_counting), or the command stops with one line.
 
 - Train phase (arm `train`): operators `auto` with `--experience` on each training type in
-  turn, all writing one library per seed (`OUT/libraries/train-seed<k>`).
+  turn, all writing one library per seed (`OUT/libraries/train-seed<k>`), every round run
+  (`stop_when_perfect` off: what it tries on top of a perfect version is evidence too).
 - Test phase, per held-out type and the control, every arm with the same models, rounds,
-  candidates, operators_per_round, selection and feedback sizes and patience:
+  candidates, operators_per_round, selection and feedback sizes, patience and stop rule (a
+  strict run ends once its version scores 1.0 on selection):
   `proposer` (no operators, no library), `library` (a fresh copy of the trained library:
   learned operators, learned choice, past successes; operators off) and `operators`
   (operators `auto`, no library).
@@ -205,6 +207,8 @@ def adapt_config(r: Run, run_dir: Path, settings: dict[str, Any], options: dict[
         operators_per_round=settings["operators_per_round"], feedback=settings["feedback"],
         selection=settings["selection"], patience=settings["patience"],
         concurrency=settings["concurrency"], experience=r.library,
+        stop_when_perfect=r.arm != "train",  # the train phase fills the library: its rounds
+        # after a perfect version are the evidence of what loses stacked on it
         **{k: settings[k] for k in PASSED if k in settings})
 
 
