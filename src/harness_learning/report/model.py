@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_learning.evals.user_failures import UserCodeFailures
-from harness_learning.graphs.adapter.experience import shown_ids
+from harness_learning.graphs.adapter.experience import left_out_lines, shown_ids
 from harness_learning.harnesses.edits import parse_and_apply
 from harness_learning.harnesses.edits.candidate import unified_diff
 from harness_learning.harnesses.llm.models import short_model
@@ -146,6 +146,9 @@ class RunRecord:
     experience: dict[str, dict[str, Any]] = field(default_factory=dict)
     """With an experience library: per proposal id, the entry it came from and the entries its
     prompt showed (`graphs.adapter.experience.shown_ids`)."""
+    left_out: list[str] = field(default_factory=list)
+    """With an experience library: per round whose learned choice left arms out, one line with
+    their draws (`graphs.adapter.experience.left_out_lines`)."""
 
     def flag_line(self) -> str:
         """`flagged problems: judge_injection 3`, or "" when nothing was flagged."""
@@ -234,7 +237,8 @@ def read_run(store: LogStore, run_dir: Path) -> RunRecord:
         test_results=tests, spent=store.spent(),
         failures=UserCodeFailures.of(ev.result for ev in evaluations),
         stop_reason=finished[-1].get("reason") if finished else None,
-        flags=flag_counts(evaluations), experience=shown_ids(store))
+        flags=flag_counts(evaluations), experience=shown_ids(store),
+        left_out=left_out_lines(store))
 
 
 def flag_counts(evaluations: list[Evaluation]) -> dict[str, int]:

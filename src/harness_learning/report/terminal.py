@@ -53,9 +53,11 @@ def memory_lines(run: RunRecord) -> list[Text]:
 
 def experience_lines(run: RunRecord) -> list[Text]:
     """Per candidate, the experience-library entry it came from and the entries its prompt
-    showed as past successes; nothing for a run without a library."""
+    showed as past successes, then the arms the learned choice left out; nothing for a run
+    without a library."""
     out = [Text(for_terminal(f"{pid}: {line}", newlines=False))
            for pid, used in sorted(run.experience.items()) for line in used_lines(used)]
+    out += [Text(for_terminal(line, newlines=False)) for line in run.left_out]
     return [Text("experience library", style="bold"), *out, Text("")] if out else []
 
 

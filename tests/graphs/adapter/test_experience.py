@@ -146,7 +146,7 @@ def test_an_empty_library_plans_exactly_as_auto(tmp_path):
     assert auto[:3] == ["interpreter", "plan", "verify"]
 
 
-def test_measured_effect_on_a_similar_task_reorders_the_plan(tmp_path):
+def test_measured_effect_on_a_similar_task_reorders_and_prunes_the_plan(tmp_path):
     wins = tuple(Outcome("old", i, 2, "sums", SumTask.description, Signature((("wrong", 2),)),
                          "adopted", None, 0.5, 1.0) for i in range(30))
     losses = tuple(replace(o, verdict="worse", score=0.0) for o in wins)
@@ -157,10 +157,16 @@ def test_measured_effect_on_a_similar_task_reorders_the_plan(tmp_path):
                        "block interpreter", operator="interpreter", outcomes=losses)])
     ctx, sha = plan_ctx(tmp_path, str(tmp_path / "lib"))
     plan = asyncio.run(operator_plan(ctx, sha, 1, (), []))
-    assert plan[0] == "vote" and plan[-1] == "interpreter"
+    # vote first; interpreter, 30 losses on this task, is left out; untried blocks stay
+    assert plan[0] == "vote" and "interpreter" not in plan and "plan" in plan
+    (event,) = [e.payload for e in ctx.store.iter_events(kinds=["experience_plan"])]
+    assert event["round"] == 1 and event["tried"] == plan and event["bar"] == 0.5
+    assert list(event["left_out"]) == ["interpreter"] and event["left_out"]["interpreter"] < 0.5
+    assert load_run(tmp_path / "run").left_out == [
+        f"round 1: tried {', '.join(plan)}; left out, drawn below 0.5: interpreter "
+        f"({event['left_out']['interpreter']:.2f})"]
     ctx.config = ctx.config.replace(operators="none")  # library operators still come as arms
-    assert asyncio.run(operator_plan(ctx, sha, 1, (), [])) == [
-        f"experience:{operator_id('vote')}", f"experience:{operator_id('interpreter')}"]
+    assert asyncio.run(operator_plan(ctx, sha, 1, (), [])) == [f"experience:{operator_id('vote')}"]
 
 
 def hl(capsys, *args) -> tuple[int, str, str]:

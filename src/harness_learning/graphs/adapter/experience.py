@@ -42,6 +42,9 @@ CANDIDATE_EVENT = "experience_candidate"
 """Logged when a candidate is made from a library entry: its proposal id and the entry."""
 SHOWN_EVENT = "experience_shown"
 """Logged when a Proposer prompt shows past successes: its proposal id and their entry ids."""
+PLAN_EVENT = "experience_plan"
+"""Logged when the learned choice leaves arms out of a round: {"round", "bar", "tried",
+"left_out": {arm: its draw}}."""
 FEEDBACK_LINES, FEEDBACK_CHARS = 3, 160
 
 
@@ -196,6 +199,18 @@ def shown_ids(store: LogStore) -> dict[str, dict[str, Any]]:
         else:
             slot["shown"] = list(e.payload.get("entries") or [])
     return out
+
+
+def left_out_lines(store: LogStore) -> list[str]:
+    """One line per round whose learned choice left arms out: which, with their draws."""
+    lines = []
+    for e in store.iter_events(kinds=[PLAN_EVENT]):
+        p = e.payload
+        drew = ", ".join(f"{arm} ({d:.2f})" for arm, d in (p.get("left_out") or {}).items())
+        tried = ", ".join(p.get("tried") or []) or "nothing"
+        lines.append(f"round {p.get('round')}: tried {tried}; left out, drawn below "
+                     f"{p.get('bar')}: {drew}")
+    return lines
 
 
 def entry_names(ids: Sequence[str]) -> str:

@@ -9,7 +9,7 @@
   entries) are ordered by Thompson draws from their Beta posteriors, with evidence weighted
   by BM25 similarity of each past outcome's task and failure signature to this round's
   (`harnesses.experience.choice`), and an arm with evidence whose draw is below `TRY_BAR` is
-  not tried; without evidence the configured order stays, so an empty library plans exactly
+  not tried (logged as `experience.PLAN_EVENT`); without evidence the configured order stays, so an empty library plans exactly
   as `operator_plan` does without one.
 - Past successes in the prompt: the `experience_shown` most relevant entries that gained,
   as worked diffs with their measured gain, within `experience_tokens`.
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from harness_learning.graphs.adapter.experience import (
     CANDIDATE_EVENT,
     EXPERIENCE_PREFIX,
+    PLAN_EVENT,
     SHOWN_EVENT,
     failure_signature,
 )
@@ -46,8 +47,9 @@ from harness_learning.harnesses.experience import OPERATOR, Entry, Library
 from harness_learning.harnesses.experience.choice import (
     TRY_BAR,
     posteriors,
+    ranked,
     successes,
-    thompson_order,
+    thompson_draws,
     weighted,
 )
 from harness_learning.harnesses.experience.entry import operator_id
@@ -120,9 +122,13 @@ async def learned_plan(ctx: PlanningContext, sha: str, round_: int, demos: Demon
     arms = [a for a, new in candidates.items() if await untried(ctx, new, round_)]
     evidence = weighted(entries, await round_context(ctx, sha, feedback_ids))
     by_entry = posteriors(entries, evidence)
-    by_arm = {a: by_entry.get(_entry_id(a)) for a in arms}
-    order = thompson_order(arms, {a: p for a, p in by_arm.items() if p is not None},
-                           cfg.seed, round_, bar=TRY_BAR)
+    by_arm = {a: p for a in arms if (p := by_entry.get(_entry_id(a))) is not None}
+    draws = thompson_draws(arms, by_arm, cfg.seed, round_)
+    order = ranked(arms, draws, by_arm, bar=TRY_BAR)
+    if draws is not None and len(order) < len(arms):
+        await ctx.store.aappend_event(PLAN_EVENT, {
+            "round": round_, "bar": TRY_BAR, "tried": order[:cfg.operators_per_round],
+            "left_out": {a: round(d, 3) for a, d in draws.items() if a not in order}})
     return order[:cfg.operators_per_round]
 
 

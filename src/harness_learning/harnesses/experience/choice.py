@@ -137,22 +137,36 @@ def posteriors(entries: Sequence[Entry], evidence: Mapping[str, Sequence[tuple[f
             for e in entries}
 
 
-def thompson_order(arms: Sequence[str], posteriors: Mapping[str, Posterior], seed: int,
-                   round_: int, bar: float = 0.0) -> list[str]:
-    """`arms` by one Beta draw each, highest first (ties keep the given order), leaving out
-    those that drew below `bar` unless untried (`Posterior()`, a block with no evidence); the
-    given order, all of it, when no arm has evidence. Draws are in `arms`' order from a
-    generator seeded by (seed, round), so a resumed round draws the same."""
+def thompson_draws(arms: Sequence[str], posteriors: Mapping[str, Posterior], seed: int,
+                   round_: int) -> dict[str, float] | None:
+    """One Beta draw per arm, or None when no arm has evidence. Draws are in `arms`' order
+    from a generator seeded by (seed, round), so a resumed round draws the same."""
     prior = Posterior()
     if not any(posteriors.get(a, prior).evidence > 0 for a in arms):
-        return list(arms)
+        return None
     rng = random.Random(f"experience:{seed}:{round_}")
     draws = {}
     for arm in arms:
         p = posteriors.get(arm, prior)
         draws[arm] = rng.betavariate(p.alpha, p.beta)
-    kept = [a for a in arms if draws[a] >= bar or posteriors.get(a, prior) == prior]
+    return draws
+
+
+def ranked(arms: Sequence[str], draws: Mapping[str, float] | None,
+           posteriors: Mapping[str, Posterior], bar: float = 0.0) -> list[str]:
+    """`arms` by their draws, highest first (ties keep the given order), leaving out those that
+    drew below `bar` unless untried (`Posterior()`, a block with no evidence); all of them in
+    the given order when there are no draws."""
+    if draws is None:
+        return list(arms)
+    kept = [a for a in arms if draws[a] >= bar or posteriors.get(a, Posterior()) == Posterior()]
     return sorted(kept, key=lambda a: -draws[a])
+
+
+def thompson_order(arms: Sequence[str], posteriors: Mapping[str, Posterior], seed: int,
+                   round_: int, bar: float = 0.0) -> list[str]:
+    """`ranked` by `thompson_draws`."""
+    return ranked(arms, thompson_draws(arms, posteriors, seed, round_), posteriors, bar)
 
 
 def successes(entries: Sequence[Entry], context: str, k: int) -> list[tuple[Entry, float]]:
