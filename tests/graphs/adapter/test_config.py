@@ -74,6 +74,7 @@ def test_adapt_options_fill_the_config_as_the_hand_written_flags_did(tmp_path):
              "solver_params": "", "proposer_max_tokens": 99, "rounds": 2, "candidates": None,
              "policy": "racing", "edit_format": None, "feedback": None, "selection": 4,
              "seed": 1, "seed_harness": None, "line_limit": 200, "patience": None,
+             "stop_when_perfect": False,
              "max_solver_calls": 50, "max_tokens": None, "max_cost_usd": None,
              "race": '{"keep": [0.5]}', "concurrency": 8, "report_chars": 12000, "memory_tokens": 200,
              "approval": False, "proposer_logprobs": False, "proposer_echo_stop": False,
@@ -96,7 +97,7 @@ def test_adapt_options_fill_the_config_as_the_hand_written_flags_did(tmp_path):
     assert config.operators == "interpreter,vote" and config.operators_per_round == 1
     assert config.store == "postgresql://hl@db:5432/runs"
     assert config.repair_turns == 1 and config.split == "paper" and config.memory_tokens == 200
-    assert config.block_menu is False
+    assert config.block_menu is False and config.stop_when_perfect is False
     assert (config.experience, config.experience_shown, config.experience_tokens) == \
         ("lib", 3, 500)
 
