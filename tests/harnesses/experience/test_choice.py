@@ -11,15 +11,22 @@ from harness_learning.harnesses.experience.choice import (
     change_prior,
     posterior,
     posteriors,
+    ranked,
     similarity,
     successes,
-    thompson_order,
+    thompson_draws,
     weighted,
 )
 from harness_learning.harnesses.experience.entry import operator_id, texts
 from harness_learning.harnesses.experience.redact import MARK, Redactor, environment_secrets
 
 AUTO = ["interpreter", "plan", "verify", "vote", "few_shot"]
+
+
+def thompson_order(arms: list[str], posteriors: dict[str, Posterior], seed: int, round_: int,
+                   bar: float = 0.0) -> list[str]:
+    """The plan's ordering as `learned_plan` makes it: draws, then ranked."""
+    return ranked(arms, thompson_draws(arms, posteriors, seed, round_), posteriors, bar)
 
 
 def test_free_text_is_cleaned_and_leaking_code_withheld():

@@ -9,8 +9,8 @@
   entries) are ordered by Thompson draws from their Beta posteriors, with evidence weighted
   by BM25 similarity of each past outcome's task and failure signature to this round's
   (`harnesses.experience.choice`), and an arm with evidence whose draw is below `TRY_BAR` is
-  not tried (logged as `experience.PLAN_EVENT`); without evidence the configured order stays, so an empty library plans exactly
-  as `operator_plan` does without one.
+  not tried (logged as `experience.PLAN_EVENT`); without evidence the configured order stays,
+  so an empty library plans exactly as `operator_plan` does without one.
 - Past successes in the prompt: the `experience_shown` most relevant entries that gained,
   as worked diffs with their measured gain, within `experience_tokens`.
 

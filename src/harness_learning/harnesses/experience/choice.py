@@ -42,7 +42,7 @@ PRIOR_OUTCOMES = 2.0
 """How many outcomes a logged change's prior is worth (`change_prior`)."""
 TRY_BAR = 0.5
 """A round tries an arm with evidence only when its draw says it more likely helps than not
-(`thompson_order`'s `bar`): each try costs Solver calls on every selection problem, and after
+(`ranked`'s `bar`): each try costs Solver calls on every selection problem, and after
 a round's winning block the library's evidence is mostly of losses stacked on it."""
 
 
@@ -161,12 +161,6 @@ def ranked(arms: Sequence[str], draws: Mapping[str, float] | None,
         return list(arms)
     kept = [a for a in arms if draws[a] >= bar or posteriors.get(a, Posterior()) == Posterior()]
     return sorted(kept, key=lambda a: -draws[a])
-
-
-def thompson_order(arms: Sequence[str], posteriors: Mapping[str, Posterior], seed: int,
-                   round_: int, bar: float = 0.0) -> list[str]:
-    """`ranked` by `thompson_draws`."""
-    return ranked(arms, thompson_draws(arms, posteriors, seed, round_), posteriors, bar)
 
 
 def successes(entries: Sequence[Entry], context: str, k: int) -> list[tuple[Entry, float]]:
