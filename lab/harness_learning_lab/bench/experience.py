@@ -22,8 +22,10 @@ scale's, products, chain_sum and letter_counting), or the command stops with one
 
 The split (types, arms, seeds) is written to `OUT/split.json` before any run, and a rerun with
 another split in the same `OUT` is refused. A finished run is `OUT/runs/<arm>/<type>/seed<k>/
-result.json` and never redone; an unfinished one starts again from scratch (the continual
-library may then hold that run's changes twice, under two run ids). Held-out scores come from
+result.json` and never redone; an unfinished one resumes from its checkpoint (the adapter's
+own `resume`: same run id, so a library is written once per run), unless the bench's settings
+changed under it, when it starts again from scratch. Its `wall_s` is then the time of the
+attempt that finished it. Held-out scores come from
 the same test problems for every arm and seed (one split secret per type, `OUT/splits.json`),
 scored by `peers.TestScores` outside the runs' logs, so they count in no arm's Solver calls.
 """
@@ -218,20 +220,26 @@ def run_one(r: Run, out: Path, settings: dict[str, Any], tests: Any, log: Log) -
     import statistics
 
     from harness_learning.evals.registry import get_task
-    from harness_learning.graphs.adapter.run import prepare, run_adaptation
+    from harness_learning.graphs.adapter.run import ConfigClash, prepare, run_adaptation
     from harness_learning_lab.bench.experience_measures import measures
 
     run_dir = run_path(out, r)
-    shutil.rmtree(run_dir, ignore_errors=True)  # an unfinished run starts again
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     if r.library_from and (r.arm != "continual" or not Path(r.library).exists()):
-        copy_library(r.library_from, r.library)
+        copy_library(r.library_from, r.library)  # a run writes its library only as it ends
     options = task_options(settings, out, r.task)
-    log(f"run {r.arm}/{r.task}/seed{r.seed} (operators {r.operators}, "
-        f"library {r.library or 'none'})")
+    config = adapt_config(r, run_dir, settings, options)
+    resumed = (run_dir / "config.json").exists()
+    log(f"{'resume' if resumed else 'run'} {r.arm}/{r.task}/seed{r.seed} (operators "
+        f"{r.operators}, library {r.library or 'none'})")
     start = time.perf_counter()
-    run = prepare(adapt_config(r, run_dir, settings, options))
-    asyncio.run(run_adaptation(run.config, context=run.context()))
+    try:
+        run = prepare(config)
+    except ConfigClash as exc:  # the settings changed since it started: it starts again
+        log(f"  starting it again: {exc}")
+        shutil.rmtree(run_dir)
+        run = prepare(config)
+    asyncio.run(run_adaptation(run.config, resume=True, context=run.context()))
     wall = time.perf_counter() - start
     found = measures(run_dir)
     task = get_task(r.task, **options)

@@ -33,7 +33,7 @@ from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
 from harness_learning.graphs.adapter.inputs import harness_text
 from harness_learning.graphs.adapter.nodes import evaluate_cached
-from harness_learning.graphs.adapter.run import load_config, run_adaptation
+from harness_learning.graphs.adapter.run import ConfigClash, load_config, run_adaptation
 from harness_learning.harnesses.rundir import RunDir
 from harness_learning.harnesses.seeds import seed_source
 from harness_learning.harnesses.store import LogStore
@@ -146,7 +146,7 @@ def write_config(config: AdaptConfig) -> None:
     run = RunDir(config.path)
     if run.is_run():
         if load_config(run).to_json() != config.to_json():
-            raise ValueError(f"{config.path} already holds a run with another config: use a "
+            raise ConfigClash(f"{config.path} already holds a run with another config: use a "
                              "new --out, or delete that run directory")
         return
     run.write_config(json.loads(config.to_json()))

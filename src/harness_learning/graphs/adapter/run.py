@@ -40,6 +40,10 @@ PENDING = "pending_approval"
 OnUpdate = Callable[[str, dict[str, Any]], None]
 
 
+class ConfigClash(ValueError):
+    """A run directory already holds a run started with another config."""
+
+
 def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> PreparedRun:
     """Fill track defaults, keep the run's outside inputs (data, start harness, user code) in
     the run dir and write config.json; refuse to reuse a run dir for another config. A built-in
@@ -71,7 +75,7 @@ def prepare(config: AdaptConfig, live: dict[str, Any] | None = None) -> Prepared
         focus_targets(harness_source)  # a harness that is only a compiled graph: one line
     if stored is not None:
         if stored.to_json() != full.to_json():
-            raise ValueError(f"{full.path} already holds a run with another config; "
+            raise ConfigClash(f"{full.path} already holds a run with another config; "
                              "use `harness-learn resume` or a new --run-dir")
     else:
         run.path.mkdir(parents=True, exist_ok=True)
