@@ -20,6 +20,8 @@ from harness_learning.harnesses.experience import Library
 from harness_learning.harnesses.experience.entry import operator_id, texts
 from harness_learning.harnesses.experience.redact import environment_secrets
 from harness_learning.harnesses.rundir import RunDir
+from harness_learning.report import load_run
+from harness_learning.report.html import render_html
 
 pytestmark = pytest.mark.timeout(900)
 SMOL = "local:smollm2-135m"
@@ -64,6 +66,8 @@ def test_a_real_run_writes_the_library_and_the_next_one_reads_it(runs):
         # its one loss drew below the bar (`choice.TRY_BAR`): read, and left out, said so
         (event,) = plans
         assert event["left_out"][f"experience:{PLAN}"] < event["bar"], event
+        page = render_html(load_run(tmp / "b"))  # the report says so in that round's card
+        assert f"learned choice: round {event['round']}: tried " in page
         assert len(after.outcomes) == 1
         return
     assert learned, (origins, plans)  # the plan block, learned: operators were off in this run

@@ -103,6 +103,8 @@ def _round(run: RunRecord, rnd: RoundRecord) -> str:
         report += _details(f"the run memory the Proposer was given ({len(rnd.memory)} earlier "
                            "candidates)", f"<pre>{escape(chr(10).join(rnd.memory))}</pre>")
     report += _details("the Proposer's whole prompt", _prompt(rnd))
+    if rnd.round in run.left_out:  # the learned choice tried fewer arms than it could
+        report += f"<div class=sub>learned choice: {escape(run.left_out[rnd.round])}</div>"
     cands = "".join(_candidate(c, run.experience.get(c.id)) for c in rnd.candidates)
     return f'<div class="card" {anchor}>{head}{table}{report}{feedback}{cands}</div>'
 

@@ -146,9 +146,9 @@ class RunRecord:
     experience: dict[str, dict[str, Any]] = field(default_factory=dict)
     """With an experience library: per proposal id, the entry it came from and the entries its
     prompt showed (`graphs.adapter.experience.shown_ids`)."""
-    left_out: list[str] = field(default_factory=list)
-    """With an experience library: per round whose learned choice left arms out, one line with
-    their draws (`graphs.adapter.experience.left_out_lines`)."""
+    left_out: dict[int, str] = field(default_factory=dict)
+    """With an experience library: round -> one line on the arms its learned choice left out,
+    with their draws (`graphs.adapter.experience.left_out_lines`)."""
 
     def flag_line(self) -> str:
         """`flagged problems: judge_injection 3`, or "" when nothing was flagged."""

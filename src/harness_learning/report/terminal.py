@@ -57,7 +57,7 @@ def experience_lines(run: RunRecord) -> list[Text]:
     without a library."""
     out = [Text(for_terminal(f"{pid}: {line}", newlines=False))
            for pid, used in sorted(run.experience.items()) for line in used_lines(used)]
-    out += [Text(for_terminal(line, newlines=False)) for line in run.left_out]
+    out += [Text(for_terminal(line, newlines=False)) for _, line in sorted(run.left_out.items())]
     return [Text("experience library", style="bold"), *out, Text("")] if out else []
 
 

@@ -162,9 +162,9 @@ def test_measured_effect_on_a_similar_task_reorders_and_prunes_the_plan(tmp_path
     (event,) = [e.payload for e in ctx.store.iter_events(kinds=["experience_plan"])]
     assert event["round"] == 1 and event["tried"] == plan and event["bar"] == 0.5
     assert list(event["left_out"]) == ["interpreter"] and event["left_out"]["interpreter"] < 0.5
-    assert load_run(tmp_path / "run").left_out == [
-        f"round 1: tried {', '.join(plan)}; left out, drawn below 0.5: interpreter "
-        f"({event['left_out']['interpreter']:.2f})"]
+    line = (f"round 1: tried {', '.join(plan)}; left out, drawn below 0.5: interpreter "
+            f"({event['left_out']['interpreter']:.2f})")
+    assert load_run(tmp_path / "run").left_out == {1: line}
     ctx.config = ctx.config.replace(operators="none")  # library operators still come as arms
     assert asyncio.run(operator_plan(ctx, sha, 1, (), [])) == [f"experience:{operator_id('vote')}"]
 

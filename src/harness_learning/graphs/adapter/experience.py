@@ -201,15 +201,16 @@ def shown_ids(store: LogStore) -> dict[str, dict[str, Any]]:
     return out
 
 
-def left_out_lines(store: LogStore) -> list[str]:
-    """One line per round whose learned choice left arms out: which, with their draws."""
-    lines = []
+def left_out_lines(store: LogStore) -> dict[int, str]:
+    """Round -> one line on what its learned choice tried and left out, with their draws
+    (rounds that left nothing out log no plan event)."""
+    lines = {}
     for e in store.iter_events(kinds=[PLAN_EVENT]):
         p = e.payload
         drew = ", ".join(f"{arm} ({d:.2f})" for arm, d in (p.get("left_out") or {}).items())
         tried = ", ".join(p.get("tried") or []) or "nothing"
-        lines.append(f"round {p.get('round')}: tried {tried}; left out, drawn below "
-                     f"{p.get('bar')}: {drew}")
+        lines[int(p.get("round") or 0)] = (f"round {p.get('round')}: tried {tried}; left out, "
+                                           f"drawn below {p.get('bar')}: {drew}")
     return lines
 
 
