@@ -63,7 +63,7 @@ def test_a_real_run_writes_the_library_and_the_next_one_reads_it(runs):
     with Library(library) as lib:
         after = next(e for e in lib.entries() if e.id == PLAN)
     if not plan.outcomes[0].success and not learned:
-        # its one loss drew below the bar (`choice.TRY_BAR`): read, and left out, said so
+        # its one loss put it below the bar (`choice.TRY_BAR`): read, and left out, said so
         (event,) = plans
         assert event["left_out"][f"experience:{PLAN}"] < event["bar"], event
         page = render_html(load_run(tmp / "b"))  # the report says so in that round's card

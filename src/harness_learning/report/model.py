@@ -148,7 +148,7 @@ class RunRecord:
     prompt showed (`graphs.adapter.experience.shown_ids`)."""
     left_out: dict[int, str] = field(default_factory=dict)
     """With an experience library: round -> one line on the arms its learned choice left out,
-    with their draws (`graphs.adapter.experience.left_out_lines`)."""
+    with their posterior means (`graphs.adapter.experience.left_out_lines`)."""
 
     def flag_line(self) -> str:
         """`flagged problems: judge_injection 3`, or "" when nothing was flagged."""

@@ -162,7 +162,7 @@ def test_measured_effect_on_a_similar_task_reorders_and_prunes_the_plan(tmp_path
     (event,) = [e.payload for e in ctx.store.iter_events(kinds=["experience_plan"])]
     assert event["round"] == 1 and event["tried"] == plan and event["bar"] == 0.5
     assert list(event["left_out"]) == ["interpreter"] and event["left_out"]["interpreter"] < 0.5
-    line = (f"round 1: tried {', '.join(plan)}; left out, drawn below 0.5: interpreter "
+    line = (f"round 1: tried {', '.join(plan)}; left out, expected to help below 0.5: interpreter "
             f"({event['left_out']['interpreter']:.2f})")
     assert load_run(tmp_path / "run").left_out == {1: line}
     ctx.config = ctx.config.replace(operators="none")  # library operators still come as arms

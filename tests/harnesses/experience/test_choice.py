@@ -132,3 +132,18 @@ def test_an_arm_the_evidence_says_loses_is_not_tried_but_an_untried_block_is():
     assert all(sorted(p) == sorted(["plan", *untried]) for p in plans)
     assert all("vote" in thompson_order(AUTO, evidence, s, 2) for s in range(20))  # no bar
     assert thompson_order(AUTO, {}, 0, 1, bar=0.5) == AUTO  # an empty library tries them all
+
+
+def test_many_losing_arms_do_not_clear_the_bar_by_a_lucky_draw():
+    """Whether an arm is paid for is its posterior mean's call, not its draw's: among 20 arms
+    that each lost once (mean 1/3), some draw above 1/2 in nearly every round, and under a
+    draw rule one of them would be tried every time."""
+    losers = {f"edit{i}": Posterior(1, 2, 1, 1) for i in range(20)}
+    arms = list(losers)
+    lucky = [s for s in range(50)
+             if max(thompson_draws(arms, losers, s, 1).values()) >= 0.5]
+    assert len(lucky) >= 45
+    assert all(thompson_order(arms, losers, s, 1, bar=0.5) == [] for s in range(50))
+    proven = {**losers, "interpreter": Posterior(4, 1, 1, 1)}
+    assert all(thompson_order([*arms, "interpreter"], proven, s, 1, bar=0.5) == ["interpreter"]
+               for s in range(50))

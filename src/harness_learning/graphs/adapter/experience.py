@@ -44,7 +44,7 @@ SHOWN_EVENT = "experience_shown"
 """Logged when a Proposer prompt shows past successes: its proposal id and their entry ids."""
 PLAN_EVENT = "experience_plan"
 """Logged when the learned choice leaves arms out of a round: {"round", "bar", "tried",
-"left_out": {arm: its draw}}."""
+"left_out": {arm: its posterior mean}}."""
 FEEDBACK_LINES, FEEDBACK_CHARS = 3, 160
 
 
@@ -202,15 +202,15 @@ def shown_ids(store: LogStore) -> dict[str, dict[str, Any]]:
 
 
 def left_out_lines(store: LogStore) -> dict[int, str]:
-    """Round -> one line on what its learned choice tried and left out, with their draws
-    (rounds that left nothing out log no plan event)."""
+    """Round -> one line on what its learned choice tried and left out, with their posterior
+    means (rounds that left nothing out log no plan event)."""
     lines = {}
     for e in store.iter_events(kinds=[PLAN_EVENT]):
         p = e.payload
-        drew = ", ".join(f"{arm} ({d:.2f})" for arm, d in (p.get("left_out") or {}).items())
+        means = ", ".join(f"{arm} ({m:.2f})" for arm, m in (p.get("left_out") or {}).items())
         tried = ", ".join(p.get("tried") or []) or "nothing"
         lines[int(p.get("round") or 0)] = (f"round {p.get('round')}: tried {tried}; left out, "
-                                           f"drawn below {p.get('bar')}: {drew}")
+                                           f"expected to help below {p.get('bar')}: {means}")
     return lines
 
 

@@ -8,8 +8,8 @@
 - A learned choice: the round's arms (the configured operators that fit, and the applicable
   entries) are ordered by Thompson draws from their Beta posteriors, with evidence weighted
   by BM25 similarity of each past outcome's task and failure signature to this round's
-  (`harnesses.experience.choice`), and an arm with evidence whose draw is below `TRY_BAR` is
-  not tried (logged as `experience.PLAN_EVENT`); without evidence the configured order stays,
+  (`harnesses.experience.choice`), and an arm whose posterior mean is below `TRY_BAR` is not
+  tried (logged as `experience.PLAN_EVENT`); without evidence the configured order stays,
   so an empty library plans exactly as `operator_plan` does without one.
 - Past successes in the prompt: the `experience_shown` most relevant entries that gained,
   as worked diffs with their measured gain, within `experience_tokens`.
@@ -46,6 +46,7 @@ from harness_learning.harnesses.edits.search_replace import apply_blocks
 from harness_learning.harnesses.experience import OPERATOR, Entry, Library
 from harness_learning.harnesses.experience.choice import (
     TRY_BAR,
+    Posterior,
     posteriors,
     ranked,
     successes,
@@ -105,7 +106,7 @@ async def round_context(ctx: PlanningContext, sha: str, feedback_ids: list[str])
 async def learned_plan(ctx: PlanningContext, sha: str, round_: int, demos: Demonstrations,
                        feedback_ids: list[str]) -> list[str]:
     """The round's arms by their Thompson draws, those whose candidate an earlier round
-    judged left out, at most `operators_per_round`: operator names and `experience:ID`."""
+    judged and those whose posterior mean is below `TRY_BAR` left out, at most `operators_per_round`: operator names and `experience:ID`."""
     cfg = ctx.config
     source = await ctx.store.aget_version_source(sha)
     entries = await asyncio.to_thread(library_entries, cfg.experience)
@@ -128,7 +129,8 @@ async def learned_plan(ctx: PlanningContext, sha: str, round_: int, demos: Demon
     if draws is not None and len(order) < len(arms):
         await ctx.store.aappend_event(PLAN_EVENT, {
             "round": round_, "bar": TRY_BAR, "tried": order[:cfg.operators_per_round],
-            "left_out": {a: round(d, 3) for a, d in draws.items() if a not in order}})
+            "left_out": {a: round(by_arm.get(a, Posterior()).mean, 3) for a in arms
+                         if a not in order}})
     return order[:cfg.operators_per_round]
 
 

@@ -19,10 +19,11 @@ starts from the library's own success rate for such changes, worth `PRIOR_OUTCOM
 uniform prior each would draw as high as an untried block, so a grown library's dozens of them
 outdrew its one proven block (`bench experience`'s continual arm; docs/ARCHITECTURE.md has the
 figures). When no arm has any evidence (an empty library, or nothing similar in it) the given
-order is kept as it is: an empty library reproduces `auto`'s order exactly. Otherwise an arm
-with evidence is tried only when its draw clears `TRY_BAR`, so a round may try fewer arms than
-`operators_per_round`, or none: a block the evidence says loses here is not paid for again,
-while an untried one always stays in the plan.
+order is kept as it is: an empty library reproduces `auto`'s order exactly. Otherwise the draws
+order the arms, but whether an arm is paid for at all is decided by its posterior mean: it is
+tried only when the mean is at least `TRY_BAR` (an untried block's Beta(1, 1) has mean 1/2, so it
+always stays in the plan). So a round may try fewer arms than `operators_per_round`, or none: a
+block the evidence says loses here is not paid for again.
 """
 
 from __future__ import annotations
@@ -41,9 +42,13 @@ K1, B = 1.5, 0.75
 PRIOR_OUTCOMES = 2.0
 """How many outcomes a logged change's prior is worth (`change_prior`)."""
 TRY_BAR = 0.5
-"""A round tries an arm with evidence only when its draw says it more likely helps than not
-(`ranked`'s `bar`): each try costs Solver calls on every selection problem, and after
-a round's winning block the library's evidence is mostly of losses stacked on it."""
+"""A round tries an arm only when its posterior mean says it helps at least as likely as not
+(`ranked`'s `bar`): each try costs Solver calls on every selection problem, and after a
+round's winning block the library's evidence is mostly of losses stacked on it. The mean, not
+the arm's draw, because a single draw clears the bar by chance, and among many arms one
+always does: in `bench experience`'s library arm (docs/ARCHITECTURE.md) every try after the
+winning block was an arm whose every outcome had lost (posterior means 0.04-0.34), each drawn
+above 1/2, none gaining."""
 
 
 @cache
@@ -154,12 +159,12 @@ def thompson_draws(arms: Sequence[str], posteriors: Mapping[str, Posterior], see
 
 def ranked(arms: Sequence[str], draws: Mapping[str, float] | None,
            posteriors: Mapping[str, Posterior], bar: float = 0.0) -> list[str]:
-    """`arms` by their draws, highest first (ties keep the given order), leaving out those that
-    drew below `bar` unless untried (`Posterior()`, a block with no evidence); all of them in
-    the given order when there are no draws."""
+    """`arms` by their draws, highest first (ties keep the given order), leaving out those whose
+    posterior mean is below `bar` (an arm without one has Beta(1, 1)'s mean, 1/2); all of them
+    in the given order when there are no draws."""
     if draws is None:
         return list(arms)
-    kept = [a for a in arms if draws[a] >= bar or posteriors.get(a, Posterior()) == Posterior()]
+    kept = [a for a in arms if posteriors.get(a, Posterior()).mean >= bar]
     return sorted(kept, key=lambda a: -draws[a])
 
 
