@@ -42,6 +42,8 @@ def test_the_interval_is_paired_and_round_one_share_reads_the_chain() -> None:
                         {"round": 2, "f1_mean": 0.4}]}
     assert qa_relay.round1_share(relay, {"f1": [0.2, 0.2]}) == 0.5
     assert qa_relay.round1_share(relay, {"f1": [0.5, 0.5]}) is None  # no gain to share
+    assert qa_relay.round1_share(relay, {"f1": [0.2, 0.2]}, [0.2, 0.05, 0.35]) == 0.5
+    assert qa_relay.round1_share(relay, {"f1": [0.2, 0.2]}, [0.2, -0.05, 0.45]) is None
 
 
 def test_a_stack_needs_both_blocks_only_when_the_later_gain_is_above_zero() -> None:
