@@ -17,7 +17,7 @@ from scripted_sums import ScriptedModel, SumTask, solver_rule
 
 from harness_learning.graphs.adapter.config import AdaptConfig
 from harness_learning.graphs.adapter.context import AdapterContext
-from harness_learning.graphs.adapter.experience import shown_ids
+from harness_learning.graphs.adapter.experience import left_out_lines, shown_ids
 from harness_learning.graphs.adapter.experience_search import PAST_HEADING, operator_plan
 from harness_learning.graphs.adapter.inputs import start_source
 from harness_learning.graphs.adapter.run import prepare, run_adaptation
@@ -297,3 +297,14 @@ def test_past_successes_are_whole_diffs_within_the_token_budget():
     lines, shown = worked_diffs(picks, -(-one // CHARS_PER_TOKEN))
     assert shown == ["a" * 64] and len(section(lines)) <= one + CHARS_PER_TOKEN
     assert worked_diffs(picks, 5) == ([], [])
+
+
+def test_a_left_out_line_names_the_likeliest_arms_by_short_id_and_counts_the_rest() -> None:
+    ids = [f"{i:x}" * 64 for i in range(1, 8)]
+    payload = {"round": 2, "bar": 0.5, "tried": [f"experience:{ids[0]}"],
+               "left_out": {"vote": 0.34, **{f"experience:{i}": 0.05 for i in ids[1:]}}}
+    store = SimpleNamespace(iter_events=lambda kinds: [SimpleNamespace(payload=payload)])
+    (line,) = left_out_lines(store).values()
+    assert line.startswith(f"round 2: tried experience:{ids[0][:12]}; left out, expected to "
+                           "help below 0.5: vote (0.34), experience:")
+    assert line.endswith(" and 3 more") and ids[1] not in line and ids[1][:12] in line

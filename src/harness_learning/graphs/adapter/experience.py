@@ -201,17 +201,32 @@ def shown_ids(store: LogStore) -> dict[str, dict[str, Any]]:
     return out
 
 
+LEFT_OUT_SHOWN = 4
+"""At most this many left-out arms a `show` line names (the likeliest first): a grown library
+leaves dozens of losing edits out every round."""
+
+
 def left_out_lines(store: LogStore) -> dict[int, str]:
-    """Round -> one line on what its learned choice tried and left out, with their posterior
-    means (rounds that left nothing out log no plan event)."""
+    """Round -> one line on what its learned choice tried and left out, the likeliest left-out
+    arms with their posterior means (rounds that left nothing out log no plan event)."""
     lines = {}
     for e in store.iter_events(kinds=[PLAN_EVENT]):
         p = e.payload
-        means = ", ".join(f"{arm} ({m:.2f})" for arm, m in (p.get("left_out") or {}).items())
-        tried = ", ".join(p.get("tried") or []) or "nothing"
+        out = sorted((p.get("left_out") or {}).items(), key=lambda am: -am[1])
+        means = ", ".join(f"{_short_arm(arm)} ({m:.2f})" for arm, m in out[:LEFT_OUT_SHOWN])
+        if len(out) > LEFT_OUT_SHOWN:
+            means += f" and {len(out) - LEFT_OUT_SHOWN} more"
+        tried = ", ".join(map(_short_arm, p.get("tried") or [])) or "nothing"
         lines[int(p.get("round") or 0)] = (f"round {p.get('round')}: tried {tried}; left out, "
                                            f"expected to help below {p.get('bar')}: {means}")
     return lines
+
+
+def _short_arm(arm: str) -> str:
+    """An arm as `show` names candidates' origins: an entry by its id's first 12 characters."""
+    if arm.startswith(EXPERIENCE_PREFIX):
+        return EXPERIENCE_PREFIX + arm[len(EXPERIENCE_PREFIX):][:12]
+    return arm
 
 
 def entry_names(ids: Sequence[str]) -> str:
