@@ -209,7 +209,8 @@ class AdaptConfig(BaseModel):
         "schema hl_experience there; made on first use): this run's judged changes are "
         "added at its end, and its search uses the library: past changes that apply to the "
         "current harness become candidates (origin experience:ID), which operators and past "
-        "changes a round tries is ranked by their measured effect on similar tasks, and the "
+        "changes a round tries is ranked by their measured effect on similar tasks (one "
+        "the evidence says more likely loses than helps is not tried), and the "
         "Proposer is shown the most relevant past successes. A password in the URL is used by "
         "this process and never stored."))
     experience_shown: int = setting(2, ge=0, help=(
