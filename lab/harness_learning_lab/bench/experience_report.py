@@ -152,7 +152,9 @@ def write(out: Path, table: list[dict], summ: dict[str, Any], title: str) -> lis
 
 
 def plot(table: list[dict], path: Path, title: str) -> Path:
-    """Held-out score per type and arm, grouped bars, the seed as a dash over each group."""
+    """Two panels of grouped bars per type and arm: the final version's held-out score (the
+    seed as a dash over each group), and the run's Solver calls (the arms' gains are often
+    the same block's, so what they paid for it is the difference)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -161,22 +163,25 @@ def plot(table: list[dict], path: Path, title: str) -> Path:
     tasks = list(dict.fromkeys(r["task"] for r in table))
     arms = [a for a in ARMS if any(r["arm"] == a for r in table)]
     width = 0.8 / max(len(arms), 1)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.4 * len(tasks)), 4.2))
+    fig, (score, calls) = plt.subplots(2, 1, figsize=(max(6.0, 1.4 * len(tasks)), 7.0),
+                                       sharex=True)
     for i, arm in enumerate(arms):
         cells = {r["task"]: r for r in table if r["arm"] == arm}
         xs = [t for t, task in enumerate(tasks) if task in cells]
-        ax.bar([x + i * width for x in xs], [cells[tasks[x]]["held_out"] for x in xs], width,
-               label=arm)
+        at = [x + i * width for x in xs]
+        score.bar(at, [cells[tasks[x]]["held_out"] for x in xs], width, label=arm)
+        calls.bar(at, [cells[tasks[x]]["solver_calls"] for x in xs], width, label=arm)
     seeds = {r["task"]: r["seed"] for r in table}
-    ax.hlines([seeds[t] for t in tasks], [x - width / 2 for x in range(len(tasks))],
-              [x + 0.8 - width / 2 for x in range(len(tasks))], colors="black",
-              linestyles="dashed", label="seed")
-    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(tasks))])
-    ax.set_xticklabels([t.removeprefix("rg:") for t in tasks], fontsize=8)
-    ax.set_ylabel("held-out score of the final version")
-    ax.set_ylim(0, 1.05)
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
+    score.hlines([seeds[t] for t in tasks], [x - width / 2 for x in range(len(tasks))],
+                 [x + 0.8 - width / 2 for x in range(len(tasks))], colors="black",
+                 linestyles="dashed", label="seed")
+    calls.set_xticks([x + 0.4 - width / 2 for x in range(len(tasks))])
+    calls.set_xticklabels([t.removeprefix("rg:") for t in tasks], fontsize=8)
+    score.set_ylabel("held-out score of the final version")
+    score.set_ylim(0, 1.05)
+    calls.set_ylabel("Solver calls of the run")
+    score.set_title(title, fontsize=9)
+    score.legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)

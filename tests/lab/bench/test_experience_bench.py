@@ -156,3 +156,15 @@ def test_a_look_at_the_finished_runs_prints_their_table_and_runs_nothing(tmp_pat
     assert "| rg:lcm | library | 4 | 0.000 | 1.000 | +0.500 [+0.500, +0.500] |" in shown
     assert "| rg:lcm | operators |" not in shown  # not run yet
     assert sorted((p, p.stat().st_mtime_ns) for p in out.rglob("*")) == before
+
+
+def test_the_plot_has_a_score_panel_and_a_solver_calls_panel(tmp_path, types) -> None:
+    from PIL import Image
+
+    split = bench.plan(_settings(), types, avoid=[])
+    results = [_result(r, 1.0 if r.arm == "library" else 0.5) for r in bench.runs(tmp_path, split)]
+    table = report.rows(results, split)
+    md, js, png = report.write(tmp_path, table, report.summary(table), "title\nsubtitle")
+    assert "| rg:lcm | library |" in md.read_text() and json.loads(js.read_text())["rows"]
+    with Image.open(png) as image:  # two panels, 7 inches at 120 dpi
+        assert image.format == "PNG" and image.size[1] == 840
