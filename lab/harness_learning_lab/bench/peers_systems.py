@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -151,7 +152,7 @@ def run_openevolve(meter: Meter, seed_source: str, *, proposer_url: str, propose
     server = meter.serve()
     os.environ["HL_PEERS_METER"] = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        with own_root_handlers():
+        with own_root_handlers(), own_signal_handlers():
             result = run_evolution(initial_program=seed_source,
                                    evaluator=str(PEERS_DIR / "openevolve_evaluator.py"),
                                    config=config, iterations=max(1, max_proposals),
@@ -176,6 +177,19 @@ def own_root_handlers() -> Iterator[None]:
         for handler in [h for h in root.handlers if h not in before]:
             root.removeHandler(handler)
             handler.close()
+
+
+@contextmanager
+def own_signal_handlers() -> Iterator[None]:
+    """Put back the SIGINT and SIGTERM handlers the block replaced. OpenEvolve sets both to
+    ask its controller for a graceful shutdown and never restores them, so after its first run
+    a bench ignored SIGTERM (and Ctrl+C) for the rest of the process."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def run_system(system: str, meter: Meter, seed_source: str, base: dict[str, Any],

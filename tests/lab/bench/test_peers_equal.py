@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import signal
 import threading
 import urllib.error
 import urllib.request
@@ -294,12 +295,15 @@ def test_the_new_arms_run_end_to_end_and_openevolve_stops_at_the_budget(tmp_path
     rules = [(r"Rewrite the program to improve its FITNESS SCORE", rewrite),
              (r"SEARCH", EDIT.format(old="", new="MARK-A ")), solver]
     out = tmp_path / "out"
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     with SimServer(latency_s=0.0, rules=rules) as url:
         result = CliRunner().invoke(app, [
             "bench", "peers", "--smoke", "--out", str(out), "--solver-url", f"sim@{url}",
             "--proposer-url", f"sim@{url}", "--system", "best_valid+lib",
             "--system", "openevolve+rewrite", "--json"])
     assert result.exit_code == 0, result.output
+    # OpenEvolve's own SIGINT/SIGTERM handlers leave with its run: the bench still stops
+    assert {sig: signal.getsignal(sig) for sig in handlers} == handlers
     assert "Solver calls / allowed" in result.output
     runs = {s: json.loads((out / "runs" / "rg_basic_arithmetic" / s / "seed0" / "result.json")
                           .read_text()) for s in ("best_valid+lib", "openevolve+rewrite")}
