@@ -58,7 +58,8 @@ def bench_experience(
         stop_local_server()
     table = report.rows(results, split)
     summ = report.summary(table)
-    title = (f"bench experience{' --smoke' if smoke else ''}: held-out score per type and arm\n"
+    title = (f"bench experience{' --smoke' if smoke else ''}: held-out score and Solver calls per "
+             f"type and arm\n"
              f"Solver {chosen['solver']}, Proposer {chosen['proposer']}, {chosen['rounds']} "
              f"rounds, seeds {split['seeds']}")
     written = report.write(out, table, summ, title)
