@@ -155,6 +155,8 @@ def plot(table: list[dict], path: Path, title: str) -> Path:
     """Two panels of grouped bars per type and arm: the final version's held-out score (the
     seed as a dash over each group), and the run's Solver calls (the arms' gains are often
     the same block's, so what they paid for it is the difference)."""
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -180,7 +182,8 @@ def plot(table: list[dict], path: Path, title: str) -> Path:
     score.set_ylabel("held-out score of the final version")
     score.set_ylim(0, 1.05)
     calls.set_ylabel("Solver calls of the run")
-    score.set_title(title, fontsize=9)
+    score.set_title("\n".join(textwrap.fill(line, 90) for line in title.splitlines()),
+                    fontsize=9)  # a long model name is wrapped, not cut at the edge
     score.legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
