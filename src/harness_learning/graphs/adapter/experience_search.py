@@ -106,7 +106,8 @@ async def round_context(ctx: PlanningContext, sha: str, feedback_ids: list[str])
 async def learned_plan(ctx: PlanningContext, sha: str, round_: int, demos: Demonstrations,
                        feedback_ids: list[str]) -> list[str]:
     """The round's arms by their Thompson draws, those whose candidate an earlier round
-    judged and those whose posterior mean is below `TRY_BAR` left out, at most `operators_per_round`: operator names and `experience:ID`."""
+    judged and those whose posterior mean is below `TRY_BAR` left out, at most
+    `operators_per_round`: operator names and `experience:ID`."""
     cfg = ctx.config
     source = await ctx.store.aget_version_source(sha)
     entries = await asyncio.to_thread(library_entries, cfg.experience)
