@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from deep_stack import no_collection_at_depth
 
 from harness_learning.harnesses import compiler
 from harness_learning.harnesses.compiler import (
@@ -193,5 +194,6 @@ def test_parse_source_survives_a_finalizer_that_parses() -> None:
 
 
 def test_a_candidate_nested_too_deeply_is_invalid_not_a_crash() -> None:
-    with pytest.raises(compiler.HarnessInvalid, match="nested too deeply"):
+    with no_collection_at_depth(), pytest.raises(compiler.HarnessInvalid,
+                                                 match="nested too deeply"):
         compiler.check_source("def build_graph(tools):\n    return " + "1+" * 100000 + "1\n")
