@@ -213,17 +213,17 @@ def left_out_lines(store: LogStore) -> dict[int, str]:
     for e in store.iter_events(kinds=[PLAN_EVENT]):
         p = e.payload
         out = sorted((p.get("left_out") or {}).items(), key=lambda am: -am[1])
-        means = ", ".join(f"{_short_arm(arm)} ({m:.2f})" for arm, m in out[:LEFT_OUT_SHOWN])
+        means = ", ".join(f"{short_arm(arm)} ({m:.2f})" for arm, m in out[:LEFT_OUT_SHOWN])
         if len(out) > LEFT_OUT_SHOWN:
             means += f" and {len(out) - LEFT_OUT_SHOWN} more"
-        tried = ", ".join(map(_short_arm, p.get("tried") or [])) or "nothing"
+        tried = ", ".join(map(short_arm, p.get("tried") or [])) or "nothing"
         lines[int(p.get("round") or 0)] = (f"round {p.get('round')}: tried {tried}; left out, "
                                            f"expected to help below {p.get('bar')}: {means}")
     return lines
 
 
-def _short_arm(arm: str) -> str:
-    """An arm as `show` names candidates' origins: an entry by its id's first 12 characters."""
+def short_arm(arm: str) -> str:
+    """An arm as a candidate's origin names it: an entry by its id's first 12 characters."""
     if arm.startswith(EXPERIENCE_PREFIX):
         return EXPERIENCE_PREFIX + arm[len(EXPERIENCE_PREFIX):][:12]
     return arm

@@ -8,7 +8,7 @@ invalid candidate with the judge's reason, and the run goes on.
 
 from __future__ import annotations
 
-from harness_learning.graphs.adapter.experience import EXPERIENCE_PREFIX
+from harness_learning.graphs.adapter.experience import EXPERIENCE_PREFIX, short_arm
 from harness_learning.graphs.adapter.experience_search import completion_of, entry_for
 from harness_learning.graphs.adapter.few_shot import demonstrations
 from harness_learning.graphs.adapter.propose import (
@@ -30,7 +30,7 @@ class ExperienceProposer:
         ctx, entry_id = context.run, str(context.slot.name)
         arm = EXPERIENCE_PREFIX + entry_id
         entry = await entry_for(ctx, arm, proposal_id(context.round, context.slot.index))
-        origin = EXPERIENCE_PREFIX + (entry.short if entry else entry_id[:12])
+        origin = short_arm(arm)
         note = [{"role": "system", "content": f"experience entry {entry_id}: "
                  + (entry.summary if entry else "no longer in the library")}]
         text, fmt = "", "search_replace"
