@@ -2,8 +2,9 @@
 sandbox and log, through the installed entry point. A first run with the `plan` operator writes
 the library at its end; a second run with operators off reads it: the plan block comes back as
 a learned operator (origin experience:ID), `--json` names the entry, and the second run's end
-adds its outcome to the same entry; or, when the block lost in the first run and its draw is
-below the bar, the second run logs it as left out. No entry holds a question or answer of either split."""
+adds its outcome to the same entry; or, when the block lost in the first run and its posterior
+mean is below the bar, the second run logs it as left out. No entry holds a question or answer
+of either split."""
 
 from __future__ import annotations
 
