@@ -59,7 +59,10 @@ def assert_priced(run_dir: Path) -> None:
         0.0 if c.cached else usd(c.meta["prompt_tokens"], c.meta["completion_tokens"]))
         for c in calls)
     assert any(c.meta["cost"] > 0 for c in calls)
-    assert sorted(charged) == sorted(drafts)
+    assert set(drafts) <= set(charged)
+    # a sample that came back as the stop ended the run was paid but never became a proposal
+    stopped_round = max(p.round for p in drafts.values()) if drafts else 1
+    assert all(i.startswith(f"r{stopped_round}-") for i in set(charged) - set(drafts))
     assert all(charged[i] == pytest.approx(usd(p.prompt_tokens, p.completion_tokens))
                for i, p in drafts.items())
     assert spent["solver_cost_usd"] == pytest.approx(sum(c.meta["cost"] for c in calls))
