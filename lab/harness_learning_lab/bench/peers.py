@@ -302,14 +302,25 @@ def run_path(out: Path, task: str, system: str, seed: int) -> Path:
     return out / "runs" / task.replace(":", "_") / system / f"seed{seed}"
 
 
+def result_paths(out: Path, settings: dict[str, Any]) -> list[Path]:
+    """Where each run of the grid keeps its result, in the order the grid is run."""
+    return [run_path(out, task, system, seed) / "result.json" for seed in settings["seeds"]
+            for task in settings["tasks"] for system in settings["systems"]]
+
+
 def finished(out: Path, settings: dict[str, Any]) -> list[dict] | None:
     """Every run's stored result when all of them are finished (then no model is started),
     else None."""
-    paths = [run_path(out, task, system, seed) / "result.json" for seed in settings["seeds"]
-             for task in settings["tasks"] for system in settings["systems"]]
+    paths = result_paths(out, settings)
     if not all(p.exists() for p in paths):
         return None
     return [stored(p, settings) for p in paths]
+
+
+def finished_so_far(out: Path, settings: dict[str, Any]) -> list[dict]:
+    """The stored results of the grid's runs finished so far (a grid of many hours is read
+    while it runs, or between the sittings it takes)."""
+    return [stored(p, settings) for p in result_paths(out, settings) if p.exists()]
 
 
 def run(out: Path, settings: dict[str, Any], ends: Endpoints, log: Log = print) -> list[dict]:

@@ -279,13 +279,14 @@ def bench_peers(
     proposer_url: _Annotated[str, _typer.Option(help="A running Proposer server (ALIAS@URL); default: start local Qwen2.5-Coder-1.5B.")] = "",
     plot: _Annotated[_Path | None, _typer.Option(help="Write the anytime curves as a PNG here.")] = None,
     as_json: _Annotated[bool, _typer.Option("--json", help="Last line: per system final_test, ci95, solver_calls, ...")] = False,
+    finished: _Annotated[bool, _typer.Option(help="Print the table of the runs finished so far in OUT and run nothing: no model is started (a look at a grid another process is running, or one finished over several sittings).")] = False,
     ray: _Annotated[str, _typer.Option("--ray", help="Run each (task, seed, system) as a Ray task on this cluster: auto (the one `ray start` made here) or HOST:PORT; finished runs in --out are reused as without it (pip install 'harness-learning\\[ray]').")] = "",
 ) -> None:
     """Our adapter (best_valid, racing) against GEPA and OpenEvolve: same seed harness, models,
     problems and Solver-call budget; held-out score with a 95% interval, calls, tokens, wall;
     with ours with operators among the systems, the paired head-to-head figure under the table."""
     from harness_learning.cli.errors import EXIT_UNREACHABLE, EXIT_USAGE, CliError
-    from harness_learning_lab.bench import peers, peers_report, peers_stats
+    from harness_learning_lab.bench import peers
 
     def fail(message: str, hint: str) -> None:
         raise CliError(message, hint, EXIT_USAGE)
@@ -298,8 +299,13 @@ def bench_peers(
         print(msg, file=_sys.stderr, flush=True)
 
     try:
-        results = peers.finished(out, settings)
-        if results is None and ray:
+        if finished:
+            results = peers.finished_so_far(out, settings)
+            print(f"{len(results)} of {len(peers.result_paths(out, settings))} runs finished "
+                  f"in {out}", flush=True)
+            if not results:
+                return
+        elif (results := peers.finished(out, settings)) is None and ray:
             results = _peers_on_ray(ray, out, settings, solver_url, proposer_url, log)
         elif results is None:
             with peers.endpoints(solver_url, proposer_url, settings.get("solver_model", ""),
@@ -310,6 +316,13 @@ def bench_peers(
                        "command again: finished runs are kept", EXIT_UNREACHABLE) from e
     except ValueError as e:
         fail(str(e), "give each scale its own --out; servers as ALIAS@http://HOST:PORT/v1")
+    _print_peers(results, settings, plot, as_json)
+
+
+def _print_peers(results: list[dict], settings: dict, plot: _Path | None, as_json: bool) -> None:
+    """The peers table, the head-to-head figure, the plot and the JSON line of `results`."""
+    from harness_learning_lab.bench import peers_report, peers_stats
+
     systems = peers_report.summarize(results)
     print(peers_report.table(systems), flush=True)
     h2h = peers_stats.head_to_head(results, settings.get("gain_tasks", []))

@@ -108,6 +108,17 @@ def test_every_system_runs_on_equal_terms_and_a_rerun_reads_the_cache(tmp_path):
     assert again.exit_code == 0, again.output
     assert json.loads(again.output.strip().splitlines()[-1])["systems"] == systems
     assert "run rg:basic_arithmetic" not in again.output  # nothing was run again
+    # a grid with one run unfinished is read with --finished: no server is reached (none
+    # answers now), the finished runs' figures as before, the unfinished one left alone
+    gone = tmp_path / "out" / "runs" / "rg_basic_arithmetic" / SYSTEMS[-1] / "seed0"
+    (gone / "result.json").unlink()
+    look = CliRunner().invoke(app, ["bench", "peers", "--smoke", "--out", str(tmp_path / "out"),
+                                    "--finished", "--json"])
+    assert look.exit_code == 0, look.output
+    assert f"{len(SYSTEMS) - 1} of {len(SYSTEMS)} runs finished" in look.output
+    seen = json.loads(look.output.strip().splitlines()[-1])["systems"]
+    assert seen == {k: v for k, v in systems.items() if k != SYSTEMS[-1]}
+    assert not (gone / "result.json").exists() and "run rg:" not in look.output
 
 
 def test_bad_input_is_one_clear_line_with_a_hint(tmp_path, capsys):
