@@ -99,9 +99,13 @@ def table(systems: dict[str, Any]) -> str:
     lines.append("")
     lines.append("held-out by task   " + "  ".join(f"{t:>22}" for t in tasks))
     for name, s in systems.items():
-        lines.append(f"{name:<18} " + "  ".join(f"{s['per_task'].get(t, float('nan')):>22.3f}"
-                                               for t in tasks))
+        lines.append(f"{name:<18} " + "  ".join(cell(s["per_task"].get(t)) for t in tasks))
     return "\n".join(lines)
+
+
+def cell(score: float | None) -> str:
+    """A task's held-out score, or `-` where the system has no finished run of it."""
+    return f"{'-':>22}" if score is None else f"{score:>22.3f}"
 
 
 def plot(results: list[dict], path: Path, title: str) -> Path:

@@ -42,6 +42,14 @@ def test_the_interval_is_over_seeds_of_the_mean_over_tasks():
     assert peers_report.ci95([0.5]) is None
 
 
+def test_a_task_a_system_has_not_finished_reads_as_a_dash():
+    table = peers_report.table(peers_report.summarize(
+        [run_of("a", 0, 0.5, 10, "t1"), run_of("a", 0, 0.7, 10, "t2"), run_of("b", 0, 0.9, 10, "t2")]))
+    by_task = table.split("held-out by task", 1)[1].splitlines()
+    assert re.fullmatch(r"a\s+0\.500\s+0\.700", by_task[1])
+    assert re.fullmatch(r"b\s+-\s+0\.900", by_task[2]) and "nan" not in table
+
+
 def test_a_version_that_took_over_after_the_budget_does_not_count():
     curve = [{"solver_calls": 0, "test": 0.1}, {"solver_calls": 40, "test": 0.3},
              {"solver_calls": 55, "test": 0.9}]
