@@ -103,6 +103,24 @@ def table(systems: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def markdown(systems: dict[str, Any]) -> str:
+    """The table as Markdown, for a README: per system the held-out mean over tasks and seeds,
+    each task's score (`-` where none finished), Solver calls beside the calls allowed and how
+    many runs spent them within 10%, and Proposer calls per run (the fewest of any run)."""
+    tasks = sorted({t for s in systems.values() for t in s["per_task"]})
+    head = ["system", "held-out, mean over tasks and seeds", *tasks,
+            "Solver calls per run / allowed", "within 10%", "Proposer calls per run (min)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, s in systems.items():
+        per_task = [cell(s["per_task"].get(t)).strip() for t in tasks]
+        lines.append("| " + " | ".join([
+            f"`{name}`", f"{s['final_test']:.3f}", *per_task,
+            f"{s['solver_calls']:.1f} / {s.get('budget') or '-'}",
+            f"{s.get('spent_within_10pct', '-')}/{s['runs']}",
+            f"{s['proposer_calls']:.1f} ({s.get('proposer_calls_min', '-')})"]) + " |")
+    return "\n".join(lines)
+
+
 def cell(score: float | None) -> str:
     """A task's held-out score, or `-` where the system has no finished run of it."""
     return f"{'-':>22}" if score is None else f"{score:>22.3f}"

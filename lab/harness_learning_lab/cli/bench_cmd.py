@@ -280,6 +280,7 @@ def bench_peers(
     plot: _Annotated[_Path | None, _typer.Option(help="Write the anytime curves as a PNG here.")] = None,
     as_json: _Annotated[bool, _typer.Option("--json", help="Last line: per system final_test, ci95, solver_calls, ...")] = False,
     finished: _Annotated[bool, _typer.Option(help="Print the table of the runs finished so far in OUT and run nothing: no model is started (a look at a grid another process is running, or one finished over several sittings).")] = False,
+    markdown: _Annotated[bool, _typer.Option(help="After the table, the same figures as a Markdown table (a README's head to head).")] = False,
     ray: _Annotated[str, _typer.Option("--ray", help="Run each (task, seed, system) as a Ray task on this cluster: auto (the one `ray start` made here) or HOST:PORT; finished runs in --out are reused as without it (pip install 'harness-learning\\[ray]').")] = "",
 ) -> None:
     """Our adapter (best_valid, racing) against GEPA and OpenEvolve: same seed harness, models,
@@ -316,15 +317,19 @@ def bench_peers(
                        "command again: finished runs are kept", EXIT_UNREACHABLE) from e
     except ValueError as e:
         fail(str(e), "give each scale its own --out; servers as ALIAS@http://HOST:PORT/v1")
-    _print_peers(results, settings, plot, as_json)
+    _print_peers(results, settings, plot, as_json, markdown)
 
 
-def _print_peers(results: list[dict], settings: dict, plot: _Path | None, as_json: bool) -> None:
-    """The peers table, the head-to-head figure, the plot and the JSON line of `results`."""
+def _print_peers(results: list[dict], settings: dict, plot: _Path | None, as_json: bool,
+                 markdown: bool = False) -> None:
+    """The peers table (and its Markdown), the head-to-head figure, the plot and the JSON line
+    of `results`."""
     from harness_learning_lab.bench import peers_report, peers_stats
 
     systems = peers_report.summarize(results)
     print(peers_report.table(systems), flush=True)
+    if markdown:
+        print("\n" + peers_report.markdown(systems) + "\n", flush=True)
     h2h = peers_stats.head_to_head(results, settings.get("gain_tasks", []))
     if h2h is not None:
         print(peers_stats.text(h2h), flush=True)

@@ -229,3 +229,12 @@ def test_a_peers_root_log_handlers_leave_with_its_run(tmp_path) -> None:
         assert (tmp_path / "run1.log").read_text() == "during the run\n"
     finally:
         root.removeHandler(kept)
+
+
+def test_the_markdown_table_carries_each_systems_row_and_a_dash_for_a_missing_task():
+    runs = [run_of("a", 0, 0.5, 10, "t1"), run_of("a", 0, 0.7, 12, "t2"),
+            {**run_of("b", 0, 0.9, 40, "t2"), "budget": 40}]
+    lines = peers_report.markdown(peers_report.summarize(runs)).splitlines()
+    assert lines[0].split(" | ")[2:4] == ["t1", "t2"] and lines[1] == "|" + "---|" * 7
+    assert lines[2] == "| `a` | 0.600 | 0.500 | 0.700 | 11.0 / - | 0/2 | 2.0 (2) |"
+    assert lines[3] == "| `b` | 0.900 | - | 0.900 | 40.0 / 40 | 1/1 | 2.0 (2) |"
