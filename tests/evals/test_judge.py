@@ -15,6 +15,7 @@ import pytest
 from scripted_sums import ScriptedModel, SumTask, solver_rule
 
 from harness_learning.evals.judge import (
+    INERT,
     INVALID_KINDS,
     UNCHANGED,
     UNSCORED_SHARE,
@@ -205,6 +206,17 @@ def test_a_no_op_edit_is_invalid_with_reward_zero(completion, fmt):
     assert not outcome.valid and outcome.invalid_kind == UNCHANGED and outcome.reward == 0.0
     assert outcome.reward_parts["unchanged"] is True and outcome.new_source == SEED
     assert Outcome.from_dict(outcome.to_dict()) == outcome
+
+
+def test_an_edit_that_changes_nothing_that_runs_is_refused_before_the_solver():
+    dead_twin = SEED + '\n\ndef solve(state):\n    return {"answer": "589"}\n'
+    outcome = asyncio.run(judge_candidate(SEED, f"```python\n{dead_twin}```\n", "whole_program",
+                                          "stop", track="reasoning", line_limit=LINE_LIMIT,
+                                          selection=[], evaluate=never_evaluated))
+    assert outcome.applied and not outcome.unchanged and outcome.invalid_kind == INERT
+    assert "'solve', which nothing calls" in outcome.invalid_reason and outcome.reward == 0.0
+    assert not check_candidate(SEED, CAREFUL, "search_replace", "stop", track="reasoning",
+                               line_limit=LINE_LIMIT).invalid_kind  # a prompt edit still runs
 
 
 def test_every_invalid_kind_is_named_once():

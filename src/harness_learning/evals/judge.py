@@ -35,6 +35,7 @@ from harness_learning.evals.rewards import proposal_reward
 from harness_learning.harnesses.compiler import INVALID_KINDS as CHECK_KINDS
 from harness_learning.harnesses.compiler import HarnessInvalid, check_source
 from harness_learning.harnesses.edits import EDIT_ERROR_KINDS, parse_and_apply
+from harness_learning.harnesses.edits.normalise import inert_change
 from harness_learning.harnesses.results import ErrorKind
 from harness_learning.harnesses.store.records import Outcome
 
@@ -57,11 +58,15 @@ infrastructure would otherwise be scored on the first kind alone (1.000 on 4 of 
 DUPLICATE = "duplicate"
 """The new source is, up to comments and layout, a version the run already judged
 (`harnesses.edits.normalise`): refused before any evaluation, nothing new to learn, reward 0."""
+INERT = "inert"
+"""The edit changes nothing that runs: only docstrings, or top-level functions nothing calls
+(`harnesses.edits.normalise.inert_change`). Refused before any evaluation, like `unchanged`:
+evaluated, it would tie its parent and, adopted at the tie, leave dead code behind; reward 0."""
 JUDGE_KINDS: tuple[str, ...] = (UNCHANGED, REWARD_HACKING, INCOMPLETE, EVAL_TIMEOUT,
-                                UNSCORED_SHARE, DUPLICATE)
+                                UNSCORED_SHARE, DUPLICATE, INERT)
 INVALID_KINDS: tuple[str, ...] = (*EDIT_ERROR_KINDS, *CHECK_KINDS, *JUDGE_KINDS)
 """Every value `Outcome.invalid_kind` takes: what logs record and tables count."""
-ZEROED = frozenset({UNCHANGED, REWARD_HACKING, DUPLICATE})
+ZEROED = frozenset({UNCHANGED, REWARD_HACKING, DUPLICATE, INERT})
 """Invalid kinds whose reward is 0 whatever the bonuses would say."""
 REASON_CHARS = 500
 
@@ -91,6 +96,8 @@ def check_candidate(parent_source: str, completion: str, edit_format: str,
         verdict = invalid(edit.failure.kind, edit.failure.detail)
     elif edit.unchanged:
         verdict = invalid(UNCHANGED, "the edit leaves the parent's source as it was")
+    elif why := inert_change(parent_source, edit.new_source):
+        verdict = invalid(INERT, why)
     else:
         try:
             check_source(edit.new_source, line_limit)

@@ -24,6 +24,10 @@ GOOD = ('<<<<<<< SEARCH\nPROMPT = """Solve the problem. Think briefly, then give
 MISSED = GOOD.replace('PROMPT = """Solve the problem. Think', 'PROMPT = """Solve  the problem. Think', 1)
 NOOP = ('<<<<<<< SEARCH\nclass State(TypedDict, total=False):\n=======\n'
         'class State(TypedDict, total=False):\n>>>>>>> REPLACE\n')
+FIRST_LINE = ('"""Seed harness, reasoning track: one Solver call that answers directly. One '
+              'worked example,')
+DOCSTRING_ONLY = (f'<<<<<<< SEARCH\n{FIRST_LINE}\n=======\n'
+                  f'{FIRST_LINE.replace("Seed", "The seed")}\n>>>>>>> REPLACE\n')
 
 
 def run_with(tmp_path, model, turns: int = 1, size: int = 4):
@@ -65,22 +69,23 @@ def test_a_missed_search_is_repaired_with_the_closest_lines(tmp_path, scripted) 
     assert attempts[1]["kept"] and "completion" not in attempts[1]
 
 
-def test_a_no_op_is_sampled_afresh_with_a_note_and_turns_off_with_zero(tmp_path,
-                                                                        scripted) -> None:
+@pytest.mark.parametrize(("no_op", "kind"), [(NOOP, "unchanged"), (DOCSTRING_ONLY, "inert")])
+def test_a_no_op_is_sampled_afresh_with_a_note_and_turns_off_with_zero(tmp_path, scripted,
+                                                                        no_op, kind) -> None:
     seeds = []
 
     def proposer(prompt: str, params: dict) -> str:
         seeds.append(params["seed"])
-        return GOOD if prompt.endswith(NO_OP_NOTE) else NOOP
+        return GOOD if prompt.endswith(NO_OP_NOTE) else no_op
 
     view, attempts, proposal, model = run(tmp_path, scripted, proposer)
     assert [(a["attempt"], a["invalid_kind"]) for a in attempts] == [
-        ("sample", "unchanged"), ("resample", None)] and view["valid"]
-    assert seeds[1] != seeds[0] and NOOP not in model.calls[-1]  # the copy is not shown back
+        ("sample", kind), ("resample", None)] and view["valid"]
+    assert seeds[1] != seeds[0] and no_op not in model.calls[-1]  # the copy is not shown back
     assert model.calls[-1] == model.calls[0] + NO_OP_NOTE
     assert proposal.prompt[-1]["content"].endswith(NO_OP_NOTE)
     view, attempts, _, _ = run(tmp_path, scripted, proposer, turns=0)
-    assert [a["invalid_kind"] for a in attempts] == ["unchanged"] and not view["valid"]
+    assert [a["invalid_kind"] for a in attempts] == [kind] and not view["valid"]
 
 
 def test_closest_lines_finds_the_run_a_search_meant() -> None:

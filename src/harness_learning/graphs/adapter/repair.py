@@ -14,18 +14,18 @@ from __future__ import annotations
 import difflib
 from collections.abc import Awaitable, Callable
 
-from harness_learning.evals.judge import DUPLICATE, UNCHANGED, Outcome
+from harness_learning.evals.judge import DUPLICATE, INERT, UNCHANGED, Outcome
 from harness_learning.harnesses.edits import EDIT_ERROR_KINDS
 from harness_learning.harnesses.llm.completion import Completion
 
 REPAIRABLE = frozenset(EDIT_ERROR_KINDS) - {"truncated"} | {"syntax", "too_long",
                                                              "no_build_graph"}
 """Invalid kinds a repair turn can fix (a truncated answer needs a shorter one, not a fix)."""
-RESAMPLED = frozenset({UNCHANGED, DUPLICATE})
-"""Invalid kinds answered by a fresh sample: a no-op, and a repeat of a version the run already
-judged (`graphs.adapter.run_memory.refuse_repeats`)."""
+RESAMPLED = frozenset({UNCHANGED, INERT, DUPLICATE})
+"""Invalid kinds answered by a fresh sample: a no-op (to the letter, or in what runs), and a
+repeat of a version the run already judged (`graphs.adapter.run_memory.refuse_repeats`)."""
 NO_OP_NOTE = (
-    "\n\n(An earlier answer to this request left the program exactly as it was and was "
+    "\n\n(An earlier answer to this request left what the program does as it was and was "
     "refused. Change what the program does: how the Solver is asked, how its reply is read "
     "and checked, or which tool or building block it uses.)")
 """Appended to the request when a no-op is resampled: the Proposer learns a copy is refused
@@ -87,8 +87,8 @@ Judged = Callable[[Completion, str], Awaitable[Outcome]]
 async def second_chances(messages: list[dict[str, str]], seed: int, parent_source: str,
                          sample: Sample, judged: Judged, *, turns: int
                          ) -> tuple[list[dict[str, str]], Completion, Outcome]:
-    """A sample, then up to `turns` second chances: a fresh sample when it changes nothing
-    (with `NO_OP_NOTE`) or repeats a version already judged (kind `duplicate`: the prompt's
+    """A sample, then up to `turns` second chances: a fresh sample when it changes nothing that
+    runs (kinds `unchanged` and `inert`, with `NO_OP_NOTE`) or repeats a version already judged (kind `duplicate`: the prompt's
     run memory already says a repeat is refused), one repair turn when it cannot be used.
     Returns the prompt the last completion answered, it, and its outcome. `judged` checks
     (and may log) each attempt by name: sample, resample, repair."""
@@ -96,7 +96,7 @@ async def second_chances(messages: list[dict[str, str]], seed: int, parent_sourc
     outcome = await judged(completion, "sample")
     for turn in range(turns):
         if outcome.invalid_kind in RESAMPLED:
-            if outcome.invalid_kind == UNCHANGED:
+            if outcome.invalid_kind in (UNCHANGED, INERT):
                 messages = with_no_op_note(messages)
             completion = await sample(messages, seed + RESAMPLE_SEED * (turn + 1))
             outcome = await judged(completion, "resample")
