@@ -96,13 +96,13 @@ def check_candidate(parent_source: str, completion: str, edit_format: str,
         verdict = invalid(edit.failure.kind, edit.failure.detail)
     elif edit.unchanged:
         verdict = invalid(UNCHANGED, "the edit leaves the parent's source as it was")
-    elif why := inert_change(parent_source, edit.new_source):
-        verdict = invalid(INERT, why)
     else:
         try:
             check_source(edit.new_source, line_limit)
         except HarnessInvalid as err:
             verdict = invalid(err.kind, err.detail)
+    if not verdict and (why := inert_change(parent_source, edit.new_source)):
+        verdict = invalid(INERT, why)
     if not verdict:
         hacked = reward_hacking_reason(edit.new_source, parent_source, exposure.golds,
                                        exposure.demonstrable)

@@ -91,7 +91,7 @@ def parse_source(source: str, filename: str = "<unknown>") -> ast.Module:
 
 def check_source(source: str, line_limit: int = LINE_LIMIT) -> ast.Module:
     """Static checks (parse only, nothing runs): syntax, a top-level `build_graph`, the line
-    limit. Returns the parsed module; raises `HarnessInvalid`."""
+    limit, a tree at most `MAX_DEPTH` levels deep. Returns the parsed module; raises `HarnessInvalid`."""
     if not isinstance(source, str):
         raise HarnessInvalid("syntax", f"source must be text, got {type(source).__name__}")
     try:
@@ -105,6 +105,9 @@ def check_source(source: str, line_limit: int = LINE_LIMIT) -> ast.Module:
     n = count_lines(source)
     if n > line_limit:
         raise HarnessInvalid("too_long", f"{n} lines, over the limit of {line_limit}")
+    if (depth := tree_depth(tree)) > MAX_DEPTH:
+        raise HarnessInvalid("syntax", f"nested {depth} levels deep, over the limit of "
+                             f"{MAX_DEPTH}")
     defined = any(
         isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "build_graph"
         for node in tree.body
@@ -117,6 +120,22 @@ def check_source(source: str, line_limit: int = LINE_LIMIT) -> ast.Module:
         raise HarnessInvalid("no_build_graph", "no top-level function `build_graph(tools)` "
                              f"(or a compiled `{MODULE_GRAPH}`, as langgraph.json names one)")
     return tree
+
+
+MAX_DEPTH = 100
+"""The deepest syntax tree a harness may have. This package's own modules reach 18 levels; a
+Proposer caught in a loop writes `1+1+...+1`, a tree a thousand levels deep that the parser
+takes but Python's recursive tree walkers (`ast.dump`, `ast.unparse`, `copy.deepcopy`) do not."""
+
+
+def tree_depth(tree: ast.AST) -> int:
+    """The number of levels of `tree`, counted without recursion."""
+    deepest, todo = 0, [(tree, 1)]
+    while todo:
+        node, depth = todo.pop()
+        deepest = max(deepest, depth)
+        todo.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 MODULE_GRAPH = "graph"

@@ -45,3 +45,18 @@ def test_a_block_wrapped_seed_keeps_its_inner_builder_alive():
 ])
 def test_what_might_run_or_cannot_be_read_is_never_called_inert(twist):
     assert inert_change(SEED, twist(SEED)) is None
+
+
+@pytest.mark.parametrize("terms", [1_000, 100_000])
+def test_a_tree_too_deep_to_walk_is_judged_by_the_compiler_not_raised(terms):
+    """`X = 1+1+...` from a Proposer caught in a loop: too deep for `ast.dump` (1,000 terms) or
+    for the parser (100,000). The judge's own checks must not raise on it, and the compiler's
+    refuses it (`MAX_DEPTH`), so no such tree becomes a version."""
+    from harness_learning.evals.judge import check_candidate
+    from harness_learning.harnesses.edits.normalise import normalised_sha
+
+    deep = SEED + "\nX = 1" + "+1" * terms + "\n"
+    assert inert_change(SEED, deep) is None and len(normalised_sha(deep)) == 64
+    outcome = check_candidate(SEED, f"```python\n{deep}```\n", "whole_program", "stop",
+                              track="reasoning", line_limit=400)
+    assert outcome.invalid_kind == "syntax" and "deep" in outcome.invalid_reason

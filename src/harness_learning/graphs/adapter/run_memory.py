@@ -235,11 +235,15 @@ def describe_change(parent: str, child: str) -> str:
 
 def _units(source: str) -> dict[str, str] | None:
     """Each definition (qualified name) and module-level name, with a dump of its own code;
-    None when `source` does not parse. Imports count as one unit, `imports`."""
+    None when `source` does not parse, or is too deep to dump (a refused proposal's source can
+    be: `harnesses.compiler.MAX_DEPTH`). Imports count as one unit, `imports`."""
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        return _units_of(ast.parse(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+def _units_of(tree: ast.Module) -> dict[str, str]:
     units: dict[str, str] = {}
     imports = [ast.dump(n) for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
     if imports:

@@ -33,7 +33,9 @@ def normalised_source(source: str) -> str:
     compared line by line with outer whitespace and blank lines dropped."""
     try:
         return ast.dump(ast.parse(source))
-    except (SyntaxError, ValueError):  # ValueError: a NUL byte in the source
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        # ValueError: a NUL byte; RecursionError: a tree too deep to walk (`1+1+...+1`, a
+        # degenerate answer's loop), which only the compiler's check may call invalid
         return "\n".join(line.strip() for line in source.splitlines() if line.strip())
 
 
@@ -54,7 +56,7 @@ def inert_change(parent: str, new: str) -> str | None:
     try:
         old_form, old_dead = _running_form(parent)
         new_form, new_dead = _running_form(new)
-    except (SyntaxError, ValueError, _Dynamic):
+    except (SyntaxError, ValueError, RecursionError, MemoryError, _Dynamic):
         return None
     if old_form != new_form:
         return None
