@@ -52,6 +52,11 @@ def test_a_nested_node_function_is_replaced_in_place_and_its_imports_added() -> 
     ("```python\ndef solve(state):\n    return {}\ndef helper():\n    pass\n```",
      "malformed_block", "found 2 functions"),
     ("```python\ndef solve(state):\n    return {}\n", "malformed_block", "never closed"),
+    # a lone surrogate (a JSON "\ud800" from a server) and a looping answer's 1+1+...+1
+    ("```python\ndef solve(state):\n    return {'a': '\ud800'}\n```", "malformed_block",
+     "surrogates not allowed"),
+    ("```python\ndef solve(state):\n    return 1" + "+1" * 100_000 + "\n```", "malformed_block",
+     "nested too deeply for the parser"),
 ])
 def test_an_unusable_function_edit_names_why(completion: str, kind: str, detail: str) -> None:
     edit = parse_and_apply(SEED, completion, "function")

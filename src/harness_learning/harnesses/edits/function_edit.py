@@ -48,6 +48,11 @@ def parsed_block(code: str) -> ast.Module:
         line = f": {err.text.strip()!r}" if err.text and err.text.strip() else ""
         raise EditError("malformed_block", f"the new function does not parse: {err.msg} "
                                            f"(line {err.lineno}{line})") from None
+    except (ValueError, RecursionError, MemoryError) as err:
+        # ValueError: a NUL byte or a lone surrogate (a JSON "\ud800" from the server);
+        # RecursionError: nested too deeply for the parser
+        detail = str(err) if isinstance(err, ValueError) else "nested too deeply for the parser"
+        raise EditError("malformed_block", f"the new function does not parse: {detail}") from None
 
 
 def is_program(tree: ast.Module) -> bool:
