@@ -91,7 +91,8 @@ def parse_source(source: str, filename: str = "<unknown>") -> ast.Module:
 
 def check_source(source: str, line_limit: int = LINE_LIMIT) -> ast.Module:
     """Static checks (parse only, nothing runs): syntax, a top-level `build_graph`, the line
-    limit, a tree at most `MAX_DEPTH` levels deep. Returns the parsed module; raises `HarnessInvalid`."""
+    limit, a tree at most `MAX_DEPTH` levels deep. Returns the parsed module; raises
+    `HarnessInvalid`."""
     if not isinstance(source, str):
         raise HarnessInvalid("syntax", f"source must be text, got {type(source).__name__}")
     try:

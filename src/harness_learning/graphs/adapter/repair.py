@@ -88,8 +88,9 @@ async def second_chances(messages: list[dict[str, str]], seed: int, parent_sourc
                          sample: Sample, judged: Judged, *, turns: int
                          ) -> tuple[list[dict[str, str]], Completion, Outcome]:
     """A sample, then up to `turns` second chances: a fresh sample when it changes nothing that
-    runs (kinds `unchanged` and `inert`, with `NO_OP_NOTE`) or repeats a version already judged (kind `duplicate`: the prompt's
-    run memory already says a repeat is refused), one repair turn when it cannot be used.
+    runs (kinds `unchanged` and `inert`, with `NO_OP_NOTE`) or repeats a version already
+    judged (kind `duplicate`: the prompt's run memory already says a repeat is refused), one
+    repair turn when it cannot be used.
     Returns the prompt the last completion answered, it, and its outcome. `judged` checks
     (and may log) each attempt by name: sample, resample, repair."""
     completion = await sample(messages, seed)
