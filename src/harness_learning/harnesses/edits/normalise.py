@@ -19,7 +19,9 @@ import ast
 import hashlib
 import symtable
 
-ENTRY_POINTS = frozenset({"build_graph", "graph"})
+from harness_learning.harnesses.compiler import MODULE_GRAPH
+
+ENTRY_POINTS = frozenset({"build_graph", MODULE_GRAPH})
 """Top-level names the compiler looks up by name: used though no code refers to them."""
 DYNAMIC_LOOKUPS = frozenset({"globals", "vars", "locals", "eval", "exec", "__import__",
                              "importlib", "sys"})
@@ -86,11 +88,9 @@ def _running_form(source: str) -> tuple[str, dict[str, str]]:
                  if not (isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
                          and node.name in dead)]
     for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
-                node.body = body[1:] or [ast.Pass()]
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) \
+                and ast.get_docstring(node, clean=False) is not None:
+            node.body = node.body[1:] or [ast.Pass()]
     return ast.dump(tree), {name: ast.dump(node) for name, node in dead.items()}
 
 
