@@ -266,7 +266,7 @@ def one_run(settings: dict[str, Any], ends: Endpoints, proxy: ProposerProxy, out
               **proxy.spent(label), "wall_s": round(wall, 1)}
     done.write_text(json.dumps(result, indent=1))
     reseeds = result["proposer_reseeded"]
-    reseeded = f" ({reseeds} repeats reseeded)" if reseeds else ""
+    reseeded = f" ({reseeds} {'repeat' if reseeds == 1 else 'repeats'} reseeded)" if reseeds else ""
     log(f"  {label}: held-out {result['final_test']:.3f} after {result['solver_calls']} Solver "
         f"calls, {result['proposer_tokens']} Proposer tokens{reseeded}, {wall:.0f} s")
     return result
