@@ -126,6 +126,16 @@ def cell(score: float | None) -> str:
     return f"{'-':>22}" if score is None else f"{score:>22.3f}"
 
 
+def plot_title(results: list[dict], settings: dict[str, Any]) -> str:
+    """The plot's title, counted from the runs it draws: a grid read part way (`--finished`)
+    is titled by what it holds, not by what the settings plan."""
+    tasks = len({r["task"] for r in results})
+    seeds = len({r["seed"] for r in results})
+    solver = settings.get("solver_model") or "SmolLM2"
+    return (f"bench peers: {tasks} task(s) x {seeds} seed(s), {len(results)} runs, budget "
+            f"{settings['budget']} Solver calls, {solver} Solver, Qwen Proposer")
+
+
 def plot(results: list[dict], path: Path, title: str) -> Path:
     import matplotlib
 

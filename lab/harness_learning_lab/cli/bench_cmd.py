@@ -334,9 +334,7 @@ def _print_peers(results: list[dict], settings: dict, plot: _Path | None, as_jso
     if h2h is not None:
         print(peers_stats.text(h2h), flush=True)
     if plot:
-        title = (f"bench peers: {len(settings['tasks'])} task(s) x {len(settings['seeds'])} "
-                 f"seed(s), budget {settings['budget']} Solver calls, "
-                 f"{settings.get('solver_model') or 'SmolLM2'} Solver, Qwen Proposer")
+        title = peers_report.plot_title(results, settings)
         print(f"plot: {peers_report.plot(results, plot, title)}", flush=True)
     if as_json:
         print(_json.dumps({"systems": systems, "settings": settings, "head_to_head": h2h}))

@@ -179,6 +179,18 @@ def test_the_command_prints_the_fewest_proposals_and_the_figure_from_stored_runs
     assert peers_report.summarize(products)["gepa"]["proposer_calls_min"] == 4
 
 
+def test_the_plot_of_a_grid_read_part_way_is_titled_by_the_runs_it_draws():
+    """`--finished --plot` on a grid half done: the title counts the finished runs' tasks and
+    seeds, not the settings' plan (it used to say 2 seeds with only seed 0 finished)."""
+    settings = {"tasks": ["rg:products", "rg:chain_sum"], "seeds": [0, 1], "budget": 40,
+                "solver_model": "qwen2.5-coder-1.5b"}
+    seed0 = [r for r in grid() if r["seed"] == 0 and r["task"] == "rg:products"]
+    title = peers_report.plot_title(seed0, settings)
+    assert title.startswith(f"bench peers: 1 task(s) x 1 seed(s), {len(seed0)} runs, budget 40")
+    assert peers_report.plot_title(grid(), settings).startswith(
+        f"bench peers: 3 task(s) x 2 seed(s), {len(grid())} runs")
+
+
 @pytest.mark.slow
 def test_the_scales_solver_model_is_the_one_started():
     """`endpoints` starts the scale's Solver (Qwen here, a server of its own), not SmolLM2."""
