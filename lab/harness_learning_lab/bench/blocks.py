@@ -44,6 +44,9 @@ class Arm:
     wall_s: float
     f1: list[float] | None = None
     """Per-problem token F1, for tasks with `metrics` (QA); None elsewhere."""
+    answers: list[str | None] | None = None
+    """Per-problem answer (None for an error), so a kept arm can be read for why it lost
+    without running it again; None in files kept before it was recorded."""
 
 
 def arm_source(task: Any, arm: str) -> str:
@@ -65,7 +68,8 @@ async def run_arm(task: Any, arm: str, problems: list, solver: str, params: dict
     result = await evaluate(arm_source(task, arm), problems, task, toolbox, concurrency=concurrency)
     calls = sum(1 for r in result.results for c in r.calls if c.tool == "llm")
     return Arm(task.name, arm, [r.score or 0.0 for r in result.results], calls,
-               round(time.monotonic() - started, 1), f1_scores(task, problems, result.results))
+               round(time.monotonic() - started, 1), f1_scores(task, problems, result.results),
+               [r.answer for r in result.results])
 
 
 def f1_scores(task: Any, problems: list, results: Sequence[ProblemResult]) -> list[float] | None:

@@ -41,6 +41,8 @@ def test_one_real_arm_is_kept_and_resumed(tmp_path, local_model_url) -> None:
     assert [r["arm"] for r in rows] == ["seed", "plan"] and all(r["n"] == 2 for r in rows)
     plan = json.loads((tmp_path / "rg_chain_sum__plan.json").read_text())
     assert rows[1]["llm_calls_per_problem"] == plan["llm_calls"] / 2 >= 2  # the plan is a call
+    assert len(plan["answers"]) == 2 and all(a is None or isinstance(a, str)
+                                              for a in plan["answers"])
     again = blocks.run(["rg:chain_sum"], ["plan"], 2, tmp_path, "nobody:no-model", params, {})
     assert again == rows  # resumed from the files: no model was asked
     assert "| rg:chain_sum | plan | 2 |" in blocks.table(rows)
@@ -63,7 +65,8 @@ def test_qa_arms_carry_token_f1_beside_exact_match(data_dir, monkeypatch) -> Non
     assert "| musique | seed | 2 | 0.000 | 0.250 | - | 3.0 | 1.0 |" in blocks.table(rows)
     assert "F1" not in blocks.table([{k: v for k, v in rows[0].items() if k != "f1"}])
     # an arm kept by an earlier version (no F1) still loads
-    assert blocks.Arm(task="t", arm="seed", scores=[1.0], llm_calls=1, wall_s=0.1).f1 is None
+    old = blocks.Arm(task="t", arm="seed", scores=[1.0], llm_calls=1, wall_s=0.1)
+    assert old.f1 is None and old.answers is None
 
 
 def test_the_committed_reports_cover_three_reasoning_tasks_and_a_qa_task() -> None:
