@@ -133,7 +133,7 @@ def plot_title(results: list[dict], settings: dict[str, Any]) -> str:
     seeds = len({r["seed"] for r in results})
     solver = settings.get("solver_model") or "SmolLM2"
     return (f"bench peers: {tasks} task(s) x {seeds} seed(s), {len(results)} runs, budget "
-            f"{settings['budget']} Solver calls, {solver} Solver, Qwen Proposer")
+            f"{settings['budget']} Solver calls\n{solver} Solver, Qwen Proposer")
 
 
 def plot(results: list[dict], path: Path, title: str) -> Path:
