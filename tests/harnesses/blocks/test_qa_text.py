@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from harness_learning.harnesses.blocks.qa import CHARS_PER_TOKEN, Shown, bounded, normalise_short
+from harness_learning.harnesses.blocks.qa import (
+    CHARS_PER_TOKEN,
+    Shown,
+    bounded,
+    normalise_short,
+    short_answer,
+)
 
 
 def test_each_passage_gets_an_equal_share_of_the_token_budget_and_appears_once() -> None:
@@ -40,3 +46,39 @@ def test_short_passages_are_shown_whole_and_none_is_said() -> None:
 ])
 def test_the_short_answer_is_normalised_by_rule(reply: str, short: str) -> None:
     assert normalise_short(reply) == short
+
+
+class Replies:
+    """A scripted Solver for the short answer's control flow (the real-model path is
+    tests/harnesses/blocks/test_blocks.py): every call gets `reply`."""
+
+    def __init__(self, reply: str) -> None:
+        self.reply, self.prompts = reply, []
+
+    def llm(self, prompt: str, **_: object) -> str:
+        self.prompts.append(prompt)
+        return self.reply
+
+
+@pytest.mark.parametrize(("question", "answer", "reply", "kept"), [
+    # the 1.5B Solver's reply to 4 of 24 HotpotQA names: not a span, so the answer stands
+    ("Who was older, George Atzerodt or Andrew Johnson?", "Andrew Johnson", "Yes",
+     "Andrew Johnson"),
+    ("Were both bands formed in Leeds?", "Both were formed in Leeds.", "Yes.", "yes"),
+    ("Is Paris in Spain?", "Paris is in France, not Spain", "No", "no"),
+    ("Where was Tomas Berg born?", "He was born in Oskarby, Sweden.", "Oskarby", "Oskarby"),
+    ("Where was Tomas Berg born?", "He was born in Oskarby, Sweden.", "Stockholm",
+     "He was born in Oskarby, Sweden"),  # words the answer never said
+    ("Which band?", "The Beatles", "the Beatles.", "Beatles"),
+    ("When?", "It opened on 12 May 1887.", "Answer: 12 May 1887", "12 May 1887"),
+])
+def test_the_short_answer_keeps_only_a_span_of_the_answer(question: str, answer: str,
+                                                          reply: str, kept: str) -> None:
+    tools = Replies(reply)
+    assert short_answer(tools, question, answer) == kept
+    assert len(tools.prompts) == 1 and f"Answer: {answer}\n" in tools.prompts[0]
+
+
+def test_an_empty_answer_asks_nothing() -> None:
+    tools = Replies("Yes")
+    assert short_answer(tools, "Who?", "  ") == "" and tools.prompts == []
