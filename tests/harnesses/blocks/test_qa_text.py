@@ -64,6 +64,8 @@ class Replies:
     # the 1.5B Solver's reply to 4 of 24 HotpotQA names: not a span, so the answer stands
     ("Who was older, George Atzerodt or Andrew Johnson?", "Andrew Johnson", "Yes",
      "Andrew Johnson"),
+    # an either/or question opens like a yes/no one but asks for one of the two (2Wiki)
+    ("Was Diego Lugano or John R. Gunn born first?", "John R. Gunn", "Yes", "John R. Gunn"),
     ("Were both bands formed in Leeds?", "Both were formed in Leeds.", "Yes.", "yes"),
     ("Is Paris in Spain?", "Paris is in France, not Spain", "No", "no"),
     ("Where was Tomas Berg born?", "He was born in Oskarby, Sweden.", "Oskarby", "Oskarby"),
