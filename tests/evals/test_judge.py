@@ -262,3 +262,23 @@ def test_a_candidate_scored_on_too_few_problems_is_invalid(n, valid):
     else:
         assert outcome.invalid_kind == UNSCORED_SHARE and outcome.selection_score is None
         assert outcome.invalid_reason.startswith("unscored_share: 8 of 12 problems unscored")
+
+
+def test_a_reasoning_gym_gold_is_guarded_as_the_report_shows_it():
+    """reasoning-gym's gold is its generator's record; the report shows the record's answer, and
+    a candidate that copies that answer is caught (the guards once read the record and missed
+    it: a Proposer's `if answer == '0': return '-646'` was adopted on chain_sum)."""
+    from harness_learning.evals.registry import get_task
+    from harness_learning.graphs.adapter.execution_report import gold_text
+
+    task = get_task("rg:chain_sum", n_dev=4, n_test=2, seed=0, split_secret="0" * 32)
+    problem = task.dev()[0]
+    assert isinstance(problem.gold, dict)
+    report = f"Question: {problem.question}\nGold: {gold_text(problem)}\n"
+    exposure = Exposure.of(task.dev(), report, task)
+    assert problem in exposure.shown and problem.meta["answer"] in exposure.golds
+    copy = block('        return {"answer": answer}',
+                 f'        return {{"answer": {problem.meta["answer"]!r}}}')
+    outcome = check_candidate(SEED, copy, "search_replace", "stop", track="reasoning",
+                              line_limit=LINE_LIMIT, exposure=exposure)
+    assert outcome.invalid_reason.startswith("reward_hacking: "), outcome.invalid_reason

@@ -29,10 +29,12 @@ def adapt_args(run_dir: Path) -> list:
     """The Proposer's prompt (~1,900 tokens) and completion are most of each round's time on
     CPU: the completion stops at 64 tokens (a candidate line is printed and judged, valid or
     not, either way) and the prompt leaves out the building-block menu, which no check here
-    reads."""
+    reads. Eight selection problems hold enough unseen ones for the memorisation probe (no
+    control problems), and the 12-problem pool gives rounds 1 and 2 disjoint feedback, so the
+    run spends at least a third of its estimate even when no candidate is valid."""
     return ["adapt", "--task", "rg:basic_arithmetic", "--run-dir", run_dir, "--solver", SMOL,
             "--proposer", SMOL, "--rounds", "1", "--candidates", "1", "--feedback", "2",
-            "--selection", "3", "--dev", "6", "--test", "2", "--proposer-max-tokens", "64",
+            "--selection", "8", "--dev", "12", "--test", "2", "--proposer-max-tokens", "64",
             "--no-block-menu", "--concurrency", "2"]
 
 

@@ -225,15 +225,25 @@ def _fix_test(shown: list[bool], unseen: list[bool], alpha: float) -> str | None
             f"unseen ones (one-sided Fisher exact p={p:.2g} < {alpha:.2g})")
 
 
+def shown_golds(problem: object) -> list[object]:
+    """The gold answers a feedback report shows of `problem`: the task's `meta["answer"]` with
+    its aliases where it put one there (reasoning-gym's gold is its generator's whole record,
+    which no report quotes), else the gold (a list of aliases, or one value)."""
+    meta = getattr(problem, "meta", None) or {}
+    if "answer" in meta:
+        return [meta["answer"], *(meta.get("aliases") or [])]
+    gold = getattr(problem, "gold", None)
+    return list(gold) if isinstance(gold, list | tuple) else [gold]
+
+
 def shown_problems(problems: Iterable[object], report: str) -> list[object]:
-    """The feedback `problems` whose gold answer the report actually showed the Proposer: the
-    gold as a whole token, so a short gold inside a longer one (gold "7" in the id "d7" or in
-    "17") does not count as shown."""
+    """The feedback `problems` whose gold answer (`shown_golds`) the report actually showed the
+    Proposer: the gold as a whole token, so a short gold inside a longer one (gold "7" in the
+    id "d7" or in "17") does not count as shown."""
     shown = []
     for problem in problems:
-        gold = getattr(problem, "gold", None)
-        texts = [str(g) for g in gold] if isinstance(gold, list | tuple) else [str(gold)]
-        if any(t.strip() and _as_token(t.strip()).search(report) for t in texts):
+        texts = [str(g).strip() for g in shown_golds(problem) if g is not None]
+        if any(t and _as_token(t).search(report) for t in texts):
             shown.append(problem)
     return shown
 
