@@ -268,8 +268,8 @@ def test_a_reasoning_gym_gold_is_guarded_as_the_report_shows_it():
     """reasoning-gym's gold is its generator's record; the report shows the record's answer, and
     a candidate that copies that answer is caught (the guards once read the record and missed
     it: a Proposer's `if answer == '0': return '-646'` was adopted on chain_sum)."""
+    from harness_learning.evals.problem import gold_text
     from harness_learning.evals.registry import get_task
-    from harness_learning.graphs.adapter.execution_report import gold_text
 
     task = get_task("rg:chain_sum", n_dev=4, n_test=2, seed=0, split_secret="0" * 32)
     problem = task.dev()[0]

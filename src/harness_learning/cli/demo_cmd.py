@@ -142,8 +142,8 @@ def _candidates_table(final: dict[str, Any]):
 def _answers_table(config, sha: str):
     """The final version's held-out answers, as the Solver wrote them, beside the gold."""
     from harness_learning.cli._common import results_table
+    from harness_learning.evals.problem import gold_answer
     from harness_learning.evals.registry import get_task
-    from harness_learning.graphs.adapter.execution_report import gold_answer
     from harness_learning.harnesses.rundir import RunDir
 
     problems = {p.id: p for p in get_task(config.task, **config.task_options).test()}

@@ -82,8 +82,8 @@ def run(
 
 async def _evaluate(task, source, problems, model, concurrency, user_tools=None):
     from harness_learning.evals.evaluator import evaluate
+    from harness_learning.evals.problem import gold_answer
     from harness_learning.evals.user_failures import UserCodeFailures
-    from harness_learning.graphs.adapter.execution_report import gold_answer
     from harness_learning.harnesses.llm import get_client
     from harness_learning.harnesses.toolbox import Toolbox
 

@@ -23,6 +23,7 @@ import ast
 import re
 from collections.abc import Iterable, Mapping
 
+from harness_learning.evals.problem import shown_golds
 from harness_learning.evals.qa.metrics import normalize_answer
 from harness_learning.harnesses.compiler import parse_source
 
@@ -223,17 +224,6 @@ def _fix_test(shown: list[bool], unseen: list[bool], alpha: float) -> str | None
     return (f"{MEMO_PREFIX} the report's answers: fixed {fa}/{len(shown)} problems its parent "
             f"failed among those whose gold it was shown but {fb}/{len(unseen)} among comparable "
             f"unseen ones (one-sided Fisher exact p={p:.2g} < {alpha:.2g})")
-
-
-def shown_golds(problem: object) -> list[object]:
-    """The gold answers a feedback report shows of `problem`: the task's `meta["answer"]` with
-    its aliases where it put one there (reasoning-gym's gold is its generator's whole record,
-    which no report quotes), else the gold (a list of aliases, or one value)."""
-    meta = getattr(problem, "meta", None) or {}
-    if "answer" in meta:
-        return [meta["answer"], *(meta.get("aliases") or [])]
-    gold = getattr(problem, "gold", None)
-    return list(gold) if isinstance(gold, list | tuple) else [gold]
 
 
 def shown_problems(problems: Iterable[object], report: str) -> list[object]:

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness_learning.evals.guards import memorisation_reason, shown_golds, shown_problems
-from harness_learning.evals.problem import Problem
+from harness_learning.evals.guards import memorisation_reason, shown_problems
+from harness_learning.evals.problem import Problem, shown_golds
 from harness_learning.evals.result import EvalResult
 
 PROBE = "probe"
@@ -62,7 +62,7 @@ class Exposure:
 
     @property
     def golds(self) -> list[object]:
-        """The gold answers shown, as the report showed them (`guards.shown_golds`)."""
+        """The gold answers shown, as the report showed them (`problem.shown_golds`)."""
         return [gold for p in self.shown for gold in shown_golds(p)]
 
 

@@ -217,7 +217,7 @@ def _golds_showable(dev: list) -> bool:
     """Whether a report can show this task's golds the way the memorisation check looks for
     them (`evals.guards.shown_problems`): if not, the check never probes."""
     from harness_learning.evals.guards import shown_problems
-    from harness_learning.graphs.adapter.execution_report import gold_text
+    from harness_learning.evals.problem import gold_text
 
     sample = dev[:3]
     return any(shown_problems([p], f"Gold: {gold_text(p)}") for p in sample)

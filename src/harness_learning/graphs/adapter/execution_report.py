@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from harness_learning.evals.problem import Problem
+from harness_learning.evals.problem import Problem, gold_answer, gold_text
 from harness_learning.evals.result import EvalResult
 from harness_learning.harnesses.contract import JUDGE_OP, ToolCall
 from harness_learning.harnesses.results import HARNESS_FAULTS, ErrorKind, ProblemResult
@@ -93,18 +93,6 @@ def _status(r: ProblemResult) -> str:
     if r.score >= 1.0 - 1e-9:
         return "correct"
     return "partial" if r.score > 0 else "wrong"
-
-
-def gold_answer(problem: Problem) -> str:
-    """The gold answer as text: `meta["answer"]` when the task put it there, else the gold."""
-    answer = (problem.meta or {}).get("answer", problem.gold)
-    return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False, default=str)
-
-
-def gold_text(problem: Problem) -> str:
-    answer = gold_answer(problem)
-    aliases = [a for a in (problem.meta or {}).get("aliases") or [] if a != answer]
-    return answer + (f" (also accepted: {'; '.join(map(str, aliases))})" if aliases else "")
 
 
 def gold_titles(problem: Problem) -> list[str]:

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness_learning.evals.problem import Problem
+from harness_learning.evals.problem import Problem, gold_answer
 from harness_learning.graphs.adapter.config import AdaptConfig
-from harness_learning.graphs.adapter.execution_report import gold_answer
 
 if TYPE_CHECKING:
     from harness_learning.graphs.adapter.context import PlanningContext
