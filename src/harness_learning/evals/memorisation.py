@@ -62,7 +62,7 @@ class Exposure:
 
     @property
     def golds(self) -> list[object]:
-        """The gold answers shown, as the report showed them (`problem.shown_golds`)."""
+        """The gold answers shown, as the report showed them (`evals.problem.shown_golds`)."""
         return [gold for p in self.shown for gold in shown_golds(p)]
 
 
